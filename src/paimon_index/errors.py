@@ -1,0 +1,74 @@
+"""The project's exception hierarchy.
+
+Every error raised on purpose by paimon-index derives from :class:`PaimonIndexError`::
+
+    PaimonIndexError
+    ├── CorruptFileError       bytes that do not follow the format (names file, offset, field)
+    ├── UnsupportedTypeError   an index asked to handle a data type it cannot
+    ├── InvalidOptionError     a malformed or unknown ``file-index.*`` option (also a ValueError)
+    └── InvalidPredicateError  a predicate that does not parse or does not fit the schema
+
+A corrupt file is never reported as a raw ``struct.error``, ``IndexError`` or ``ValueError``: the
+binary cursor (:mod:`paimon_index.binary`) turns every short read into a :class:`CorruptFileError`
+whose message reads ``<file>@<offset>: <field>: <reason>``.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CorruptFileError",
+    "InvalidOptionError",
+    "InvalidPredicateError",
+    "PaimonIndexError",
+    "UnsupportedTypeError",
+]
+
+
+class PaimonIndexError(Exception):
+    """Root of every error paimon-index raises on purpose."""
+
+
+class CorruptFileError(PaimonIndexError):
+    """Bytes that do not follow the format they claim.
+
+    Attributes:
+        path: the file (or a label such as ``<bytes>``) the bytes came from.
+        offset: absolute byte offset in that file where the problem was found.
+        field: the field being read, e.g. ``"bitmap entry 3 offset"``.
+        reason: what was wrong.
+    """
+
+    def __init__(self, reason: str, *, path: str | None = None, offset: int | None = None,
+                 field: str | None = None) -> None:
+        self.path = path or "<bytes>"
+        self.offset = offset
+        self.field = field
+        self.reason = reason
+        where = self.path if offset is None else f"{self.path}@{offset}"
+        what = f"{field}: {reason}" if field else reason
+        super().__init__(f"{where}: {what}")
+
+
+class UnsupportedTypeError(PaimonIndexError, TypeError):
+    """An index type cannot handle a column's data type (Paimon refuses it too)."""
+
+
+class InvalidOptionError(PaimonIndexError, ValueError):
+    """A malformed, unknown or inconsistent option."""
+
+
+class InvalidPredicateError(PaimonIndexError, ValueError):
+    """A predicate that cannot be parsed, or whose literal does not fit the column type.
+
+    Attributes:
+        position: 0-based character position in the predicate text, when known.
+    """
+
+    def __init__(self, message: str, *, position: int | None = None, text: str | None = None):
+        self.position = position
+        self.text = text
+        if position is not None:
+            message = f"{message} (at position {position})"
+            if text is not None:
+                message += f"\n  {text}\n  {' ' * position}^"
+        super().__init__(message)

@@ -1,0 +1,140 @@
+"""Evaluate a bound predicate (and TopN) against one data file's index container.
+
+Semantics are Paimon's ``FileIndexPredicate``:
+
+* a leaf is answered by every index on its column, ANDed, stopping at the first SKIP; a column
+  without an index (or with an index type we do not know) answers REMAIN;
+* an empty index (start -1: no rows were written) answers SKIP for ``=``, ``IN``, ``<``, ``<=``,
+  ``>``, ``>=``, ``IS NOT NULL``, ``STARTS_WITH``, ``ENDS_WITH``, ``CONTAINS`` and REMAIN otherwise;
+* AND folds left to right and stops at the first SKIP; OR folds left to right.
+
+This module is the one place that decides what a query does with a corrupt index: by default the
+:class:`~paimon_index.errors.CorruptFileError` propagates; with ``on_corrupt="remain"`` the leaf
+answers REMAIN (always a correct superset), a warning is logged and :attr:`corrupt_indexes` counts it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Literal
+
+from paimon_index.errors import CorruptFileError
+from paimon_index.fileindex.base import IndexReader, TopN
+from paimon_index.fileindex.format import ContainerReader, IndexEntry
+from paimon_index.fileindex.registry import find_index_type
+from paimon_index.fileindex.result import REMAIN, SKIP, FileIndexResult, Rows
+from paimon_index.predicate import ALWAYS_FALSE, ALWAYS_TRUE, And, Leaf, Op, Or, Predicate
+from paimon_index.types import DataType
+
+__all__ = ["EMPTY_INDEX_SKIPS", "FileIndexEvaluator"]
+
+log = logging.getLogger(__name__)
+
+#: Operators an empty index (no rows) answers with SKIP; every other operator gives REMAIN.
+EMPTY_INDEX_SKIPS = frozenset({Op.EQ, Op.IN, Op.LT, Op.LE, Op.GT, Op.GE, Op.IS_NOT_NULL,
+                               Op.STARTS_WITH, Op.ENDS_WITH, Op.CONTAINS})
+
+
+class FileIndexEvaluator:
+    """Answers predicates for one data file from its container.
+
+    Args:
+        container: the file's index container.
+        schema: column name -> Paimon type for every column a predicate may name.
+        on_corrupt: ``"raise"`` (default) or ``"remain"`` (see module docstring).
+    """
+
+    def __init__(self, container: ContainerReader, schema: Mapping[str, DataType], *,
+                 on_corrupt: Literal["raise", "remain"] = "raise") -> None:
+        self.container = container
+        self.schema = schema
+        self.on_corrupt = on_corrupt
+        self.corrupt_indexes = 0
+        self._readers: dict[tuple[str, str], IndexReader | None] = {}
+
+    def reader(self, entry: IndexEntry) -> IndexReader | None:
+        """The reader of one index (None for an empty index or an unknown index type)."""
+        key = (entry.column, entry.index_type)
+        if key not in self._readers:
+            index_type = find_index_type(entry.index_type)
+            dtype = self.schema.get(entry.column)
+            if entry.empty or index_type is None or dtype is None:
+                self._readers[key] = None
+            else:
+                self._readers[key] = index_type.create_reader(
+                    dtype, self.container.source, entry.start, entry.length, entry.column)
+        return self._readers[key]
+
+    def evaluate(self, predicate: Predicate) -> FileIndexResult:
+        """The answer for a bound predicate (see :func:`paimon_index.predicate.bind`)."""
+        if isinstance(predicate, Leaf):
+            return self._leaf(predicate)
+        if isinstance(predicate, And):
+            result: FileIndexResult = REMAIN
+            for i, child in enumerate(predicate.children):
+                r = self.evaluate(child)
+                result = r if i == 0 else result & r
+                if not result.remain:
+                    return result
+            return result
+        if isinstance(predicate, Or):
+            result = SKIP
+            for i, child in enumerate(predicate.children):
+                r = self.evaluate(child)
+                result = r if i == 0 else result | r
+            return result
+        if predicate == ALWAYS_FALSE:
+            return SKIP
+        assert predicate == ALWAYS_TRUE
+        return REMAIN
+
+    def _leaf(self, leaf: Leaf) -> FileIndexResult:
+        result: FileIndexResult = REMAIN
+        for entry in self.container.column_entries(leaf.column):
+            if entry.empty:
+                r = SKIP if leaf.op in EMPTY_INDEX_SKIPS else REMAIN
+            else:
+                try:
+                    reader = self.reader(entry)
+                    r = REMAIN if reader is None else _forced(reader.evaluate(leaf))
+                except CorruptFileError as e:
+                    r = self._corrupt(entry, e)
+            result = result & r
+            if not result.remain:
+                return result
+        return result
+
+    def _corrupt(self, entry: IndexEntry, error: CorruptFileError) -> FileIndexResult:
+        if self.on_corrupt == "raise":
+            raise error
+        self.corrupt_indexes += 1
+        log.warning("ignoring corrupt %s index of column %r: %s", entry.index_type, entry.column,
+                    error)
+        return REMAIN
+
+    def evaluate_topn(self, topn: TopN | None, result: FileIndexResult = REMAIN) -> FileIndexResult:
+        """Narrow ``result`` to the TopN candidate rows, as Paimon's ``evaluateTopN`` does."""
+        if topn is None or not result.remain:
+            return result
+        if isinstance(result, Rows) and len(result.bitmap) <= topn.limit:
+            return result
+        column = topn.orders[0].column
+        for entry in self.container.column_entries(column):
+            if entry.empty:
+                continue
+            try:
+                reader = self.reader(entry)
+                answer = REMAIN if reader is None else _forced(reader.visit_topn(topn, result))
+            except CorruptFileError as e:
+                answer = self._corrupt(entry, e)
+            if answer is not REMAIN:
+                return answer
+        return result
+
+
+def _forced(result: FileIndexResult) -> FileIndexResult:
+    """Compute a lazy bitmap now, so a corrupt body is reported where the policy applies."""
+    if isinstance(result, Rows):
+        result.bitmap  # noqa: B018 - forces the lazy bitmap
+    return result

@@ -1,0 +1,150 @@
+"""What a file index says about one data file: REMAIN, SKIP, or the rows that may match.
+
+Invariant: **every result is a superset of the rows that match** (for a Bloom filter, of the file
+containing a match). ``SKIP`` is the empty set, ``REMAIN`` is "all rows", ``Rows(b)`` is exactly the
+rows in the Roaring bitmap ``b``. Combinators keep the invariant::
+
+    a & b      REMAIN & x = x      SKIP & x = SKIP     Rows(p) & Rows(q) = Rows(p ∩ q)
+    a | b      REMAIN | x = REMAIN SKIP | x = x        Rows(p) | Rows(q) = Rows(p ∪ q)
+    a.and_not(deleted)             Rows(p) - deleted;  REMAIN -> Rows(all - deleted) given a row count
+
+The algebra is Paimon's ``FileIndexResult``/``BitmapIndexResult``. Bitmaps are computed lazily (a
+``Rows`` built from a function runs it on first use) so an AND can stop at the first SKIP without
+reading the other indexes' bitmaps. A ``Rows`` with an empty bitmap means the file can be skipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pyroaring import BitMap
+
+__all__ = ["REMAIN", "SKIP", "FileIndexResult", "Remain", "Rows", "Skip"]
+
+
+class FileIndexResult:
+    """Base of the three kinds of answer. Immutable."""
+
+    __slots__ = ()
+
+    @property
+    def remain(self) -> bool:
+        """False only when no row of the file can match."""
+        raise NotImplementedError
+
+    def __and__(self, other: FileIndexResult) -> FileIndexResult:
+        raise NotImplementedError
+
+    def __or__(self, other: FileIndexResult) -> FileIndexResult:
+        raise NotImplementedError
+
+
+class Remain(FileIndexResult):
+    """The index cannot exclude anything."""
+
+    __slots__ = ()
+
+    @property
+    def remain(self) -> bool:
+        return True
+
+    def __and__(self, other: FileIndexResult) -> FileIndexResult:
+        return other
+
+    def __or__(self, other: FileIndexResult) -> FileIndexResult:
+        return self
+
+    def __repr__(self) -> str:
+        return "REMAIN"
+
+
+class Skip(FileIndexResult):
+    """No row can match: the file can be skipped."""
+
+    __slots__ = ()
+
+    @property
+    def remain(self) -> bool:
+        return False
+
+    def __and__(self, other: FileIndexResult) -> FileIndexResult:
+        return self
+
+    def __or__(self, other: FileIndexResult) -> FileIndexResult:
+        return other
+
+    def __repr__(self) -> str:
+        return "SKIP"
+
+
+REMAIN = Remain()
+SKIP = Skip()
+
+
+class Rows(FileIndexResult):
+    """Exactly the rows (0-based positions in the data file) in a bitmap, computed on first use."""
+
+    __slots__ = ("_bitmap", "_supplier")
+
+    def __init__(self, bitmap: BitMap | Callable[[], BitMap]) -> None:
+        if isinstance(bitmap, BitMap):
+            self._bitmap: BitMap | None = bitmap
+            self._supplier: Callable[[], BitMap] | None = None
+        else:
+            self._bitmap = None
+            self._supplier = bitmap
+
+    @property
+    def bitmap(self) -> BitMap:
+        """The row bitmap (do not mutate it)."""
+        if self._bitmap is None:
+            assert self._supplier is not None
+            self._bitmap = self._supplier()
+            self._supplier = None
+        return self._bitmap
+
+    @property
+    def remain(self) -> bool:
+        return len(self.bitmap) > 0
+
+    def __and__(self, other: FileIndexResult) -> FileIndexResult:
+        if isinstance(other, Rows):
+            return Rows(lambda: self.bitmap & other.bitmap)
+        return self if other.remain else SKIP
+
+    def __or__(self, other: FileIndexResult) -> FileIndexResult:
+        if isinstance(other, Rows):
+            return Rows(lambda: self.bitmap | other.bitmap)
+        return REMAIN if other.remain else self
+
+    def and_not(self, deleted: BitMap) -> Rows:
+        """These rows minus ``deleted`` (e.g. a deletion vector)."""
+        return Rows(lambda: self.bitmap - deleted)
+
+    def limit(self, k: int) -> Rows:
+        """The ``k`` smallest row positions."""
+        def first_k() -> BitMap:
+            b = self.bitmap
+            return b if len(b) <= k else BitMap(b[:k]) if k > 0 else BitMap()
+        return Rows(first_k)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Rows) and self.bitmap == other.bitmap
+
+    def __hash__(self) -> int:
+        return hash(tuple(self.bitmap))
+
+    def __repr__(self) -> str:
+        b = self.bitmap
+        shown = ", ".join(str(x) for x in b[:10]) if len(b) else ""
+        more = ", ..." if len(b) > 10 else ""
+        return f"Rows({len(b)}: [{shown}{more}])"
+
+
+def and_not(result: FileIndexResult, deleted: BitMap, row_count: int) -> FileIndexResult:
+    """Apply a deletion vector to any result (REMAIN becomes the live rows of the file)."""
+    if isinstance(result, Rows):
+        return result.and_not(deleted)
+    if result is SKIP or not deleted:
+        return result
+    return Rows(lambda: BitMap(range(row_count)) - deleted)
