@@ -334,10 +334,16 @@ def _int64_values(arr: pa.Array) -> np.ndarray:
     return np.asarray(arr.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
+def _physical_int64(arr: pa.Array) -> np.ndarray:
+    """The stored integers of a temporal array (time32/date32 are 32-bit, others 64-bit)."""
+    width = pa.int32() if arr.type.bit_width == 32 else pa.int64()
+    return _int64_values(arr.cast(width))
+
+
 def _to_epoch_units(arr: pa.Array, dtype: DataType) -> np.ndarray:
     """Arrow timestamps to epoch millis (precision <= 3) or micros, rounding down like Java."""
     unit = arr.type.unit
-    raw = _int64_values(arr.cast(pa.int64()))
+    raw = _physical_int64(arr)
     per_second = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}[unit]
     target = 1_000 if (dtype.precision or 0) <= MILLIS_PRECISION else 1_000_000
     if per_second == target:
@@ -374,15 +380,15 @@ def canonical_column(arr: pa.Array | pa.ChunkedArray, dtype: DataType | None = N
         values = _decimal_unscaled(arr, dtype)
     elif dtype.root is TypeRoot.DATE:
         if pa.types.is_date64(t):
-            values = np.floor_divide(_int64_values(arr.cast(pa.int64())), MILLIS_PER_DAY)
+            values = np.floor_divide(_physical_int64(arr), MILLIS_PER_DAY)
         elif pa.types.is_date32(t):
-            values = _int64_values(arr.cast(pa.int32()))
+            values = _physical_int64(arr)
         else:
             values = _int64_values(arr)
     elif dtype.root is TypeRoot.TIME:
         if pa.types.is_time(t):
             per_ms = {"s": -1000, "ms": 1, "us": 1000, "ns": 1_000_000}[t.unit]
-            raw = _int64_values(arr.cast(pa.int64()))
+            raw = _physical_int64(arr)
             values = raw * 1000 if per_ms < 0 else np.floor_divide(raw, per_ms)
         else:
             values = _int64_values(arr)

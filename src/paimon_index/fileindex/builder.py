@@ -25,16 +25,31 @@ from paimon_index.fileindex.options import FileIndexOptions
 from paimon_index.fileindex.registry import get_index_type
 from paimon_index.types import CanonicalColumn, DataType, canonical_column, from_arrow
 
-__all__ = ["build_file_index", "build_index_bodies"]
+__all__ = ["build_file_index", "build_index_bodies", "container_order"]
 
 
 def _options(options: FileIndexOptions | Mapping[str, str]) -> FileIndexOptions:
     return options if isinstance(options, FileIndexOptions) else FileIndexOptions.from_table_options(options)
 
 
+def container_order(options: FileIndexOptions | Mapping[str, str]) -> dict[str, list[str]]:
+    """``{column: [index types]}`` in the order Paimon's writer lays the container out."""
+    by_type: dict[str, list[str]] = {}
+    for spec in _options(options).specs:
+        by_type.setdefault(spec.index_type, []).append(spec.column)
+    column_calls: list[str] = []  # computeIfAbsent(column) calls while serializing the writers
+    pairs: list[tuple[str, str]] = []
+    for index_type in java_map_order(list(by_type), compute=True):
+        for column in java_map_order(by_type[index_type]):
+            column_calls.append(column)
+            pairs.append((column, index_type))
+    return {column: java_map_order([t for c, t in pairs if c == column])
+            for column in java_map_order(column_calls, compute=True)}
+
+
 def build_index_bodies(data: pa.Table | pa.RecordBatch, options: FileIndexOptions | Mapping[str, str],
                        schema: Mapping[str, DataType] | None = None) -> dict[str, dict[str, bytes]]:
-    """``{column: {index type: body}}`` in the insertion order Paimon's writer uses.
+    """``{column: {index type: body}}`` in the order Paimon's writer lays them out.
 
     Args:
         data: the data file's rows.
@@ -46,33 +61,22 @@ def build_index_bodies(data: pa.Table | pa.RecordBatch, options: FileIndexOption
         UnsupportedTypeError: an index type cannot index its column's type.
     """
     opts = _options(options)
-    by_type: dict[str, list[tuple[str, Mapping[str, str]]]] = {}
-    for spec in opts.specs:
-        by_type.setdefault(spec.index_type, []).append((spec.column, spec.options))
-
-    names = set(data.schema.names)
+    spec_options = {(spec.column, spec.index_type): dict(spec.options) for spec in opts.specs}
     canonical: dict[str, CanonicalColumn] = {}
-    built: dict[tuple[str, str], bytes] = {}
-    column_calls: list[str] = []  # computeIfAbsent(column) calls while serializing the writers
-    for index_type in java_map_order(list(by_type), compute=True):
-        columns = dict(by_type[index_type])
-        for column in java_map_order(list(columns)):
-            column_calls.append(column)
-            if column not in names:
-                raise InvalidOptionError(
-                    f"file-index.{index_type}.columns: column {column!r} does not exist "
-                    f"(columns: {', '.join(data.schema.names)})")
-            if column not in canonical:
-                field = data.schema.field(column)
-                dtype = (schema or {}).get(column) or from_arrow(field.type, field.nullable)
-                canonical[column] = canonical_column(data.column(column), dtype)
-            col = canonical[column]
-            writer = get_index_type(index_type).create_writer(col.dtype, columns[column], column)
-            built[(column, index_type)] = writer.build(col)
     bodies: dict[str, dict[str, bytes]] = {}
-    for column in java_map_order(column_calls, compute=True):
-        type_calls = [t for (c, t) in built if c == column]
-        bodies[column] = {t: built[(column, t)] for t in java_map_order(type_calls)}
+    for column, index_types in container_order(opts).items():
+        if column not in data.schema.names:
+            raise InvalidOptionError(
+                f"file-index.{index_types[0]}.columns: column {column!r} does not exist "
+                f"(columns: {', '.join(data.schema.names)})")
+        if column not in canonical:
+            field = data.schema.field(column)
+            dtype = (schema or {}).get(column) or from_arrow(field.type, field.nullable)
+            canonical[column] = canonical_column(data.column(column), dtype)
+        col = canonical[column]
+        bodies[column] = {
+            t: get_index_type(t).create_writer(col.dtype, spec_options[(column, t)], column).build(col)
+            for t in index_types}
     return bodies
 
 

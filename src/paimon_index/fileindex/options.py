@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from paimon_index.errors import InvalidOptionError
 
@@ -97,7 +97,8 @@ class IndexSpec:
 
     column: str
     index_type: str
-    options: Mapping[str, str] = field(default_factory=dict)
+    #: ``(option, value)`` pairs, sorted (a tuple keeps the spec hashable).
+    options: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -159,7 +160,7 @@ class FileIndexOptions:
             get_index_type(index_type).validate_option(option, value, key)
             index_options[option] = value
 
-        specs = tuple(IndexSpec(col, t, opts) for (col, t), opts in declared.items())
+        specs = tuple(IndexSpec(col, t, tuple(sorted(opts.items()))) for (col, t), opts in declared.items())
         return cls(specs, threshold, read_enabled)
 
     def to_table_options(self) -> dict[str, str]:
@@ -168,7 +169,7 @@ class FileIndexOptions:
         by_type: dict[str, list[str]] = {}
         for spec in self.specs:
             by_type.setdefault(spec.index_type, []).append(spec.column)
-            for k, v in spec.options.items():
+            for k, v in spec.options:
                 out[f"{PREFIX}{spec.index_type}.{spec.column}.{k}"] = v
         for t, cols in by_type.items():
             out[f"{PREFIX}{t}{COLUMNS_SUFFIX}"] = ",".join(cols)
