@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import xxhash
 
-__all__ = ["long_hash", "xxh64"]
+__all__ = ["long_hash", "long_hash_one", "xxh64", "xxh64_one"]
 
 P1 = np.uint64(11400714785074694791)
 P2 = np.uint64(14029467366897019727)
@@ -52,6 +52,32 @@ def long_hash(keys: np.ndarray) -> np.ndarray:
     k = k ^ sar(k, 28)
     k = k + (k << _U64(31))
     return k.view(np.int64)
+
+
+_MASK64 = (1 << 64) - 1
+
+
+def long_hash_one(key: int) -> int:
+    """:func:`long_hash` of one Python int (a query literal), without NumPy's per-call cost."""
+    k = key & _MASK64
+
+    def sar(x: int, n: int) -> int:  # signed >> on a 64-bit pattern
+        return ((x - (1 << 64) if x >> 63 else x) >> n) & _MASK64
+
+    k = ((~k) + (k << 21)) & _MASK64
+    k ^= sar(k, 24)
+    k = (k + (k << 3) + (k << 8)) & _MASK64
+    k ^= sar(k, 14)
+    k = (k + (k << 2) + (k << 4)) & _MASK64
+    k ^= sar(k, 28)
+    k = (k + (k << 31)) & _MASK64
+    return k - (1 << 64) if k >> 63 else k
+
+
+def xxh64_one(data: bytes) -> int:
+    """xxHash64 (seed 0) of one value, as a signed Java long."""
+    h = xxhash.xxh64_intdigest(data)
+    return h - (1 << 64) if h >> 63 else h
 
 
 def _rotl(x: np.ndarray, r: int) -> np.ndarray:

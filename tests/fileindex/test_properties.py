@@ -195,3 +195,22 @@ def test_bloom_filter_skips_absent_values_at_the_configured_rate() -> None:
         evaluator = FileIndexEvaluator(container, {"c": dtype})
         false_positives = sum(evaluator.evaluate(Leaf(Op.EQ, "c", (int(v),))).remain for v in present[1000:])
     assert false_positives < 40  # expected ~10 at fpp 0.01
+
+
+@settings(max_examples=200, deadline=None)
+@given(keys=st.lists(st.integers(-(2**63), 2**63 - 1), min_size=1, max_size=20),
+       data=st.lists(st.binary(max_size=80), min_size=1, max_size=20),
+       k=st.integers(1, 12), bits=st.integers(8, 10**7))
+def test_scalar_and_vector_hashing_agree(keys: list[int], data: list[bytes], k: int, bits: int) -> None:
+    """Queries hash one literal with scalar code, builds hash columns with NumPy: same answers."""
+    import numpy as np
+
+    from paimon_index.fileindex.bloom_filter import _bit_positions, _probe_positions
+    from paimon_index.hashing import long_hash, long_hash_one, xxh64, xxh64_one
+
+    assert long_hash(np.array(keys, dtype=np.int64)).tolist() == [long_hash_one(v) for v in keys]
+    hashes = xxh64(pa.array(data, pa.binary()))
+    assert hashes.tolist() == [xxh64_one(v) for v in data]
+    vector = _bit_positions(hashes, k, bits)
+    for j, h in enumerate(hashes.tolist()):
+        assert vector[:, j].tolist() == _probe_positions(h, k, bits)

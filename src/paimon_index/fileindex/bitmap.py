@@ -52,17 +52,20 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyroaring import BitMap
 
 from paimon_index.binary import ByteReader, ByteWriter, Source
 from paimon_index.errors import CorruptFileError, InvalidOptionError
 from paimon_index.fileindex.base import IndexReader, IndexType, IndexWriter
 from paimon_index.fileindex.bitmap_keys import (
-    decode_key,
     distinct_keys,
     encode_entries,
+    first_unsorted,
     java_key_hashes,
     key_size,
+    parse_entries,
     sort_key,
 )
 from paimon_index.fileindex.options import parse_int, parse_memory_size
@@ -114,17 +117,16 @@ class BitmapWriter(IndexWriter):
         null_rows = np.flatnonzero(~valid)
         values = column.values
         if isinstance(values, np.ndarray):
-            present = values[rows]
+            present = values[rows] if column.null_count else values
         else:
-            import pyarrow as pa
-
             present = values.filter(pa.array(valid)) if column.null_count else values
         keyset = distinct_keys(present, kind)
         n_keys = len(keyset)
 
-        # Rows of every key: group the non-null row positions by key code.
+        # Rows of every key: group the non-null row positions by key code (a stable sort keeps
+        # each key's rows ascending; Arrow's sort of small integers is a radix sort).
         counts = np.bincount(keyset.codes, minlength=n_keys)
-        by_key = rows[np.argsort(keyset.codes, kind="stable")]
+        by_key = rows[pc.sort_indices(pa.array(keyset.codes)).to_numpy()]
         ends = np.cumsum(counts)
         starts = ends - counts
 
@@ -174,9 +176,8 @@ class BitmapWriter(IndexWriter):
     def _write_v2_blocks(self, w: ByteWriter, keyset: Any, offsets: np.ndarray,
                          lengths: np.ndarray) -> None:
         kind = self.dtype.key_kind
-        if isinstance(keyset.sort_keys, list):
-            sorted_idx = np.array(sorted(range(len(keyset)), key=keyset.sort_keys.__getitem__),
-                                  dtype=np.int64)
+        if isinstance(keyset.sort_keys, pa.Array):
+            sorted_idx = pc.sort_indices(keyset.sort_keys).to_numpy()
         else:
             sorted_idx = np.argsort(keyset.sort_keys, kind="stable")
         keys = _take(keyset.keys, sorted_idx)
@@ -211,9 +212,13 @@ class BitmapWriter(IndexWriter):
 def _take(keys: Any, idx: np.ndarray) -> Any:
     if isinstance(keys, np.ndarray):
         return keys[idx]
-    import pyarrow as pa
-
     return keys.take(pa.array(idx, pa.int64()))
+
+
+def _search(keys: np.ndarray | Sequence[bytes], key: Any, side: str) -> int:
+    if isinstance(keys, np.ndarray):
+        return int(np.searchsorted(keys, key, side=side))  # type: ignore[call-overload]
+    return (bisect.bisect_right if side == "right" else bisect.bisect_left)(keys, key)
 
 
 def _parse_version(text: str, key: str) -> int:
@@ -269,39 +274,44 @@ class BitmapReader(IndexReader):
         self._parsed = True
 
     def _parse_v1(self, r: ByteReader) -> None:
-        self.dictionary: dict[object, _Entry] = {}
-        for i in range(self.distinct):
-            key = sort_key(decode_key(r, self.kind, f"bitmap key {i}"), self.kind)
-            at = r.pos
-            offset = r.i32(f"bitmap key {i} offset")
-            if key in self.dictionary:
-                raise r.error("duplicate key in bitmap dictionary", f"bitmap key {i}", at)
-            self.dictionary[key] = _Entry(offset, NO_LENGTH)
+        entries = parse_entries(r, self.distinct, self.kind, 1, "bitmap dictionary")
+        keys = entries.sort_keys.tolist() if isinstance(entries.sort_keys, np.ndarray) \
+            else list(entries.sort_keys)
+        offsets = entries.ints[:, 0]
         self.body_start = r.pos
         # V1 stores no lengths: a bitmap ends where the next one (in offset order) starts.
-        entries = [e for e in self.dictionary.values() if e.offset >= 0]
+        stored = offsets[offsets >= 0]
         if self.null_entry is not None and self.null_entry.offset >= 0:
-            entries.append(self.null_entry)
-        entries.sort(key=lambda e: e.offset)
-        body_len = r.end - self.body_start
-        for e, nxt in zip(entries, [*entries[1:], None], strict=False):
-            end = body_len if nxt is None else nxt.offset
-            e.length = end - e.offset
+            stored = np.append(stored, self.null_entry.offset)
+        bounds = np.unique(np.append(stored, r.end - self.body_start))
+        lengths = np.full(len(offsets), NO_LENGTH, dtype=np.int64)
+        nonneg = offsets >= 0
+        following = np.searchsorted(bounds, offsets[nonneg], "right").clip(max=len(bounds) - 1)
+        lengths[nonneg] = bounds[following] - offsets[nonneg]
+        if self.null_entry is not None and self.null_entry.offset >= 0:
+            nxt = bounds[min(int(np.searchsorted(bounds, self.null_entry.offset, "right")), len(bounds) - 1)]
+            self.null_entry.length = int(nxt) - self.null_entry.offset
+        self.dictionary: dict[object, _Entry] = {}
+        for i, (key, offset, length) in enumerate(zip(keys, offsets.tolist(), lengths.tolist(), strict=True)):
+            if key in self.dictionary:
+                raise r.error("duplicate key in bitmap dictionary", f"bitmap key {i}",
+                              int(entries.positions[i]))
+            self.dictionary[key] = _Entry(offset, length)
 
     def _parse_v2(self, r: ByteReader) -> None:
         n_blocks = r.count("bitmap index block count", min_item_bytes=5)
-        self.block_keys: list[object] = []
-        self.block_offsets: list[int] = []
-        for i in range(n_blocks):
-            key = sort_key(decode_key(r, self.kind, f"bitmap block {i} key"), self.kind)
-            at = r.pos
-            offset = r.i32(f"bitmap block {i} offset")
-            if self.block_keys and (key <= self.block_keys[-1] or offset <= self.block_offsets[-1]):
-                raise r.error("index blocks not in ascending order", f"bitmap block {i}", at)
-            if offset < 0:
-                raise r.error(f"negative block offset {offset}", f"bitmap block {i}", at)
-            self.block_keys.append(key)
-            self.block_offsets.append(offset)
+        index = parse_entries(r, n_blocks, self.kind, 1, "bitmap block index")
+        offsets = index.ints[:, 0]
+        bad = first_unsorted(index.sort_keys)
+        if bad is None and len(offsets) and offsets[0] != 0:
+            bad = 0
+        if bad is None:
+            bad = first_unsorted(offsets)
+        if bad is not None:
+            raise r.error("index blocks not in ascending order", f"bitmap block {bad}",
+                          int(index.positions[bad]))
+        self.block_keys = index.sort_keys
+        self.block_offsets = offsets.tolist()
         at = r.pos
         blocks_length = r.i32("bitmap index blocks length")
         if blocks_length < 0 or blocks_length > r.remaining:
@@ -313,27 +323,26 @@ class BitmapReader(IndexReader):
             raise r.error(f"block offset {self.block_offsets[-1]} beyond blocks length "
                           f"{blocks_length}", "bitmap index blocks", at)
         self.body_start = self.blocks_end
-        self._blocks: dict[int, tuple[list[object], list[_Entry]]] = {}
+        self._blocks: dict[int, tuple[Any, np.ndarray]] = {}
 
-    def _block(self, b: int) -> tuple[list[object], list[_Entry]]:
+    def _block(self, b: int) -> tuple[Any, np.ndarray]:
+        """Sort keys and (offset, length) rows of index block ``b``, parsed on first use."""
         if b not in self._blocks:
             start = self.blocks_start + self.block_offsets[b]
             end = self.blocks_start + self.block_offsets[b + 1] if b + 1 < len(self.block_offsets) \
                 else self.blocks_end
             r = ByteReader(self.source, start, end)
             n = r.count(f"bitmap block {b} entry count", min_item_bytes=ENTRY_INT_BYTES + 1)
-            keys: list[object] = []
-            entries: list[_Entry] = []
-            for i in range(n):
-                field = f"bitmap block {b} entry {i}"
-                key = sort_key(decode_key(r, self.kind, field), self.kind)
-                at = r.pos
-                if (keys and key <= keys[-1]) or (not keys and key != self.block_keys[b]):
-                    raise r.error("entries not sorted or not matching the block key", field, at)
-                entries.append(_Entry(r.i32(f"{field} offset"), r.i32(f"{field} length")))
-                keys.append(key)
+            entries = parse_entries(r, n, self.kind, 2, f"bitmap block {b}")
             r.expect_end(f"bitmap block {b}")
-            self._blocks[b] = (keys, entries)
+            bad = first_unsorted(entries.sort_keys)
+            if bad is None and (n == 0 or entries.sort_keys[0] != self.block_keys[b]):
+                bad = 0
+            if bad is not None:
+                raise r.error("entries not sorted or not starting with the block key",
+                              f"bitmap block {b} entry {bad}",
+                              int(entries.positions[bad]) if n else start)
+            self._blocks[b] = (entries.sort_keys, entries.ints)
         return self._blocks[b]
 
     def _find(self, literal: object) -> _Entry | None:
@@ -342,12 +351,14 @@ class BitmapReader(IndexReader):
         key = sort_key(literal, self.kind)
         if self.version == VERSION_1:
             return self.dictionary.get(key)
-        b = bisect.bisect_right(self.block_keys, key) - 1  # type: ignore[arg-type]
+        b = _search(self.block_keys, key, "right") - 1
         if b < 0:
             return None
-        keys, entries = self._block(b)
-        i = bisect.bisect_left(keys, key)  # type: ignore[arg-type]
-        return entries[i] if i < len(keys) and keys[i] == key else None
+        keys, ints = self._block(b)
+        i = _search(keys, key, "left")
+        if i < len(keys) and keys[i] == key:
+            return _Entry(int(ints[i, 0]), int(ints[i, 1]))
+        return None
 
     # -- bitmaps --------------------------------------------------------------------------------
     def _bitmap_of(self, literal: object) -> BitMap:

@@ -26,6 +26,8 @@ Java inserts them), together with each row's key code.
 
 from __future__ import annotations
 
+import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,11 +38,23 @@ from paimon_index.binary import ByteReader
 from paimon_index.javacompat import java_hash_codes
 from paimon_index.types import KeyKind
 
-__all__ = ["KeySet", "decode_key", "distinct_keys", "encode_entries", "key_size", "sort_key"]
+__all__ = [
+    "Entries",
+    "FixedWidthKeys",
+    "KeySet",
+    "decode_key",
+    "distinct_keys",
+    "encode_entries",
+    "first_unsorted",
+    "key_size",
+    "parse_entries",
+    "sort_key",
+]
 
 FLOAT_CANONICAL_NAN = 0x7FC00000
 DOUBLE_CANONICAL_NAN = 0x7FF8000000000000
 STRING_LENGTH_BYTES = 4
+STRUCT_I32 = struct.Struct(">i")
 FIXED_KEY_DTYPE = {
     KeyKind.INT8: ">i1", KeyKind.INT16: ">i2", KeyKind.INT32: ">i4", KeyKind.INT64: ">i8",
     KeyKind.FLOAT32: ">f4", KeyKind.FLOAT64: ">f8", KeyKind.BOOL: "u1",
@@ -53,12 +67,13 @@ class KeySet:
 
     Attributes:
         keys: NumPy array of keys (numbers/bools), or an Arrow binary array (strings).
-        sort_keys: NumPy array (or list of bytes) ordering the keys as Java's comparator does.
+        sort_keys: NumPy array ordering the keys as Java's comparator does (for byte strings,
+            the keys themselves: Arrow sorts binary values as unsigned bytes, shorter first).
         codes: for every input value, the index of its key in ``keys``.
     """
 
     keys: np.ndarray | pa.Array
-    sort_keys: np.ndarray | list[bytes]
+    sort_keys: np.ndarray | pa.Array
     codes: np.ndarray
 
     def __len__(self) -> int:
@@ -86,27 +101,38 @@ def sort_key(literal: object, kind: KeyKind) -> object:
     return int(literal)  # type: ignore[call-overload]
 
 
+def _from_float_sort_bits(bits: np.ndarray, kind: KeyKind) -> np.ndarray:
+    """Inverse of :func:`_float_sort_bits` (the remapping is its own inverse)."""
+    if kind is KeyKind.FLOAT32:
+        raw = (bits ^ ((bits >> 31) & 0x7FFFFFFF)).astype(np.int32)
+        return raw.view(np.float32)
+    return (bits ^ ((bits >> 63) & 0x7FFFFFFFFFFFFFFF)).view(np.float64)
+
+
 def distinct_keys(values: np.ndarray | pa.Array, kind: KeyKind) -> KeySet:
-    """Distinct keys of non-null ``values`` in first-occurrence order, with per-value codes."""
+    """Distinct keys of non-null ``values`` in first-occurrence order, with per-value codes.
+
+    One hash pass (Arrow's ``dictionary_encode``, which keeps first-occurrence order); floats are
+    encoded by their sort bits so that keys follow Java's ``equals`` (NaN = NaN, -0.0 != 0.0).
+    """
     if kind is KeyKind.BYTES:
         assert isinstance(values, pa.Array)
         encoded = pc.dictionary_encode(values)
         keys = encoded.dictionary.cast(pa.binary())
-        codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        return KeySet(keys, keys.to_pylist(), codes)
+        return KeySet(keys, keys, encoded.indices.to_numpy(zero_copy_only=False))
     arr = np.asarray(values)
-    if kind in (KeyKind.FLOAT32, KeyKind.FLOAT64):
-        ident = _float_sort_bits(arr, kind)
+    is_float = kind in (KeyKind.FLOAT32, KeyKind.FLOAT64)
+    ident = _float_sort_bits(arr, kind) if is_float else arr.astype(np.int64)
+    encoded = pc.dictionary_encode(pa.array(ident, pa.int64()))
+    sort_keys = encoded.dictionary.to_numpy(zero_copy_only=False)
+    codes = encoded.indices.to_numpy(zero_copy_only=False)
+    if is_float:
+        keys = _from_float_sort_bits(sort_keys, kind)
+    elif kind is KeyKind.BOOL:
+        keys = sort_keys.astype(bool)
     else:
-        ident = arr.astype(np.int64)
-    uniq, first, inverse = np.unique(ident, return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")  # sorted-unique index -> first-occurrence rank
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    keys = arr[first[order]]
-    if kind is KeyKind.BOOL:
-        keys = keys.astype(bool)
-    return KeySet(keys, uniq[order], rank[inverse.ravel()])
+        keys = sort_keys
+    return KeySet(keys, sort_keys, codes)
 
 
 def java_key_hashes(keys: np.ndarray | pa.Array, kind: KeyKind) -> np.ndarray:
@@ -188,3 +214,124 @@ def decode_key(r: ByteReader, kind: KeyKind, field: str) -> object:
     if kind is KeyKind.FLOAT64:
         return r.f64(field)
     return r.bool(field)
+
+
+class FixedWidthKeys(Sequence[bytes]):
+    """Byte-string keys of one length, viewed in place as an (n, length) matrix (no copies)."""
+
+    def __init__(self, rows: np.ndarray) -> None:
+        self.rows = rows
+
+    def __len__(self) -> int:
+        return self.rows.shape[0]
+
+    def __getitem__(self, i: int) -> bytes:  # type: ignore[override]
+        return self.rows[i].tobytes()
+
+    def first_unsorted(self) -> int | None:
+        n, width = self.rows.shape
+        if n < 2:
+            return None
+        if width == 0:
+            return 1  # two empty keys: a duplicate
+        a, b = self.rows[:-1], self.rows[1:]
+        differs = a != b
+        first = np.argmax(differs, axis=1)
+        idx = np.arange(len(first))
+        ascending = differs.any(axis=1) & (b[idx, first] > a[idx, first])
+        bad = np.flatnonzero(~ascending)
+        return int(bad[0]) + 1 if len(bad) else None
+
+
+@dataclass(frozen=True)
+class Entries:
+    """Parsed ``key | i32 ... `` entries: sort keys and one int column per i32 field."""
+
+    sort_keys: np.ndarray | Sequence[bytes]
+    ints: np.ndarray  # shape (n, fields)
+    #: absolute offset of each entry (for error messages)
+    positions: np.ndarray
+
+
+def parse_entries(r: ByteReader, count: int, kind: KeyKind, n_ints: int, what: str) -> Entries:
+    """Read ``count`` entries of ``key | i32 * n_ints`` from the cursor, all at once.
+
+    Fixed-width keys are decoded with one NumPy call; byte-string keys with a tight loop over the
+    buffer. Every length is checked against the bytes left before it is used.
+    """
+    if kind is not KeyKind.BYTES:
+        fields = [("key", FIXED_KEY_DTYPE[kind])] + [(f"i{j}", ">i4") for j in range(n_ints)]
+        dtype = np.dtype(fields)
+        start = r.pos
+        raw = r.read_view(count * dtype.itemsize, f"{what} ({count} entries)")
+        rec = np.frombuffer(raw, dtype=dtype, count=count)
+        keys = rec["key"]
+        if kind in (KeyKind.FLOAT32, KeyKind.FLOAT64):
+            sort_keys = _float_sort_bits(keys.astype(np.float64) if kind is KeyKind.FLOAT64
+                                         else keys.astype(np.float32), kind)
+        else:
+            sort_keys = keys.astype(np.int64)
+        ints = np.stack([rec[f"i{j}"].astype(np.int64) for j in range(n_ints)], axis=1) if count \
+            else np.zeros((0, n_ints), dtype=np.int64)
+        return Entries(sort_keys, ints, start + np.arange(count, dtype=np.int64) * dtype.itemsize)
+    # Byte strings: i32 length | bytes | i32 * n_ints, sequential by nature ...
+    start = r.pos
+    buf = r.read_view(r.remaining, what)  # zero-copy over in-memory bytes
+    fixed = _fixed_width_entries(buf, count, n_ints)
+    if fixed is not None:  # ... unless every key has the same length: then it is a matrix
+        r.seek(start + fixed[2], what)
+        keys, ints, size = fixed
+        return Entries(keys, ints, start + np.arange(count, dtype=np.int64) * (size // count))
+    unpack_len = STRUCT_I32.unpack_from
+    unpack_ints = struct.Struct(">" + "i" * n_ints).unpack_from
+    tail = 4 * n_ints
+    pos, end = 0, len(buf)
+    keys_out: list[bytes] = []
+    ints_out: list[tuple[int, ...]] = []
+    positions: list[int] = []
+    for i in range(count):
+        if end - pos < STRING_LENGTH_BYTES + tail:
+            raise r.error(f"truncated: entry needs at least {STRING_LENGTH_BYTES + tail} bytes, "
+                          f"only {end - pos} remain", f"{what} entry {i}", start + pos)
+        (n,) = unpack_len(buf, pos)
+        if n < 0 or n > end - pos - STRING_LENGTH_BYTES - tail:
+            raise r.error(f"string length {n} does not fit in the {end - pos} bytes left",
+                          f"{what} entry {i} key", start + pos)
+        positions.append(start + pos)
+        key_end = pos + STRING_LENGTH_BYTES + n
+        keys_out.append(bytes(buf[pos + STRING_LENGTH_BYTES : key_end]))
+        ints_out.append(unpack_ints(buf, key_end))
+        pos = key_end + tail
+    r.seek(start + pos, what)
+    ints_arr = np.array(ints_out, dtype=np.int64).reshape(count, n_ints)
+    return Entries(keys_out, ints_arr, np.array(positions, dtype=np.int64))
+
+
+def _fixed_width_entries(buf: memoryview | bytes, count: int,
+                         n_ints: int) -> tuple[FixedWidthKeys, np.ndarray, int] | None:
+    """Keys, ints and byte size of ``count`` entries whose keys all have the first key's length."""
+    if count == 0 or len(buf) < STRING_LENGTH_BYTES:
+        return None
+    (length,) = STRUCT_I32.unpack_from(buf, 0)
+    stride = STRING_LENGTH_BYTES + length + 4 * n_ints
+    if length < 0 or count * stride > len(buf):
+        return None
+    fields = [("n", ">i4"), ("key", np.uint8, (length,))] + [(f"i{j}", ">i4") for j in range(n_ints)]
+    rec = np.frombuffer(buf, dtype=np.dtype(fields), count=count)
+    if not np.all(rec["n"] == length):
+        return None
+    ints = np.stack([rec[f"i{j}"].astype(np.int64) for j in range(n_ints)], axis=1)
+    return FixedWidthKeys(rec["key"].reshape(count, length)), ints, count * stride
+
+
+def first_unsorted(sort_keys: np.ndarray | Sequence[bytes]) -> int | None:
+    """Index of the first key not strictly greater than the one before, or None if ascending."""
+    if isinstance(sort_keys, FixedWidthKeys):
+        return sort_keys.first_unsorted()
+    if isinstance(sort_keys, np.ndarray):
+        bad = np.flatnonzero(sort_keys[1:] <= sort_keys[:-1])  # not np.diff: it overflows at the extremes
+        return int(bad[0]) + 1 if len(bad) else None
+    for i in range(1, len(sort_keys)):
+        if sort_keys[i] <= sort_keys[i - 1]:
+            return i
+    return None

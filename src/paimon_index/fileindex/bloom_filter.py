@@ -30,6 +30,7 @@ Checked on read: k in range, a non-empty bit set. Not checkable: whether the bit
 from __future__ import annotations
 
 import math
+import struct
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
@@ -40,7 +41,7 @@ from paimon_index.binary import ByteReader, Source
 from paimon_index.fileindex.base import IndexReader, IndexType, IndexWriter
 from paimon_index.fileindex.options import parse_fraction, parse_int
 from paimon_index.fileindex.result import REMAIN, SKIP, FileIndexResult
-from paimon_index.hashing import long_hash, xxh64
+from paimon_index.hashing import long_hash, long_hash_one, xxh64, xxh64_one
 from paimon_index.types import CanonicalColumn, DataType, KeyKind, TypeRoot
 
 __all__ = ["BloomFilterIndex", "bloom_size", "fast_hash"]
@@ -83,22 +84,42 @@ def fast_hash(values: np.ndarray | pa.Array, kind: KeyKind) -> np.ndarray:
 
 
 def _literal_hash(literal: Any, kind: KeyKind) -> int:
+    """:func:`fast_hash` of one canonical literal (scalar code: a query hashes a handful)."""
     if kind is KeyKind.BYTES:
-        return int(xxh64(pa.array([literal], pa.binary()))[0])
-    dtype = {KeyKind.FLOAT32: np.float32, KeyKind.FLOAT64: np.float64}.get(kind, np.int64)
-    return int(fast_hash(np.array([literal], dtype=dtype), kind)[0])
+        return xxh64_one(literal)
+    if kind is KeyKind.FLOAT32:
+        bits = FLOAT_NAN_BITS if math.isnan(literal) else struct.unpack(">i", struct.pack(">f", literal))[0]
+        return long_hash_one(bits)
+    if kind is KeyKind.FLOAT64:
+        bits = DOUBLE_NAN_BITS if math.isnan(literal) else struct.unpack(">q", struct.pack(">d", literal))[0]
+        return long_hash_one(bits)
+    return long_hash_one(int(literal))
+
+
+def _probe_positions(h: int, k: int, bits: int) -> list[int]:
+    """The k bit positions of one hash (scalar twin of :func:`_bit_positions`)."""
+    h1 = h & _INT32_MASK
+    h2 = (h >> 32) & _INT32_MASK
+    out = []
+    for i in range(1, k + 1):
+        c = (h1 + i * h2) & _INT32_MASK
+        if c >> 31:  # negative as a Java int: ~c = -c - 1 = the low 31 bits flipped
+            c ^= _INT32_MASK
+        out.append(c % bits)
+    return out
 
 
 def _bit_positions(hashes: np.ndarray, k: int, bits: int) -> np.ndarray:
-    """All probe positions, shape (k, n)."""
-    u = hashes.astype(np.int64).view(np.uint64)
-    h1 = (u & np.uint64(_INT32_MASK)).astype(np.uint32).view(np.int32).astype(np.int64)
-    h2 = (u >> np.uint64(32)).astype(np.uint32).view(np.int32).astype(np.int64)
-    i = np.arange(1, k + 1, dtype=np.int64)[:, None]
-    combined = (h1[None, :] + i * h2[None, :]) & _INT32_MASK  # 32-bit wrap, as unsigned
-    combined = combined.astype(np.uint32).view(np.int32).astype(np.int64)
-    combined = np.where(combined < 0, ~combined, combined)
-    return combined % bits
+    """All probe positions of many hashes, shape (k, n), in 32-bit arithmetic like Java's ints."""
+    h = hashes.astype(np.int64, copy=False)
+    h1 = h.astype(np.int32)  # low half (the cast wraps)
+    h2 = (h >> np.int64(32)).astype(np.int32)
+    out = np.empty((k, len(h)), dtype=np.int32)
+    for i in range(1, k + 1):
+        c = h1 + np.int32(i) * h2  # wraps like Java's int arithmetic
+        c ^= c >> np.int32(31)  # negative -> ~c, without a branch
+        np.remainder(c, np.int32(bits), out=out[i - 1])
+    return out
 
 
 class BloomFilterWriter(IndexWriter):
@@ -144,9 +165,9 @@ class BloomFilterReader(IndexReader):
 
     def might_contain(self, literal: Any) -> bool:
         data = self._load()
-        h = np.array([_literal_hash(literal, self.dtype.key_kind)], dtype=np.int64)
-        pos = _bit_positions(h, self._k, len(data) * BITS_PER_BYTE).ravel()
-        return bool(np.all((data[pos >> 3] >> (pos & 7).astype(np.uint8)) & 1))
+        h = _literal_hash(literal, self.dtype.key_kind)
+        positions = _probe_positions(h, self._k, len(data) * BITS_PER_BYTE)
+        return all(data[p >> 3] >> (p & 7) & 1 for p in positions)
 
     def visit_eq(self, literal: Any) -> FileIndexResult:
         if literal is None:
