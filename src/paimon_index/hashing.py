@@ -37,21 +37,27 @@ MIN_VECTOR_GROUP = 48
 _U64 = np.uint64
 
 
+# The mix's shift-adds are multiplications mod 2^64:
+#   ~k + (k << 21) = k * (2^21 - 1) - 1;  k + (k << 3) + (k << 8) = k * 265;
+#   k + (k << 2) + (k << 4) = k * 21;     k + (k << 31) = k * (2^31 + 1)
+MUL_21 = np.uint64(2**21 - 1)
+MUL_265 = np.uint64(265)
+MUL_21_SMALL = np.uint64(21)
+MUL_31 = np.uint64(2**31 + 1)
+
+
 def long_hash(keys: np.ndarray) -> np.ndarray:
-    """Paimon's ``FastHash.getLongHash`` of each int64 key."""
-    k = np.asarray(keys, dtype=np.int64).view(np.uint64)
-
-    def sar(x: np.ndarray, n: int) -> np.ndarray:  # Java's signed >>
-        return (x.view(np.int64) >> np.int64(n)).view(np.uint64)
-
-    k = ~k + (k << _U64(21))
-    k = k ^ sar(k, 24)
-    k = k + (k << _U64(3)) + (k << _U64(8))
-    k = k ^ sar(k, 14)
-    k = k + (k << _U64(2)) + (k << _U64(4))
-    k = k ^ sar(k, 28)
-    k = k + (k << _U64(31))
-    return k.view(np.int64)
+    """Paimon's ``FastHash.getLongHash`` of each int64 key (in place on one work buffer)."""
+    k = np.array(keys, dtype=np.int64).view(np.uint64)  # a copy we may overwrite
+    signed = k.view(np.int64)
+    tmp = np.empty_like(signed)
+    k *= MUL_21
+    k -= np.uint64(1)
+    for shift, mul in ((24, MUL_265), (14, MUL_21_SMALL), (28, MUL_31)):
+        np.right_shift(signed, shift, out=tmp)  # Java's signed >>
+        k ^= tmp.view(np.uint64)
+        k *= mul
+    return signed
 
 
 _MASK64 = (1 << 64) - 1

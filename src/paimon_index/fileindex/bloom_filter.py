@@ -36,6 +36,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from paimon_index.binary import ByteReader, Source
 from paimon_index.fileindex.base import IndexReader, IndexType, IndexWriter
@@ -56,6 +57,11 @@ MAX_HASH_FUNCTIONS = 4096
 FLOAT_NAN_BITS = 0x7FC00000
 DOUBLE_NAN_BITS = 0x7FF8000000000000
 _INT32_MASK = 0xFFFFFFFF
+#: Columns shorter than this are hashed as they are; longer ones are sampled for repeats.
+DEDUPE_MIN_ROWS = 65_536
+DEDUPE_SAMPLE = 4_096
+#: Values hashed and probed per pass: small enough for the work arrays to stay in cache.
+CHUNK = 32_768
 
 
 def bloom_size(items: int, fpp: float) -> tuple[int, int]:
@@ -66,21 +72,42 @@ def bloom_size(items: int, fpp: float) -> tuple[int, int]:
     return bits, k
 
 
+def _hash_input(values: np.ndarray, kind: KeyKind) -> np.ndarray:
+    """The long a numeric key is mixed from: the value, or the canonical-NaN IEEE bits."""
+    if kind is KeyKind.FLOAT32:
+        bits = values.astype(np.float32).view(np.int32).astype(np.int64)
+        bits[np.isnan(values)] = FLOAT_NAN_BITS
+        return bits
+    if kind is KeyKind.FLOAT64:
+        bits = values.astype(np.float64).view(np.int64).copy()
+        bits[np.isnan(values)] = DOUBLE_NAN_BITS
+        return bits
+    return values.astype(np.int64, copy=False)
+
+
+def _mostly_repeated(values: np.ndarray | pa.Array) -> bool:
+    """Whether a strided sample says under half the values are distinct (then dedupe first)."""
+    n = len(values)
+    if n < DEDUPE_MIN_ROWS:
+        return False
+    sample = values[:: max(1, n // DEDUPE_SAMPLE)]
+    distinct = pc.count_distinct(sample if isinstance(sample, pa.Array) else pa.array(sample)).as_py()
+    return distinct * 2 < len(sample)
+
+
 def fast_hash(values: np.ndarray | pa.Array, kind: KeyKind) -> np.ndarray:
-    """Paimon's ``FastHash`` of canonical keys, as int64."""
+    """Paimon's ``FastHash`` of canonical keys, as int64.
+
+    A Bloom filter is a set, so repeated values need hashing once: when a sample shows many
+    repeats, the column is deduplicated by one Arrow hash pass first (speed only; same bits).
+    """
     if kind is KeyKind.BYTES:
         assert isinstance(values, pa.Array)
-        return xxh64(values)
-    v = np.asarray(values)
-    if kind is KeyKind.FLOAT32:
-        bits = v.astype(np.float32).view(np.int32).astype(np.int64)
-        bits[np.isnan(v)] = FLOAT_NAN_BITS
-        return long_hash(bits)
-    if kind is KeyKind.FLOAT64:
-        bits64 = v.astype(np.float64).view(np.int64).copy()
-        bits64[np.isnan(v)] = DOUBLE_NAN_BITS
-        return long_hash(bits64)
-    return long_hash(v.astype(np.int64))
+        return xxh64(pc.unique(values) if _mostly_repeated(values) else values)
+    bits = _hash_input(np.asarray(values), kind)
+    if _mostly_repeated(bits):
+        bits = pc.unique(pa.array(bits)).to_numpy()
+    return long_hash(bits)
 
 
 def _literal_hash(literal: Any, kind: KeyKind) -> int:
@@ -115,9 +142,13 @@ def _bit_positions(hashes: np.ndarray, k: int, bits: int) -> np.ndarray:
     h1 = h.astype(np.int32)  # low half (the cast wraps)
     h2 = (h >> np.int64(32)).astype(np.int32)
     out = np.empty((k, len(h)), dtype=np.int32)
+    c = np.empty_like(h1)
+    sign = np.empty_like(h1)
     for i in range(1, k + 1):
-        c = h1 + np.int32(i) * h2  # wraps like Java's int arithmetic
-        c ^= c >> np.int32(31)  # negative -> ~c, without a branch
+        np.multiply(h2, np.int32(i), out=c)  # wraps like Java's int arithmetic
+        c += h1
+        np.right_shift(c, 31, out=sign)
+        c ^= sign  # negative -> ~c, without a branch
         np.remainder(c, np.int32(bits), out=out[i - 1])
     return out
 
@@ -135,9 +166,20 @@ class BloomFilterWriter(IndexWriter):
             values = values.filter(pa.array(column.valid)) if isinstance(values, pa.Array) \
                 else values[column.valid]
         bitset = np.zeros(self.bits, dtype=bool)
-        if len(values):
-            bitset[_bit_positions(fast_hash(values, self.dtype.key_kind), self.hash_functions,
-                                  self.bits).ravel()] = True
+        kind = self.dtype.key_kind
+        if kind is KeyKind.BYTES:
+            hashes = fast_hash(values, kind)
+            for start in range(0, len(hashes), CHUNK):
+                np.put(bitset, _bit_positions(hashes[start : start + CHUNK], self.hash_functions,
+                                              self.bits), True)
+        else:
+            keys = _hash_input(np.asarray(values), kind)
+            if _mostly_repeated(keys):
+                keys = pc.unique(pa.array(keys)).to_numpy()
+            # Hash, probe and set one cache-sized chunk at a time: the passes stay in L2.
+            for start in range(0, len(keys), CHUNK):
+                hashes = long_hash(keys[start : start + CHUNK])
+                np.put(bitset, _bit_positions(hashes, self.hash_functions, self.bits), True)
         head = self.hash_functions.to_bytes(HASH_COUNT_BYTES, "big", signed=True)
         return head + np.packbits(bitset, bitorder="little").tobytes()
 
