@@ -126,7 +126,11 @@ class BitmapWriter(IndexWriter):
         # Rows of every key: group the non-null row positions by key code (a stable sort keeps
         # each key's rows ascending; Arrow's sort of small integers is a radix sort).
         counts = np.bincount(keyset.codes, minlength=n_keys)
-        by_key = rows[pc.sort_indices(pa.array(keyset.codes)).to_numpy()]
+        grouped = pc.sort_indices(pa.array(keyset.codes)).to_numpy()
+        by_key = grouped if not column.null_count else rows[grouped]
+        # One uint32 buffer for all rows; pyroaring builds from array('I') slices at memcpy speed.
+        by_key_u32 = array.array("I")
+        by_key_u32.frombytes(by_key.astype(np.uint32).tobytes())
         ends = np.cumsum(counts)
         starts = ends - counts
 
@@ -143,11 +147,12 @@ class BitmapWriter(IndexWriter):
         offset = len(null_bytes) if len(null_rows) > 1 else 0
         offsets = np.empty(n_keys, dtype=np.int64)
         lengths = np.full(n_keys, NO_LENGTH, dtype=np.int64)
+        starts, ends, single = starts.tolist(), ends.tolist(), single.tolist()
         for k in order.tolist():  # one bitmap per multi-row key, in HashMap order
             if single[k]:
-                offsets[k] = -1 - by_key[starts[k]]
+                offsets[k] = -1 - by_key_u32[starts[k]]
                 continue
-            data = _serialize(_positions_to_bitmap(by_key[starts[k] : ends[k]]))
+            data = _serialize(BitMap(by_key_u32[starts[k] : ends[k]]))
             bodies.append(data)
             offsets[k] = offset
             lengths[k] = len(data)
