@@ -1,0 +1,27 @@
+# The README's quick start: `make demo` and `make test`. Both create .venv and install first.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-test
+
+.PHONY: demo test lint bench clean
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) scripts/check_env.py
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[test]"
+	@touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/paimon-index demo
+
+test: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks scripts
+	$(BIN)/pytest
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/file_index.py
+
+clean:
+	rm -rf $(VENV) demo-warehouse .pytest_cache .ruff_cache .hypothesis
