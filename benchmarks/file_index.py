@@ -119,9 +119,10 @@ def bench(name: str, column: pa.Array, index_type: str) -> dict[str, float]:
             result = FileIndexEvaluator(reader, schema).evaluate(predicate)  # type: ignore[arg-type]
             return len(result.bitmap) if isinstance(result, Rows) else result.remain
 
+    eq_us = median_seconds(lambda: query(eq), QUERY_RUNS) * 1e6
+    in_us = median_seconds(lambda: query(in10), QUERY_RUNS) * 1e6
     return {"build_ms": build_s * 1000, "rows_per_s": len(column) / build_s,
-            "bytes": len(bodies["c"][index_type]), "eq_us": median_seconds(lambda: query(eq), QUERY_RUNS) * 1e6,
-            "in_us": median_seconds(lambda: query(in10), QUERY_RUNS) * 1e6}
+            "bytes": len(bodies["c"][index_type]), "eq_us": eq_us, "in_us": in_us}
 
 
 def ratio(java: float | None, ours: float) -> str:
@@ -135,7 +136,8 @@ def main() -> None:
     args = parser.parse_args()
     java = java_reference()
     header = (f"{'dataset':<12} {'index':<13} {'build ms':>9} {'rows/s':>8} {'x Java':>7} "
-              f"{'index bytes':>12} {'Java bytes':>11} {'= µs':>8} {'x Java':>7} {'IN10 µs':>8} {'x Java':>7}")
+              f"{'index bytes':>12} {'Java bytes':>11} {'= µs':>8} {'x Java':>7} "
+              f"{'IN10 µs':>8} {'x Java':>7}")
     print(f"{args.rows:,} rows; Java figures: {PERFORMANCE_MD if java else 'not found'}")
     print(header)
     print("-" * len(header))
@@ -143,9 +145,10 @@ def main() -> None:
         for index_type in args.indexes.split(","):
             r = bench(name, column, index_type)
             j = java.get((name, JAVA_INDEX_NAMES[index_type]), {})
+            java_bytes = f"{int(j['bytes']):,}" if j else "n/a"
             print(f"{name:<12} {index_type:<13} {r['build_ms']:>9.1f} {r['rows_per_s'] / 1e6:>7.1f}M "
-                  f"{ratio(j.get('build_ms'), r['build_ms']):>7} {r['bytes']:>12,} "
-                  f"{int(j['bytes']) if j else 0:>11,} {r['eq_us']:>8.0f} {ratio(j.get('eq_us'), r['eq_us']):>7} "
+                  f"{ratio(j.get('build_ms'), r['build_ms']):>7} {r['bytes']:>12,} {java_bytes:>11} "
+                  f"{r['eq_us']:>8.0f} {ratio(j.get('eq_us'), r['eq_us']):>7} "
                   f"{r['in_us']:>8.0f} {ratio(j.get('in_us'), r['in_us']):>7}", flush=True)
 
 

@@ -21,7 +21,8 @@ def test_bloom_filter_defaults_give_paimons_size() -> None:
     assert (bits, k) == (4_792_536, 3)
     assert bits // 8 + bloom_filter.HASH_COUNT_BYTES == 599_071  # the golden README's figure
     assert bloom_filter.bloom_size(64, 0.05) == (400, 4)  # nb = 399 rounds up to 400 bits
-    blob = build_file_index(pa.table({"c": pa.array([1], pa.int32())}), {"file-index.bloom-filter.columns": "c"})
+    one_row = pa.table({"c": pa.array([1], pa.int32())})
+    blob = build_file_index(one_row, {"file-index.bloom-filter.columns": "c"})
     assert blob is not None and len(blob) == 599_071 + 53  # body + head for column "c"
 
 

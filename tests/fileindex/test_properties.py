@@ -214,3 +214,30 @@ def test_scalar_and_vector_hashing_agree(keys: list[int], data: list[bytes], k: 
     vector = _bit_positions(hashes, k, bits)
     for j, h in enumerate(hashes.tolist()):
         assert vector[:, j].tolist() == _probe_positions(h, k, bits)
+
+
+@st.composite
+def run_structured_positions(draw: st.DrawFn) -> list[int]:
+    """Sets made of runs and gaps, so container kinds (array, run, bitmap) and their ties occur."""
+    out: list[int] = []
+    position = draw(st.integers(0, 200_000))
+    for _ in range(draw(st.integers(1, 30))):
+        length = draw(st.one_of(st.integers(1, 4), st.integers(1, 5000)))
+        out.extend(range(position, position + length))
+        position += length + draw(st.integers(1, 70_000))
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(positions=run_structured_positions())
+def test_bitmap_bodies_use_javas_container_choices(positions: list[int]) -> None:
+    """The bitmap index serializes with pyroaring; Java's runOptimize rule is written out in
+    bit_slice.serialize_positions (golden-tested through the range-bitmap). Both must agree."""
+    import numpy as np
+    from pyroaring import BitMap
+
+    from paimon_index.fileindex.bit_slice import serialize_positions
+    from paimon_index.fileindex.bitmap import _serialize
+
+    array = np.array(sorted(set(positions)), dtype=np.uint32)
+    assert _serialize(BitMap(array)) == serialize_positions(array)
