@@ -1,0 +1,450 @@
+"""Roaring bitmaps byte-for-byte as Java writes them, and the range-bitmap's bit-sliced index.
+
+Part 1 — portable Roaring format, as ``RoaringBitmap32.serialize`` writes it (Java RoaringBitmap
+1.x: ``runOptimize()`` then ``serialize``). All integers little-endian::
+
+    no run container:  u32 cookie = 12346 | u32 container count m (0..65536)
+    some run container: u32 cookie = 12347 | (m - 1) << 16 | ceil(m / 8) bytes: bit i = container i
+                        is a run container (LSB first)
+    m x (u16 key = high 16 bits, u16 cardinality - 1)
+    m x u32 byte offset of each container from the cookie   (only if no run container, or m >= 4)
+    containers, in key order:
+      array   (cardinality <= 4096, not run): cardinality x u16 low bits, ascending
+      bitmap  (cardinality >  4096, not run): 1024 x u64 words, bit b of word w = value 64w + b
+      run:    u16 run count r, r x (u16 start, u16 length - 1)
+
+  Container kinds follow Java's ``runOptimize`` on freshly built containers: an array container
+  becomes a run container when ``2 * cardinality > 2 + 4 * runs``, a bitmap container when
+  ``8192 > 2 + 4 * runs``. (CRoaring decides the tie ``2 * cardinality == 2 + 4 * runs``
+  differently, so we serialize with NumPy instead of pyroaring: :func:`serialize_positions`.)
+  Reading goes through pyroaring (CRoaring validates container contents); :func:`read_portable`
+  first walks the structure to find where a bitmap ends, which formats without explicit lengths
+  (the legacy BSI index) need.
+
+Part 2 — ``BitSliceIndexBitmap`` (Paimon ``fileindex.rangebitmap.BitSliceIndexBitmap``, version 1):
+the row -> dictionary code mapping of a range-bitmap index. Big-endian::
+
+    4      header length  i32 = 10 + 8 * slices (bytes from version to the end of the indexes)
+    1      version        u8 = 1
+    1      slices         u8 in 1..64: bit-length of the largest code (1 for code 0; 64 when the
+                          column has no non-NULL value, Java's bit-length of -1)
+    4      ebm length     i32 >= 0, bytes of the existence bitmap
+    4      indexes length i32 = 8 * slices
+    8 x slices            per slice: i32 offset (from the end of the ebm), i32 length
+    ebm length            existence bitmap: rows with a non-NULL value (portable Roaring)
+    ...                   slice i: rows whose code has bit i set (portable Roaring), contiguous
+
+Checked: header length, version, slice count, index length, that slices are contiguous and end
+exactly at the end of the index body, Roaring structure, existence bitmap positions below the row
+count. Not checked: that slices are subsets of the existence bitmap (every query intersects with
+it or with the caller's selection, so stray bits cannot leak into answers).
+
+Queries (``eq``, ``gt``, ``gte``, ``top_k``, ``bottom_k``) follow Java's algorithms, including the
+tie rule of strict TopN (drop the lowest row positions among the rows tied at the limit).
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+from pyroaring import BitMap
+
+from paimon_index.binary import ByteReader, ByteWriter, Source
+from paimon_index.errors import InvalidPredicateError
+
+__all__ = [
+    "SERIAL_COOKIE",
+    "SERIAL_COOKIE_NO_RUN",
+    "BitSliceReader",
+    "deserialize_bitmap",
+    "portable_span",
+    "read_portable",
+    "serialize_bit_slices",
+    "serialize_positions",
+]
+
+SERIAL_COOKIE_NO_RUN = 12346
+SERIAL_COOKIE = 12347
+#: Below this many containers, a bitmap with run containers has no offset table.
+NO_OFFSET_THRESHOLD = 4
+ARRAY_MAX_CARDINALITY = 4096
+BITMAP_CONTAINER_BYTES = 8192
+#: A position's high 16 bits pick its container (the key), the low 16 bits its value inside.
+CONTAINER_BITS = 16
+LOW_MASK = (1 << CONTAINER_BITS) - 1
+CONTAINER_VALUES = 1 << CONTAINER_BITS
+MAX_CONTAINERS = 1 << CONTAINER_BITS
+INT32_LIMIT = 2**31
+#: Bytes of a run container's run count, and of one (start, length - 1) run.
+RUN_COUNT_BYTES = 2
+RUN_BYTES = 4
+
+BSI_VERSION = 1
+#: version + slice count + ebm length + indexes length
+BSI_FIXED_HEADER_BYTES = 1 + 1 + 4 + 4
+BSI_INDEX_ENTRY_BYTES = 8
+MAX_SLICES = 64
+
+_EMPTY_BITMAP_BYTES = struct.pack("<ii", SERIAL_COOKIE_NO_RUN, 0)
+
+
+# ------------------------------------------------------------------------------------------------
+# Writing
+# ------------------------------------------------------------------------------------------------
+def serialize_positions(positions: np.ndarray) -> bytes:
+    """Java's ``RoaringBitmap`` bytes (after ``runOptimize``) for sorted, distinct positions.
+
+    Args:
+        positions: ascending, distinct integers in ``[0, 2**32)`` (any integer dtype).
+    """
+    pos = np.asarray(positions)
+    n = int(pos.size)
+    if n == 0:
+        return _EMPTY_BITMAP_BYTES
+    # 32-bit arithmetic halves the memory traffic; positions of a data file fit in int32
+    pos = pos.astype(np.int32 if int(pos[-1]) < INT32_LIMIT else np.int64, copy=False)
+    hi = pos >> CONTAINER_BITS
+    lo = pos & LOW_MASK
+    new_container = np.empty(n, dtype=bool)
+    new_container[0] = True
+    np.not_equal(hi[1:], hi[:-1], out=new_container[1:])
+    c_start = np.flatnonzero(new_container)
+    m = int(c_start.size)
+    keys = hi[c_start]
+    card = np.diff(np.append(c_start, n))
+
+    run_break = np.empty(n, dtype=bool)
+    run_break[0] = True
+    np.not_equal(np.diff(pos), 1, out=run_break[1:])
+    run_break |= new_container
+    r_start = np.flatnonzero(run_break)
+    r_container = np.searchsorted(c_start, r_start, side="right") - 1
+    n_runs = np.bincount(r_container, minlength=m)
+
+    is_bitmap = card > ARRAY_MAX_CARDINALITY
+    plain_bytes = np.where(is_bitmap, BITMAP_CONTAINER_BYTES, 2 * card)
+    run_bytes = RUN_COUNT_BYTES + RUN_BYTES * n_runs
+    is_run = plain_bytes > run_bytes  # Java runOptimize: strictly smaller as runs
+    sizes = np.where(is_run, run_bytes, plain_bytes)
+    has_run = bool(is_run.any())
+
+    # -- body: every container size is even, so fill it as little-endian u16 words -------------
+    body_off = np.zeros(m, dtype=np.int64)
+    np.cumsum(sizes[:-1], out=body_off[1:])
+    body = np.zeros(int(sizes.sum()) // 2, dtype="<u2")
+    word_off = body_off // 2
+
+    is_array = ~is_run & ~is_bitmap
+    if is_array.any():
+        # element i of container c goes to word word_off[c] + (i - c_start[c])
+        dest = np.arange(n, dtype=np.int64) + np.repeat(word_off - c_start, card)
+        if is_array.all():
+            body[dest] = lo
+        else:
+            sel = np.repeat(is_array, card)
+            body[dest[sel]] = lo[sel]
+    if has_run:
+        run_sel = is_run[r_container]
+        first_run = np.zeros(m, dtype=np.int64)
+        np.cumsum(n_runs[:-1], out=first_run[1:])
+        r_len = np.diff(np.append(r_start, n))
+        j = np.arange(r_start.size, dtype=np.int64) - first_run[r_container]
+        at = word_off[r_container] + 1 + 2 * j
+        body[word_off[is_run]] = n_runs[is_run]
+        body[at[run_sel]] = lo[r_start][run_sel]
+        body[at[run_sel] + 1] = (r_len - 1)[run_sel]
+    for c in np.flatnonzero(is_bitmap & ~is_run).tolist():  # at most n / 4097 containers
+        bits = np.zeros(CONTAINER_VALUES, dtype=bool)
+        bits[lo[c_start[c] : c_start[c] + card[c]]] = True
+        w = int(word_off[c])
+        body[w : w + BITMAP_CONTAINER_BYTES // 2] = np.packbits(bits, bitorder="little").view("<u2")
+
+    # -- header ----------------------------------------------------------------------------------
+    parts: list[bytes] = []
+    if has_run:
+        parts.append(struct.pack("<I", SERIAL_COOKIE | ((m - 1) << CONTAINER_BITS)))
+        parts.append(np.packbits(is_run, bitorder="little").tobytes())
+    else:
+        parts.append(struct.pack("<ii", SERIAL_COOKIE_NO_RUN, m))
+    descriptive = np.empty((m, 2), dtype="<u2")
+    descriptive[:, 0] = keys
+    descriptive[:, 1] = card - 1
+    parts.append(descriptive.tobytes())
+    if not has_run or m >= NO_OFFSET_THRESHOLD:
+        header = sum(len(p) for p in parts) + 4 * m
+        parts.append((header + body_off).astype("<u4").tobytes())
+    parts.append(body.tobytes())
+    return b"".join(parts)
+
+
+def serialize_bit_slices(rows: np.ndarray, codes: np.ndarray, max_code: int) -> bytes:
+    """A ``BitSliceIndexBitmap`` body mapping each row to its code.
+
+    Args:
+        rows: ascending row positions that have a value (the existence bitmap).
+        codes: the code of each of ``rows`` (``0 <= code <= max_code``).
+        max_code: the largest code; ``-1`` for a column without non-NULL values (Java then
+            still writes 64 empty slices).
+    """
+    n_slices = max(max_code.bit_length(), 1) if max_code >= 0 else MAX_SLICES
+    rows = np.asarray(rows).astype(np.int32, copy=False)  # row positions are Java ints
+    ebm = serialize_positions(rows)
+    codes = np.asarray(codes).astype(np.int32, copy=False)  # codes < cardinality <= 2^31 - 1
+    bit = np.empty(codes.size, dtype=np.int32)
+    slices: list[bytes] = []
+    for i in range(n_slices):
+        if max_code < 0:
+            slices.append(_EMPTY_BITMAP_BYTES)
+            continue
+        np.bitwise_and(codes, np.int32(1 << i), out=bit)
+        slices.append(serialize_positions(rows[bit.astype(bool)]))
+    header_len = BSI_FIXED_HEADER_BYTES + BSI_INDEX_ENTRY_BYTES * n_slices
+    w = ByteWriter()
+    w.i32(header_len)
+    w.i8(BSI_VERSION)
+    w.i8(n_slices)
+    w.i32(len(ebm))
+    w.i32(BSI_INDEX_ENTRY_BYTES * n_slices)
+    lengths = np.array([len(s) for s in slices], dtype=np.int64)
+    index = np.empty((n_slices, 2), dtype=">i4")
+    index[:, 0] = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    index[:, 1] = lengths
+    w.write(index.tobytes())
+    w.write(ebm)
+    for s in slices:
+        w.write(s)
+    return w.getvalue()
+
+
+# ------------------------------------------------------------------------------------------------
+# Reading
+# ------------------------------------------------------------------------------------------------
+def deserialize_bitmap(data: bytes | memoryview, r: ByteReader, field: str, at: int) -> BitMap:
+    """pyroaring's reader, with its errors reported as :class:`CorruptFileError`."""
+    try:
+        return BitMap.deserialize(data)
+    except (ValueError, OverflowError, MemoryError) as e:
+        raise r.error(f"invalid Roaring bitmap: {e}", field, at) from e
+
+
+def portable_span(r: ByteReader, field: str) -> tuple[int, int]:
+    """Walk one portable Roaring bitmap at the cursor without decoding it: ``(start, end)``.
+
+    Advances the cursor to ``end``. Checks the cookie, the container count and that every
+    container lies inside the reader's range.
+    """
+    start = r.pos
+    cookie = r.u32_le(f"{field} cookie")
+    if cookie & LOW_MASK == SERIAL_COOKIE:
+        m = (cookie >> CONTAINER_BITS) + 1
+        run_flags = np.unpackbits(np.frombuffer(r.read_bytes((m + 7) // 8, f"{field} run flags"),
+                                                dtype=np.uint8), bitorder="little")[:m].astype(bool)
+        has_offsets = m >= NO_OFFSET_THRESHOLD
+    elif cookie == SERIAL_COOKIE_NO_RUN:
+        at = r.pos
+        m = r.i32_le(f"{field} container count")
+        if not 0 <= m <= MAX_CONTAINERS:
+            raise r.error(f"container count {m} outside [0, {MAX_CONTAINERS}]", field, at)
+        run_flags = np.zeros(m, dtype=bool)
+        has_offsets = True
+    else:
+        raise r.error(f"unknown Roaring cookie {cookie}", field, start)
+    descriptive = np.frombuffer(r.read_bytes(4 * m, f"{field} container headers"), dtype="<u2")
+    cards = descriptive[1::2].astype(np.int64) + 1
+    if has_offsets:
+        r.skip(4 * m, f"{field} container offsets")
+    sizes = np.where(cards > ARRAY_MAX_CARDINALITY, BITMAP_CONTAINER_BYTES, 2 * cards)
+    if run_flags.any():
+        for c in range(m):
+            if run_flags[c]:
+                runs = int.from_bytes(r.read_bytes(RUN_COUNT_BYTES, f"{field} run count"), "little")
+                r.skip(RUN_BYTES * runs, f"{field} runs of container {c}")
+            else:
+                r.skip(int(sizes[c]), f"{field} container {c}")
+    else:
+        r.skip(int(sizes.sum()), f"{field} containers")
+    return start, r.pos
+
+
+def read_portable(r: ByteReader, field: str) -> BitMap:
+    """Read one portable Roaring bitmap at the cursor, advancing exactly past it."""
+    start, end = portable_span(r, field)
+    r.seek(start)
+    return deserialize_bitmap(r.read_view(end - start, field), r, field, start)
+
+
+class BitSliceReader:
+    """Lazy reader of a ``BitSliceIndexBitmap`` body occupying ``[start, end)`` of ``source``.
+
+    Only the header is read on construction; the existence bitmap and each slice are read and
+    deserialized the first time a query needs them.
+    """
+
+    def __init__(self, source: Source, start: int, end: int, row_count: int) -> None:
+        r = ByteReader(source, start, end)
+        at = r.pos
+        header_len = r.i32("bsi header length")
+        if header_len < BSI_FIXED_HEADER_BYTES + BSI_INDEX_ENTRY_BYTES:
+            raise r.error(f"header length {header_len} below the minimum "
+                          f"{BSI_FIXED_HEADER_BYTES + BSI_INDEX_ENTRY_BYTES}", "bsi header length", at)
+        h = r.sub(header_len, "bsi header")
+        at = h.pos
+        version = h.u8("bsi version")
+        if version != BSI_VERSION:
+            raise h.error(f"unsupported version {version} (supported: {BSI_VERSION})",
+                          "bsi version", at)
+        at = h.pos
+        n = h.u8("bsi slice count")
+        if not 1 <= n <= MAX_SLICES:
+            raise h.error(f"slice count {n} outside [1, {MAX_SLICES}]", "bsi slice count", at)
+        at = h.pos
+        ebm_len = h.i32("bsi ebm length")
+        if ebm_len < 0:
+            raise h.error(f"negative length {ebm_len}", "bsi ebm length", at)
+        at = h.pos
+        index_len = h.i32("bsi indexes length")
+        if index_len != BSI_INDEX_ENTRY_BYTES * n:
+            raise h.error(f"indexes length {index_len} != 8 x {n} slices", "bsi indexes length", at)
+        at = h.pos
+        index = np.frombuffer(h.read_bytes(index_len, "bsi indexes"), dtype=">i4").astype(np.int64)
+        h.expect_end("bsi header")
+        offsets, lengths = index[0::2], index[1::2]
+        expected = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+        if (lengths < 0).any() or not np.array_equal(offsets, expected):
+            raise h.error("slice offsets/lengths are not contiguous from 0", "bsi indexes", at)
+        body = r.pos
+        if ebm_len + int(lengths.sum()) != r.remaining:
+            raise r.error(f"ebm ({ebm_len} bytes) and slices ({int(lengths.sum())} bytes) do not "
+                          f"fill the {r.remaining} body bytes", "bsi body", body)
+        self._reader = r
+        self._ebm_at = body
+        self._ebm_len = ebm_len
+        self._slice_at = [body + ebm_len + int(o) for o in offsets]
+        self._slice_len = [int(x) for x in lengths]
+        self._slices: list[BitMap | None] = [None] * n
+        self._ebm: BitMap | None = None
+        self.row_count = row_count
+        self.n_slices = n
+
+    # -- loading --------------------------------------------------------------------------------
+    def not_null(self) -> BitMap:
+        """Rows with a value (do not mutate)."""
+        if self._ebm is None:
+            r = self._reader
+            r.seek(self._ebm_at)
+            ebm = deserialize_bitmap(r.read_view(self._ebm_len, "bsi ebm"), r, "bsi ebm",
+                                     self._ebm_at)
+            if ebm and ebm.max() >= self.row_count:
+                raise r.error(f"row {ebm.max()} beyond the row count {self.row_count}", "bsi ebm",
+                              self._ebm_at)
+            self._ebm = ebm
+        return self._ebm
+
+    def slice(self, i: int) -> BitMap:
+        """Rows whose code has bit ``i`` set (do not mutate)."""
+        s = self._slices[i]
+        if s is None:
+            self.load(i, self.n_slices)
+            s = self._slices[i]
+            assert s is not None
+        return s
+
+    def load(self, begin: int, end: int) -> None:
+        """Read slices ``[begin, end)`` not yet loaded, with one read of their byte range."""
+        missing = [i for i in range(begin, end) if self._slices[i] is None]
+        if not missing:
+            return
+        r = self._reader
+        first, last = missing[0], missing[-1]
+        r.seek(self._slice_at[first])
+        r.read_view(self._slice_at[last] + self._slice_len[last] - self._slice_at[first],
+                    "bsi slices")  # one bounds-checked read brings the range into the buffer
+        for i in missing:
+            r.seek(self._slice_at[i])
+            field = f"bsi slice {i}"
+            self._slices[i] = deserialize_bitmap(r.read_view(self._slice_len[i], field), r, field,
+                                                 self._slice_at[i])
+
+    # -- queries --------------------------------------------------------------------------------
+    def eq(self, code: int) -> BitMap:
+        state = self.not_null().copy()
+        if not state:
+            return state
+        self.load(0, self.n_slices)
+        for i in range(self.n_slices):
+            if (code >> i) & 1:
+                state &= self.slice(i)
+            else:
+                state -= self.slice(i)
+        return state
+
+    def gt(self, code: int) -> BitMap:
+        """Rows whose code is greater than ``code``."""
+        if code < 0:
+            return self.not_null().copy()
+        found = self.not_null()
+        if not found:
+            return BitMap()
+        start = _trailing_ones(code)
+        if start >= self.n_slices:
+            return BitMap()
+        self.load(start, self.n_slices)
+        state = self.slice(start).copy()
+        for i in range(start + 1, self.n_slices):
+            if (code >> i) & 1:
+                state &= self.slice(i)
+            else:
+                state |= self.slice(i)
+        state &= found
+        return state
+
+    def gte(self, code: int) -> BitMap:
+        return self.gt(code - 1)
+
+    def _selected(self, found: BitMap | None) -> BitMap:
+        ebm = self.not_null()
+        return ebm.copy() if found is None else ebm & found
+
+    def top_k(self, k: int, found: BitMap | None, strict: bool) -> BitMap:
+        """The ``k`` rows of largest code among ``found`` (all rows when None)."""
+        return self._extreme_k(k, found, strict, largest=True)
+
+    def bottom_k(self, k: int, found: BitMap | None, strict: bool) -> BitMap:
+        """The ``k`` rows of smallest code among ``found`` (all rows when None)."""
+        return self._extreme_k(k, found, strict, largest=False)
+
+    def _extreme_k(self, k: int, found: BitMap | None, strict: bool, *, largest: bool) -> BitMap:
+        # O'Neil & Quass, "Bit-Sliced Index Arithmetic", algorithm 4.1 (and its mirror image).
+        if k == 0 or (found is not None and not found):
+            return BitMap()
+        if k < 0:
+            raise InvalidPredicateError(f"TopN limit must not be negative, got {k}")
+        g = BitMap()
+        e = self._selected(found)
+        if len(e) <= k:
+            return e
+        self.load(0, self.n_slices)
+        for i in range(self.n_slices - 1, -1, -1):
+            s = self.slice(i)
+            picked = e & s if largest else e - s
+            n = len(g) + len(picked)  # g and e are disjoint
+            if n > k:
+                e = picked
+            elif n < k:
+                g |= picked
+                e = e - s if largest else e & s
+            else:
+                e = picked
+                break
+        f = g | e
+        if strict:
+            extra = len(f) - k
+            if extra > 0:
+                f -= e[:extra]
+        return f
+
+
+def _trailing_ones(code: int) -> int:
+    """Number of consecutive 1 bits from bit 0 (Java ``numberOfTrailingZeros(~code)``)."""
+    return ((code ^ (code + 1)).bit_length()) - 1
