@@ -76,11 +76,16 @@ def test_errors_go_to_stderr_with_status_2(capsys: pytest.CaptureFixture[str], d
     assert code == 2 and out is None and "column 'nope' does not exist" in err
     code, _, err = run(capsys, "file-index", "build", str(data_file), str(index))
     assert code == 2 and "no index requested" in err
+    code, _, _ = run(capsys, "file-index", "build", str(data_file), str(index),
+                     "-o", "file-index.bitmap.columns=status")
+    assert code == 0
+    code, _, err = run(capsys, "file-index", "eval", str(index), "--schema", SCHEMA, "--where", "id = = 1")
+    assert code == 2 and "position" in err
+    code, _, err = run(capsys, "file-index", "eval", str(index), "--schema", SCHEMA, "--where", "nope = 1")
+    assert code == 2 and "unknown column 'nope'" in err
     index.write_bytes(b"\x00" * 30)
     code, _, err = run(capsys, "file-index", "eval", str(index), "--schema", SCHEMA, "--where", "id = 1")
     assert code == 2 and f"{index}@0: magic: not a file index" in err
-    code, _, err = run(capsys, "file-index", "eval", str(index), "--schema", SCHEMA, "--where", "id = = 1")
-    assert code == 2 and "position" in err
 
 
 @pytest.mark.skipif(not GOLDEN.is_dir(), reason="golden files absent")
