@@ -51,8 +51,8 @@ TABLE_OPTIONS = {
     "file-index.in-manifest-threshold": "500b",
 }
 QUERIES = [
-    "id = 4242",
-    "id IN (17, 123456, 999999999)",
+    "id = 300001",
+    "id IN (16, 1000000, 2999998, 5)",
     "status = 'RETURNED' AND region = 'MEA'",
     "status IN ('CANCELLED', 'RETURNED') OR region = 'LATAM'",
     "region <> 'US' AND status = 'PENDING' AND score >= 90",

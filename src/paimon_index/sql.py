@@ -1,0 +1,330 @@
+"""SQL-like predicate text and ORDER BY clauses -> predicate trees and sort orders.
+
+Grammar (keywords case-insensitive)::
+
+    expr       := and_expr ("OR" and_expr)*
+    and_expr   := not_expr ("AND" not_expr)*
+    not_expr   := "NOT" not_expr | primary
+    primary    := "(" expr ")" | "TRUE" | "FALSE" | comparison
+    comparison := operand op operand                       op: = <> != < <= > >=
+                | column ["NOT"] "IN" "(" [literal ("," literal)*] ")"
+                | column "IS" ["NOT"] "NULL"
+                | column ["NOT"] "BETWEEN" literal "AND" literal
+                | column "LIKE" string                     'abc%' -> STARTS_WITH 'abc'
+    operand    := column | literal                         (one side a column, the other a literal)
+    column     := identifier | `back-quoted name`          (`` inside = one back-quote)
+    literal    := integer | decimal | float | 'string' ('' inside = one quote) | TRUE | FALSE | NULL
+                | DATE 'yyyy-mm-dd' | TIMESTAMP 'yyyy-mm-dd hh:mm:ss[.ffffff]' | TIME 'hh:mm:ss[.fff]'
+                | X'hex' | NaN | Infinity | -Infinity
+
+Numbers: ``12`` is an ``int``, ``1.5`` a ``decimal.Decimal`` (exact for DECIMAL columns; FLOAT and
+DOUBLE columns accept it), ``1e3`` a ``float``. NOT is pushed down to the leaves while parsing (NOT of
+``=`` is ``<>``, of ``<`` is ``>=``, of IN is NOT IN, of BETWEEN an OR of two ranges, De Morgan for
+AND/OR): under SQL's three-valued logic this keeps exactly the rows WHERE keeps, and the tree never
+holds a NOT node. ``NOT LIKE`` has no leaf and is rejected.
+
+Errors are :class:`~paimon_index.errors.InvalidPredicateError` with the 0-based position of the
+offending token in the text (the message shows a caret under it).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from paimon_index.errors import InvalidPredicateError
+from paimon_index.fileindex.base import SortOrder
+from paimon_index.predicate import ALWAYS_FALSE, ALWAYS_TRUE, Leaf, Op, Predicate, and_, bind, or_
+from paimon_index.types import DataType, parse_schema
+
+__all__ = ["bind_predicate", "parse_order_by", "parse_predicate"]
+
+_TOKEN = re.compile(r"""
+    (?P<ws>\s+)
+  | (?P<string>'(?:[^']|'')*')
+  | (?P<hex>[xX]'[0-9A-Fa-f]*')
+  | (?P<quoted>`(?:[^`]|``)*`)
+  | (?P<number>-?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?)
+  | (?P<op><>|!=|<=|>=|=|<|>|\(|\)|,)
+  | (?P<word>-?[A-Za-z_][A-Za-z0-9_]*)
+""", re.VERBOSE)
+
+_FLIP = {Op.EQ: Op.EQ, Op.NE: Op.NE, Op.LT: Op.GT, Op.LE: Op.GE, Op.GT: Op.LT, Op.GE: Op.LE}
+_COMPARE = {"=": Op.EQ, "<>": Op.NE, "!=": Op.NE, "<": Op.LT, "<=": Op.LE, ">": Op.GT, ">=": Op.GE}
+_NEGATE = {Op.EQ: Op.NE, Op.NE: Op.EQ, Op.LT: Op.GE, Op.LE: Op.GT, Op.GT: Op.LE, Op.GE: Op.LT,
+           Op.IN: Op.NOT_IN, Op.NOT_IN: Op.IN, Op.IS_NULL: Op.IS_NOT_NULL, Op.IS_NOT_NULL: Op.IS_NULL}
+_SPECIAL_FLOATS = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
+MAX_FRACTION_DIGITS = 6
+
+
+@dataclass(frozen=True)
+class _Token:
+    kind: str  # string, hex, quoted, number, op, word, end
+    text: str
+    pos: int
+
+    def is_word(self, *words: str) -> bool:
+        return self.kind == "word" and self.text.upper() in words
+
+
+class _Parser:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.tokens = self._tokenize(text)
+        self.i = 0
+
+    def _tokenize(self, text: str) -> list[_Token]:
+        out, pos = [], 0
+        while pos < len(text):
+            m = _TOKEN.match(text, pos)
+            if m is None:
+                raise self.error(f"unexpected character {text[pos]!r}", pos)
+            if m.lastgroup != "ws":
+                out.append(_Token(m.lastgroup or "", m.group(), pos))
+            pos = m.end()
+        out.append(_Token("end", "", len(text)))
+        return out
+
+    def error(self, message: str, pos: int | None = None) -> InvalidPredicateError:
+        at = self.peek().pos if pos is None else pos
+        return InvalidPredicateError(message, position=at, text=self.text)
+
+    def peek(self, ahead: int = 0) -> _Token:
+        return self.tokens[min(self.i + ahead, len(self.tokens) - 1)]
+
+    def take(self) -> _Token:
+        tok = self.peek()
+        self.i += 1
+        return tok
+
+    def expect_op(self, op: str) -> _Token:
+        tok = self.take()
+        if tok.kind != "op" or tok.text != op:
+            raise self.error(f"expected {op!r}, found {tok.text or 'end of text'!r}", tok.pos)
+        return tok
+
+    def expect_word(self, word: str) -> None:
+        tok = self.take()
+        if not tok.is_word(word):
+            raise self.error(f"expected {word}, found {tok.text or 'end of text'!r}", tok.pos)
+
+    # -- boolean structure ------------------------------------------------------------------------
+    def parse(self) -> Predicate:
+        if self.peek().kind == "end":
+            raise self.error("empty predicate")
+        result = self.or_expr(False)
+        if self.peek().kind != "end":
+            raise self.error(f"unexpected {self.peek().text!r} after the predicate")
+        return result
+
+    def or_expr(self, negated: bool) -> Predicate:
+        parts = [self.and_expr(negated)]
+        while self.peek().is_word("OR"):
+            self.take()
+            parts.append(self.and_expr(negated))
+        return and_(*parts) if negated else or_(*parts)
+
+    def and_expr(self, negated: bool) -> Predicate:
+        parts = [self.not_expr(negated)]
+        while self.peek().is_word("AND"):
+            self.take()
+            parts.append(self.not_expr(negated))
+        return or_(*parts) if negated else and_(*parts)
+
+    def not_expr(self, negated: bool) -> Predicate:
+        if self.peek().is_word("NOT"):
+            self.take()
+            return self.not_expr(not negated)
+        return self.primary(negated)
+
+    def primary(self, negated: bool) -> Predicate:
+        tok = self.peek()
+        if tok.kind == "op" and tok.text == "(":
+            self.take()
+            inner = self.or_expr(negated)
+            self.expect_op(")")
+            return inner
+        if tok.is_word("TRUE", "FALSE") and self.peek(1).kind in ("end", "word", "op") \
+                and not (self.peek(1).kind == "op" and self.peek(1).text in _COMPARE):
+            self.take()
+            return ALWAYS_TRUE if (tok.text.upper() == "TRUE") != negated else ALWAYS_FALSE
+        return self.comparison(negated)
+
+    # -- leaves ---------------------------------------------------------------------------------
+    def comparison(self, negated: bool) -> Predicate:
+        start = self.peek()
+        if start.kind in ("word", "quoted") and not self._is_literal_start(start):
+            column = self.column()
+            return self.after_column(column, negated, start.pos)
+        literal = self.literal()
+        op_tok = self.take()
+        if op_tok.kind != "op" or op_tok.text not in _COMPARE:
+            raise self.error("expected a comparison operator after a literal", op_tok.pos)
+        column = self.column()
+        leaf = Leaf(_FLIP[_COMPARE[op_tok.text]], column, (literal,))
+        return self.negate(leaf) if negated else leaf
+
+    def _is_literal_start(self, tok: _Token) -> bool:
+        if tok.kind != "word":
+            return False
+        word = tok.text.upper()
+        if word in ("NULL", "TRUE", "FALSE") or tok.text in _SPECIAL_FLOATS:
+            return True
+        return word in ("DATE", "TIMESTAMP", "TIME") and self.peek(1).kind == "string"
+
+    def column(self) -> str:
+        tok = self.take()
+        if tok.kind == "quoted":
+            return tok.text[1:-1].replace("``", "`")
+        if tok.kind == "word" and not tok.text.startswith("-"):
+            return tok.text
+        raise self.error(f"expected a column name, found {tok.text or 'end of text'!r}", tok.pos)
+
+    def after_column(self, column: str, negated: bool, pos: int) -> Predicate:
+        tok = self.take()
+        if tok.kind == "op" and tok.text in _COMPARE:
+            leaf: Predicate = Leaf(_COMPARE[tok.text], column, (self.literal(),))
+        elif tok.is_word("IS"):
+            is_not = self.peek().is_word("NOT")
+            if is_not:
+                self.take()
+            self.expect_word("NULL")
+            leaf = Leaf(Op.IS_NOT_NULL if is_not else Op.IS_NULL, column)
+        elif tok.is_word("NOT", "IN", "BETWEEN", "LIKE"):
+            if tok.is_word("NOT"):
+                negated = not negated
+                tok = self.take()
+            if tok.is_word("IN"):
+                leaf = Leaf(Op.IN, column, tuple(self.literal_list()))
+            elif tok.is_word("BETWEEN"):
+                low = self.literal()
+                self.expect_word("AND")
+                leaf = Leaf(Op.BETWEEN, column, (low, self.literal()))
+            elif tok.is_word("LIKE"):
+                if negated:
+                    raise self.error("NOT LIKE is not supported", tok.pos)
+                return self.like(column)
+            else:
+                raise self.error(f"expected IN, BETWEEN or LIKE, found {tok.text!r}", tok.pos)
+        else:
+            raise self.error(f"expected an operator after column {column!r}, found "
+                             f"{tok.text or 'end of text'!r}", tok.pos)
+        return self.negate(leaf) if negated else leaf
+
+    def like(self, column: str) -> Predicate:
+        tok = self.take()
+        if tok.kind != "string":
+            raise self.error("LIKE takes a string pattern", tok.pos)
+        pattern = tok.text[1:-1].replace("''", "'")
+        body = pattern[:-1]
+        if pattern.endswith("%") and "%" not in body and "_" not in body and "\\" not in body:
+            return Leaf(Op.STARTS_WITH, column, (body,))
+        return Leaf(Op.LIKE, column, (pattern,))
+
+    def negate(self, leaf: Predicate) -> Predicate:
+        assert isinstance(leaf, Leaf)
+        if leaf.op is Op.BETWEEN:
+            low, high = leaf.literals
+            return or_(Leaf(Op.LT, leaf.column, (low,)), Leaf(Op.GT, leaf.column, (high,)))
+        return Leaf(_NEGATE[leaf.op], leaf.column, leaf.literals)
+
+    def literal_list(self) -> list[object]:
+        self.expect_op("(")
+        values: list[object] = []
+        if self.peek().kind == "op" and self.peek().text == ")":
+            self.take()
+            return values
+        while True:
+            values.append(self.literal())
+            tok = self.take()
+            if tok.kind == "op" and tok.text == ")":
+                return values
+            if tok.kind != "op" or tok.text != ",":
+                raise self.error(f"expected ',' or ')' in the IN list, found {tok.text or 'end of text'!r}",
+                                 tok.pos)
+
+    def literal(self) -> object:
+        tok = self.take()
+        if tok.kind == "string":
+            return tok.text[1:-1].replace("''", "'")
+        if tok.kind == "hex":
+            digits = tok.text[2:-1]
+            if len(digits) % 2:
+                raise self.error("a hex literal needs an even number of digits", tok.pos)
+            return bytes.fromhex(digits)
+        if tok.kind == "number":
+            if re.fullmatch(r"-?\d+", tok.text):
+                return int(tok.text)
+            if "e" in tok.text.lower():
+                return float(tok.text)
+            return decimal.Decimal(tok.text)
+        if tok.kind == "word":
+            if tok.text in _SPECIAL_FLOATS:
+                return _SPECIAL_FLOATS[tok.text]
+            word = tok.text.upper()
+            if word == "NULL":
+                return None
+            if word in ("TRUE", "FALSE"):
+                return word == "TRUE"
+            if word in ("DATE", "TIMESTAMP", "TIME") and self.peek().kind == "string":
+                return self.temporal(word, self.take())
+        raise self.error(f"expected a literal, found {tok.text or 'end of text'!r}", tok.pos)
+
+    def temporal(self, word: str, tok: _Token) -> object:
+        text = tok.text[1:-1].strip()
+        fraction = re.search(r"\.(\d+)$", text)
+        if fraction and len(fraction.group(1)) > MAX_FRACTION_DIGITS:
+            raise self.error(f"{word} literal has more than {MAX_FRACTION_DIGITS} fractional digits "
+                             "(nanoseconds are not supported)", tok.pos)
+        try:
+            if word == "DATE":
+                return dt.date.fromisoformat(text)
+            if word == "TIME":
+                return dt.time.fromisoformat(text)
+            return dt.datetime.fromisoformat(text)
+        except ValueError as e:
+            raise self.error(f"invalid {word} literal {text!r}: {e}", tok.pos) from e
+
+
+def parse_predicate(text: str) -> Predicate:
+    """Parse predicate text into an unbound tree with natural Python literals."""
+    return _Parser(text).parse()
+
+
+def bind_predicate(text: str, schema: Mapping[str, DataType] | str) -> Predicate:
+    """Parse and bind to ``schema`` (a mapping or a schema string such as ``"c INT, s STRING"``)."""
+    if isinstance(schema, str):
+        schema = parse_schema(schema)
+    predicate = parse_predicate(text)
+    try:
+        return bind(predicate, schema)
+    except InvalidPredicateError as e:
+        raise InvalidPredicateError(f"{e} in {text!r}") from e
+
+
+def parse_order_by(text: str) -> tuple[SortOrder, ...]:
+    """``col [ASC|DESC] [NULLS FIRST|LAST], ...``; NULLs come first for ASC and last for DESC
+    unless stated (Spark's defaults)."""
+    p = _Parser(text)
+    orders = []
+    while True:
+        column = p.column()
+        ascending = True
+        if p.peek().is_word("ASC", "DESC"):
+            ascending = p.take().text.upper() == "ASC"
+        nulls_first = ascending
+        if p.peek().is_word("NULLS"):
+            p.take()
+            tok = p.take()
+            if not tok.is_word("FIRST", "LAST"):
+                raise p.error("expected FIRST or LAST after NULLS", tok.pos)
+            nulls_first = tok.text.upper() == "FIRST"
+        orders.append(SortOrder(column, ascending, nulls_first))
+        tok = p.take()
+        if tok.kind == "end":
+            return tuple(orders)
+        if tok.kind != "op" or tok.text != ",":
+            raise p.error(f"expected ',' or the end of ORDER BY, found {tok.text!r}", tok.pos)
