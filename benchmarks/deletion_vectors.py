@@ -15,14 +15,23 @@ several runs after a warm-up; rows/s = positions / median time. There are no Jav
 numbers for deletion vectors, so only ours are printed.
 
     python benchmarks/deletion_vectors.py [--rows N] [--runs R]
+    python benchmarks/deletion_vectors.py --seed-table [--max-rows 200000000]
+
+``--seed-table`` repeats the measurement table of the deletion-vectors design (seed 004): for a data
+file of N rows (2M, 20M, 200M) with 20/50/80% of its rows deleted at random, the time to add the
+positions, serialize, deserialize, the serialized size, and the time to test every row of the file;
+for 32-bit and 64-bit vectors, printed beside the seed's figures (Java RoaringBitmap, added one by
+one), which are read from ../shared/seeds/004_*.txt when that file is present.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
@@ -34,6 +43,10 @@ from paimon_index.deletionvectors.vector import (
 )
 
 SEED = 20240601
+SEED_DOC = sorted((Path(__file__).resolve().parents[1].parent / "shared" / "seeds").glob("004_*.txt"))
+SEED_SIZES = (2_000_000, 20_000_000, 200_000_000)
+SEED_DENSITIES = (0.2, 0.5, 0.8)
+SEED_COLUMNS = ("add_ms", "serialize_ms", "deserialize_ms", "size_mb", "contains_ms")
 RANDOM_32_RANGE = 2**31 - 1
 RANDOM_64_RANGE = 2**36
 DENSE_64_START = 2**32
@@ -92,11 +105,60 @@ def measure(cls: type[DeletionVector], positions: np.ndarray, other_positions: n
     }
 
 
+def seed_figures() -> dict[tuple[int, int], list[float]]:
+    """The seed's table: (percent, rows) -> add, serialize, deserialize ms, size MB, contains ms."""
+    if not SEED_DOC:
+        return {}
+    lines = [line.strip() for line in SEED_DOC[0].read_text().splitlines() if line.strip()]
+    out = {}
+    for i, line in enumerate(lines):
+        m = re.fullmatch(r"(\d+)% /([\d,]+)", line)
+        if m and i + 5 < len(lines):
+            out[(int(m[1]), int(m[2].replace(",", "")))] = [float(v) for v in lines[i + 1 : i + 6]]
+    return out
+
+
+def once_ms(action: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    action()
+    return (time.perf_counter() - start) * 1000
+
+
+def seed_table(max_rows: int) -> None:
+    seed = seed_figures()
+    rng = np.random.default_rng(SEED)
+    header = (f"{'deleted / rows':<18}{'kind':>7}" + "".join(f"{c:>16}" for c in SEED_COLUMNS)
+              + "   seed (Java): add / ser / deser ms, MB, contains ms")
+    print(header)
+    print("-" * len(header))
+    for rows in (n for n in SEED_SIZES if n <= max_rows):
+        all_rows = np.arange(rows, dtype=np.int64)
+        for density in SEED_DENSITIES:
+            positions = np.flatnonzero(rng.random(rows) < density)
+            for cls, kind in ((BitmapDeletionVector, "32-bit"), (Bitmap64DeletionVector, "64-bit")):
+                vector = cls()
+                add = once_ms(lambda v=vector, p=positions: v.delete_many(p))
+                framed = vector.serialize()
+                ser = once_ms(vector.serialize)
+                deser = once_ms(lambda f=framed: deserialize_deletion_vector(f))
+                contains = once_ms(lambda v=vector, q=all_rows: v.is_deleted_many(q))
+                java = seed.get((round(density * 100), rows))
+                java_text = " / ".join(f"{v:g}" for v in java) if java else "n/a"
+                print(f"{f'{density:.0%} / {rows:,}':<18}{kind:>7}{add:>16.1f}{ser:>16.1f}{deser:>16.1f}"
+                      f"{len(framed) / 1e6:>16.2f}{contains:>16.1f}   {java_text}", flush=True)
+                del vector, framed
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--seed-table", action="store_true", help="repeat seed 004's measurements")
+    parser.add_argument("--max-rows", type=int, default=SEED_SIZES[-1])
     args = parser.parse_args()
+    if args.seed_table:
+        seed_table(args.max_rows)
+        return
 
     operations = ["build", "serialize", "deserialize", "merge", "iterate"]
     header = f"{'dataset':<15}{'bytes':>11}" + "".join(f"{op + ' rows/s':>20}" for op in operations)

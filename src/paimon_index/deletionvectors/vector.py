@@ -174,10 +174,31 @@ def _bitmap_values(bitmap: BitMap) -> np.ndarray:
     return np.frombuffer(bitmap.to_array(), dtype=np.uint32)
 
 
+#: A dense lookup table is used when the queried range is at most this many times the query count
+#: (plus a floor): then building it costs no more than looking the queries up.
+DENSE_LOOKUP_FACTOR = 8
+DENSE_LOOKUP_MIN = 1 << 16
+
+
 def _contains_mask(bitmap: BitMap, queries: np.ndarray) -> np.ndarray:
-    """``[q in bitmap for q in queries]`` without a Python loop: intersect, then ``np.isin``."""
-    hits = bitmap & _bitmap_of(np.sort(queries))
-    return np.isin(queries, _bitmap_values(hits))
+    """``[q in bitmap for q in queries]`` without a Python loop.
+
+    Queries spanning a bounded range (e.g. every row of a file) use a dense lookup table over that
+    range, linear in its size; sparse queries over a wide range use a binary search per query.
+    """
+    if queries.size == 0:
+        return np.zeros(queries.shape, dtype=bool)
+    lo, hi = int(queries.min()), int(queries.max())
+    values = _bitmap_values(bitmap)
+    if hi - lo + 1 <= DENSE_LOOKUP_FACTOR * queries.size + DENSE_LOOKUP_MIN:
+        inside = values[np.searchsorted(values, lo) : np.searchsorted(values, hi, side="right")]
+        table = np.zeros(hi - lo + 1, dtype=bool)
+        table[inside.astype(np.int64) - lo] = True
+        return table[queries - lo]
+    idx = np.searchsorted(values, queries)
+    found = idx < values.size
+    found[found] = values[idx[found]] == queries[found]
+    return found
 
 
 def _frame(data: bytes) -> bytes:
@@ -428,11 +449,14 @@ class Bitmap64DeletionVector(DeletionVector):
         if queries.size == 0:
             return mask
         keys = queries >> 32
-        for key in np.unique(keys).tolist():
-            bucket = self._buckets.get(key)
-            if bucket:
-                selected = keys == key
-                mask[selected] = _contains_mask(bucket, queries[selected] & LOW_32_MASK)
+        first, last = int(keys.min()), int(keys.max())
+        for key, bucket in self._buckets.items():
+            if not bucket or not first <= key <= last:
+                continue
+            if first == last:  # the usual case: every query in one 2^32 bucket, no selection needed
+                return _contains_mask(bucket, queries & LOW_32_MASK)
+            selected = keys == key
+            mask[selected] = _contains_mask(bucket, queries[selected] & LOW_32_MASK)
         return mask
 
     def get_cardinality(self) -> int:
