@@ -115,3 +115,24 @@ def test_console_script_is_installed(data_file: Path, tmp_path: Path) -> None:
     done = subprocess.run(argv, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["indexes"][0]["type"] == "bitmap"
+
+
+@pytest.mark.skipif(not GOLDEN.is_dir(), reason="golden files absent")
+@pytest.mark.parametrize("name", ["dv32", "dv64"])
+def test_dv_inspect_and_read_give_javas_ranges_and_positions(capsys: pytest.CaptureFixture[str],
+                                                            name: str) -> None:
+    root = GOLDEN / "dv"
+    code, out, err = run(capsys, "dv", "inspect", str(root / f"{name}.bin"), "--positions")
+    assert code == 0, err
+    assert isinstance(out, list)
+    expected = [line.split("\t") for line in (root / f"{name}.expected.tsv").read_text().splitlines() if line]
+    assert [(v["offset"], v["length"], v["cardinality"]) for v in out] == [
+        (int(e[1]), int(e[2]), int(e[3])) for e in expected]
+    assert {v["format"] for v in out} == {32 if name == "dv32" else 64}
+    for vector, row in zip(out, expected, strict=True):
+        listed = row[4] if len(row) > 4 else ""
+        java_positions = [int(p) for p in listed.split(",")] if listed not in ("", "-") else []
+        assert vector["positions"] == java_positions
+        code, one, _ = run(capsys, "dv", "read", str(root / f"{name}.bin"),
+                           "--offset", str(vector["offset"]), "--length", str(vector["length"]))
+        assert code == 0 and one is not None and one["positions"] == java_positions

@@ -4,6 +4,8 @@
     paimon-index file-index inspect OUT.index [--schema "c INT, ..."]
     paimon-index file-index eval OUT.index --schema "c INT, s STRING" --where "c = 5 AND s <> 'x'"
     paimon-index file-index topn OUT.index --schema "score INT" --order-by "score DESC" --limit 10
+    paimon-index dv inspect FILE [--positions]
+    paimon-index dv read FILE --offset O --length L
     paimon-index demo [--warehouse DIR] [--rows N]
 
 ``eval`` and ``topn`` print ``{"result": "REMAIN"}``, ``{"result": "SKIP"}`` (no row of the file can
@@ -129,7 +131,31 @@ def cmd_topn(args: argparse.Namespace) -> dict[str, Any]:
         return _result_json(evaluator.evaluate_topn(topn, _where(evaluator, args.where)))
 
 
-def cmd_demo(args: argparse.Namespace) -> dict[str, Any] | None:
+def _vector_json(stored_offset: int, length: int, vector: Any, positions: bool) -> dict[str, Any]:
+    from paimon_index.deletionvectors.vector import Bitmap64DeletionVector
+
+    out: dict[str, Any] = {"offset": stored_offset, "length": length,
+                           "format": 64 if isinstance(vector, Bitmap64DeletionVector) else 32,
+                           "cardinality": vector.get_cardinality()}
+    if positions:
+        out["positions"] = vector.positions().tolist()
+    return out
+
+
+def cmd_dv_inspect(args: argparse.Namespace) -> list[dict[str, Any]]:
+    from paimon_index.deletionvectors.index_file import iter_vectors
+
+    return [_vector_json(v.offset, v.length, v.vector, args.positions) for v in iter_vectors(args.file)]
+
+
+def cmd_dv_read(args: argparse.Namespace) -> dict[str, Any]:
+    from paimon_index.deletionvectors.index_file import read_vector
+
+    vector = read_vector(args.file, args.offset, args.length)
+    return _vector_json(args.offset, args.length, vector, True)
+
+
+def cmd_demo(args: argparse.Namespace) -> None:
     from paimon_index.demo import run_demo
 
     run_demo(warehouse=args.warehouse, rows=args.rows)
@@ -170,6 +196,18 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--limit", type=int, required=True)
     t.add_argument("--where", help="restrict to the rows a predicate selects first")
     t.set_defaults(func=cmd_topn)
+
+    dv = sub.add_parser("dv", help="read deletion-vector index files")
+    dvsub = dv.add_subparsers(dest="action", required=True)
+    di = dvsub.add_parser("inspect", help="every vector of a DV index file, in file order")
+    di.add_argument("file")
+    di.add_argument("--positions", action="store_true", help="also list the deleted positions")
+    di.set_defaults(func=cmd_dv_inspect)
+    dr = dvsub.add_parser("read", help="one vector, by the range the index manifest records")
+    dr.add_argument("file")
+    dr.add_argument("--offset", type=int, required=True)
+    dr.add_argument("--length", type=int, required=True)
+    dr.set_defaults(func=cmd_dv_read)
 
     d = sub.add_parser("demo", help="the whole pipeline on a local warehouse")
     d.add_argument("--warehouse", default="demo-warehouse")
