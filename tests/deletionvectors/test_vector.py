@@ -447,3 +447,16 @@ def test_bitmap_parser_survives_mutations_behind_a_valid_crc(kind: str) -> None:
                 _read_all(frame(mutant))
             except CORRUPTION_ERRORS as e:  # pragma: no cover - the failure being tested for
                 pytest.fail(f"{name}: {type(e).__name__}: {e}")
+
+
+@settings(max_examples=60, deadline=None)
+@given(positions=st.lists(st.one_of(st.integers(0, 2**20), st.integers(2**32 - 50, 2**32 + 50),
+                                    st.integers(0, 2**40)), max_size=200))
+def test_64_bit_vectors_are_icebergs_portable_layout(positions: list[int]) -> None:
+    """Inside the frame (size, magic, data, CRC) the data is the 64-bit portable Roaring layout that
+    pyroaring's BitMap64 (and Iceberg) read."""
+    from pyroaring import BitMap64
+
+    frame = Bitmap64DeletionVector(np.array(positions, dtype=np.int64)).serialize()
+    data = frame[8:-4]  # i32 size, i32 magic | data | i32 CRC
+    assert sorted(BitMap64.deserialize(data)) == sorted(set(positions))
