@@ -13,7 +13,10 @@ k*100,000+1 (k = 0..9) as an OR of 10 ``=``. Each figure is the median of severa
 a warm-up. ``x Java`` is Java's time divided by ours (above 1 = faster than Java); Java's query
 figures are ranges, of which we take the midpoint.
 
-    python benchmarks/file_index.py [--rows N] [--indexes bitmap,bloom-filter]
+    python benchmarks/file_index.py [--rows N] [--indexes bitmap,bloom-filter] [--no-range]
+
+After the bitmap and Bloom filter table it prints the range-bitmap and BSI table of
+``benchmarks/file_index_range.py`` (same datasets plus a DOUBLE column; ranges and TopN).
 """
 
 from __future__ import annotations
@@ -39,8 +42,7 @@ PERFORMANCE_MD = Path(__file__).resolve().parents[1].parent / "shared" / "golden
 GOLDEN_GAMMA = np.uint64(0x9E3779B97F4A7C15)
 MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 MIX2 = np.uint64(0x94D049BB133111EB)
-EQ_ROW = 500_000
-IN_ROWS = [k * 100_000 + 1 for k in range(10)]
+IN_COUNT = 10
 BUILD_RUNS = 5
 QUERY_RUNS = 30
 INDEX_OPTIONS = {"bitmap": {}, "bloom-filter": {}}
@@ -110,8 +112,9 @@ def bench(name: str, column: pa.Array, index_type: str) -> dict[str, float]:
     def lit(row: int) -> object:
         return canonical_literal(column[row].as_py(), dtype)
 
-    eq = Leaf(Op.EQ, "c", (lit(EQ_ROW),))
-    in10 = or_(*(Leaf(Op.EQ, "c", (lit(r),)) for r in IN_ROWS))
+    n = len(column)  # row n/2 for =, rows k*n/10 + 1 for IN (500,000 and k*100,000+1 at 1M rows)
+    eq = Leaf(Op.EQ, "c", (lit(n // 2),))
+    in10 = or_(*(Leaf(Op.EQ, "c", (lit(k * n // IN_COUNT + 1),)) for k in range(IN_COUNT)))
     schema = {"c": dtype}
 
     def query(predicate: object) -> object:
@@ -133,6 +136,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--indexes", default="bitmap,bloom-filter")
+    parser.add_argument("--no-range", action="store_true", help="skip the range-bitmap and bsi table")
     args = parser.parse_args()
     java = java_reference()
     header = (f"{'dataset':<12} {'index':<13} {'build ms':>9} {'rows/s':>8} {'x Java':>7} "
@@ -150,6 +154,11 @@ def main() -> None:
                   f"{ratio(j.get('build_ms'), r['build_ms']):>7} {r['bytes']:>12,} {java_bytes:>11} "
                   f"{r['eq_us']:>8.0f} {ratio(j.get('eq_us'), r['eq_us']):>7} "
                   f"{r['in_us']:>8.0f} {ratio(j.get('in_us'), r['in_us']):>7}", flush=True)
+    if not args.no_range:
+        import file_index_range
+
+        print()
+        file_index_range.print_table(file_index_range.run(args.rows, repeat=15), args.rows)
 
 
 if __name__ == "__main__":

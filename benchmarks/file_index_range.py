@@ -41,8 +41,7 @@ from paimon_index.types import DataType, canonical_column, parse_type
 GOLDEN_GAMMA = 0x9E3779B97F4A7C15
 MIX1, MIX2 = 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
 DISTINCT = 1000
-EQ_ROW = 500_000
-IN_ROWS = [k * 100_000 + 1 for k in range(10)]
+IN_COUNT = 10
 RANGE_FRACTION = 0.10
 TOPN_K = 10
 
@@ -132,8 +131,10 @@ def run(rows: int, repeat: int) -> list[dict[str, object]]:
                 result = evaluator.evaluate(predicate)  # type: ignore[arg-type]
                 return len(result.bitmap) if isinstance(result, Rows) else -1
 
-            eq = Leaf(Op.EQ, "c", (_literal(ds, EQ_ROW),))
-            in10 = or_(*(Leaf(Op.EQ, "c", (_literal(ds, r),)) for r in IN_ROWS))
+            # row n/2 for =, rows k*n/10 + 1 for IN (500,000 and k*100,000+1 at 1M rows, as Java)
+            eq = Leaf(Op.EQ, "c", (_literal(ds, rows // 2),))
+            in_rows = [k * rows // IN_COUNT + 1 for k in range(IN_COUNT)]
+            in10 = or_(*(Leaf(Op.EQ, "c", (_literal(ds, r),)) for r in in_rows))
             lt = Leaf(Op.LT, "c", (ds.range_literal,))
             row: dict[str, object] = {
                 "dataset": ds.name, "index": index, "build_ms": build_ms,
