@@ -7,10 +7,10 @@ STAMP := $(VENV)/.installed-test
 .PHONY: demo test lint bench clean
 
 $(STAMP): pyproject.toml
-	@$(PYTHON) scripts/check_env.py
+	@$(PYTHON) scripts/check_env.py --java
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[test]"
+	$(BIN)/python -m pip install --quiet -e ".[test,spark]"
 	@touch $(STAMP)
 
 demo: $(STAMP)

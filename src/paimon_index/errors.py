@@ -6,7 +6,8 @@ Every error raised on purpose by paimon-index derives from :class:`PaimonIndexEr
     ├── CorruptFileError       bytes that do not follow the format (names file, offset, field)
     ├── UnsupportedTypeError   an index asked to handle a data type it cannot
     ├── InvalidOptionError     a malformed or unknown ``file-index.*`` option (also a ValueError)
-    └── InvalidPredicateError  a predicate that does not parse or does not fit the schema
+    ├── InvalidPredicateError  a predicate that does not parse or does not fit the schema
+    └── EnvironmentCheckError  the machine lacks something (Java for Spark, an optional package)
 
 A corrupt file is never reported as a raw ``struct.error``, ``IndexError`` or ``ValueError``: the
 binary cursor (:mod:`paimon_index.binary`) turns every short read into a :class:`CorruptFileError`
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 __all__ = [
     "CorruptFileError",
+    "EnvironmentCheckError",
     "InvalidOptionError",
     "InvalidPredicateError",
     "PaimonIndexError",
@@ -72,3 +74,7 @@ class InvalidPredicateError(PaimonIndexError, ValueError):
             if text is not None:
                 message += f"\n  {text}\n  {' ' * position}^"
         super().__init__(message)
+
+
+class EnvironmentCheckError(PaimonIndexError, RuntimeError):
+    """Something the machine must provide is missing; the message says what to install."""

@@ -1,0 +1,32 @@
+"""The session helper: executors run this environment's Python and can import paimon-index."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from paimon_index.errors import EnvironmentCheckError
+from paimon_index.spark import session as spark_session
+
+pytestmark = pytest.mark.spark
+
+
+def _worker_probe(_: object) -> tuple[str, int]:
+    import paimon_index.fileindex.bloom_filter as bloom
+
+    return sys.executable, bloom.bloom_size(1000, 0.01)[0]
+
+
+def test_executors_use_this_environment(spark) -> None:
+    assert spark.conf.get("spark.sql.python.filterPushdown.enabled") == "true"
+    results = spark.sparkContext.parallelize(range(4), 2).map(_worker_probe).collect()
+    assert {exe for exe, _ in results} == {sys.executable}
+    assert {bits for _, bits in results} == {9592}
+
+
+def test_missing_java_is_reported_with_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JAVA_HOME", "/nonexistent")
+    monkeypatch.setattr(spark_session.shutil, "which", lambda _: None)
+    with pytest.raises(EnvironmentCheckError, match="Spark needs Java 17"):
+        spark_session.java_version()
