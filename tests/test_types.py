@@ -100,3 +100,21 @@ def test_literals_become_canonical_keys() -> None:
 def test_literals_that_do_not_fit_are_rejected(value: object, type_text: str, message: str) -> None:
     with pytest.raises(InvalidPredicateError, match=message):
         canonical_literal(value, parse_type(type_text))
+
+
+@pytest.mark.parametrize("make", [
+    lambda v: pa.array(v, pa.large_string()),
+    lambda v: pa.array(v).dictionary_encode(),
+    lambda v: pa.chunked_array([v[:100], v[100:]]),
+    lambda v: pa.array(v, pa.string_view()),
+    lambda v: pa.chunked_array([pa.array(v[:7]).dictionary_encode(), pa.array(v[7:]).dictionary_encode()]),
+])
+def test_every_arrow_layout_of_a_column_builds_the_same_index(make) -> None:
+    """Parquet readers and Spark hand columns over as large, dictionary, chunked or view arrays."""
+    from paimon_index.fileindex.builder import build_file_index
+
+    values = ["a", "b", None, "a", "é", "b"] * 50
+    options = {"file-index.bitmap.columns": "s", "file-index.bloom-filter.columns": "s",
+               "file-index.range-bitmap.columns": "s"}
+    expected = build_file_index(pa.table({"s": pa.array(values)}), options)
+    assert build_file_index(pa.table({"s": make(values)}), options) == expected

@@ -277,7 +277,9 @@ _TIME_UNIT_PRECISION = {"s": 0, "ms": 3, "us": 6, "ns": 9}
 
 
 def from_arrow(t: pa.DataType, nullable: bool = True) -> DataType:
-    """The Paimon type Paimon itself maps an Arrow type to."""
+    """The Paimon type Paimon itself maps an Arrow type to (dictionary types by their values)."""
+    if pa.types.is_dictionary(t):
+        t = t.value_type
     simple = {
         pa.int8(): TypeRoot.TINYINT, pa.int16(): TypeRoot.SMALLINT, pa.int32(): TypeRoot.INT,
         pa.int64(): TypeRoot.BIGINT, pa.float32(): TypeRoot.FLOAT, pa.float64(): TypeRoot.DOUBLE,
@@ -357,6 +359,8 @@ def canonical_column(arr: pa.Array | pa.ChunkedArray, dtype: DataType | None = N
     """Convert an Arrow column to the canonical keys of ``dtype`` (default: from the Arrow type)."""
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+    if pa.types.is_dictionary(arr.type):  # Parquet and Spark may hand columns over encoded
+        arr = arr.dictionary_decode()
     if dtype is None:
         dtype = from_arrow(arr.type)
     valid = _valid_mask(arr)
