@@ -42,7 +42,6 @@ __all__ = [
     "Entries",
     "FixedWidthKeys",
     "KeySet",
-    "decode_key",
     "distinct_keys",
     "encode_entries",
     "first_unsorted",
@@ -191,29 +190,6 @@ def encode_entries(kind: KeyKind, keys: np.ndarray | pa.Array, *ints: np.ndarray
         put_i32(pos, col)
         pos = pos + 4
     return out.tobytes(), sizes
-
-
-def decode_key(r: ByteReader, kind: KeyKind, field: str) -> object:
-    """Read one key (as a canonical literal) from the cursor."""
-    if kind is KeyKind.BYTES:
-        at = r.pos
-        n = r.i32(field)
-        if n < 0:
-            raise r.error(f"negative string length {n}", field, at)
-        return r.read_bytes(n, field)
-    if kind is KeyKind.INT8:
-        return r.i8(field)
-    if kind is KeyKind.INT16:
-        return r.i16(field)
-    if kind is KeyKind.INT32:
-        return r.i32(field)
-    if kind is KeyKind.INT64:
-        return r.i64(field)
-    if kind is KeyKind.FLOAT32:
-        return r.f32(field)
-    if kind is KeyKind.FLOAT64:
-        return r.f64(field)
-    return r.bool(field)
 
 
 class FixedWidthKeys(Sequence[bytes]):
