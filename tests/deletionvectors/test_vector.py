@@ -394,7 +394,7 @@ def test_bitmap_body_errors() -> None:
         deserialize_deletion_vector(frame(magic32 + BitMap([2**31]).serialize()))
     unsorted = bytearray(BitMap([1, 2, 3]).serialize())
     unsorted[-6:] = struct.pack("<3H", 3, 2, 1)
-    with pytest.raises(CorruptFileError, match=r"bitmap: invalid RoaringBitmap: .*not strictly increasing"):
+    with pytest.raises(CorruptFileError, match=r"bitmap: invalid Roaring bitmap: .*not strictly increasing"):
         deserialize_deletion_vector(frame(magic32 + bytes(unsorted)))
 
 

@@ -1,80 +1,28 @@
 """Truncated and bit-flipped index files raise project errors only.
 
-For small golden containers every prefix truncation and every byte (xor 0xFF and a single-bit flip)
-is tried; larger ones are sampled. Each mutated file is opened and queried with a set of predicates
-and summarized: the only exceptions allowed out are :class:`PaimonIndexError` subclasses — never
-``struct.error``, ``IndexError``, ``ValueError``, ``OverflowError`` or ``MemoryError``.
+Bloom filter and bitmap golden cases go through :func:`mutations.check_golden_corruption` (shared
+with the range-bitmap and BSI tests): the index body re-wrapped with every prefix and every byte
+flipped (sampled beyond 1,200 bytes), every prefix of the container, every head byte flipped.
 """
 
 from __future__ import annotations
 
-import random
-
 import pytest
 
 from goldens import GOLDEN, case_names, load_case
-from paimon_index.errors import CorruptFileError, PaimonIndexError
+from mutations import check_golden_corruption, queries_for
+from paimon_index.errors import CorruptFileError
 from paimon_index.fileindex.evaluate import FileIndexEvaluator
 from paimon_index.fileindex.format import ContainerReader
-from paimon_index.predicate import Leaf, Op
-from paimon_index.types import DataType
 
-EXHAUSTIVE_MAX_BYTES = 400
-SAMPLED_MUTATIONS = 400
 CASES = [n for n in case_names("bloom-filter") + case_names("bitmap")
          if "allnull" not in n or n.endswith("v2")]
-
-
-def _queries(values: list[object]) -> list[Leaf]:
-    present = [v for v in values if v is not None][:3]
-    leaves = [Leaf(Op.IS_NULL, "c"), Leaf(Op.IS_NOT_NULL, "c"), Leaf(Op.IN, "c", tuple(present))]
-    for v in present:
-        leaves += [Leaf(Op.EQ, "c", (v,)), Leaf(Op.NE, "c", (v,))]
-    return leaves
-
-
-def _exercise(data: bytes, dtype: DataType, queries: list[Leaf]) -> None:
-    try:
-        with ContainerReader(data, "mutated.index") as container:
-            evaluator = FileIndexEvaluator(container, {"c": dtype})
-            for entry in container.entries:
-                reader = evaluator.reader(entry)
-                if reader is not None:
-                    reader.describe()
-            for leaf in queries:
-                result = evaluator.evaluate(leaf)
-                bitmap = getattr(result, "bitmap", None)
-                if bitmap is not None:
-                    len(bitmap)
-    except PaimonIndexError:
-        pass
-
-
-def _mutations(data: bytes, rng: random.Random) -> list[bytes]:
-    if len(data) <= EXHAUSTIVE_MAX_BYTES:
-        out = [data[:n] for n in range(len(data))]
-        for i in range(len(data)):
-            for mask in (0xFF, 1 << (i % 8)):
-                flipped = bytearray(data)
-                flipped[i] ^= mask
-                out.append(bytes(flipped))
-        return out
-    out = [data[: rng.randrange(len(data))] for _ in range(SAMPLED_MUTATIONS // 2)]
-    for _ in range(SAMPLED_MUTATIONS // 2):
-        flipped = bytearray(data)
-        flipped[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
-        out.append(bytes(flipped))
-    return out
 
 
 @pytest.mark.skipif(not CASES, reason=f"golden files not found at {GOLDEN}")
 @pytest.mark.parametrize("name", CASES)
 def test_mutated_golden_files_raise_project_errors_only(name: str) -> None:
-    case = load_case(name)
-    data = (case.path / "index.bin").read_bytes()
-    queries = _queries(case.values())
-    for mutated in _mutations(data, random.Random(name)):
-        _exercise(mutated, case.dtype, queries)
+    check_golden_corruption(load_case(name))
 
 
 def test_every_truncation_is_reported_with_file_and_offset() -> None:
@@ -84,7 +32,7 @@ def test_every_truncation_is_reported_with_file_and_offset() -> None:
         with pytest.raises(CorruptFileError, match=r"^cut\.index@\d+: ") as info, \
                 ContainerReader(data[:n], "cut.index") as container:
             evaluator = FileIndexEvaluator(container, {"c": case.dtype})
-            for leaf in _queries(case.values()):
+            for leaf in queries_for(case.values()):
                 getattr(evaluator.evaluate(leaf), "bitmap", None)
         assert info.value.offset is not None and 0 <= info.value.offset <= n
 

@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Callable
 
 import numpy as np
@@ -33,6 +32,7 @@ from goldens import (
     parse_key,
     predicate_from_fields,
 )
+from mutations import check_golden_corruption, exercise, queries_for
 from paimon_index.binary import ByteReader, BytesSource
 from paimon_index.errors import (
     CorruptFileError,
@@ -41,7 +41,6 @@ from paimon_index.errors import (
     UnsupportedTypeError,
 )
 from paimon_index.fileindex import bit_slice, range_bitmap, range_bitmap_dictionary
-from paimon_index.fileindex.base import SortOrder, TopN
 from paimon_index.fileindex.bit_slice import serialize_positions
 from paimon_index.fileindex.builder import build_index_bodies
 from paimon_index.fileindex.evaluate import FileIndexEvaluator
@@ -453,82 +452,10 @@ def test_combined_predicates_across_index_types(pairs: list[tuple[int | None, in
 # ------------------------------------------------------------------------------------------------
 # Corrupt input
 # ------------------------------------------------------------------------------------------------
-EXHAUSTIVE_MAX_BYTES = 1_200
-SAMPLED = 250
-
-
-def queries_for(values: list[object]) -> list[Leaf]:
-    present = [v for v in values if v is not None][:3]
-    leaves = [Leaf(Op.IS_NULL, "c"), Leaf(Op.IS_NOT_NULL, "c"), Leaf(Op.IN, "c", tuple(present)),
-              Leaf(Op.NOT_IN, "c", tuple(present))]
-    for v in present:
-        leaves += [Leaf(op, "c", (v,)) for op in (Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE)]
-    return leaves
-
-
-def exercise(container: bytes, dtype: DataType, leaves: list[Leaf]) -> None:
-    """Open, describe, query and TopN a possibly corrupt container: only our errors may escape."""
-    try:
-        with ContainerReader(container, "mutated.index") as reader:
-            evaluator = FileIndexEvaluator(reader, {"c": dtype})
-            for entry in reader.entries:
-                index = evaluator.reader(entry)
-                if index is not None:
-                    index.describe()
-            for leaf in leaves:
-                result = evaluator.evaluate(leaf)
-                if isinstance(result, Rows):
-                    len(result.bitmap)
-            for ascending in (True, False):
-                order = SortOrder("c", ascending, not ascending)
-                result = evaluator.evaluate_topn(TopN((order,), 3, ascending))
-                if isinstance(result, Rows):
-                    len(result.bitmap)
-    except PaimonIndexError:
-        pass
-
-
-def mutations(data: bytes, rng: random.Random, *, offset: int = 0) -> list[bytes]:
-    """Every prefix and every byte flipped (xor 0xFF, one bit) of a small input; samples else."""
-    n = len(data)
-    if n <= EXHAUSTIVE_MAX_BYTES:
-        cuts = range(offset, n)
-        flips = [(i, m) for i in range(offset, n) for m in (0xFF, 1 << (i % 8))]
-    else:
-        cuts = sorted({*range(offset, offset + 400), *(rng.randrange(offset, n) for _ in range(SAMPLED))})
-        flips = [(rng.randrange(offset, n), 1 << rng.randrange(8)) for _ in range(SAMPLED)]
-        flips += [(i, 0xFF) for i in range(offset, min(n, offset + 200))]
-    out = [data[:c] for c in cuts]
-    for i, mask in flips:
-        b = bytearray(data)
-        b[i] ^= mask
-        out.append(bytes(b))
-    return out
-
-
-def corrupt_golden(name: str, index: str) -> None:
-    case = load_case(name)
-    rng = random.Random(name)
-    leaves = queries_for(case.values())
-    raw = (case.path / "index.raw").read_bytes()
-    container = (case.path / "index.bin").read_bytes()
-    # the body alone, re-wrapped so that our parser (not the container's) meets every cut/flip
-    for body in mutations(raw, rng):
-        exercise(write_container({"c": {index: body}}), case.dtype, leaves)
-    # the file itself: every prefix, and every byte of the head flipped
-    head = len(container) - len(raw)
-    for n in range(len(container)):
-        exercise(container[:n], case.dtype, leaves)
-    for i in range(head):
-        flipped = bytearray(container)
-        flipped[i] ^= 0xFF
-        exercise(bytes(flipped), case.dtype, leaves)
-
-
 @needs_golden
 @pytest.mark.parametrize("name", CASES)
 def test_corrupt_golden_bodies_raise_project_errors_only(name: str) -> None:
-    corrupt_golden(name, INDEX)
+    check_golden_corruption(load_case(name))
 
 
 @needs_golden

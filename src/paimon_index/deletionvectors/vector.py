@@ -59,6 +59,7 @@ from typing import ClassVar
 import numpy as np
 from pyroaring import BitMap
 
+from paimon_index import bitmaps
 from paimon_index.binary import ByteReader, ByteWriter
 from paimon_index.errors import PaimonIndexError
 
@@ -561,10 +562,7 @@ def _read_portable_bitmap(reader: ByteReader, field: str) -> BitMap:
     end = reader.pos
     reader.seek(start, field)
     raw = reader.read_view(end - start, field)
-    try:
-        return BitMap.deserialize(bytes(raw))
-    except (ValueError, MemoryError, OverflowError, RuntimeError) as e:
-        raise reader.error(f"invalid RoaringBitmap: {e}", field, start) from e
+    return bitmaps.deserialize(raw, path=reader.source.name, offset=start, field=field)
 
 
 def _read_bitmap32(body: ByteReader) -> BitmapDeletionVector:

@@ -50,6 +50,7 @@ import struct
 import numpy as np
 from pyroaring import BitMap
 
+from paimon_index import bitmaps
 from paimon_index.binary import ByteReader, ByteWriter, Source
 from paimon_index.errors import InvalidPredicateError
 
@@ -222,10 +223,7 @@ def serialize_bit_slices(rows: np.ndarray, codes: np.ndarray, max_code: int) -> 
 # ------------------------------------------------------------------------------------------------
 def deserialize_bitmap(data: bytes | memoryview, r: ByteReader, field: str, at: int) -> BitMap:
     """pyroaring's reader, with its errors reported as :class:`CorruptFileError`."""
-    try:
-        return BitMap.deserialize(data)
-    except (ValueError, OverflowError, MemoryError) as e:
-        raise r.error(f"invalid Roaring bitmap: {e}", field, at) from e
+    return bitmaps.deserialize(data, path=r.source.name, offset=at, field=field)
 
 
 def portable_span(r: ByteReader, field: str) -> tuple[int, int]:

@@ -56,6 +56,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyroaring import BitMap
 
+from paimon_index import bitmaps
 from paimon_index.binary import ByteReader, ByteWriter, Source
 from paimon_index.errors import CorruptFileError, InvalidOptionError
 from paimon_index.fileindex.base import IndexReader, IndexType, IndexWriter
@@ -395,12 +396,8 @@ class BitmapReader(IndexReader):
             raise CorruptFileError(
                 f"bitmap bytes [{start}, {end}) outside the body [{self.body_start}, "
                 f"{self.start + self.length})", path=self.source.name, offset=start, field=field)
-        data = bytes(self.source.read_at(start, end - start))
-        try:
-            bitmap = BitMap.deserialize(data)
-        except (ValueError, OverflowError) as e:
-            raise CorruptFileError(f"invalid Roaring bitmap: {e}", path=self.source.name,
-                                   offset=start, field=field) from e
+        data = self.source.read_at(start, end - start)
+        bitmap = bitmaps.deserialize(data, path=self.source.name, offset=start, field=field)
         if bitmap and bitmap.max() >= self.row_count:
             raise CorruptFileError(f"row {bitmap.max()} >= row count {self.row_count}",
                                    path=self.source.name, offset=start, field=field)
