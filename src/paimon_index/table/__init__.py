@@ -1,0 +1,1 @@
+"""Everything that touches a Paimon table, through pypaimon (catalog, snapshots, manifests, commits)."""
