@@ -87,6 +87,7 @@ class DeletionVectorCommit:
         if self.new_file is None or self.new_file_name is None:
             return None
         path = Path(directory) / self.new_file_name
+        path.parent.mkdir(parents=True, exist_ok=True)  # a table's index/ folder appears with its first file
         path.write_bytes(self.new_file.data)
         return path
 
