@@ -87,3 +87,34 @@ def test_a_failed_write_commits_nothing(tmp_path: Path) -> None:
         write_arrow(table, data)
     assert table.snapshot_manager().get_latest_snapshot() is None
     assert data_files(table) == []
+
+
+def test_file_index_listing_and_a_partitioned_table(tmp_path: Path) -> None:
+    from paimon_index.table.read import read_arrow
+    from paimon_index.table.system import FILE_INDEXES_SCHEMA, file_indexes
+
+    data = orders(3_000, 4).append_column("dt", pa.array(["2024-01-01", "2024-01-02", "2024-01-03"] * 1_000))
+    catalog = CatalogFactory.create({"warehouse": str(tmp_path)})
+    catalog.create_database("db", True)
+    schema = Schema.from_pyarrow_schema(data.schema, partition_keys=["dt"], options=OPTIONS)
+    catalog.create_table("db.parts", schema, False)
+    table = catalog.get_table("db.parts")
+    write_arrow(table, data)
+
+    listing = file_indexes(table)
+    assert listing.schema == FILE_INDEXES_SCHEMA
+    assert listing.num_rows == 3 * 2  # three partitions, two indexes each
+    assert sorted(set(listing.column("partition").to_pylist())) == [
+        "dt=2024-01-01", "dt=2024-01-02", "dt=2024-01-03"]
+    assert set(listing.column("index_type").to_pylist()) == {"bitmap", "bloom-filter"}
+    for storage, index_path in zip(listing.column("storage").to_pylist(),
+                                   listing.column("index_path").to_pylist(), strict=True):
+        assert (storage == "FILE") == (index_path is not None)
+        assert index_path is None or Path(index_path).is_file()
+    assert set(listing.column("record_count").to_pylist()) == {1_000}
+
+    rows, report = read_arrow(table, "status = 'PAID' AND dt = '2024-01-02'")
+    expected = data.filter(pc.and_(pc.equal(data.column("status"), "PAID"),
+                                   pc.equal(data.column("dt"), "2024-01-02")))
+    assert sorted(rows.column("id").to_pylist()) == sorted(expected.column("id").to_pylist())
+    assert report.files_planned == 3

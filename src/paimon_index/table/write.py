@@ -70,7 +70,9 @@ def attach_file_indexes(table: Any, messages: list[Any],
 
 
 def _attach(table: Any, meta: Any, options: FileIndexOptions, schema: Mapping[str, DataType]) -> None:
-    rows = pq.read_table(meta.file_path)  # exactly the file's rows, in file order
+    # Exactly the file's rows, in file order. ParquetFile, not read_table: the latter would treat a
+    # partition folder such as dt=2024-01-01/ as a column and clash with the one in the file.
+    rows = pq.ParquetFile(meta.file_path).read()
     container = build_file_index(rows, options, {k: v for k, v in schema.items() if k in rows.schema.names})
     if container is None:
         return
