@@ -26,6 +26,7 @@ pypaimon internals used: ``table.new_read_builder().new_scan().plan().splits()``
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,8 +45,9 @@ from paimon_index.fileindex.result import REMAIN, FileIndexResult, Rows, and_not
 from paimon_index.predicate import Predicate
 from paimon_index.sql import bind_predicate
 from paimon_index.table.write import INDEX_FILE_SUFFIX, table_options, table_schema
+from paimon_index.types import DataType
 
-__all__ = ["ScanReport", "UnsupportedTableError", "read_arrow", "read_positions"]
+__all__ = ["ScanReport", "UnsupportedTableError", "read_arrow", "read_positions", "read_split"]
 
 
 
@@ -114,6 +116,36 @@ def _subtract_deleted(result: FileIndexResult, deletion_file: Any, row_count: in
     return remaining
 
 
+def read_split(split: Any, bound: Predicate, schema: Mapping[str, DataType], *, use_index: bool = True,
+               report: ScanReport | None = None) -> Iterator[pa.RecordBatch]:
+    """The rows of one pypaimon split matching the bound predicate, as Arrow batches."""
+    report = report if report is not None else ScanReport()
+    exact = to_arrow_expression(bound, schema)
+    deletion_files = split.data_deletion_files or [None] * len(split.files)
+    for meta, deletion_file in zip(split.files, deletion_files, strict=True):
+        report.files_planned += 1
+        report.rows_planned += meta.row_count
+        result: FileIndexResult = REMAIN
+        source = _container_source(meta) if use_index else None
+        if source is not None:
+            with ContainerReader(source, meta.file_path) as container:
+                result = FileIndexEvaluator(container, schema).evaluate(bound)
+        if result.remain and deletion_file is not None:
+            result = _subtract_deleted(result, deletion_file, meta.row_count, report)
+        if not result.remain:
+            report.files_skipped_by_index += 1
+            continue
+        positions = None
+        if isinstance(result, Rows):
+            positions = np.frombuffer(result.bitmap.to_array(), dtype=np.uint32).astype(np.int64)
+            report.rows_selected_by_index += len(positions)
+        rows = read_positions(meta.file_path, positions, report)
+        report.rows_read += rows.num_rows
+        kept = rows.filter(exact)
+        report.rows_returned += kept.num_rows
+        yield from kept.to_batches()
+
+
 def read_arrow(table: Any, predicate: Predicate | str, *,
                use_index: bool = True) -> tuple[pa.Table, ScanReport]:
     """All rows of ``table`` matching ``predicate`` (SQL-like text or a predicate tree)."""
@@ -123,33 +155,9 @@ def read_arrow(table: Any, predicate: Predicate | str, *,
     schema = table_schema(table)
     bound = bind_predicate(predicate, schema) if isinstance(predicate, str) else predicate
     use_index = use_index and FileIndexOptions.from_table_options(options).read_enabled
-    exact = to_arrow_expression(bound, schema)
     report = ScanReport()
-    parts = []
-    for split in table.new_read_builder().new_scan().plan().splits():
-        deletion_files = split.data_deletion_files or [None] * len(split.files)
-        for meta, deletion_file in zip(split.files, deletion_files, strict=True):
-            report.files_planned += 1
-            report.rows_planned += meta.row_count
-            result: FileIndexResult = REMAIN
-            source = _container_source(meta) if use_index else None
-            if source is not None:
-                with ContainerReader(source, meta.file_path) as container:
-                    result = FileIndexEvaluator(container, schema).evaluate(bound)
-            if result.remain and deletion_file is not None:
-                result = _subtract_deleted(result, deletion_file, meta.row_count, report)
-            if not result.remain:
-                report.files_skipped_by_index += 1
-                continue
-            positions = None
-            if isinstance(result, Rows):
-                positions = np.frombuffer(result.bitmap.to_array(), dtype=np.uint32).astype(np.int64)
-                report.rows_selected_by_index += len(positions)
-            rows = read_positions(meta.file_path, positions, report)
-            report.rows_read += rows.num_rows
-            parts.append(rows.filter(exact))
+    parts = [batch for split in table.new_read_builder().new_scan().plan().splits()
+             for batch in read_split(split, bound, schema, use_index=use_index, report=report)]
     if not parts:
         return pa.schema([]).empty_table(), report
-    out = pa.concat_tables(parts)
-    report.rows_returned = out.num_rows
-    return out, report
+    return pa.Table.from_batches(parts), report
