@@ -1,7 +1,9 @@
 """A local SparkSession set up the way paimon-index needs it.
 
-    local_session()            local[*] session (embedded default), or the one already running
-    configure(spark)           apply the settings to a session someone else created
+    local_session()            local[*] session (embedded default), or the one already running,
+                               with the ``paimon_index`` data source registered
+    configure(spark)           apply the settings and register the source on a session someone
+                               else created
     java_version()             the major version of the Java Spark will use
 
 Settings: Python data-source filter pushdown on (``spark.sql.python.filterPushdown.enabled``), the
@@ -89,7 +91,10 @@ def local_session(app_name: str = "paimon-index", *, master: str = DEFAULT_MASTE
 
 
 def configure(spark: SparkSession) -> SparkSession:
-    """Apply the settings that can change at runtime to an existing session."""
+    """Apply the settings that can change at runtime and register the ``paimon_index`` source."""
+    from paimon_index.spark.datasource import PaimonIndexDataSource
+
     for key in RUNTIME_CONF:
         spark.conf.set(key, SESSION_CONF[key])
+    spark.dataSource.register(PaimonIndexDataSource)
     return spark

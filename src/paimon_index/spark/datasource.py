@@ -1,0 +1,190 @@
+"""``paimon_index``: a PySpark Python data source that reads Paimon tables through their indexes.
+
+    spark = local_session()          # registers the source
+    df = (spark.read.format("paimon_index")
+          .option("warehouse", "/path/to/warehouse")
+          .load("db.orders")
+          .filter("status = 'PAID' AND score >= 90"))
+
+Options (strings): ``warehouse`` (required), ``file-index.read.enabled`` (``true``; ``false`` reads
+without indexes, for comparison). The path given to ``load`` is the table identifier ``db.table``.
+
+Partitioning: one input partition per pypaimon split of the latest snapshot (planned on the
+driver; a split carries its data files, their embedded indexes and deletion-vector ranges, and is
+pickled to the executor). Each executor opens the table's files itself and yields Arrow batches.
+
+Pushdown: Spark hands a Python source the top-level conjuncts of a query's filter; ``pushFilters``
+turns each of them (``=``, ``<=>`` with a non-NULL value, ``<``, ``<=``, ``>``, ``>=``, ``IN``,
+``IS [NOT] NULL``, ``NOT`` of those, ``STARTS WITH``, ``ENDS WITH``, ``CONTAINS``) into our predicate
+and ANDs them. (A conjunct that is an OR is not offered to Python sources: Spark applies it.)
+The file indexes answer it (skip files, select rows), deletion vectors are subtracted, and the
+predicate is then applied exactly to the rows read, so Spark does not re-check the filters we took
+(its plan shows no Filter above the scan); the ones we cannot translate are handed back and Spark
+applies them. Append tables, with or without deletion vectors (32- and 64-bit); see
+:mod:`paimon_index.table.read` for the read path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    EqualNullSafe,
+    EqualTo,
+    Filter,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    InputPartition,
+    IsNotNull,
+    IsNull,
+    LessThan,
+    LessThanOrEqual,
+    Not,
+    StringContains,
+    StringEndsWith,
+    StringStartsWith,
+)
+
+from paimon_index.errors import InvalidOptionError, PaimonIndexError
+from paimon_index.fileindex.options import parse_bool
+from paimon_index.predicate import ALWAYS_TRUE, Leaf, Op, Predicate, and_, bind
+from paimon_index.types import DataType, TypeRoot
+
+__all__ = ["SOURCE_NAME", "PaimonIndexDataSource", "spark_filter_to_predicate", "spark_type"]
+
+SOURCE_NAME = "paimon_index"
+WAREHOUSE = "warehouse"
+READ_ENABLED = "file-index.read.enabled"
+
+_COMPARISONS = {EqualTo: Op.EQ, GreaterThan: Op.GT, GreaterThanOrEqual: Op.GE, LessThan: Op.LT,
+                LessThanOrEqual: Op.LE, StringStartsWith: Op.STARTS_WITH, StringEndsWith: Op.ENDS_WITH,
+                StringContains: Op.CONTAINS}
+_NEGATED = {Op.EQ: Op.NE, Op.GT: Op.LE, Op.GE: Op.LT, Op.LT: Op.GE, Op.LE: Op.GT, Op.IN: Op.NOT_IN,
+            Op.IS_NULL: Op.IS_NOT_NULL, Op.IS_NOT_NULL: Op.IS_NULL}
+
+
+def spark_type(dtype: DataType) -> str:
+    """The Spark SQL type of a Paimon type."""
+    simple = {TypeRoot.TINYINT: "tinyint", TypeRoot.SMALLINT: "smallint", TypeRoot.INT: "int",
+              TypeRoot.BIGINT: "bigint", TypeRoot.FLOAT: "float", TypeRoot.DOUBLE: "double",
+              TypeRoot.BOOLEAN: "boolean", TypeRoot.DATE: "date", TypeRoot.CHAR: "string",
+              TypeRoot.VARCHAR: "string", TypeRoot.BINARY: "binary", TypeRoot.VARBINARY: "binary",
+              TypeRoot.TIMESTAMP: "timestamp_ntz", TypeRoot.TIMESTAMP_LTZ: "timestamp"}
+    if dtype.root is TypeRoot.DECIMAL:
+        return f"decimal({dtype.precision}, {dtype.scale})"
+    if dtype.root not in simple:
+        raise PaimonIndexError(f"type {dtype} has no Spark mapping in this source yet")
+    return simple[dtype.root]
+
+
+def _column(f: Filter) -> str | None:
+    path = f.attribute  # type: ignore[attr-defined]
+    return path[0] if len(path) == 1 else None  # nested fields carry no file index
+
+
+def spark_filter_to_predicate(f: Filter) -> Predicate | None:
+    """Our predicate for one Spark filter, or None when it has no exact translation."""
+    if isinstance(f, Not):
+        inner = spark_filter_to_predicate(f.child)
+        if isinstance(inner, Leaf) and inner.op in _NEGATED:
+            return Leaf(_NEGATED[inner.op], inner.column, inner.literals)
+        return None  # NOT over AND/OR or string matches: left to Spark
+    column = _column(f)
+    if column is None:
+        return None
+    if isinstance(f, IsNull | IsNotNull):
+        return Leaf(Op.IS_NULL if isinstance(f, IsNull) else Op.IS_NOT_NULL, column)
+    if isinstance(f, In):
+        return Leaf(Op.IN, column, tuple(f.value))
+    if isinstance(f, EqualNullSafe):
+        return None if f.value is None else Leaf(Op.EQ, column, (f.value,))
+    op = _COMPARISONS.get(type(f))
+    return None if op is None else Leaf(op, column, (f.value,))  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class SplitPartition(InputPartition):
+    """One pypaimon split and what to do with it (pickled to an executor)."""
+
+    split: Any
+    predicate: Predicate
+    schema: Mapping[str, DataType]
+    use_index: bool
+
+
+class PaimonIndexReader(DataSourceReader):
+    def __init__(self, options: Mapping[str, str], schema: Mapping[str, DataType]) -> None:
+        self.options = options
+        self.schema = schema
+        self.predicate: Predicate = ALWAYS_TRUE
+
+    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
+        taken = []
+        for f in filters:
+            predicate = spark_filter_to_predicate(f)
+            try:
+                bound = None if predicate is None else bind(predicate, self.schema)
+            except PaimonIndexError:
+                bound = None  # e.g. a literal of another type: Spark keeps the filter
+            if bound is None:
+                yield f
+            else:
+                taken.append(bound)
+        self.predicate = and_(*taken)
+
+    def partitions(self) -> Sequence[InputPartition]:
+        table = _open_table(self.options)
+        use_index = parse_bool(self.options.get(READ_ENABLED, "true"), READ_ENABLED)
+        splits = table.new_read_builder().new_scan().plan().splits()
+        return [SplitPartition(s, self.predicate, self.schema, use_index) for s in splits]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        from paimon_index.table.read import read_split
+
+        assert isinstance(partition, SplitPartition)
+        names = list(self.schema)
+        for batch in read_split(partition.split, partition.predicate, partition.schema,
+                                use_index=partition.use_index):
+            yield batch.select(names)
+
+
+def _open_table(options: Mapping[str, str]) -> Any:
+    from pypaimon import CatalogFactory
+
+    warehouse = options.get(WAREHOUSE)
+    identifier = options.get("path")
+    if not warehouse or not identifier:
+        raise InvalidOptionError("paimon_index needs .option('warehouse', ...) and .load('db.table')")
+    return CatalogFactory.create({WAREHOUSE: warehouse}).get_table(identifier)
+
+
+class PaimonIndexDataSource(DataSource):
+    """See the module docstring: options, partitioning and pushdown."""
+
+    @classmethod
+    def name(cls) -> str:
+        return SOURCE_NAME
+
+    def _table_schema(self) -> dict[str, DataType]:
+        from paimon_index.table.read import UnsupportedTableError
+        from paimon_index.table.write import table_schema
+
+        table = _open_table(self.options)
+        if table.is_primary_key_table:
+            raise UnsupportedTableError("primary-key tables are not read by this source yet")
+        readable = table_schema(table)
+        if len(readable) != len(table.fields):
+            raise UnsupportedTableError("the table has column types this source cannot read yet")
+        return readable
+
+    def schema(self) -> str:
+        return ", ".join(f"`{name}` {spark_type(dtype)}" for name, dtype in self._table_schema().items())
+
+    def reader(self, schema: Any) -> DataSourceReader:
+        return PaimonIndexReader(self.options, self._table_schema())
