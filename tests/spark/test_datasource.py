@@ -69,3 +69,40 @@ def test_reads_equal_brute_force(spark, warehouse: tuple[Path, pa.Table], where:
     spark.createDataFrame(everything.to_pandas()).createOrReplaceTempView("truth")
     want = sorted(r.id for r in spark.sql(f"SELECT id FROM truth WHERE {where}").collect())
     assert got == want == sorted(r.id for r in off.filter(where).select("id").collect())
+
+
+def test_spark_writes_one_snapshot_with_file_indexes(spark, tmp_path: Path) -> None:
+    from paimon_index.table.read import read_arrow
+    from paimon_index.table.system import file_indexes
+
+    catalog = CatalogFactory.create({"warehouse": str(tmp_path)})
+    catalog.create_database("db", True)
+    schema = pa.schema([("id", pa.int64()), ("status", pa.string())])
+    options = {"bucket": "-1", "file-index.bitmap.columns": "status",
+               "file-index.in-manifest-threshold": "64b"}
+    catalog.create_table("db.w", Schema.from_pyarrow_schema(schema, options=options), False)
+    rows = [(i, ["NEW", "PAID", None][i % 3]) for i in range(3_000)]
+    df = spark.createDataFrame(rows, "id bigint, status string").repartition(3)
+    df.write.format("paimon_index").option("warehouse", str(tmp_path)).mode("append").save("db.w")
+
+    table = catalog.get_table("db.w")
+    assert table.snapshot_manager().get_latest_snapshot().id == 1  # three tasks, one snapshot
+    listing = file_indexes(table)
+    assert listing.num_rows == 3 and set(listing.column("storage").to_pylist()) == {"FILE"}
+    got, report = read_arrow(table, "status = 'PAID'")
+    assert sorted(got.column("id").to_pylist()) == [i for i, s in rows if s == "PAID"]
+    assert report.rows_read == report.rows_returned == 1_000
+    back = spark.read.format("paimon_index").option("warehouse", str(tmp_path)).load("db.w")
+    assert back.filter("status IS NULL").count() == 1_000
+
+
+def test_a_failed_spark_job_commits_nothing(spark, tmp_path: Path) -> None:
+    catalog = CatalogFactory.create({"warehouse": str(tmp_path)})
+    catalog.create_database("db", True)
+    schema = pa.schema([("id", pa.int64()), ("status", pa.string())])
+    options = {"bucket": "-1", "file-index.bitmap.columns": "status,missing"}  # index build fails
+    catalog.create_table("db.f", Schema.from_pyarrow_schema(schema, options=options), False)
+    df = spark.createDataFrame([(1, "a"), (2, "b")], "id bigint, status string")
+    with pytest.raises(Exception, match="column 'missing' does not exist"):
+        df.write.format("paimon_index").option("warehouse", str(tmp_path)).mode("append").save("db.f")
+    assert catalog.get_table("db.f").snapshot_manager().get_latest_snapshot() is None

@@ -9,6 +9,12 @@
 Options (strings): ``warehouse`` (required), ``file-index.read.enabled`` (``true``; ``false`` reads
 without indexes, for comparison). The path given to ``load`` is the table identifier ``db.table``.
 
+Writing: ``df.write.format("paimon_index").option("warehouse", W).mode("append").save("db.t")``;
+each Spark task writes its rows with pypaimon's writer (the table's partitions and buckets) and
+builds every new data file's index (embedded or ``<data-file>.index``, see
+:mod:`paimon_index.table.write`); the task's commit messages travel to the driver, which commits all
+of them as **one** snapshot. A failed job commits nothing. (``overwrite`` is not supported yet.)
+
 Partitioning: one input partition per pypaimon split of the latest snapshot (planned on the
 driver; a split carries its data files, their embedded indexes and deletion-vector ranges, and is
 pickled to the executor). Each executor opens the table's files itself and yields Arrow batches.
@@ -33,6 +39,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.datasource import (
     DataSource,
+    DataSourceArrowWriter,
     DataSourceReader,
     EqualNullSafe,
     EqualTo,
@@ -49,6 +56,7 @@ from pyspark.sql.datasource import (
     StringContains,
     StringEndsWith,
     StringStartsWith,
+    WriterCommitMessage,
 )
 
 from paimon_index.errors import InvalidOptionError, PaimonIndexError
@@ -154,6 +162,46 @@ class PaimonIndexReader(DataSourceReader):
             yield batch.select(names)
 
 
+@dataclass(frozen=True)
+class PaimonCommitMessages(WriterCommitMessage):
+    """pypaimon commit messages of one Spark task (data files with their indexes attached)."""
+
+    messages: list[Any]
+
+
+class PaimonIndexWriter(DataSourceArrowWriter):
+    """Executors write data files and their indexes; the driver commits them in one snapshot."""
+
+    def __init__(self, options: Mapping[str, str]) -> None:
+        self.options = options
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> PaimonCommitMessages:
+        from paimon_index.table.write import attach_file_indexes
+
+        table = _open_table(self.options)
+        writer = table.new_batch_write_builder().new_write()
+        try:
+            for batch in iterator:
+                if batch.num_rows:
+                    writer.write_arrow(pa.Table.from_batches([batch]))
+            return PaimonCommitMessages(attach_file_indexes(table, writer.prepare_commit()))
+        finally:
+            writer.close()
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        collected = [m for part in messages if isinstance(part, PaimonCommitMessages) for m in part.messages]
+        if not collected:
+            return
+        committer = _open_table(self.options).new_batch_write_builder().new_commit()
+        try:
+            committer.commit(collected)
+        finally:
+            committer.close()
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        """Nothing was committed; written files stay as orphans, as in Paimon."""
+
+
 def _open_table(options: Mapping[str, str]) -> Any:
     from pypaimon import CatalogFactory
 
@@ -188,3 +236,8 @@ class PaimonIndexDataSource(DataSource):
 
     def reader(self, schema: Any) -> DataSourceReader:
         return PaimonIndexReader(self.options, self._table_schema())
+
+    def writer(self, schema: Any, overwrite: bool) -> PaimonIndexWriter:
+        if overwrite:
+            raise InvalidOptionError("paimon_index appends only so far: use mode('append')")
+        return PaimonIndexWriter(self.options)
