@@ -6,7 +6,7 @@
     paimon-index file-index topn OUT.index --schema "score INT" --order-by "score DESC" --limit 10
     paimon-index dv inspect FILE [--positions]
     paimon-index dv read FILE --offset O --length L
-    paimon-index demo [--warehouse DIR] [--rows N]
+    paimon-index demo [--warehouse DIR] [--rows N] [--no-spark]
 
 ``eval`` and ``topn`` print ``{"result": "REMAIN"}``, ``{"result": "SKIP"}`` (no row of the file can
 match; an empty row bitmap is reported this way too) or ``{"result": "ROWS", "rows": [...]}``.
@@ -158,7 +158,7 @@ def cmd_dv_read(args: argparse.Namespace) -> dict[str, Any]:
 def cmd_demo(args: argparse.Namespace) -> None:
     from paimon_index.demo import run_demo
 
-    run_demo(warehouse=args.warehouse, rows=args.rows)
+    run_demo(warehouse=args.warehouse, rows=args.rows, spark=not args.no_spark)
     return None
 
 
@@ -212,6 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("demo", help="the whole pipeline on a local warehouse")
     d.add_argument("--warehouse", default="demo-warehouse")
     d.add_argument("--rows", type=int, default=1_000_000)
+    d.add_argument("--no-spark", action="store_true", help="skip the PySpark step")
     d.set_defaults(func=cmd_demo)
     return parser
 

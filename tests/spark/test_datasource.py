@@ -37,6 +37,7 @@ def warehouse(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, pa.Table]
         "id": pa.array(np.arange(5_000, dtype=np.int64) + b * 5_000),
         "status": pa.array(statuses[rng.integers(0, 4, 5_000)], pa.string()),
         "score": pa.array(rng.integers(0, 100, 5_000).astype(np.int32)),
+        "ts": pa.array(np.arange(5_000, dtype=np.int64) * 1_000 + b, pa.timestamp("ms")),  # TIMESTAMP(3)
     }) for b in range(3)]
     catalog = CatalogFactory.create({"warehouse": str(root)})
     catalog.create_database("db", True)
@@ -58,7 +59,7 @@ def warehouse(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, pa.Table]
 def test_reads_equal_brute_force(spark, warehouse: tuple[Path, pa.Table], where: str, pushed: bool) -> None:
     root, everything = warehouse
     df = spark.read.format("paimon_index").option("warehouse", str(root)).load("db.orders")
-    assert df.schema.simpleString() == "struct<id:bigint,status:string,score:int>"
+    assert df.schema.simpleString() == "struct<id:bigint,status:string,score:int,ts:timestamp_ntz>"
     filtered = df.filter(where)
     plan = filtered._jdf.queryExecution().executedPlan().toString()
     spark_filters = re.search(r"\bFilter \(", plan) is not None  # the operator, not "RuntimeFilters"

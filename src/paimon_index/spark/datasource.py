@@ -69,6 +69,7 @@ __all__ = ["SOURCE_NAME", "PaimonIndexDataSource", "spark_filter_to_predicate", 
 SOURCE_NAME = "paimon_index"
 WAREHOUSE = "warehouse"
 READ_ENABLED = "file-index.read.enabled"
+SPARK_TIMESTAMP_UNIT = "us"
 
 _COMPARISONS = {EqualTo: Op.EQ, GreaterThan: Op.GT, GreaterThanOrEqual: Op.GE, LessThan: Op.LT,
                 LessThanOrEqual: Op.LE, StringStartsWith: Op.STARTS_WITH, StringEndsWith: Op.ENDS_WITH,
@@ -159,7 +160,7 @@ class PaimonIndexReader(DataSourceReader):
         names = list(self.schema)
         for batch in read_split(partition.split, partition.predicate, partition.schema,
                                 use_index=partition.use_index):
-            yield batch.select(names)
+            yield _as_spark_arrow(batch.select(names))
 
 
 @dataclass(frozen=True)
@@ -200,6 +201,15 @@ class PaimonIndexWriter(DataSourceArrowWriter):
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         """Nothing was committed; written files stay as orphans, as in Paimon."""
+
+
+def _as_spark_arrow(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """Spark takes timestamps from Python sources in microseconds; Paimon files may hold millis."""
+    fields = [pa.field(f.name, pa.timestamp(SPARK_TIMESTAMP_UNIT, f.type.tz), f.nullable)
+              if pa.types.is_timestamp(f.type) and f.type.unit != SPARK_TIMESTAMP_UNIT else f
+              for f in batch.schema]
+    target = pa.schema(fields)
+    return batch if target.equals(batch.schema) else batch.cast(target)
 
 
 def _open_table(options: Mapping[str, str]) -> Any:

@@ -47,7 +47,14 @@ from paimon_index.sql import bind_predicate
 from paimon_index.table.write import INDEX_FILE_SUFFIX, table_options, table_schema
 from paimon_index.types import DataType
 
-__all__ = ["ScanReport", "UnsupportedTableError", "read_arrow", "read_positions", "read_split"]
+__all__ = [
+    "ScanReport",
+    "UnsupportedTableError",
+    "container_source",
+    "read_arrow",
+    "read_positions",
+    "read_split",
+]
 
 
 
@@ -70,7 +77,8 @@ class ScanReport:
     rows_returned: int = 0
 
 
-def _container_source(meta: Any) -> bytes | str | None:
+def container_source(meta: Any) -> bytes | str | None:
+    """A data file's index container: the embedded bytes, or the path of its ``.index`` file."""
     if meta.embedded_index:
         return bytes(meta.embedded_index)
     for name in meta.extra_files or ():
@@ -126,7 +134,7 @@ def read_split(split: Any, bound: Predicate, schema: Mapping[str, DataType], *, 
         report.files_planned += 1
         report.rows_planned += meta.row_count
         result: FileIndexResult = REMAIN
-        source = _container_source(meta) if use_index else None
+        source = container_source(meta) if use_index else None
         if source is not None:
             with ContainerReader(source, meta.file_path) as container:
                 result = FileIndexEvaluator(container, schema).evaluate(bound)

@@ -24,7 +24,7 @@ from typing import Any
 import pyarrow as pa
 
 from paimon_index.fileindex.format import ContainerReader
-from paimon_index.table.read import _container_source
+from paimon_index.table.read import container_source
 
 __all__ = ["FILE_INDEXES_SCHEMA", "file_indexes"]
 
@@ -48,7 +48,7 @@ def file_indexes(table: Any) -> pa.Table:
     for split in table.new_read_builder().new_scan().plan().splits():
         partition = _partition_text(table, split)
         for meta in split.files:
-            source = _container_source(meta)
+            source = container_source(meta)
             if source is None:
                 continue
             embedded = isinstance(source, bytes)
