@@ -200,3 +200,13 @@ def test_printed_trees_parse_back_to_the_same_logic(tree: Predicate, row: dict[s
         assert kept == (negate(evaluate(tree, row)) is True)
     else:
         assert evaluate(parse_predicate(text), row) == evaluate(tree, row)
+
+
+def test_constants_unpickle_to_the_singletons() -> None:
+    """Spark ships predicates to executors by pickle; readers test ``p is ALWAYS_TRUE``."""
+    import pickle
+
+    from paimon_index.predicate import ALWAYS_FALSE, ALWAYS_TRUE
+
+    assert pickle.loads(pickle.dumps(ALWAYS_TRUE)) is ALWAYS_TRUE
+    assert pickle.loads(pickle.dumps(ALWAYS_FALSE)) is ALWAYS_FALSE

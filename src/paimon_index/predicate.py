@@ -118,6 +118,10 @@ class _Constant:
     def __str__(self) -> str:
         return "TRUE" if self.value else "FALSE"
 
+    def __reduce__(self) -> str:
+        # Unpickle to the module's singletons, so ``p is ALWAYS_TRUE`` holds on Spark executors too.
+        return "ALWAYS_TRUE" if self.value else "ALWAYS_FALSE"
+
 
 ALWAYS_TRUE = _Constant(True)
 ALWAYS_FALSE = _Constant(False)
