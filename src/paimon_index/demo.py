@@ -29,13 +29,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_index.fileindex.base import TopN
-from paimon_index.fileindex.evaluate import FileIndexEvaluator
-from paimon_index.fileindex.format import ContainerReader
-from paimon_index.fileindex.result import Rows
+from paimon_index.predicate import ALWAYS_TRUE
 from paimon_index.sql import parse_order_by
-from paimon_index.table.read import ScanReport, container_source, read_arrow, read_positions
+from paimon_index.table.read import read_arrow
 from paimon_index.table.system import file_indexes
-from paimon_index.table.write import table_schema, write_arrow
+from paimon_index.table.write import write_arrow
 
 __all__ = ["run_demo"]
 
@@ -96,23 +94,9 @@ def create_table(warehouse: Path, schema: pa.Schema) -> Any:
 def topn(table: Any, order_by: str, limit: int) -> tuple[pa.Table, int]:
     """The first ``limit`` rows by ``order_by``, reading only each data file's TopN candidates."""
     orders = parse_order_by(order_by)
-    request = TopN(orders, limit, strict=len(orders) == 1)
-    schema = table_schema(table)
-    parts, rows_read = [], 0
-    for split in table.new_read_builder().new_scan().plan().splits():
-        for meta in split.files:
-            positions = None
-            source = container_source(meta)
-            if source is not None:
-                with ContainerReader(source, meta.file_path) as container:
-                    result = FileIndexEvaluator(container, schema).evaluate_topn(request)
-                if isinstance(result, Rows):
-                    positions = np.frombuffer(result.bitmap.to_array(), dtype=np.uint32).astype(np.int64)
-            data = read_positions(meta.file_path, positions, ScanReport())
-            rows_read += data.num_rows
-            parts.append(data)
+    candidates, report = read_arrow(table, ALWAYS_TRUE, topn=TopN(tuple(orders), limit, strict=False))
     keys = [(o.column, "ascending" if o.ascending else "descending") for o in orders]
-    return pa.concat_tables(parts).sort_by(keys).slice(0, limit), rows_read
+    return candidates.sort_by(keys).slice(0, limit), report.rows_read
 
 
 def _ids(rows: pa.Table) -> list[int]:
