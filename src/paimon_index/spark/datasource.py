@@ -6,18 +6,28 @@
           .load("db.orders")
           .filter("status = 'PAID' AND score >= 90"))
 
-Options (strings): ``warehouse`` (required), ``file-index.read.enabled`` (``true``; ``false`` reads
-without indexes, for comparison). The path given to ``load`` is the table identifier ``db.table``.
+Read options (strings): ``warehouse`` (required); ``file-index.read.enabled`` (``true``; ``false``
+reads without indexes, for comparison); ``topn`` + ``limit`` (e.g. ``"score DESC NULLS LAST"`` and
+``"10"``): each data file yields only its range-bitmap TopN candidates among its matching, not
+deleted rows — the query must still say ``.orderBy(...).limit(k)``, whose result equals the full
+sort (Spark offers Python sources no ORDER BY ... LIMIT hook, so this is an explicit hint);
+``scan-report`` (a directory: every task writes what it pruned there as JSON, summed by
+:func:`paimon_index.spark.report.collect_scan_report`). The path given to ``load`` is the table
+identifier ``db.table``.
 
 Writing: ``df.write.format("paimon_index").option("warehouse", W).mode("append").save("db.t")``;
 each Spark task writes its rows with pypaimon's writer (the table's partitions and buckets) and
 builds every new data file's index (embedded or ``<data-file>.index``, see
 :mod:`paimon_index.table.write`); the task's commit messages travel to the driver, which commits all
-of them as **one** snapshot. A failed job commits nothing. (``overwrite`` is not supported yet.)
+of them as **one** snapshot. A failed job commits nothing. ``mode("overwrite")`` replaces the
+table's contents in that one snapshot (on a partitioned table only the partitions written, as
+Paimon's ``dynamic-partition-overwrite = true`` default does; set it to ``false`` for the whole
+table).
 
 Partitioning: one input partition per pypaimon split of the latest snapshot (planned on the
 driver; a split carries its data files, their embedded indexes and deletion-vector ranges, and is
-pickled to the executor). Each executor opens the table's files itself and yields Arrow batches.
+pickled to the executor). The driver drops the files whose *embedded* index answers SKIP, and
+splits left empty; executors evaluate ``.index`` files, open the data files and yield Arrow batches.
 
 Pushdown: Spark hands a Python source the top-level conjuncts of a query's filter; ``pushFilters``
 turns each of them (``=``, ``<=>`` with a non-NULL value, ``<``, ``<=``, ``>``, ``>=``, ``IN``,
@@ -60,8 +70,11 @@ from pyspark.sql.datasource import (
 )
 
 from paimon_index.errors import InvalidOptionError, PaimonIndexError
-from paimon_index.fileindex.options import parse_bool
+from paimon_index.fileindex.base import TopN
+from paimon_index.fileindex.options import FileIndexOptions, parse_bool
 from paimon_index.predicate import ALWAYS_TRUE, Leaf, Op, Predicate, and_, bind
+from paimon_index.sql import parse_order_by
+from paimon_index.table.write import table_options
 from paimon_index.types import DataType, TypeRoot
 
 __all__ = ["SOURCE_NAME", "PaimonIndexDataSource", "spark_filter_to_predicate", "spark_type"]
@@ -69,6 +82,9 @@ __all__ = ["SOURCE_NAME", "PaimonIndexDataSource", "spark_filter_to_predicate", 
 SOURCE_NAME = "paimon_index"
 WAREHOUSE = "warehouse"
 READ_ENABLED = "file-index.read.enabled"
+TOPN = "topn"
+LIMIT = "limit"
+SCAN_REPORT = "scan-report"
 SPARK_TIMESTAMP_UNIT = "us"
 
 _COMPARISONS = {EqualTo: Op.EQ, GreaterThan: Op.GT, GreaterThanOrEqual: Op.GE, LessThan: Op.LT,
@@ -125,6 +141,20 @@ class SplitPartition(InputPartition):
     predicate: Predicate
     schema: Mapping[str, DataType]
     use_index: bool
+    topn: TopN | None = None
+    report_dir: str | None = None
+
+
+def _topn(options: Mapping[str, str]) -> TopN | None:
+    order_by, limit = options.get(TOPN), options.get(LIMIT)
+    if order_by is None:
+        if limit is not None:
+            raise InvalidOptionError("option 'limit' is only meaningful with option 'topn'")
+        return None
+    if limit is None or not limit.strip().isdigit() or int(limit) <= 0:
+        raise InvalidOptionError(f"option 'topn' needs option 'limit' as a positive integer, got {limit!r}")
+    # Ties at the k-th value are all kept (strict=False): the query's own sort picks among them.
+    return TopN(tuple(parse_order_by(order_by)), int(limit), strict=False)
 
 
 class PaimonIndexReader(DataSourceReader):
@@ -148,19 +178,40 @@ class PaimonIndexReader(DataSourceReader):
         self.predicate = and_(*taken)
 
     def partitions(self) -> Sequence[InputPartition]:
+        from paimon_index.spark.report import write_report
+        from paimon_index.table.read import ScanReport, prune_split
+
         table = _open_table(self.options)
-        use_index = parse_bool(self.options.get(READ_ENABLED, "true"), READ_ENABLED)
+        use_index = parse_bool(self.options.get(READ_ENABLED, "true"), READ_ENABLED) and \
+            FileIndexOptions.from_table_options(table_options(table)).read_enabled
+        topn = _topn(self.options)
+        report_dir = self.options.get(SCAN_REPORT)
         splits = table.new_read_builder().new_scan().plan().splits()
-        return [SplitPartition(s, self.predicate, self.schema, use_index) for s in splits]
+        if use_index:
+            report = ScanReport()
+            files_before, rows_before = sum(len(s.files) for s in splits), sum(s.row_count for s in splits)
+            splits = [p for p in (prune_split(s, self.predicate, self.schema, report) for s in splits)
+                      if p is not None]
+            # The executors count the files they get; these are the ones they never see.
+            report.files_planned = files_before - sum(len(s.files) for s in splits)
+            report.files_skipped_by_index = report.files_planned
+            report.rows_planned = rows_before - sum(s.row_count for s in splits)
+            if report_dir:
+                write_report(report_dir, report)
+        return [SplitPartition(s, self.predicate, self.schema, use_index, topn, report_dir) for s in splits]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        from paimon_index.table.read import read_split
+        from paimon_index.spark.report import write_report
+        from paimon_index.table.read import ScanReport, read_split
 
         assert isinstance(partition, SplitPartition)
         names = list(self.schema)
+        report = ScanReport()
         for batch in read_split(partition.split, partition.predicate, partition.schema,
-                                use_index=partition.use_index):
+                                use_index=partition.use_index, report=report, topn=partition.topn):
             yield _as_spark_arrow(batch.select(names))
+        if partition.report_dir:
+            write_report(partition.report_dir, report)
 
 
 @dataclass(frozen=True)
@@ -173,8 +224,9 @@ class PaimonCommitMessages(WriterCommitMessage):
 class PaimonIndexWriter(DataSourceArrowWriter):
     """Executors write data files and their indexes; the driver commits them in one snapshot."""
 
-    def __init__(self, options: Mapping[str, str]) -> None:
+    def __init__(self, options: Mapping[str, str], overwrite: bool = False) -> None:
         self.options = options
+        self.overwrite = overwrite
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> PaimonCommitMessages:
         from paimon_index.table.write import attach_file_indexes
@@ -191,9 +243,10 @@ class PaimonIndexWriter(DataSourceArrowWriter):
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         collected = [m for part in messages if isinstance(part, PaimonCommitMessages) for m in part.messages]
-        if not collected:
+        if not collected and not self.overwrite:
             return
-        committer = _open_table(self.options).new_batch_write_builder().new_commit()
+        builder = _open_table(self.options).new_batch_write_builder()
+        committer = (builder.overwrite() if self.overwrite else builder).new_commit()
         try:
             committer.commit(collected)
         finally:
@@ -248,6 +301,4 @@ class PaimonIndexDataSource(DataSource):
         return PaimonIndexReader(self.options, self._table_schema())
 
     def writer(self, schema: Any, overwrite: bool) -> PaimonIndexWriter:
-        if overwrite:
-            raise InvalidOptionError("paimon_index appends only so far: use mode('append')")
-        return PaimonIndexWriter(self.options)
+        return PaimonIndexWriter(self.options, overwrite)
