@@ -11,7 +11,10 @@ reads without indexes, for comparison); ``topn`` + ``limit`` (e.g. ``"score DESC
 ``"10"``): each data file yields only its range-bitmap TopN candidates among its matching, not
 deleted rows — the query must still say ``.orderBy(...).limit(k)``, whose result equals the full
 sort (Spark offers Python sources no ORDER BY ... LIMIT hook, so this is an explicit hint);
-``scan-report`` (a directory: every task writes what it pruned there as JSON, summed by
+``metadata-columns`` (``true`` adds ``__paimon_file_path``, ``__paimon_row_index``,
+``__paimon_partition``, ``__paimon_bucket``: where each row lives, the key of row-level changes);
+``scan.snapshot-id`` (read that snapshot instead of the latest); ``scan-report`` (a directory:
+every task writes what it pruned there as JSON, summed by
 :func:`paimon_index.spark.report.collect_scan_report`). The path given to ``load`` is the table
 identifier ``db.table``.
 
@@ -74,6 +77,13 @@ from paimon_index.fileindex.base import TopN
 from paimon_index.fileindex.options import FileIndexOptions, parse_bool
 from paimon_index.predicate import ALWAYS_TRUE, Leaf, Op, Predicate, and_, bind
 from paimon_index.sql import parse_order_by
+from paimon_index.table.read import (
+    BUCKET_COLUMN,
+    FILE_PATH_COLUMN,
+    METADATA_COLUMNS,
+    PARTITION_COLUMN,
+    ROW_INDEX_COLUMN,
+)
 from paimon_index.table.write import table_options
 from paimon_index.types import DataType, TypeRoot
 
@@ -85,6 +95,8 @@ READ_ENABLED = "file-index.read.enabled"
 TOPN = "topn"
 LIMIT = "limit"
 SCAN_REPORT = "scan-report"
+METADATA = "metadata-columns"
+SNAPSHOT_ID = "scan.snapshot-id"
 SPARK_TIMESTAMP_UNIT = "us"
 
 _COMPARISONS = {EqualTo: Op.EQ, GreaterThan: Op.GT, GreaterThanOrEqual: Op.GE, LessThan: Op.LT,
@@ -143,6 +155,7 @@ class SplitPartition(InputPartition):
     use_index: bool
     topn: TopN | None = None
     report_dir: str | None = None
+    row_ids: tuple[str, ...] | None = None  # the partition keys, when metadata columns are asked for
 
 
 def _topn(options: Mapping[str, str]) -> TopN | None:
@@ -198,17 +211,20 @@ class PaimonIndexReader(DataSourceReader):
             report.rows_planned = rows_before - sum(s.row_count for s in splits)
             if report_dir:
                 write_report(report_dir, report)
-        return [SplitPartition(s, self.predicate, self.schema, use_index, topn, report_dir) for s in splits]
+        row_ids = tuple(table.partition_keys or ()) if _metadata_columns(self.options) else None
+        return [SplitPartition(s, self.predicate, self.schema, use_index, topn, report_dir, row_ids)
+                for s in splits]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         from paimon_index.spark.report import write_report
         from paimon_index.table.read import ScanReport, read_split
 
         assert isinstance(partition, SplitPartition)
-        names = list(self.schema)
+        names = list(self.schema) + (list(METADATA_COLUMNS) if partition.row_ids is not None else [])
         report = ScanReport()
         for batch in read_split(partition.split, partition.predicate, partition.schema,
-                                use_index=partition.use_index, report=report, topn=partition.topn):
+                                use_index=partition.use_index, report=report, topn=partition.topn,
+                                row_ids=partition.row_ids):
             yield _as_spark_arrow(batch.select(names))
         if partition.report_dir:
             write_report(partition.report_dir, report)
@@ -257,12 +273,17 @@ class PaimonIndexWriter(DataSourceArrowWriter):
 
 
 def _as_spark_arrow(batch: pa.RecordBatch) -> pa.RecordBatch:
-    """Spark takes timestamps from Python sources in microseconds; Paimon files may hold millis."""
-    fields = [pa.field(f.name, pa.timestamp(SPARK_TIMESTAMP_UNIT, f.type.tz), f.nullable)
-              if pa.types.is_timestamp(f.type) and f.type.unit != SPARK_TIMESTAMP_UNIT else f
+    """Spark takes timestamps from Python sources in microseconds (Paimon files may hold millis),
+    and nullable columns as the schema declares them (a file may mark a column NOT NULL)."""
+    fields = [pa.field(f.name, pa.timestamp(SPARK_TIMESTAMP_UNIT, f.type.tz)
+                       if pa.types.is_timestamp(f.type) else f.type, nullable=True)
               for f in batch.schema]
     target = pa.schema(fields)
     return batch if target.equals(batch.schema) else batch.cast(target)
+
+
+def _metadata_columns(options: Mapping[str, str]) -> bool:
+    return parse_bool(options.get(METADATA, "false"), METADATA)
 
 
 def _open_table(options: Mapping[str, str]) -> Any:
@@ -272,7 +293,9 @@ def _open_table(options: Mapping[str, str]) -> Any:
     identifier = options.get("path")
     if not warehouse or not identifier:
         raise InvalidOptionError("paimon_index needs .option('warehouse', ...) and .load('db.table')")
-    return CatalogFactory.create({WAREHOUSE: warehouse}).get_table(identifier)
+    table = CatalogFactory.create({WAREHOUSE: warehouse}).get_table(identifier)
+    snapshot = options.get(SNAPSHOT_ID)
+    return table if snapshot is None else table.copy({SNAPSHOT_ID: snapshot})
 
 
 class PaimonIndexDataSource(DataSource):
@@ -295,7 +318,11 @@ class PaimonIndexDataSource(DataSource):
         return readable
 
     def schema(self) -> str:
-        return ", ".join(f"`{name}` {spark_type(dtype)}" for name, dtype in self._table_schema().items())
+        columns = [f"`{name}` {spark_type(dtype)}" for name, dtype in self._table_schema().items()]
+        if _metadata_columns(self.options):
+            columns += [f"`{FILE_PATH_COLUMN}` string", f"`{ROW_INDEX_COLUMN}` bigint",
+                        f"`{PARTITION_COLUMN}` string", f"`{BUCKET_COLUMN}` int"]
+        return ", ".join(columns)
 
     def reader(self, schema: Any) -> DataSourceReader:
         return PaimonIndexReader(self.options, self._table_schema())

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import os
 import posixpath
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,9 +59,11 @@ from paimon_index.table.write import INDEX_FILE_SUFFIX, table_options, table_sch
 from paimon_index.types import DataType
 
 __all__ = [
+    "METADATA_COLUMNS",
     "ScanReport",
     "UnsupportedTableError",
     "container_source",
+    "partition_text",
     "prune_split",
     "read_arrow",
     "read_positions",
@@ -69,6 +71,14 @@ __all__ = [
 ]
 
 
+
+#: Metadata columns (Paimon's Spark connector spells them so): the data file holding the row, the
+#: row's 0-based position in it, the partition and the bucket. Row-level changes key on them.
+FILE_PATH_COLUMN = "__paimon_file_path"
+ROW_INDEX_COLUMN = "__paimon_row_index"
+PARTITION_COLUMN = "__paimon_partition"
+BUCKET_COLUMN = "__paimon_bucket"
+METADATA_COLUMNS = (FILE_PATH_COLUMN, ROW_INDEX_COLUMN, PARTITION_COLUMN, BUCKET_COLUMN)
 
 #: A column name no Paimon table can have (it carries row positions through a filter).
 _POSITION = "__paimon_index_position__"
@@ -224,10 +234,35 @@ def prune_split(split: Any, bound: Predicate, schema: Mapping[str, DataType],
     return split.filter_file(keep)
 
 
+def partition_text(partition_keys: Sequence[str], partition: Any) -> str:
+    """A split's partition as ``k1=v1/k2=v2`` (empty for an unpartitioned table)."""
+    values = list(getattr(partition, "values", partition) or [])
+    return "/".join(f"{k}={v}" for k, v in zip(partition_keys, values, strict=False))
+
+
+def _with_row_ids(rows: pa.Table, meta: Any, positions: np.ndarray | None, partition: str,
+                  bucket: int) -> pa.Table:
+    count = rows.num_rows
+    index = positions if positions is not None else np.arange(count, dtype=np.int64)
+    extra = {FILE_PATH_COLUMN: pa.array(np.full(count, meta.file_path, dtype=object), pa.string()),
+             ROW_INDEX_COLUMN: pa.array(index, pa.int64()),
+             PARTITION_COLUMN: pa.array(np.full(count, partition, dtype=object), pa.string()),
+             BUCKET_COLUMN: pa.array(np.full(count, bucket, dtype=np.int32))}
+    for name, column in extra.items():
+        rows = rows.append_column(name, column)
+    return rows
+
+
 def read_split(split: Any, bound: Predicate, schema: Mapping[str, DataType], *, use_index: bool = True,
-               report: ScanReport | None = None, topn: TopN | None = None) -> Iterator[pa.RecordBatch]:
-    """The rows of one pypaimon split matching the bound predicate, as Arrow batches."""
+               report: ScanReport | None = None, topn: TopN | None = None,
+               row_ids: Sequence[str] | None = None) -> Iterator[pa.RecordBatch]:
+    """The rows of one pypaimon split matching the bound predicate, as Arrow batches.
+
+    ``row_ids`` (the table's partition keys) adds the metadata columns :data:`METADATA_COLUMNS`:
+    each row's data file, its position in that file, its partition (``k=v/...``) and bucket.
+    """
     report = report if report is not None else ScanReport()
+    partition = None if row_ids is None else partition_text(row_ids, split.partition)
     exact = to_arrow_expression(bound, schema)
     deletion_files = split.data_deletion_files or [None] * len(split.files)
     for meta, deletion_file in zip(split.files, deletion_files, strict=True):
@@ -243,6 +278,8 @@ def read_split(split: Any, bound: Predicate, schema: Mapping[str, DataType], *, 
             report.rows_selected_by_index += len(positions)
         rows = read_positions(meta.file_path, positions, report)
         report.rows_read += rows.num_rows
+        if partition is not None:
+            rows = _with_row_ids(rows, meta, positions, partition, split.bucket)
         kept = rows.filter(exact)
         report.rows_returned += kept.num_rows
         yield from kept.to_batches()

@@ -24,7 +24,7 @@ from typing import Any
 import pyarrow as pa
 
 from paimon_index.fileindex.format import ContainerReader
-from paimon_index.table.read import container_source
+from paimon_index.table.read import container_source, partition_text
 
 __all__ = ["FILE_INDEXES_SCHEMA", "file_indexes"]
 
@@ -36,17 +36,11 @@ FILE_INDEXES_SCHEMA = pa.schema([
 ])
 
 
-def _partition_text(table: Any, split: Any) -> str:
-    keys = list(table.partition_keys or [])
-    values = list(getattr(split.partition, "values", []) or [])
-    return "/".join(f"{k}={v}" for k, v in zip(keys, values, strict=False))
-
-
 def file_indexes(table: Any) -> pa.Table:
     """Every file index of the latest snapshot's data files (schema: module docstring)."""
     rows: dict[str, list[Any]] = {name: [] for name in FILE_INDEXES_SCHEMA.names}
     for split in table.new_read_builder().new_scan().plan().splits():
-        partition = _partition_text(table, split)
+        partition = partition_text(table.partition_keys or [], split.partition)
         for meta in split.files:
             source = container_source(meta)
             if source is None:
