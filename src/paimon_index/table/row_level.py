@@ -1,0 +1,259 @@
+"""Row-level DELETE and UPDATE on append tables, through deletion vectors (Paimon's DV mode).
+
+    delete_arrow(table, where) -> snapshot id | None          (one process; Spark: spark/row_level.py)
+    update_arrow(table, {"col": value or pa.Array fn}, where) -> snapshot id | None
+
+The steps (the same in the Spark jobs, which run step 2 and 3 on executors):
+
+1. **Plan** (driver, :func:`plan_row_change`): pin the latest snapshot; for every (partition,
+   bucket) collect its ``DELETION_VECTORS`` index-manifest entries. A bucket's vectors live in one
+   or more DV index files (layout: :mod:`paimon_index.deletionvectors.index_file`).
+2. **Find** the rows matching ``where`` in that snapshot, with their data file and row position
+   (the metadata columns of :mod:`paimon_index.table.read`); file indexes and existing vectors
+   are used, so already-deleted rows are never found again (a repeated delete changes nothing).
+3. **Mark** (per bucket, :func:`mark_deleted`): restore the bucket's vectors, add the positions,
+   write one new DV index file holding all of the bucket's vectors, and describe the change as a
+   pypaimon ``CommitMessage`` (index DELETE entries for the old files, ADD for the new one).
+   An UPDATE also writes the changed rows as new data files (with their file indexes).
+4. **Commit** (driver, :func:`commit_row_change`): all messages in **one** pypaimon commit. It
+   first checks that no snapshot was committed since the plan: positions refer to the planned
+   snapshot's files and vectors, so a concurrent commit makes the change fail cleanly with
+   :class:`ConcurrentChangeError` (nothing is applied; re-run it). pypaimon's own conflict
+   detection (index deletes make the commit an OVERWRITE with conflict checks) guards the rest.
+
+If anything fails before step 4, no snapshot is written: the table is exactly as it was (the new
+files already written are orphans, as after a failed Paimon job).
+
+pypaimon internals used: ``IndexFileHandler(table).scan(snapshot)``, ``CommitMessage`` (partition
+tuple, bucket, new_files, index_adds, index_deletes), ``table.path_factory().index_path()``,
+``table.copy({"scan.snapshot-id": ...})`` to read a pinned snapshot.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from paimon_index.deletionvectors.index_file import DELETION_VECTORS_INDEX
+from paimon_index.deletionvectors.maintainer import BucketDvMaintainer
+from paimon_index.errors import InvalidOptionError, PaimonIndexError
+from paimon_index.fileindex.options import parse_bool
+from paimon_index.predicate import Predicate
+from paimon_index.sql import bind_predicate
+from paimon_index.table.read import (
+    BUCKET_COLUMN,
+    FILE_PATH_COLUMN,
+    METADATA_COLUMNS,
+    PARTITION_COLUMN,
+    ROW_INDEX_COLUMN,
+    UnsupportedTableError,
+    partition_text,
+    read_split,
+)
+from paimon_index.table.write import attach_file_indexes, table_options, table_schema
+
+__all__ = [
+    "BucketPlan",
+    "ConcurrentChangeError",
+    "RowChangePlan",
+    "commit_row_change",
+    "delete_arrow",
+    "mark_deleted",
+    "plan_row_change",
+    "update_arrow",
+    "write_rows",
+]
+
+DV_ENABLED = "deletion-vectors.enabled"
+DV_BITMAP64 = "deletion-vectors.bitmap64"
+SNAPSHOT_ID = "scan.snapshot-id"
+
+
+class ConcurrentChangeError(PaimonIndexError):
+    """Another commit landed between planning and committing a row-level change."""
+
+
+@dataclass(frozen=True)
+class BucketPlan:
+    """What an executor needs to update one bucket's deletion vectors (pickled to it)."""
+
+    partition: Any  # GenericRow
+    bucket: int
+    dv_entries: tuple[Any, ...]  # the bucket's DELETION_VECTORS IndexManifestEntry objects
+    index_dir: str
+    bitmap64: bool
+
+
+@dataclass
+class RowChangePlan:
+    """A pinned snapshot and, per ``(partition text, bucket)``, the bucket's DV state."""
+
+    snapshot_id: int
+    partition_keys: list[str]
+    buckets: dict[tuple[str, int], BucketPlan] = field(default_factory=dict)
+
+    def bucket(self, partition: str, bucket: int) -> BucketPlan:
+        try:
+            return self.buckets[(partition, bucket)]
+        except KeyError:
+            raise PaimonIndexError(f"bucket {bucket} of partition {partition!r} is not in snapshot "
+                                   f"{self.snapshot_id}") from None
+
+
+def _check_table(table: Any) -> dict[str, str]:
+    options = table_options(table)
+    if table.is_primary_key_table:
+        raise UnsupportedTableError("row-level changes by position are for append tables; primary-key "
+                                    "tables change rows by key (upsert)")
+    if not parse_bool(options.get(DV_ENABLED, "false"), DV_ENABLED):
+        raise InvalidOptionError(f"DELETE/UPDATE need deletion vectors: create the table with "
+                                 f"'{DV_ENABLED}' = 'true'")
+    return options
+
+
+def plan_row_change(table: Any) -> RowChangePlan | None:
+    """Pin the latest snapshot and collect each bucket's DV entries (None for an empty table)."""
+    from pypaimon.index.index_file_handler import IndexFileHandler
+
+    options = _check_table(table)
+    snapshot = table.snapshot_manager().get_latest_snapshot()
+    if snapshot is None:
+        return None
+    keys = list(table.partition_keys or [])
+    plan = RowChangePlan(snapshot.id, keys)
+    bitmap64 = parse_bool(options.get(DV_BITMAP64, "false"), DV_BITMAP64)
+    index_dir = str(table.path_factory().index_path())
+    entries: dict[tuple[str, int], list[Any]] = {}
+    for entry in IndexFileHandler(table).scan(snapshot):
+        if entry.index_file.index_type == DELETION_VECTORS_INDEX:
+            entries.setdefault((partition_text(keys, entry.partition), entry.bucket), []).append(entry)
+    pinned = table.copy({SNAPSHOT_ID: str(snapshot.id)})
+    for split in pinned.new_read_builder().new_scan().plan().splits():
+        key = (partition_text(keys, split.partition), split.bucket)
+        if key not in plan.buckets:
+            plan.buckets[key] = BucketPlan(split.partition, split.bucket, tuple(entries.get(key, ())),
+                                           index_dir, bitmap64)
+    return plan
+
+
+def pinned_table(table: Any, plan: RowChangePlan) -> Any:
+    return table.copy({SNAPSHOT_ID: str(plan.snapshot_id)})
+
+
+def mark_deleted(bucket: BucketPlan, rows: pa.Table) -> Any | None:
+    """Add the rows (metadata columns file path + row index) to the bucket's vectors.
+
+    Writes the bucket's new DV index file and returns its pypaimon ``CommitMessage`` (None when
+    nothing changes).
+    """
+    from pypaimon.write.commit_message import CommitMessage
+
+    def open_index_file(meta: Any) -> str:
+        return meta.external_path or posixpath.join(bucket.index_dir, meta.file_name)
+
+    maintainer = BucketDvMaintainer.restore(bucket.dv_entries, open_index_file, partition=bucket.partition,
+                                            bucket=bucket.bucket, bitmap64=bucket.bitmap64)
+    paths = rows.column(FILE_PATH_COLUMN).combine_chunks()
+    positions = rows.column(ROW_INDEX_COLUMN).to_numpy()
+    encoded = paths.dictionary_encode()
+    indices = encoded.indices.to_numpy(zero_copy_only=False)
+    for code, path in enumerate(encoded.dictionary.to_pylist()):
+        maintainer.notify_new_deletions(posixpath.basename(path), np.sort(positions[indices == code]))
+    commit = maintainer.commit_to(bucket.index_dir)
+    if commit.is_empty:
+        return None
+    return CommitMessage(partition=tuple(bucket.partition.values), bucket=bucket.bucket, new_files=[],
+                         index_adds=list(commit.added), index_deletes=list(commit.deleted))
+
+
+def write_rows(table: Any, rows: pa.Table) -> list[Any]:
+    """Write rows as new data files with their file indexes; returns the commit messages."""
+    if rows.num_rows == 0:
+        return []
+    writer = table.new_batch_write_builder().new_write()
+    try:
+        writer.write_arrow(rows)
+        return attach_file_indexes(table, writer.prepare_commit())
+    finally:
+        writer.close()
+
+
+def commit_row_change(table: Any, plan: RowChangePlan, messages: Iterable[Any]) -> int | None:
+    """Commit all messages as one snapshot, if no other commit landed since ``plan``."""
+    collected = [m for m in messages if m is not None and not m.is_empty()]
+    if not collected:
+        return None
+    latest = table.snapshot_manager().get_latest_snapshot()
+    if latest is None or latest.id != plan.snapshot_id:
+        raise ConcurrentChangeError(f"snapshot {latest.id if latest else None} was committed after this "
+                                    f"change was planned on snapshot {plan.snapshot_id}; nothing was "
+                                    "applied, run it again")
+    committer = table.new_batch_write_builder().new_commit()
+    try:
+        committer.commit(collected)
+    finally:
+        committer.close()
+    return table.snapshot_manager().get_latest_snapshot().id
+
+
+def _matching_rows(table: Any, plan: RowChangePlan, where: Predicate | str) -> pa.Table:
+    schema = table_schema(table)
+    bound = bind_predicate(where, schema) if isinstance(where, str) else where
+    pinned = pinned_table(table, plan)
+    batches = [b for split in pinned.new_read_builder().new_scan().plan().splits()
+               for b in read_split(split, bound, schema, row_ids=plan.partition_keys)]
+    return pa.Table.from_batches(batches) if batches else pa.table({c: [] for c in METADATA_COLUMNS})
+
+
+def _mark_all(plan: RowChangePlan, matched: pa.Table) -> list[Any]:
+    messages = []
+    if matched.num_rows == 0:
+        return messages
+    keys = pa.table({"p": matched.column(PARTITION_COLUMN), "b": matched.column(BUCKET_COLUMN)})
+    for group in keys.group_by(["p", "b"]).aggregate([]).to_pylist():
+        mask = pc.and_(pc.equal(matched.column(PARTITION_COLUMN), group["p"]),
+                       pc.equal(matched.column(BUCKET_COLUMN), group["b"]))
+        messages.append(mark_deleted(plan.bucket(group["p"], group["b"]), matched.filter(mask)))
+    return messages
+
+
+def delete_arrow(table: Any, where: Predicate | str) -> int | None:
+    """``DELETE FROM table WHERE where`` in one snapshot; None when no row matched."""
+    plan = plan_row_change(table)
+    if plan is None:
+        return None
+    return commit_row_change(table, plan, _mark_all(plan, _matching_rows(table, plan, where)))
+
+
+Assignment = Any | Callable[[pa.Table], pa.Array]
+
+
+def update_arrow(table: Any, assignments: Mapping[str, Assignment], where: Predicate | str) -> int | None:
+    """``UPDATE table SET col = value, ... WHERE where`` in one snapshot (None when no row matched).
+
+    A value is a constant or a function of the matching rows (an Arrow table) returning the column.
+    """
+    plan = plan_row_change(table)
+    if plan is None:
+        return None
+    matched = _matching_rows(table, plan, where)
+    unknown = set(assignments) - set(table_schema(table))
+    if unknown:
+        raise InvalidOptionError(f"UPDATE sets unknown columns: {sorted(unknown)}")
+    if matched.num_rows == 0:
+        return None
+    updated = matched.drop_columns(list(METADATA_COLUMNS))
+    for name, value in assignments.items():
+        column = value(updated) if callable(value) else \
+            pa.array(np.full(updated.num_rows, value, dtype=object))
+        position = updated.schema.get_field_index(name)
+        updated = updated.set_column(position, updated.schema.field(name),
+                                     pa.array(column).cast(updated.schema.field(name).type))
+    messages = _mark_all(plan, matched) + write_rows(table, updated)
+    return commit_row_change(table, plan, messages)
