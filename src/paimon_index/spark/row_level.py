@@ -1,0 +1,114 @@
+"""Row-level changes and index maintenance as Spark jobs over ``paimon_index`` tables.
+
+    delete(spark, "db.t", "status = 'CANCELLED'", warehouse=W)          -> snapshot id | None
+    update(spark, "db.t", {"status": "'PAID'", "score": "score + 1"}, "id < 100", warehouse=W)
+    rewrite_file_index(spark, "db.t", where="dt = '2024-01-01'", warehouse=W)
+
+The jobs follow Paimon's Spark connector. The driver pins the latest snapshot and the DV state of
+every bucket (:func:`paimon_index.table.row_level.plan_row_change`); the table is read at that
+snapshot with the metadata columns (data file, row position, partition, bucket), filters pushed
+into the file indexes. For DELETE, the matching rows' positions are grouped per bucket
+(``groupBy(partition, bucket).applyInArrow``): each group's task merges them with the bucket's
+vectors and writes the bucket's new DV index file. For UPDATE, the same happens to the old rows,
+while the new values (Spark SQL expressions over the old row) are written as new data files with
+their file indexes. Every task returns pypaimon commit messages (pickled); the driver commits them
+all as **one** snapshot, after checking no other snapshot landed meanwhile. A failing task fails
+the job before anything is committed.
+
+SET values are Spark SQL expressions (``"'PAID'"`` is a string literal, ``"score + 1"`` an
+expression), as in ``UPDATE t SET status = 'PAID'``.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from paimon_index.errors import InvalidOptionError
+from paimon_index.spark.datasource import METADATA, SNAPSHOT_ID, SOURCE_NAME, WAREHOUSE
+from paimon_index.table.catalog import open_table
+from paimon_index.table.read import BUCKET_COLUMN, METADATA_COLUMNS, PARTITION_COLUMN
+from paimon_index.table.row_level import (
+    RowChangePlan,
+    commit_row_change,
+    mark_deleted,
+    plan_row_change,
+    write_rows,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["delete", "read_pinned", "update"]
+
+MESSAGE_SCHEMA = "message binary"
+
+
+def read_pinned(spark: SparkSession, warehouse: str, table: str, plan: RowChangePlan) -> DataFrame:
+    """The table at the planned snapshot, with the metadata columns."""
+    return (spark.read.format(SOURCE_NAME).option(WAREHOUSE, warehouse).option(METADATA, "true")
+            .option(SNAPSHOT_ID, str(plan.snapshot_id)).load(table))
+
+
+def _pickled(messages: list[Any]) -> pa.Table:
+    return pa.table({"message": pa.array([pickle.dumps(m) for m in messages if m is not None], pa.binary())})
+
+
+def _mark_task(plan: RowChangePlan) -> Callable[[tuple[Any, ...], pa.Table], pa.Table]:
+    def mark(key: tuple[Any, ...], rows: pa.Table) -> pa.Table:
+        partition, bucket = key[0].as_py(), key[1].as_py()
+        return _pickled([mark_deleted(plan.bucket(partition, bucket), rows)])
+
+    return mark
+
+
+def _write_task(warehouse: str, table: str) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        rows = [b for b in batches if b.num_rows]
+        if rows:
+            yield from _pickled(write_rows(open_table(warehouse, table), pa.Table.from_batches(rows)))\
+                .to_batches()
+
+    return write
+
+
+def _mark_job(matched: DataFrame, plan: RowChangePlan) -> DataFrame:
+    positions = matched.select(*METADATA_COLUMNS)
+    return positions.groupBy(PARTITION_COLUMN, BUCKET_COLUMN).applyInArrow(_mark_task(plan), MESSAGE_SCHEMA)
+
+
+def _collect(messages: DataFrame) -> list[Any]:
+    return [pickle.loads(row.message) for row in messages.collect()]
+
+
+def delete(spark: SparkSession, table: str, where: str, *, warehouse: str) -> int | None:
+    """``DELETE FROM table WHERE where`` through deletion vectors; the new snapshot id or None."""
+    paimon_table = open_table(warehouse, table)
+    plan = plan_row_change(paimon_table)
+    if plan is None:
+        return None
+    matched = read_pinned(spark, warehouse, table, plan).filter(where)
+    return commit_row_change(paimon_table, plan, _collect(_mark_job(matched, plan)))
+
+
+def update(spark: SparkSession, table: str, assignments: Mapping[str, str], where: str, *,
+           warehouse: str) -> int | None:
+    """``UPDATE table SET col = expr, ... WHERE where``: old rows marked deleted, new rows appended."""
+    from pyspark.sql import functions as F
+
+    paimon_table = open_table(warehouse, table)
+    columns = [field.name for field in paimon_table.fields]
+    unknown = set(assignments) - set(columns)
+    if unknown:
+        raise InvalidOptionError(f"UPDATE sets unknown columns: {sorted(unknown)}")
+    plan = plan_row_change(paimon_table)
+    if plan is None:
+        return None
+    matched = read_pinned(spark, warehouse, table, plan).filter(where)
+    new_rows = matched.select(*[F.expr(assignments[c]).cast(matched.schema[c].dataType).alias(c)
+                                if c in assignments else F.col(c) for c in columns])
+    written = new_rows.mapInArrow(_write_task(warehouse, table), MESSAGE_SCHEMA)
+    return commit_row_change(paimon_table, plan, _collect(_mark_job(matched, plan).unionAll(written)))
