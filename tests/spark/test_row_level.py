@@ -99,3 +99,28 @@ def test_indexes_still_skip_after_a_delete_and_a_failed_job_changes_nothing(spar
                "id >= 3000", warehouse=warehouse)
     assert open_table(warehouse, "db.t").snapshot_manager().get_latest_snapshot().id == before
     assert _rows(spark, warehouse) == rows_before
+
+
+def test_rewrite_file_index_job_rebuilds_only_out_of_date_files(spark, tmp_path: Path, capsys) -> None:
+    from paimon_index.spark.row_level import rewrite_file_index
+    from paimon_index.table.catalog import alter_table_options
+    from paimon_index.table.system import file_indexes
+
+    warehouse = str(tmp_path)
+    table = create_table(warehouse, "db.t", DDL, partition_keys=["dt"], options={
+        "bucket": "-1", "file-index.bitmap.columns": "tag"})
+    for dt in ("x", "y"):
+        write_arrow(table, pa.table({"id": list(range(500)), "tag": [TAGS[i % 4] for i in range(500)],
+                                     "dt": [dt] * 500}))
+    assert rewrite_file_index(spark, "db.t", warehouse=warehouse) is None  # all up to date
+    alter_table_options(warehouse, "db.t", set_options={"file-index.bloom-filter.columns": "id"})
+    snapshot = rewrite_file_index(spark, "db.t", where="dt = 'y'", warehouse=warehouse)
+    assert capsys.readouterr().err.endswith("] 1/1 files\n")  # one partition planned, one file
+    listing = file_indexes(open_table(warehouse, "db.t")).to_pylist()
+    types = {(r["partition"], r["index_type"]) for r in listing}
+    assert types == {("dt=x", "bitmap"), ("dt=y", "bitmap"), ("dt=y", "bloom-filter")}
+    assert open_table(warehouse, "db.t").snapshot_manager().get_latest_snapshot().id == snapshot == 3
+    with scan_report_dir() as reports:
+        got = _load(spark, warehouse, **{"scan-report": reports}).filter("id = 100000").count()
+        report = collect_scan_report(reports)
+    assert got == 0 and report.files_skipped_by_index == 1  # dt=y's new bloom filter; dt=x has none

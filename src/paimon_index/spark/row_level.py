@@ -2,7 +2,7 @@
 
     delete(spark, "db.t", "status = 'CANCELLED'", warehouse=W)          -> snapshot id | None
     update(spark, "db.t", {"status": "'PAID'", "score": "score + 1"}, "id < 100", warehouse=W)
-    rewrite_file_index(spark, "db.t", where="dt = '2024-01-01'", warehouse=W)
+    rewrite_file_index(spark, "db.t", where="dt = '2024-01-01'", warehouse=W)   (see table/rewrite.py)
 
 The jobs follow Paimon's Spark connector. The driver pins the latest snapshot and the DV state of
 every bucket (:func:`paimon_index.table.row_level.plan_row_change`); the table is read at that
@@ -22,6 +22,7 @@ expression), as in ``UPDATE t SET status = 'PAID'``.
 from __future__ import annotations
 
 import pickle
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -42,7 +43,7 @@ from paimon_index.table.row_level import (
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["delete", "read_pinned", "update"]
+__all__ = ["delete", "read_pinned", "rewrite_file_index", "update"]
 
 MESSAGE_SCHEMA = "message binary"
 
@@ -112,3 +113,43 @@ def update(spark: SparkSession, table: str, assignments: Mapping[str, str], wher
                                 if c in assignments else F.col(c) for c in columns])
     written = new_rows.mapInArrow(_write_task(warehouse, table), MESSAGE_SCHEMA)
     return commit_row_change(paimon_table, plan, _collect(_mark_job(matched, plan).unionAll(written)))
+
+
+def rewrite_file_index(spark: SparkSession, table: str, where: str | None = None, *, warehouse: str,
+                       progress: bool = True) -> int | None:
+    """Rebuild out-of-date file indexes as a Spark job (one task per file), one snapshot.
+
+    The driver plans the files (those of the partitions ``where`` selects), executors rebuild and
+    compare each file's container (:func:`paimon_index.table.rewrite.rewrite_file`), and the driver
+    commits the changed ones together. ``progress`` prints ``files checked / total`` on stderr as
+    tasks finish.
+    """
+    from paimon_index.table.rewrite import commit_rewrite, plan_rewrite, rewrite_file
+
+    paimon_table = open_table(warehouse, table)
+    tasks = plan_rewrite(paimon_table, where)
+    if not tasks:
+        return None
+
+    def rebuild(part: Iterator[Any]) -> Iterator[bytes]:
+        opened = open_table(warehouse, table)
+        for task in part:
+            yield pickle.dumps(rewrite_file(opened, task))
+
+    results = spark.sparkContext.parallelize(tasks, len(tasks)).mapPartitions(rebuild)
+    messages = []
+    for done, pickled in enumerate(results.toLocalIterator(prefetchPartitions=True), 1):
+        messages.append(pickle.loads(pickled))
+        if progress:
+            _progress("rewrite_file_index", done, len(tasks))
+    return commit_rewrite(paimon_table, messages)
+
+
+PROGRESS_WIDTH = 30
+
+
+def _progress(label: str, done: int, total: int) -> None:
+    filled = PROGRESS_WIDTH * done // total
+    end = "\n" if done == total else ""
+    sys.stderr.write(f"\r{label} [{'#' * filled}{'.' * (PROGRESS_WIDTH - filled)}] {done}/{total} files{end}")
+    sys.stderr.flush()

@@ -94,7 +94,7 @@ def alter_table_options(warehouse: str, identifier: str, *, set_options: Mapping
 
     cat = catalog(warehouse)
     current = dict(cat.get_table(identifier).options.options.to_map())
-    updates = _check_options(set_options or {})
+    updates = {str(k): str(v) for k, v in (set_options or {}).items()}
     removed = list(remove)
     merged = {k: v for k, v in {**current, **updates}.items() if k not in removed}
     _check_options(merged)

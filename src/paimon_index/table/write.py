@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
@@ -33,7 +34,8 @@ from paimon_index.fileindex.builder import build_file_index
 from paimon_index.fileindex.options import FileIndexOptions
 from paimon_index.types import DataType, parse_type
 
-__all__ = ["INDEX_FILE_SUFFIX", "attach_file_indexes", "table_options", "table_schema", "write_arrow"]
+__all__ = ["INDEX_FILE_SUFFIX", "attach_file_indexes", "file_container", "store_container", "table_options",
+           "table_schema", "write_arrow"]
 
 #: Paimon names a data file's index file ``<data-file>.index``.
 INDEX_FILE_SUFFIX = ".index"
@@ -69,20 +71,38 @@ def attach_file_indexes(table: Any, messages: list[Any],
     return messages
 
 
-def _attach(table: Any, meta: Any, options: FileIndexOptions, schema: Mapping[str, DataType]) -> None:
+def file_container(meta: Any, options: FileIndexOptions, schema: Mapping[str, DataType]) -> bytes | None:
+    """The container ``options`` ask for, built from the data file's own rows (None: no index)."""
+    wanted = sorted({spec.column for spec in options.specs})
+    parquet = pq.ParquetFile(meta.file_path)
+    present = [c for c in wanted if c in parquet.schema_arrow.names]
     # Exactly the file's rows, in file order. ParquetFile, not read_table: the latter would treat a
     # partition folder such as dt=2024-01-01/ as a column and clash with the one in the file.
-    rows = pq.ParquetFile(meta.file_path).read()
-    container = build_file_index(rows, options, {k: v for k, v in schema.items() if k in rows.schema.names})
+    rows = parquet.read(columns=present) if present else parquet.read()
+    return build_file_index(rows, options, {k: v for k, v in schema.items() if k in rows.schema.names})
+
+
+def store_container(table: Any, meta: Any, container: bytes | None, options: FileIndexOptions,
+                    index_file_name: str | None = None) -> Any:
+    """``meta`` carrying ``container``: embedded when small enough, else written as an index file.
+
+    The new meta keeps every extra file that is not a ``.index`` file; ``index_file_name`` names
+    the index file (default ``<data-file>.index``).
+    """
+    extras = [name for name in meta.extra_files or () if not name.endswith(INDEX_FILE_SUFFIX)]
     if container is None:
-        return
+        return replace(meta, extra_files=extras, embedded_index=None)
     if len(container) <= options.in_manifest_threshold:
-        meta.embedded_index = container
-        return
-    name = meta.file_name + INDEX_FILE_SUFFIX
+        return replace(meta, extra_files=extras, embedded_index=container)
+    name = index_file_name or meta.file_name + INDEX_FILE_SUFFIX
     with table.file_io.new_output_stream(posixpath.join(posixpath.dirname(meta.file_path), name)) as out:
         out.write(container)
-    meta.extra_files = [*meta.extra_files, name]
+    return replace(meta, extra_files=[*extras, name], embedded_index=None)
+
+
+def _attach(table: Any, meta: Any, options: FileIndexOptions, schema: Mapping[str, DataType]) -> None:
+    stored = store_container(table, meta, file_container(meta, options, schema), options)
+    meta.embedded_index, meta.extra_files = stored.embedded_index, stored.extra_files
 
 
 def write_arrow(table: Any, data: pa.Table | pa.RecordBatch) -> int | None:
