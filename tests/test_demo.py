@@ -18,3 +18,6 @@ def test_demo_queries_match_a_full_scan(tmp_path: Path, capsys: pytest.CaptureFi
     assert index_files, "large containers are written beside their data files"
     assert "FILE" in out
     assert "7 of 8" in out  # the Bloom filter on id leaves one file for a point lookup
+    assert "rows -> 0" in out  # the DELETE through deletion vectors
+    assert "region:bloom-filter" in out.split("after:")[1]  # rewrite_file_index applied the new options
+    assert "still agree with a full scan" in out

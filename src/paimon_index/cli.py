@@ -211,8 +211,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser("demo", help="the whole pipeline on a local warehouse")
     d.add_argument("--warehouse", default="demo-warehouse")
-    d.add_argument("--rows", type=int, default=1_000_000)
-    d.add_argument("--no-spark", action="store_true", help="skip the PySpark step")
+    d.add_argument("--rows", type=int, default=3_000_000)
+    d.add_argument("--no-spark", action="store_true", help="run every step in this process, without Spark")
     d.set_defaults(func=cmd_demo)
     return parser
 

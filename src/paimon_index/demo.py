@@ -1,20 +1,25 @@
-"""The main job: a Paimon table with file indexes on a local warehouse, written and queried.
+"""The main job: a Paimon table with file indexes and deletion vectors, written, queried and changed.
 
     paimon-index demo [--warehouse DIR] [--rows N] [--no-spark]
 
 Steps, each printed:
 
-1. create a Paimon table ``demo.orders`` (id BIGINT, status STRING, region STRING, score INT,
-   ts TIMESTAMP(3)) through pypaimon, with file-index options: Bloom filter on ``id``, bitmap on
-   ``status`` and ``region``, range bitmap on ``score``;
+1. create the Paimon table ``demo.orders`` (id BIGINT, status STRING, region STRING, score INT,
+   ts TIMESTAMP(3)) with file-index options — Bloom filter on ``id``, bitmap on ``status`` and
+   ``region``, range bitmap on ``score`` — and ``deletion-vectors.enabled``;
 2. append generated rows in several writes (one data file each); every data file gets its index
    container, embedded in the manifest when small, else ``<data-file>.index`` (the listing shows
    which, like Paimon's ``$file_indexes``);
-3. run queries through the index-aware reader: files skipped, rows read, time — each result checked
-   against the same read with indexes off;
+3. run the queries of the file-index seeds (``=``, ``IN``, ``NOT IN``, ``IS NULL``, AND/OR,
+   ranges) with and without index use: files skipped, rows read, time — each result checked
+   against the read with indexes off;
 4. TopN: each data file's range bitmap names its candidate rows for ``ORDER BY score DESC, id
-   LIMIT 5``; only those are read and merged; checked against sorting the whole table;
-5. the same queries through the ``paimon_index`` PySpark source on a local Spark session.
+   LIMIT 5``; only those are read; checked against sorting the whole table;
+5. the same queries through the ``paimon_index`` PySpark source on a local Spark session, with
+   the scan report gathered from the executors;
+6. row-level changes through deletion vectors (DELETE, UPDATE), then an index-option change and
+   ``rewrite_file_index``, with the listing before and after — as Spark jobs (or in one process
+   with ``--no-spark``); every query is checked again afterwards.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import pyarrow.compute as pc
 from paimon_index.fileindex.base import TopN
 from paimon_index.predicate import ALWAYS_TRUE
 from paimon_index.sql import parse_order_by
+from paimon_index.table.catalog import alter_table_options, create_table, open_table
 from paimon_index.table.read import read_arrow
 from paimon_index.table.system import file_indexes
 from paimon_index.table.write import write_arrow
@@ -49,6 +55,7 @@ TABLE_OPTIONS = {
     "file-index.bitmap.columns": "status,region",
     "file-index.range-bitmap.columns": "score",
     "file-index.in-manifest-threshold": "500b",
+    "deletion-vectors.enabled": "true",
 }
 QUERIES = [
     "id = 300001",
@@ -57,6 +64,8 @@ QUERIES = [
     "status IN ('CANCELLED', 'RETURNED') OR region = 'LATAM'",
     "region <> 'US' AND status = 'PENDING' AND score >= 90",
     "score BETWEEN 40 AND 41 AND status IN ('PAID', 'SHIPPED')",
+    "status NOT IN ('PENDING', 'PAID', 'SHIPPED', 'DELIVERED')",
+    "region IS NULL",
     "status = 'LOST'",
 ]
 TOPN_ORDER = "score DESC, id"
@@ -76,19 +85,16 @@ def generate(rows: int, seed: int = 20261122) -> pa.Table:
     return pa.table({
         "id": pa.array(ids),
         "status": pa.array(STATUSES[status_idx]),
-        "region": pa.array(REGIONS[rng.integers(0, len(REGIONS), rows)]),
+        # A few orders have no region (NULL), mostly in the last file: IS NULL skips the others.
+        "region": pa.array(REGIONS[rng.integers(0, len(REGIONS), rows)],
+                           mask=(file_of_row == DATA_FILES - 1) & (rng.random(rows) < 0.001)),
         "score": pa.array(rng.integers(0, 101, rows).astype(np.int32)),
         "ts": pa.array((np.datetime64("2026-01-01T00:00:00") + millis).astype("datetime64[ms]")),
     })
 
 
-def create_table(warehouse: Path, schema: pa.Schema) -> Any:
-    from pypaimon import CatalogFactory, Schema
-
-    catalog = CatalogFactory.create({"warehouse": str(warehouse.resolve())})
-    catalog.create_database(TABLE.split(".")[0], True)
-    catalog.create_table(TABLE, Schema.from_pyarrow_schema(schema, options=TABLE_OPTIONS), False)
-    return catalog.get_table(TABLE)
+def create_demo_table(warehouse: Path, schema: pa.Schema) -> Any:
+    return create_table(str(warehouse.resolve()), TABLE, schema, options=TABLE_OPTIONS)
 
 
 def topn(table: Any, order_by: str, limit: int) -> tuple[pa.Table, int]:
@@ -103,13 +109,13 @@ def _ids(rows: pa.Table) -> list[int]:
     return sorted(rows.column("id").to_pylist()) if rows.num_rows else []
 
 
-def run_demo(warehouse: str | Path = "demo-warehouse", rows: int = 1_000_000, spark: bool = True) -> None:
+def run_demo(warehouse: str | Path = "demo-warehouse", rows: int = 3_000_000, spark: bool = True) -> None:
     root = Path(warehouse)
     if (root / "demo.db").exists():
         shutil.rmtree(root / "demo.db")
     print(f"paimon-index demo: {rows:,} rows into the Paimon table {TABLE} at {root}")
     data = generate(rows)
-    table = create_table(root, data.schema)
+    table = create_demo_table(root, data.schema)
     start = time.perf_counter()
     per_write = -(-rows // DATA_FILES)
     for i in range(DATA_FILES):
@@ -126,15 +132,18 @@ def run_demo(warehouse: str | Path = "demo-warehouse", rows: int = 1_000_000, sp
             print(f"  {storage:<8} {picked.num_rows:>3} indexes, {size:>10,} bytes "
                   f"({', '.join(sorted(set(picked.column('index_type').to_pylist())))})")
 
-    print(f"\n{'query':<58} {'files skipped':>13} {'rows read':>10} {'matches':>8} {'ms':>7}  check")
+    print(f"\n{'query (Python reader)':<62} {'files skipped':>13} {'rows read':>10} {'matches':>8} "
+          f"{'ms index':>9} {'ms no index':>12}  check")
     for text in QUERIES:
         start = time.perf_counter()
         got, report = read_arrow(table, text)
         ms = (time.perf_counter() - start) * 1000
+        start = time.perf_counter()
         plain, _ = read_arrow(table, text, use_index=False)
+        ms_plain = (time.perf_counter() - start) * 1000
         ok = _ids(got) == _ids(plain)
-        print(f"{text:<58} {report.files_skipped_by_index:>6} of {report.files_planned:<4} "
-              f"{report.rows_read:>10,} {report.rows_returned:>8,} {ms:>7.1f}  "
+        print(f"{text:<62} {report.files_skipped_by_index:>6} of {report.files_planned:<4} "
+              f"{report.rows_read:>10,} {report.rows_returned:>8,} {ms:>9.1f} {ms_plain:>12.1f}  "
               f"{'same as full scan' if ok else 'MISMATCH'}")
         if not ok:
             raise SystemExit(f"demo query {text!r} disagrees with a full scan")
@@ -145,33 +154,112 @@ def run_demo(warehouse: str | Path = "demo-warehouse", rows: int = 1_000_000, sp
     keys = [(o.column, "ascending" if o.ascending else "descending") for o in parse_order_by(TOPN_ORDER)]
     truth = data.sort_by(keys).slice(0, TOPN_LIMIT)
     ok = best.column("id").to_pylist() == truth.column("id").to_pylist()
-    print(f"{f'ORDER BY {TOPN_ORDER} LIMIT {TOPN_LIMIT}':<58} {'':>13} {rows_read:>10,} {best.num_rows:>8,} "
-          f"{ms:>7.1f}  {'same as full sort' if ok else 'MISMATCH'}")
+    print(f"{f'ORDER BY {TOPN_ORDER} LIMIT {TOPN_LIMIT}':<62} {'':>13} {rows_read:>10,} {best.num_rows:>8,} "
+          f"{ms:>9.1f} {'':>12}  {'same as full sort' if ok else 'MISMATCH'}")
     if not ok:
         raise SystemExit("demo TopN disagrees with a full sort")
     print(f"\na full scan reads {rows:,} rows for every query")
-    if spark:
-        _spark_queries(root)
+    session = _spark_queries(root) if spark else None
+    _row_level(root, session)
+    if session is not None:
+        session.stop()
 
 
-def _spark_queries(root: Path) -> None:
+def _spark_queries(root: Path) -> Any:
+    from paimon_index.spark.report import collect_scan_report, scan_report_dir
     from paimon_index.spark.session import local_session
 
     print("\nthe same table through the paimon_index PySpark source (local Spark):")
     session = local_session("paimon-index-demo")
-    df = session.read.format("paimon_index").option("warehouse", str(root.resolve())).load(TABLE)
-    off = (session.read.format("paimon_index").option("warehouse", str(root.resolve()))
-           .option("file-index.read.enabled", "false").load(TABLE))
-    off.count()  # warm-up: starts the Python workers, so the timings below are the queries' own
-    print(f"{'query':<58} {'rows':>8} {'ms index':>9} {'ms no index':>12}")
-    for text in QUERIES[:3] + QUERIES[4:6]:
+    warehouse = str(root.resolve())
+
+    def load(**options: str) -> Any:  # a fresh DataFrame per query (see docs/read-path.md)
+        reader = session.read.format("paimon_index").option("warehouse", warehouse)
+        for key, value in options.items():
+            reader = reader.option(key, value)
+        return reader.load(TABLE)
+
+    # Warm-up: starts the Python workers for planning (pushdown) and reading, so the timings below
+    # are the queries' own.
+    load(**{"file-index.read.enabled": "false"}).filter("id = -1").count()
+    load().filter("id = -1").count()
+    print(f"{'query (Spark)':<62} {'rows':>8} {'files skipped':>13} {'rows read':>10} "
+          f"{'ms index':>9} {'ms no index':>12}")
+    for text in QUERIES:
+        with scan_report_dir() as reports:
+            start = time.perf_counter()
+            count = load(**{"scan-report": reports}).filter(text).count()
+            with_index = (time.perf_counter() - start) * 1000
+            report = collect_scan_report(reports)
         start = time.perf_counter()
-        count = df.filter(text).count()
-        with_index = (time.perf_counter() - start) * 1000
-        start = time.perf_counter()
-        count_off = off.filter(text).count()
+        count_off = load(**{"file-index.read.enabled": "false"}).filter(text).count()
         without = (time.perf_counter() - start) * 1000
         if count != count_off:
             raise SystemExit(f"Spark query {text!r}: {count} rows with indexes, {count_off} without")
-        print(f"{text:<58} {count:>8,} {with_index:>9.0f} {without:>12.0f}")
-    session.stop()
+        skipped = f"{report.files_skipped_by_index} of {report.files_planned}"
+        print(f"{text:<62} {count:>8,} {skipped:>13} {report.rows_read:>10,} {with_index:>9.0f} "
+              f"{without:>12.0f}")
+    return session
+
+
+def _listing_summary(table: Any) -> str:
+    listing = file_indexes(table)
+    kinds: dict[tuple[str, str, str], int] = {}
+    for row in listing.select(["column", "index_type", "storage"]).to_pylist():
+        key = (row["column"], row["index_type"], row["storage"])
+        kinds[key] = kinds.get(key, 0) + 1
+    return ", ".join(f"{c}:{t} {s.lower()} x{n}" for (c, t, s), n in sorted(kinds.items()))
+
+
+def _row_level(root: Path, session: Any) -> None:
+    from paimon_index.table.rewrite import rewrite_file_index as rewrite_local
+    from paimon_index.table.row_level import delete_arrow, update_arrow
+
+    warehouse = str(root.resolve())
+    where_deleted = "status = 'CANCELLED' AND region = 'MEA'"
+    where_updated = "status = 'RETURNED' AND score >= 95"
+    table = open_table(warehouse, TABLE)
+    before_delete = read_arrow(table, where_deleted)[0].num_rows
+    before_update = read_arrow(table, where_updated)[0].num_rows
+    how = "Spark jobs" if session is not None else "one process"
+    print(f"\nrow-level changes through deletion vectors ({how}):")
+    start = time.perf_counter()
+    if session is not None:
+        from paimon_index.spark.row_level import delete, update
+
+        delete(session, TABLE, where_deleted, warehouse=warehouse)
+        update(session, TABLE, {"status": "'REFUNDED'"}, where_updated, warehouse=warehouse)
+    else:
+        delete_arrow(table, where_deleted)
+        update_arrow(table, {"status": "REFUNDED"}, where_updated)
+    table = open_table(warehouse, TABLE)
+    after_delete, report = read_arrow(table, where_deleted)
+    refunded = read_arrow(table, "status = 'REFUNDED'")[0].num_rows
+    print(f"  DELETE WHERE {where_deleted}: {before_delete:,} rows -> {after_delete.num_rows:,}; "
+          f"UPDATE SET status = 'REFUNDED' WHERE {where_updated}: {before_update:,} rows -> "
+          f"{refunded:,} REFUNDED ({time.perf_counter() - start:.1f}s)")
+    if after_delete.num_rows or refunded != before_update:
+        raise SystemExit("row-level changes did not apply")
+    print(f"  a later query skips {report.files_skipped_by_index} of {report.files_planned} files "
+          f"(indexes + deletion vectors), reading {report.rows_read:,} rows")
+
+    print("\nindex options changed (bloom filter on region added, bitmap on region dropped), "
+          "then rewrite_file_index:")
+    print(f"  before: {_listing_summary(table)}")
+    table = alter_table_options(warehouse, TABLE, set_options={
+        "file-index.bitmap.columns": "status", "file-index.bloom-filter.columns": "id,region"})
+    start = time.perf_counter()
+    if session is not None:
+        from paimon_index.spark.row_level import rewrite_file_index
+
+        snapshot = rewrite_file_index(session, TABLE, warehouse=warehouse)
+    else:
+        snapshot = rewrite_local(table)
+    table = open_table(warehouse, TABLE)
+    print(f"  after:  {_listing_summary(table)}  (snapshot {snapshot}, {time.perf_counter() - start:.1f}s)")
+    for text in QUERIES:
+        got, _ = read_arrow(table, text)
+        plain, _ = read_arrow(table, text, use_index=False)
+        if _ids(got) != _ids(plain):
+            raise SystemExit(f"after the rewrite, {text!r} disagrees with a full scan")
+    print(f"  all {len(QUERIES)} queries still agree with a full scan")

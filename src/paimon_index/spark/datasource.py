@@ -245,14 +245,14 @@ class PaimonIndexWriter(DataSourceArrowWriter):
         self.overwrite = overwrite
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> PaimonCommitMessages:
-        from paimon_index.table.write import attach_file_indexes
+        from paimon_index.table.write import attach_file_indexes, write_with
 
         table = _open_table(self.options)
         writer = table.new_batch_write_builder().new_write()
         try:
             for batch in iterator:
                 if batch.num_rows:
-                    writer.write_arrow(pa.Table.from_batches([batch]))
+                    write_with(writer, pa.Table.from_batches([batch]))
             return PaimonCommitMessages(attach_file_indexes(table, writer.prepare_commit()))
         finally:
             writer.close()

@@ -56,7 +56,7 @@ from paimon_index.table.read import (
     partition_text,
     read_split,
 )
-from paimon_index.table.write import attach_file_indexes, table_options, table_schema
+from paimon_index.table.write import attach_file_indexes, table_options, table_schema, write_with
 
 __all__ = [
     "BucketPlan",
@@ -178,7 +178,7 @@ def write_rows(table: Any, rows: pa.Table) -> list[Any]:
         return []
     writer = table.new_batch_write_builder().new_write()
     try:
-        writer.write_arrow(rows)
+        write_with(writer, rows)
         return attach_file_indexes(table, writer.prepare_commit())
     finally:
         writer.close()

@@ -30,12 +30,13 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from paimon_index.errors import PaimonIndexError
 from paimon_index.fileindex.builder import build_file_index
 from paimon_index.fileindex.options import FileIndexOptions
 from paimon_index.types import DataType, parse_type
 
-__all__ = ["INDEX_FILE_SUFFIX", "attach_file_indexes", "file_container", "store_container", "table_options",
-           "table_schema", "write_arrow"]
+__all__ = ["INDEX_FILE_SUFFIX", "attach_file_indexes", "conform", "file_container", "store_container",
+           "table_options", "table_schema", "write_arrow", "write_with"]
 
 #: Paimon names a data file's index file ``<data-file>.index``.
 INDEX_FILE_SUFFIX = ".index"
@@ -105,13 +106,36 @@ def _attach(table: Any, meta: Any, options: FileIndexOptions, schema: Mapping[st
     meta.embedded_index, meta.extra_files = stored.embedded_index, stored.extra_files
 
 
+def conform(data: pa.Table, target: pa.Schema) -> pa.Table:
+    """``data`` with the table's column order and Arrow types (what pypaimon's writer accepts).
+
+    Spark hands timestamps in microseconds; a ``TIMESTAMP(3)`` column takes milliseconds, truncated
+    as Paimon does. Other type changes must be lossless (a failed cast raises).
+    """
+    columns = []
+    for field in target:
+        if field.name not in data.schema.names:
+            raise PaimonIndexError(f"the data has no column {field.name!r} (table columns: {target.names})")
+        column = data.column(field.name)
+        if column.type != field.type:
+            lossy = pa.types.is_timestamp(column.type) and pa.types.is_timestamp(field.type)
+            column = column.cast(field.type, safe=not lossy)
+        columns.append(column)
+    return pa.Table.from_arrays(columns, schema=target)
+
+
+def write_with(writer: Any, data: pa.Table) -> None:
+    """Write ``data`` with a pypaimon table writer, conformed to the table's schema first."""
+    writer.write_arrow(conform(data, writer.table_pyarrow_schema))
+
+
 def write_arrow(table: Any, data: pa.Table | pa.RecordBatch) -> int | None:
     """Append ``data`` with file indexes in one snapshot; returns the new snapshot's id."""
     builder = table.new_batch_write_builder()
     writer = builder.new_write()
     committer = builder.new_commit()
     try:
-        writer.write_arrow(data if isinstance(data, pa.Table) else pa.Table.from_batches([data]))
+        write_with(writer, data if isinstance(data, pa.Table) else pa.Table.from_batches([data]))
         messages = attach_file_indexes(table, writer.prepare_commit())
         committer.commit(messages)
     finally:
