@@ -92,10 +92,13 @@ class FileSource:
         self.name = os.fspath(path)
         self._file: io.BufferedReader = open(self.name, "rb")  # noqa: SIM115 - closed in close()
         self.size = os.fstat(self._file.fileno()).st_size
+        #: Bytes handed out so far (what a query really needed from this file).
+        self.bytes_read = 0
 
     def read_at(self, offset: int, length: int) -> bytes:
         self._file.seek(offset)
         data = self._file.read(length)
+        self.bytes_read += len(data)
         if len(data) != length:
             raise CorruptFileError(f"file ended after {len(data)} of {length} bytes",
                                    path=self.name, offset=offset + len(data))

@@ -34,7 +34,6 @@ pypaimon internals used: ``table.new_read_builder().new_scan().plan().splits()``
 
 from __future__ import annotations
 
-import os
 import posixpath
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -198,8 +197,6 @@ def _evaluate(meta: Any, source: bytes | str | None, bound: Predicate, schema: M
     try:
         if source is not None:
             container = ContainerReader(source, meta.file_path)
-            if isinstance(source, str):
-                report.index_bytes_read += os.path.getsize(source)
             result = FileIndexEvaluator(container, schema).evaluate(bound)
         if result.remain and deletion_file is not None:
             result = _subtract_deleted(result, deletion_file, meta.row_count, report)
@@ -211,6 +208,7 @@ def _evaluate(meta: Any, source: bytes | str | None, bound: Predicate, schema: M
                 report.rows_kept_by_topn += len(result.bitmap)
     finally:
         if container is not None:
+            report.index_bytes_read += getattr(container.source, "bytes_read", 0)
             container.close()
     return result
 
