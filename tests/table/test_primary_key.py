@@ -1,0 +1,160 @@
+"""Deletion-vectors mode for primary-key tables, against a plain dict model after every step."""
+
+from __future__ import annotations
+
+import itertools
+import tempfile
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from paimon_index.table.catalog import create_table, open_table
+from paimon_index.table.expire import expire_snapshots, referenced_files
+from paimon_index.table.primary_key import (
+    PrimaryKeyTableError,
+    compact,
+    read_primary_key,
+    set_deletion_vectors,
+    upsert_arrow,
+)
+
+SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), ("tag", pa.string()), ("n", pa.int32())])
+BUCKETS = {"fixed": {"bucket": "3"}, "dynamic": {"bucket": "-1", "dynamic-bucket.target-row-num": "20"}}
+
+
+def new_table(warehouse: str, mode: str, **options: str):
+    return create_table(warehouse, "db.pk", SCHEMA, primary_keys=["k"], options={
+        **BUCKETS[mode], "deletion-vectors.enabled": "true", "file-index.bitmap.columns": "tag",
+        "num-sorted-run.compaction-trigger": "3", **options})
+
+
+def contents(table) -> list[tuple]:
+    rows, _ = read_primary_key(table, "k IS NOT NULL")
+    return sorted(zip(rows["k"].to_pylist(), rows["tag"].to_pylist(), rows["n"].to_pylist(), strict=True))
+
+
+def pypaimon_contents(table) -> list[tuple]:
+    builder = table.new_read_builder()
+    rows = builder.new_read().to_arrow(builder.new_scan().plan().splits())
+    return sorted(zip(rows["k"].to_pylist(), rows["tag"].to_pylist(), rows["n"].to_pylist(), strict=True))
+
+
+def check_lsm(table) -> None:
+    """No level-0 file; every level >= 1 of every bucket is a sorted run (no overlapping key ranges)."""
+    splits = table.new_read_builder().new_scan().plan_for_write().splits()
+    levels: dict[tuple, list] = {}
+    for split in splits:
+        for meta in split.files:
+            assert meta.level > 0, meta.file_name
+            levels.setdefault((tuple(split.partition.values), split.bucket, meta.level), []).append(
+                (meta.min_key.values[0], meta.max_key.values[0]))
+    for ranges in levels.values():
+        ranges.sort()
+        assert all(a[1] < b[0] for a, b in itertools.pairwise(ranges)), ranges
+
+
+def files_on_disk(root: Path) -> set[str]:
+    table_dir = root / "db.db" / "pk"
+    return {str(p) for p in table_dir.rglob("*") if p.is_file()
+            and not any(part in ("snapshot", "schema") for part in p.relative_to(table_dir).parts)}
+
+
+step = st.one_of(
+    st.tuples(st.just("upsert"), st.lists(st.tuples(st.integers(0, 30), st.sampled_from(["+I", "+I", "-D"])),
+                                          min_size=1, max_size=25)),
+    st.tuples(st.just("compact"), st.sampled_from([0.0, 0.5])),
+    st.tuples(st.just("full"), st.just(None)),
+    st.tuples(st.just("expire"), st.integers(1, 2)),
+)
+
+
+@pytest.mark.parametrize("mode", list(BUCKETS))
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(step, min_size=2, max_size=7))
+def test_random_upserts_deletes_compactions_and_expiry_equal_a_dict(mode: str, steps: list) -> None:
+    with tempfile.TemporaryDirectory() as warehouse:
+        table = new_table(warehouse, mode)
+        model: dict[int, tuple] = {}
+        for number, (kind, arg) in enumerate(steps):
+            if kind == "upsert":
+                rows = [{"k": k, "tag": f"t{k % 4}", "n": number, "_ROW_KIND": rk} for k, rk in arg]
+                with_kinds = pa.schema([*SCHEMA, ("_ROW_KIND", pa.string())])
+                upsert_arrow(table, pa.Table.from_pylist(rows, with_kinds))
+                for k, rk in arg:
+                    if rk == "-D":
+                        model.pop(k, None)
+                    else:
+                        model[k] = (k, f"t{k % 4}", number)
+            elif kind == "compact":
+                compact(table, threshold=arg)
+            elif kind == "full":
+                compact(table, full=True)
+            else:
+                expire_snapshots(table, retain_last=arg)
+                latest = table.snapshot_manager().get_latest_snapshot()
+                if latest is not None and arg == 1:  # nothing but what the last snapshot uses
+                    assert files_on_disk(Path(warehouse)) == referenced_files(table, latest)
+            assert contents(table) == sorted(model.values())
+            assert pypaimon_contents(table) == sorted(model.values())
+            check_lsm(table)
+
+
+def test_level0_files_of_plain_writes_are_folded_in(tmp_path: Path) -> None:
+    table = new_table(str(tmp_path), "fixed")
+    first = [{"k": 1, "tag": "a", "n": 1}, {"k": 2, "tag": "b", "n": 1}]
+    upsert_arrow(table, pa.Table.from_pylist(first, SCHEMA))
+    writer = table.new_batch_write_builder()  # pypaimon alone writes level-0 files only
+    w = writer.new_write()
+    w.write_arrow(pa.Table.from_pylist([{"k": 2, "tag": "B", "n": 2}, {"k": 3, "tag": "c", "n": 2}], SCHEMA))
+    commit = writer.new_commit()
+    commit.commit(w.prepare_commit())
+    w.close()
+    commit.close()
+    table = open_table(str(tmp_path), "db.pk")
+    with pytest.raises(PrimaryKeyTableError, match="level-0 files"):
+        read_primary_key(table, "k > 0")
+    upsert_arrow(table, pa.Table.from_pylist([{"k": 1, "tag": "A", "n": 3}], SCHEMA))
+    assert contents(table) == [(1, "A", 3), (2, "B", 2), (3, "c", 2)]
+    check_lsm(table)
+
+
+def test_reads_merge_nothing_and_skip_files_by_non_key_index(tmp_path: Path) -> None:
+    table = new_table(str(tmp_path), "fixed")
+    upsert_arrow(table, pa.Table.from_pylist([{"k": k, "tag": "common", "n": 0} for k in range(300)], SCHEMA))
+    upsert_arrow(table, pa.Table.from_pylist([{"k": k, "tag": "rare", "n": 1} for k in (5, 6)], SCHEMA))
+    rows, report = read_primary_key(table, "tag = 'rare'")
+    assert sorted(rows["k"].to_pylist()) == [5, 6]
+    assert report.files_skipped_by_index >= 3  # the first write's files hold no 'rare' row
+    assert report.rows_read == report.rows_returned == 2  # bitmap rows, no merge, no re-read
+    rows, report = read_primary_key(table, "tag = 'common'")
+    assert rows.num_rows == 298 and report.rows_removed_by_deletion_vectors == 2
+
+
+def test_switching_modes_needs_a_full_compaction(tmp_path: Path) -> None:
+    table = new_table(str(tmp_path), "fixed")
+    for n in range(2):
+        upsert_arrow(table, pa.Table.from_pylist([{"k": k, "tag": "x", "n": n} for k in range(50)], SCHEMA))
+    with pytest.raises(PrimaryKeyTableError, match="full compaction"):
+        set_deletion_vectors(str(tmp_path), "db.pk", False)
+    compact(table, full=True)
+    table = set_deletion_vectors(str(tmp_path), "db.pk", False)
+    assert table.options.options.to_map()["deletion-vectors.enabled"] == "false"
+    assert sorted(pypaimon_contents(table)) == [(k, "x", 1) for k in range(50)]
+
+
+def test_merge_on_read_merges_level0_files(tmp_path: Path) -> None:
+    table = new_table(str(tmp_path), "fixed", **{"deletion-vectors.merge-on-read": "true"})
+    first = [{"k": 1, "tag": "a", "n": 1}, {"k": 2, "tag": "b", "n": 1}]
+    upsert_arrow(table, pa.Table.from_pylist(first, SCHEMA))
+    writer = table.new_batch_write_builder()
+    w = writer.new_write()
+    w.write_arrow(pa.Table.from_pylist([{"k": 2, "tag": "B", "n": 2}], SCHEMA))
+    commit = writer.new_commit()
+    commit.commit(w.prepare_commit())
+    w.close()
+    commit.close()
+    rows, _ = read_primary_key(open_table(str(tmp_path), "db.pk"), "k > 0")
+    assert sorted(zip(rows["k"].to_pylist(), rows["tag"].to_pylist(), strict=True)) == [(1, "a"), (2, "B")]
