@@ -199,6 +199,13 @@ class PaimonIndexReader(DataSourceReader):
             FileIndexOptions.from_table_options(table_options(table)).read_enabled
         topn = _topn(self.options)
         report_dir = self.options.get(SCAN_REPORT)
+        if table.is_primary_key_table:
+            from paimon_index.table.primary_key import check_merge_free
+            from paimon_index.table.read import UnsupportedTableError
+
+            if not check_merge_free(table):
+                raise UnsupportedTableError("level-0 files with merge-on-read: read them with "
+                                            "table.primary_key.read_primary_key, or compact first")
         splits = table.new_read_builder().new_scan().plan().splits()
         if use_index:
             report = ScanReport()
@@ -235,6 +242,7 @@ class PaimonCommitMessages(WriterCommitMessage):
     """pypaimon commit messages of one Spark task (data files with their indexes attached)."""
 
     messages: list[Any]
+    removed_keys: Any = None  # pa.Table of keys deleted by a primary-key upsert task
 
 
 class PaimonIndexWriter(DataSourceArrowWriter):
@@ -245,11 +253,21 @@ class PaimonIndexWriter(DataSourceArrowWriter):
         self.overwrite = overwrite
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> PaimonCommitMessages:
+        from paimon_index.table.primary_key import dv_mode, split_batch
         from paimon_index.table.write import attach_file_indexes, write_with
 
         table = _open_table(self.options)
         writer = table.new_batch_write_builder().new_write()
         try:
+            if dv_mode(table):
+                # One batch per task: the last row of a key decides, deletes are looked up later.
+                batches = [b for b in iterator if b.num_rows]
+                removed = None
+                if batches:
+                    upserts, removed = split_batch(table, pa.Table.from_batches(batches))
+                    if upserts.num_rows:
+                        write_with(writer, upserts)
+                return PaimonCommitMessages(attach_file_indexes(table, writer.prepare_commit()), removed)
             for batch in iterator:
                 if batch.num_rows:
                     write_with(writer, pa.Table.from_batches([batch]))
@@ -258,10 +276,17 @@ class PaimonIndexWriter(DataSourceArrowWriter):
             writer.close()
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        collected = [m for part in messages if isinstance(part, PaimonCommitMessages) for m in part.messages]
+        from paimon_index.table.primary_key import commit_upsert, dv_mode
+
+        parts = [part for part in messages if isinstance(part, PaimonCommitMessages)]
+        collected = [m for part in parts for m in part.messages]
+        table = _open_table(self.options)
+        if dv_mode(table):  # look up older rows, mark them, place the new files: one snapshot
+            commit_upsert(table, collected, [p.removed_keys for p in parts if p.removed_keys is not None])
+            return
         if not collected and not self.overwrite:
             return
-        builder = _open_table(self.options).new_batch_write_builder()
+        builder = table.new_batch_write_builder()
         committer = (builder.overwrite() if self.overwrite else builder).new_commit()
         try:
             committer.commit(collected)
@@ -306,12 +331,14 @@ class PaimonIndexDataSource(DataSource):
         return SOURCE_NAME
 
     def _table_schema(self) -> dict[str, DataType]:
+        from paimon_index.table.primary_key import dv_mode
         from paimon_index.table.read import UnsupportedTableError
         from paimon_index.table.write import table_schema
 
         table = _open_table(self.options)
-        if table.is_primary_key_table:
-            raise UnsupportedTableError("primary-key tables are not read by this source yet")
+        if table.is_primary_key_table and not dv_mode(table):
+            raise UnsupportedTableError("primary-key tables are read by this source in deletion-vectors "
+                                        "mode only (their reads need no merge)")
         readable = table_schema(table)
         if len(readable) != len(table.fields):
             raise UnsupportedTableError("the table has column types this source cannot read yet")
@@ -328,4 +355,9 @@ class PaimonIndexDataSource(DataSource):
         return PaimonIndexReader(self.options, self._table_schema())
 
     def writer(self, schema: Any, overwrite: bool) -> PaimonIndexWriter:
+        from paimon_index.table.primary_key import dv_mode
+
+        if overwrite and dv_mode(_open_table(self.options)):
+            raise InvalidOptionError("overwrite of a deletion-vectors-mode primary-key table is not "
+                                     "supported: upsert (mode 'append') or delete by key")
         return PaimonIndexWriter(self.options, overwrite)

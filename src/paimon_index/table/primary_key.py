@@ -324,17 +324,21 @@ def commit_upsert(table: Any, messages: list[Any], removed_keys: list[pa.Table])
         raise PrimaryKeyTableError("the table has level-0 files: run compact(table) (or upsert_arrow) first")
     keys = list(table.primary_keys)
     key_columns = [KEY_PREFIX + k for k in keys]
-    written_parts = []
+    per_bucket: dict[tuple[tuple[Any, ...], int], list[pa.Table]] = {}
     for message in messages:
-        in_bucket = [pq.ParquetFile(f.file_path).read(columns=key_columns).rename_columns(keys)
-                     for f in message.new_files]
-        if in_bucket:
-            bucket_keys = pa.concat_tables(in_bucket)
-            if bucket_keys.group_by(keys).aggregate([]).num_rows != bucket_keys.num_rows:
-                raise PrimaryKeyTableError(
-                    f"a key was written by two tasks into bucket {message.bucket}: repartition the data by "
-                    f"the primary key {keys} (paimon_index.spark.primary_key.upsert does)")
-            written_parts.append(bucket_keys)
+        per_bucket.setdefault((tuple(message.partition), message.bucket), []).extend(
+            pq.ParquetFile(f.file_path).read(columns=key_columns).rename_columns(keys)
+            for f in message.new_files)
+    written_parts = []
+    for (_, bucket), parts in per_bucket.items():
+        if not parts:
+            continue
+        bucket_keys = pa.concat_tables(parts)
+        if bucket_keys.group_by(keys).aggregate([]).num_rows != bucket_keys.num_rows:
+            raise PrimaryKeyTableError(
+                f"a key was written by two tasks into bucket {bucket}: repartition the data by the "
+                f"primary key {keys} (paimon_index.spark.primary_key.upsert does)")
+        written_parts.append(bucket_keys)
     target = pa.schema([pa.field(k, plan_type) for k, plan_type in
                         ((k, pa.schema(_arrow_fields(table)).field(k).type) for k in keys)])
     written = pa.concat_tables([conform(t, target) for t in written_parts]) if written_parts else \

@@ -1,0 +1,69 @@
+"""Primary-key tables in deletion-vectors mode, driven from Spark.
+
+    upsert(spark, df, "db.t", warehouse=W)                 df may carry a _ROW_KIND column
+    compact(spark, "db.t", warehouse=W, full=False, threshold=0.5)
+    expire_snapshots(spark, "db.t", warehouse=W, retain_last=N)
+
+``upsert`` repartitions the rows by the primary key (so every key reaches exactly one task), then
+writes through the ``paimon_index`` source: each task deduplicates its rows (the last row of a key
+wins; ``-D``/``-U`` rows delete the key) and writes them with pypaimon's key-value writer, which
+assigns buckets (fixed, or dynamic through the HASH index) and sequence numbers, plus each new
+file's index (a dynamic-bucket table, ``bucket = -1``, is written by one task: pypaimon's bucket
+assigner extends one HASH index per bucket, which two tasks cannot share); the driver then looks
+every written or deleted key up in the bucket's files, marks
+the older rows in deletion vectors, places the new files in levels and commits one snapshot
+(:func:`paimon_index.table.primary_key.commit_upsert`). Reads of such a table through the source
+are merge-free (levels >= 1 with their vectors), file indexes included.
+
+``compact`` and ``expire_snapshots`` run on the driver (they rewrite a few files or delete files;
+the work is per bucket and bounded by what changed); the Spark session is taken for symmetry with
+the other jobs and to resolve the table the same way.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from paimon_index.spark.datasource import SOURCE_NAME, WAREHOUSE
+from paimon_index.table import expire as expire_module
+from paimon_index.table import primary_key
+from paimon_index.table.catalog import open_table
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["compact", "expire_snapshots", "upsert"]
+
+BUCKET = "bucket"
+DYNAMIC_BUCKET = "-1"
+
+
+def upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
+           partitions: int | None = None) -> int | None:
+    """Upsert ``df`` into the primary-key table ``table`` in one snapshot; the new snapshot id."""
+    paimon_table = open_table(warehouse, table)
+    if not primary_key.dv_mode(paimon_table):
+        raise primary_key.PrimaryKeyTableError(f"{table} is not a primary-key table in deletion-vectors mode")
+    count = partitions or spark.sparkContext.defaultParallelism
+    if str(paimon_table.options.options.to_map().get(BUCKET, "-1")) == DYNAMIC_BUCKET:
+        # pypaimon assigns dynamic buckets through one HASH index per bucket; two tasks would each
+        # extend it (a conflict at commit), so the assignment runs in one task.
+        count = 1
+    before = paimon_table.snapshot_manager().get_latest_snapshot()
+    (df.repartition(count, *paimon_table.primary_keys).write.format(SOURCE_NAME)
+     .option(WAREHOUSE, warehouse).mode("append").save(table))
+    after = open_table(warehouse, table).snapshot_manager().get_latest_snapshot()
+    return None if after is None or (before is not None and after.id == before.id) else after.id
+
+
+def compact(spark: SparkSession, table: str, *, warehouse: str, full: bool = False,
+            threshold: float = primary_key.DEFAULT_COMPACTION_THRESHOLD) -> int | None:
+    """Rewrite files whose deleted fraction passes ``threshold`` (or all of them); one snapshot."""
+    del spark
+    return primary_key.compact(open_table(warehouse, table), full=full, threshold=threshold)
+
+
+def expire_snapshots(spark: SparkSession, table: str, *, warehouse: str, retain_last: int) -> Any:
+    """Keep the last ``retain_last`` snapshots and delete the files only older ones used."""
+    del spark
+    return expire_module.expire_snapshots(open_table(warehouse, table), retain_last=retain_last)

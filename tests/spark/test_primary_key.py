@@ -1,0 +1,78 @@
+"""Primary-key upserts through Spark: deletion vectors instead of merges, one snapshot per job."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from paimon_index.spark.primary_key import compact, expire_snapshots, upsert
+from paimon_index.spark.report import collect_scan_report, scan_report_dir
+from paimon_index.table.catalog import create_table, open_table
+
+pytestmark = pytest.mark.spark
+
+DDL = "k BIGINT NOT NULL, tag STRING, n INT"
+ROWS_DDL = DDL + ", _ROW_KIND STRING"
+
+
+def _rows(spark, warehouse: str, where: str | None = None, **options: str) -> list[tuple]:
+    reader = spark.read.format("paimon_index").option("warehouse", warehouse)
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    df = reader.load("db.pk")
+    df = df if where is None else df.filter(where)
+    return sorted((r.k, r.tag, r.n) for r in df.collect())
+
+
+def _pypaimon(warehouse: str) -> list[tuple]:
+    table = open_table(warehouse, "db.pk")
+    builder = table.new_read_builder()
+    rows = builder.new_read().to_arrow(builder.new_scan().plan().splits())
+    return sorted(zip(rows["k"].to_pylist(), rows["tag"].to_pylist(), rows["n"].to_pylist(), strict=True))
+
+
+@pytest.mark.parametrize("bucket", ["2", "-1"])
+def test_upserts_and_deletes_by_key_equal_a_dict(spark, tmp_path: Path, bucket: str) -> None:
+    warehouse = str(tmp_path)
+    create_table(warehouse, "db.pk", DDL, primary_keys=["k"], options={
+        "bucket": bucket, "deletion-vectors.enabled": "true", "file-index.bitmap.columns": "tag"})
+    model: dict[int, tuple] = {}
+    batches = [
+        [(k, "common", 0, "+I") for k in range(400)],
+        [(k, "rare" if k < 3 else "common", 1, "+U") for k in range(0, 400, 7)] + [(5, None, 1, "-D")],
+        [(k, "common", 2, "-D") for k in range(100, 150)] + [(1000, "rare", 2, "+I")],
+    ]
+    for number, batch in enumerate(batches):
+        snapshot = upsert(spark, spark.createDataFrame(batch, ROWS_DDL), "db.pk", warehouse=warehouse)
+        assert snapshot is not None
+        for k, tag, n, kind in batch:
+            if kind == "-D":
+                model.pop(k, None)
+            else:
+                model[k] = (k, tag, n)
+        assert _rows(spark, warehouse) == sorted(model.values()) == _pypaimon(warehouse), number
+
+    with scan_report_dir() as reports:
+        got = _rows(spark, warehouse, "tag = 'rare'", **{"scan-report": reports})
+        report = collect_scan_report(reports)
+    assert got == sorted(v for v in model.values() if v[1] == "rare")
+    assert report.files_skipped_by_index > 0 and report.rows_read == len(got)  # merge-free, by index
+
+    compact(spark, "db.pk", warehouse=warehouse, full=True)
+    expire_snapshots(spark, "db.pk", warehouse=warehouse, retain_last=1)
+    assert _rows(spark, warehouse) == sorted(model.values()) == _pypaimon(warehouse)
+
+
+def test_a_key_written_by_two_tasks_is_refused(spark, tmp_path: Path) -> None:
+    warehouse = str(tmp_path)
+    create_table(warehouse, "db.pk", DDL, primary_keys=["k"], options={
+        "bucket": "1", "deletion-vectors.enabled": "true"})
+    for n in range(2, 10):  # two rows of key 1, one per task
+        df = spark.createDataFrame([(1, "a", 0), (1, "b", n)], DDL).repartition(2, "n")
+        if sorted(df.rdd.glom().map(len).collect()) == [1, 1]:
+            break
+    assert sorted(df.rdd.glom().map(len).collect()) == [1, 1]
+    with pytest.raises(Exception, match="repartition"):
+        df.write.format("paimon_index").option("warehouse", warehouse).mode("append").save("db.pk")
+    assert open_table(warehouse, "db.pk").snapshot_manager().get_latest_snapshot() is None
