@@ -96,6 +96,8 @@ TOPN = "topn"
 LIMIT = "limit"
 SCAN_REPORT = "scan-report"
 METADATA = "metadata-columns"
+#: Write option: every bucket reaches one task only, so tasks look keys up themselves.
+BUCKET_EXCLUSIVE = "bucket-exclusive"
 SNAPSHOT_ID = "scan.snapshot-id"
 SPARK_TIMESTAMP_UNIT = "us"
 
@@ -243,6 +245,7 @@ class PaimonCommitMessages(WriterCommitMessage):
 
     messages: list[Any]
     removed_keys: Any = None  # pa.Table of keys deleted by a primary-key upsert task
+    prepared: Any = None  # PreparedUpsert: the task owned its buckets and did the lookup itself
 
 
 class PaimonIndexWriter(DataSourceArrowWriter):
@@ -267,7 +270,13 @@ class PaimonIndexWriter(DataSourceArrowWriter):
                     upserts, removed = split_batch(table, pa.Table.from_batches(batches))
                     if upserts.num_rows:
                         write_with(writer, upserts)
-                return PaimonCommitMessages(attach_file_indexes(table, writer.prepare_commit()), removed)
+                written = attach_file_indexes(table, writer.prepare_commit())
+                if parse_bool(self.options.get(BUCKET_EXCLUSIVE, "false"), BUCKET_EXCLUSIVE):
+                    from paimon_index.table.primary_key import owned_buckets, prepare_upsert
+
+                    scope = owned_buckets(table, written, removed)
+                    return PaimonCommitMessages([], None, prepare_upsert(table, written, removed, scope))
+                return PaimonCommitMessages(written, removed)
             for batch in iterator:
                 if batch.num_rows:
                     write_with(writer, pa.Table.from_batches([batch]))
@@ -276,11 +285,15 @@ class PaimonIndexWriter(DataSourceArrowWriter):
             writer.close()
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        from paimon_index.table.primary_key import commit_upsert, dv_mode
+        from paimon_index.table.primary_key import commit_prepared, commit_upsert, dv_mode
 
         parts = [part for part in messages if isinstance(part, PaimonCommitMessages)]
         collected = [m for part in parts for m in part.messages]
         table = _open_table(self.options)
+        prepared = [p.prepared for p in parts if p.prepared is not None]
+        if prepared:  # the tasks did the lookup for the buckets they own
+            commit_prepared(table, prepared)
+            return
         if dv_mode(table):  # look up older rows, mark them, place the new files: one snapshot
             commit_upsert(table, collected, [p.removed_keys for p in parts if p.removed_keys is not None])
             return

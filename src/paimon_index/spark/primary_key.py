@@ -4,15 +4,19 @@
     compact(spark, "db.t", warehouse=W, full=False, threshold=0.5)
     expire_snapshots(spark, "db.t", warehouse=W, retain_last=N)
 
-``upsert`` repartitions the rows by the primary key (so every key reaches exactly one task), then
-writes through the ``paimon_index`` source: each task deduplicates its rows (the last row of a key
-wins; ``-D``/``-U`` rows delete the key) and writes them with pypaimon's key-value writer, which
-assigns buckets (fixed, or dynamic through the HASH index) and sequence numbers, plus each new
-file's index (a dynamic-bucket table, ``bucket = -1``, is written by one task: pypaimon's bucket
-assigner extends one HASH index per bucket, which two tasks cannot share); the driver then looks
-every written or deleted key up in the bucket's files, marks
-the older rows in deletion vectors, places the new files in levels and commits one snapshot
-(:func:`paimon_index.table.primary_key.commit_upsert`). Reads of such a table through the source
+``upsert`` computes each row's Paimon bucket (fixed-bucket tables, with pypaimon's own bucket
+function) and repartitions by it, so every bucket reaches exactly one task; then it writes through
+the ``paimon_index`` source with ``bucket-exclusive = true``. Each task deduplicates its rows (the
+last row of a key wins; ``-D``/``-U`` rows delete the key), writes them with pypaimon's key-value
+writer (buckets, sequence numbers) plus each new file's index, and then, for the buckets it owns,
+looks every written or deleted key up in the bucket's files, marks the older rows in deletion
+vectors, writes the bucket's DV index file and places the new files in levels
+(:func:`paimon_index.table.primary_key.prepare_upsert`); the driver commits what all tasks
+prepared as one snapshot (:func:`~paimon_index.table.primary_key.commit_prepared`). A
+dynamic-bucket table (``bucket = -1``) is written by one task (pypaimon's bucket assigner extends
+one HASH index per bucket, which two tasks cannot share) and, like a plain ``df.write`` without
+``bucket-exclusive``, has the lookup done on the driver
+(:func:`~paimon_index.table.primary_key.commit_upsert`). Reads of such a table through the source
 are merge-free (levels >= 1 with their vectors), file indexes included.
 
 ``compact`` and ``expire_snapshots`` run on the driver (they rewrite a few files or delete files;
@@ -22,9 +26,13 @@ the other jobs and to resolve the table the same way.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from paimon_index.spark.datasource import SOURCE_NAME, WAREHOUSE
+import pyarrow as pa
+from pyspark.sql.types import IntegerType, StructField, StructType
+
+from paimon_index.spark.datasource import BUCKET_EXCLUSIVE, SOURCE_NAME, WAREHOUSE
 from paimon_index.table import expire as expire_module
 from paimon_index.table import primary_key
 from paimon_index.table.catalog import open_table
@@ -36,6 +44,7 @@ __all__ = ["compact", "expire_snapshots", "upsert"]
 
 BUCKET = "bucket"
 DYNAMIC_BUCKET = "-1"
+BUCKET_COLUMN = "__paimon_index_bucket__"
 
 
 def upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
@@ -45,15 +54,35 @@ def upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
     if not primary_key.dv_mode(paimon_table):
         raise primary_key.PrimaryKeyTableError(f"{table} is not a primary-key table in deletion-vectors mode")
     count = partitions or spark.sparkContext.defaultParallelism
+    before = paimon_table.snapshot_manager().get_latest_snapshot()
+    writer_options = {WAREHOUSE: warehouse}
     if str(paimon_table.options.options.to_map().get(BUCKET, "-1")) == DYNAMIC_BUCKET:
         # pypaimon assigns dynamic buckets through one HASH index per bucket; two tasks would each
         # extend it (a conflict at commit), so the assignment runs in one task.
-        count = 1
-    before = paimon_table.snapshot_manager().get_latest_snapshot()
-    (df.repartition(count, *paimon_table.primary_keys).write.format(SOURCE_NAME)
-     .option(WAREHOUSE, warehouse).mode("append").save(table))
+        shuffled = df.repartition(1)
+    else:
+        # Shuffle by Paimon's bucket: a task owns whole buckets and looks their keys up itself.
+        schema = StructType([*df.schema.fields, StructField(BUCKET_COLUMN, IntegerType())])
+        with_bucket = df.mapInArrow(_add_bucket(warehouse, table), schema)
+        shuffled = with_bucket.repartition(count, BUCKET_COLUMN, *paimon_table.partition_keys) \
+            .drop(BUCKET_COLUMN)
+        writer_options[BUCKET_EXCLUSIVE] = "true"
+    writer = shuffled.write.format(SOURCE_NAME)
+    for key, value in writer_options.items():
+        writer = writer.option(key, value)
+    writer.mode("append").save(table)
     after = open_table(warehouse, table).snapshot_manager().get_latest_snapshot()
     return None if after is None or (before is not None and after.id == before.id) else after.id
+
+
+def _add_bucket(warehouse: str, table: str) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    def add(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        opened = open_table(warehouse, table)
+        for batch in batches:
+            _, buckets = primary_key.bucket_of_rows(opened, pa.Table.from_batches([batch]))
+            yield batch.append_column(BUCKET_COLUMN, pa.array(buckets, pa.int32()))
+
+    return add
 
 
 def compact(spark: SparkSession, table: str, *, warehouse: str, full: bool = False,

@@ -61,7 +61,8 @@ from paimon_index.table.read import ScanReport, UnsupportedTableError, read_spli
 from paimon_index.table.row_level import DV_BITMAP64, DV_ENABLED, ConcurrentChangeError
 from paimon_index.table.write import attach_file_indexes, conform, table_options, table_schema, write_with
 
-__all__ = ["ROW_KIND_COLUMN", "PrimaryKeyTableError", "commit_upsert", "compact", "dv_mode",
+__all__ = ["ROW_KIND_COLUMN", "PreparedUpsert", "PrimaryKeyTableError", "commit_prepared", "commit_upsert",
+           "compact", "dv_mode", "prepare_upsert",
            "read_primary_key", "set_deletion_vectors", "split_batch", "upsert_arrow"]
 
 #: Optional column of an upsert batch: Paimon's row kinds as short strings.
@@ -297,7 +298,7 @@ def upsert_arrow(table: Any, data: pa.Table) -> int | None:
     upserts = batch.filter(pc.invert(deleting)).select(columns)
     removed_keys = batch.filter(deleting).select(keys)
     messages = _write(table, upserts)
-    return _finish(table, plan, messages, upserts.select(keys), removed_keys, _max_level(options))
+    return _finish(table, plan, messages, removed_keys, _max_level(options))
 
 
 def split_batch(table: Any, data: pa.Table) -> tuple[pa.Table, pa.Table]:
@@ -323,44 +324,63 @@ def commit_upsert(table: Any, messages: list[Any], removed_keys: list[pa.Table])
     if any(m.level == 0 for b in plan.buckets.values() for m in b.files):
         raise PrimaryKeyTableError("the table has level-0 files: run compact(table) (or upsert_arrow) first")
     keys = list(table.primary_keys)
-    key_columns = [KEY_PREFIX + k for k in keys]
-    per_bucket: dict[tuple[tuple[Any, ...], int], list[pa.Table]] = {}
+    target = _key_schema(table)
+    per_bucket: dict[tuple[tuple[Any, ...], int], list[Any]] = {}
     for message in messages:
-        per_bucket.setdefault((tuple(message.partition), message.bucket), []).extend(
-            pq.ParquetFile(f.file_path).read(columns=key_columns).rename_columns(keys)
-            for f in message.new_files)
-    written_parts = []
-    for (_, bucket), parts in per_bucket.items():
-        if not parts:
-            continue
-        bucket_keys = pa.concat_tables(parts)
+        per_bucket.setdefault((tuple(message.partition), message.bucket), []).extend(message.new_files)
+    for (_, bucket), files in per_bucket.items():
+        bucket_keys = _file_keys(files, target)
         if bucket_keys.group_by(keys).aggregate([]).num_rows != bucket_keys.num_rows:
             raise PrimaryKeyTableError(
                 f"a key was written by two tasks into bucket {bucket}: repartition the data by the "
                 f"primary key {keys} (paimon_index.spark.primary_key.upsert does)")
-        written_parts.append(bucket_keys)
-    target = pa.schema([pa.field(k, plan_type) for k, plan_type in
-                        ((k, pa.schema(_arrow_fields(table)).field(k).type) for k in keys)])
-    written = pa.concat_tables([conform(t, target) for t in written_parts]) if written_parts else \
+    removed = pa.concat_tables([conform(t, target) for t in removed_keys]) if removed_keys else \
         target.empty_table()
-    removed = pa.concat_tables([conform(t, target) for t in removed_keys if t.num_rows]) \
-        if any(t.num_rows for t in removed_keys) else target.empty_table()
-    return _finish(table, plan, messages, written, removed, _max_level(options))
+    return _finish(table, plan, messages, removed, _max_level(options))
 
 
-def _finish(table: Any, plan: _Plan, messages: list[Any], written_keys: pa.Table, removed_keys: pa.Table,
-            max_level: int) -> int | None:
-    """Look up, mark, place the new files, and commit everything as one snapshot."""
+@dataclass
+class PreparedUpsert:
+    """The outcome of an upsert's lookup, ready to commit (what an executor sends the driver)."""
+
+    snapshot_id: int | None
+    messages: list[Any]
+    discarded: list[Any]  # files written by this upsert, then compacted away before the commit
+
+
+def _file_keys(files: Iterable[Any], target: pa.Schema) -> pa.Table:
+    names = target.names
+    parts = [conform(pq.ParquetFile(f.file_path).read(columns=[KEY_PREFIX + k for k in names])
+                     .rename_columns(names), target) for f in files]
+    return pa.concat_tables(parts) if parts else target.empty_table()
+
+
+def _key_schema(table: Any) -> pa.Schema:
+    fields = {f.name: f for f in _arrow_fields(table)}
+    return pa.schema([pa.field(k, fields[k].type) for k in table.primary_keys])
+
+
+def _prepare(table: Any, plan: _Plan, messages: list[Any], removed_keys: pa.Table, max_level: int,
+             scope: set[tuple[tuple[Any, ...], int]] | None = None) -> PreparedUpsert:
+    """Look up, mark and place the new files of ``messages``; nothing is committed.
+
+    Each bucket looks up the keys of its own new files (an existing key stays in its bucket, fixed
+    or dynamic) and the deleted keys; ``scope`` limits the buckets searched for deleted keys (the
+    buckets an executor owns), default all.
+    """
     from pypaimon.table.row.generic_row import GenericRow
     from pypaimon.write.commit_message import CommitMessage
 
     by_bucket: dict[tuple[tuple[Any, ...], int], list[Any]] = {}
     for message in messages:
         by_bucket.setdefault((tuple(message.partition), message.bucket), []).append(message)
-    all_keys = pa.concat_tables([written_keys, removed_keys])
-    out: list[Any] = []
-    discarded: list[Any] = []  # files written by this upsert, then compacted away before the commit
-    touched = set(by_bucket) | ({k for k in plan.buckets} if removed_keys.num_rows else set())
+    target = _key_schema(table)
+    removed_keys = conform(removed_keys, target)
+    searched = set(plan.buckets) if scope is None else set(plan.buckets) & scope
+    touched = set(by_bucket) | (searched if removed_keys.num_rows else set())
+    # Level-0 files (folded into the batch by upsert_arrow) go wherever they are.
+    touched |= {k for k, b in plan.buckets.items() if any(m.level == 0 for m in b.files)}
+    prepared = PreparedUpsert(plan.snapshot_id, [], [])
     for key in touched:
         produced = by_bucket.get(key, [])
         existing = plan.buckets.get(key)
@@ -369,33 +389,82 @@ def _finish(table: Any, plan: _Plan, messages: list[Any], written_keys: pa.Table
         maintainer = _maintainer(plan, existing)
         new_files = [f for m in produced for f in m.new_files]
         new_names = {f.file_name for f in new_files}
-        # Level-0 files were folded into the batch: they go, with their vectors.
         removed = [m for m in existing.files if m.level == 0]
         for meta in removed:
             maintainer.remove_deletion_vector_of(meta.file_name)
-        _mark_keys(existing, maintainer, all_keys, skip=new_names | {m.file_name for m in removed})
+        lookup = pa.concat_tables([_file_keys(new_files, target), removed_keys])
+        _mark_keys(existing, maintainer, lookup, skip=new_names | {m.file_name for m in removed})
         remaining = [m for m in existing.files if m.level > 0]
         placed = []
         for new in new_files:
             level = _free_level([*remaining, *placed], new, max_level)
-            if level is None:
-                placed.append(replace(new, level=0))  # compacted below
-            else:
-                placed.append(replace(new, level=level))
+            placed.append(replace(new, level=0 if level is None else level))  # 0: compacted below
         if any(m.level == 0 for m in placed):
             rewritten, gone = _compact_bucket(table, existing, maintainer, remaining + placed, max_level)
             removed += [m for m in gone if m.file_name not in new_names]
-            discarded += [m for m in gone if m.file_name in new_names]
+            prepared.discarded += [m for m in gone if m.file_name in new_names]
             placed = rewritten
         dv = maintainer.prepare_commit()
         dv.write_to(plan.index_dir)
         index_adds = [e for m in produced for e in m.index_adds] + list(dv.added)
         index_deletes = [e for m in produced for e in m.index_deletes] + list(dv.deleted)
         if placed or removed or index_adds or index_deletes:
-            out.append(CommitMessage(partition=key[0], bucket=key[1], new_files=placed, deleted_files=removed,
-                                     index_adds=index_adds, index_deletes=index_deletes))
-    snapshot = _commit(table, plan, out)
-    _remove_files(discarded)
+            prepared.messages.append(CommitMessage(partition=key[0], bucket=key[1], new_files=placed,
+                                                   deleted_files=removed, index_adds=index_adds,
+                                                   index_deletes=index_deletes))
+    return prepared
+
+
+def prepare_upsert(table: Any, messages: list[Any], removed_keys: pa.Table | None,
+                   scope: set[tuple[tuple[Any, ...], int]]) -> PreparedUpsert:
+    """An executor's lookup for the buckets it owns (``scope``); the driver commits the result."""
+    options = _check(table)
+    removed_keys = _key_schema(table).empty_table() if removed_keys is None else removed_keys
+    plan = _plan(table)
+    if any(m.level == 0 for b in plan.buckets.values() for m in b.files):
+        raise PrimaryKeyTableError("the table has level-0 files: run compact(table) (or upsert_arrow) first")
+    return _prepare(table, plan, messages, removed_keys, _max_level(options), scope)
+
+
+def bucket_of_rows(table: Any, rows: pa.Table) -> tuple[list[tuple[Any, ...]], list[int]]:
+    """(partition, bucket) of each row, as pypaimon's writer assigns them (fixed-bucket tables)."""
+    if rows.num_rows == 0:
+        return [], []
+    extractor = table.create_row_key_extractor()
+    partitions, buckets = extractor.extract_partition_bucket_batch(rows.combine_chunks().to_batches()[0])
+    return [tuple(p) for p in partitions], list(buckets)
+
+
+BucketKey = tuple[tuple[Any, ...], int]
+
+
+def owned_buckets(table: Any, messages: list[Any], removed_keys: pa.Table | None) -> set[BucketKey]:
+    """The buckets a task wrote to or deleted keys from (all of them exclusively its own)."""
+    scope = {(tuple(m.partition), m.bucket) for m in messages}
+    if removed_keys is not None and removed_keys.num_rows:
+        partitions, buckets = bucket_of_rows(table, removed_keys)
+        scope |= set(zip(partitions, buckets, strict=True))
+    return scope
+
+
+def commit_prepared(table: Any, prepared: list[PreparedUpsert]) -> int | None:
+    """Commit what executors prepared, all planned on the same snapshot, as one snapshot."""
+    planned = {p.snapshot_id for p in prepared}
+    if len(planned) > 1:
+        raise ConcurrentChangeError(f"tasks planned on different snapshots {sorted(map(str, planned))}; "
+                                    "nothing was applied, run it again")
+    plan = _Plan(planned.pop() if planned else None, {}, "", False)
+    snapshot = _commit(table, plan, [m for p in prepared for m in p.messages])
+    _remove_files(m for p in prepared for m in p.discarded)
+    return snapshot
+
+
+def _finish(table: Any, plan: _Plan, messages: list[Any], removed_keys: pa.Table,
+            max_level: int) -> int | None:
+    """Look up, mark, place the new files, and commit everything as one snapshot."""
+    prepared = _prepare(table, plan, messages, removed_keys, max_level)
+    snapshot = _commit(table, plan, prepared.messages)
+    _remove_files(prepared.discarded)
     return snapshot
 
 
