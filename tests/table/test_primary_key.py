@@ -42,9 +42,19 @@ def pypaimon_contents(table) -> list[tuple]:
     return sorted(zip(rows["k"].to_pylist(), rows["tag"].to_pylist(), rows["n"].to_pylist(), strict=True))
 
 
-def check_lsm(table) -> None:
-    """No level-0 file; every level >= 1 of every bucket is a sorted run (no overlapping key ranges)."""
+def check_lsm(table, seen: dict[str, int] | None = None) -> None:
+    """No level-0 file; every level >= 1 of every bucket is a sorted run (no overlapping key ranges);
+    with ``seen`` (file name -> max sequence number so far), every new file's sequence numbers are
+    above those of every file seen before in its bucket."""
     splits = table.new_read_builder().new_scan().plan_for_write().splits()
+    if seen is not None:
+        before = dict(seen)
+        for split in splits:
+            old_max = max((before[m.file_name] for m in split.files if m.file_name in before), default=-1)
+            for meta in split.files:
+                if meta.file_name not in before:
+                    assert meta.min_sequence_number > old_max, (meta.file_name, old_max)
+                seen[meta.file_name] = meta.max_sequence_number
     levels: dict[tuple, list] = {}
     for split in splits:
         for meta in split.files:
@@ -78,6 +88,7 @@ def test_random_upserts_deletes_compactions_and_expiry_equal_a_dict(mode: str, s
     with tempfile.TemporaryDirectory() as warehouse:
         table = new_table(warehouse, mode)
         model: dict[int, tuple] = {}
+        seen: dict[str, int] = {}
         for number, (kind, arg) in enumerate(steps):
             if kind == "upsert":
                 rows = [{"k": k, "tag": f"t{k % 4}", "n": number, "_ROW_KIND": rk} for k, rk in arg]
@@ -99,7 +110,7 @@ def test_random_upserts_deletes_compactions_and_expiry_equal_a_dict(mode: str, s
                     assert files_on_disk(Path(warehouse)) == referenced_files(table, latest)
             assert contents(table) == sorted(model.values())
             assert pypaimon_contents(table) == sorted(model.values())
-            check_lsm(table)
+            check_lsm(table, seen)
 
 
 def test_level0_files_of_plain_writes_are_folded_in(tmp_path: Path) -> None:
@@ -196,3 +207,22 @@ def test_tasks_owning_buckets_prepare_and_the_driver_commits_once(tmp_path: Path
     want = [(k, "old", 0) for k in range(50)] + [(k, "new", 1) for k in range(50, 150) if k % 10]
     assert contents(table) == sorted(want) == pypaimon_contents(table)
     check_lsm(table)
+
+
+def test_lookup_skips_files_whose_key_index_rules_the_keys_out(tmp_path: Path, monkeypatch) -> None:
+    from paimon_index.table import primary_key
+
+    table = new_table(str(tmp_path), "fixed", **{"file-index.bitmap.columns": "tag,k"})
+    evens = [{"k": k, "tag": "a", "n": 0} for k in range(0, 600, 2)]
+    upsert_arrow(table, pa.Table.from_pylist(evens, SCHEMA))
+    opened: list[str] = []
+    live_rows = primary_key._live_rows
+    monkeypatch.setattr(primary_key, "_live_rows",
+                        lambda meta, *a, **kw: opened.append(meta.file_name) or live_rows(meta, *a, **kw))
+    # Odd keys inside every file's key range, none present: the bitmap on k rules every file out.
+    upsert_arrow(table, pa.Table.from_pylist([{"k": k, "tag": "b", "n": 1} for k in (101, 301, 501)], SCHEMA))
+    assert opened == []
+    # A present key: only the file holding it is read.
+    upsert_arrow(table, pa.Table.from_pylist([{"k": 100, "tag": "c", "n": 2}], SCHEMA))
+    assert len(opened) == 1
+    assert (100, "c", 2) in contents(table) and len(contents(table)) == 303

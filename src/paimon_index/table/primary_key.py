@@ -54,10 +54,12 @@ import pyarrow.parquet as pq
 
 from paimon_index.deletionvectors.maintainer import BucketDvMaintainer
 from paimon_index.errors import InvalidOptionError, PaimonIndexError
+from paimon_index.fileindex.evaluate import FileIndexEvaluator
+from paimon_index.fileindex.format import ContainerReader
 from paimon_index.fileindex.options import parse_bool, parse_int
-from paimon_index.predicate import Predicate
+from paimon_index.predicate import Leaf, Op, Predicate, bind
 from paimon_index.sql import bind_predicate
-from paimon_index.table.read import ScanReport, UnsupportedTableError, read_split
+from paimon_index.table.read import ScanReport, UnsupportedTableError, container_source, read_split
 from paimon_index.table.row_level import DV_BITMAP64, DV_ENABLED, ConcurrentChangeError
 from paimon_index.table.write import attach_file_indexes, conform, table_options, table_schema, write_with
 
@@ -79,6 +81,8 @@ DEFAULT_SORTED_RUN_TRIGGER = 5
 MERGE_ON_READ = "deletion-vectors.merge-on-read"
 MERGE_ENGINE = "merge-engine"
 DEFAULT_COMPACTION_THRESHOLD = 0.5
+#: Up to this many keys, a file index on a single-column key is asked before the file is read.
+LOOKUP_INDEX_MAX_KEYS = 1024
 _POSITION = "__paimon_index_position__"
 _ORDER = "__paimon_index_order__"
 
@@ -220,8 +224,28 @@ def _key_range(keys: pa.Table) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     return tuple(first.values()), tuple(last.values())
 
 
-def _mark_keys(bucket: _Bucket, maintainer: BucketDvMaintainer, keys: pa.Table, skip: set[str]) -> int:
-    """Mark every live row of ``keys`` (columns = primary keys) in the bucket's files; count marked."""
+def _index_rules_out(meta: Any, keys: pa.Table, schema: Mapping[str, Any]) -> bool:
+    """True when the file's index on a (single-column) key proves none of ``keys`` is in the file."""
+    if keys.num_columns != 1 or keys.num_rows > LOOKUP_INDEX_MAX_KEYS:
+        return False
+    source = container_source(meta)
+    column = keys.column_names[0]
+    if source is None or column not in schema:
+        return False
+    predicate = bind(Leaf(Op.IN, column, tuple(keys.column(0).to_pylist())), schema)
+    with ContainerReader(source, meta.file_path) as container:
+        # A corrupt index must not lose a deletion: it answers REMAIN and the file is read.
+        return not FileIndexEvaluator(container, schema, on_corrupt="remain").evaluate(predicate).remain
+
+
+def _mark_keys(bucket: _Bucket, maintainer: BucketDvMaintainer, keys: pa.Table, skip: set[str],
+               schema: Mapping[str, Any] | None = None) -> int:
+    """Mark every live row of ``keys`` (columns = primary keys) in the bucket's files; count marked.
+
+    Files are read only when their key range can hold a key and, for a single-column key with a
+    file index on it (and at most :data:`LOOKUP_INDEX_MAX_KEYS` keys), when the index cannot rule
+    the keys out.
+    """
     if keys.num_rows == 0:
         return 0
     low, high = _key_range(keys)
@@ -230,6 +254,8 @@ def _mark_keys(bucket: _Bucket, maintainer: BucketDvMaintainer, keys: pa.Table, 
     marked = 0
     for meta in bucket.files:
         if meta.file_name in skip or not _overlaps(meta, low, high):
+            continue
+        if schema is not None and _index_rules_out(meta, keys, schema):
             continue
         existing = _live_rows(meta, maintainer, key_columns)
         hits = existing.join(probe, keys=key_columns, join_type="inner")
@@ -393,7 +419,8 @@ def _prepare(table: Any, plan: _Plan, messages: list[Any], removed_keys: pa.Tabl
         for meta in removed:
             maintainer.remove_deletion_vector_of(meta.file_name)
         lookup = pa.concat_tables([_file_keys(new_files, target), removed_keys])
-        _mark_keys(existing, maintainer, lookup, skip=new_names | {m.file_name for m in removed})
+        _mark_keys(existing, maintainer, lookup, skip=new_names | {m.file_name for m in removed},
+                   schema=table_schema(table))
         remaining = [m for m in existing.files if m.level > 0]
         placed = []
         for new in new_files:
