@@ -118,3 +118,33 @@ def test_file_index_listing_and_a_partitioned_table(tmp_path: Path) -> None:
                                    pc.equal(data.column("dt"), "2024-01-02")))
     assert sorted(rows.column("id").to_pylist()) == sorted(expected.column("id").to_pylist())
     assert report.files_planned == 3
+
+
+def test_an_index_built_in_memory_is_used_only_for_a_file_holding_exactly_those_rows(tmp_path: Path) -> None:
+    """write_arrow builds the container while pypaimon writes; the file's rows decide if it is used."""
+    from paimon_index.fileindex.builder import build_file_index
+    from paimon_index.fileindex.options import FileIndexOptions
+    from paimon_index.table.read import container_source
+    from paimon_index.table.write import attach_file_indexes, file_container
+
+    data = orders(3_000, 4)
+    table = make_table(tmp_path, data, {**OPTIONS, "file-index.in-manifest-threshold": "1 mb"})
+    write_arrow(table, data)
+    options = FileIndexOptions.from_table_options(OPTIONS)
+    schema = table_schema(table)
+    (meta,) = [m for s in table.new_read_builder().new_scan().plan().splits() for m in s.files]
+    assert bytes(meta.embedded_index) == file_container(meta, options, schema)  # same bytes either way
+
+    # Rows in another order than the file's: the prebuilt container must be ignored.
+    builder = table.new_batch_write_builder()
+    writer = builder.new_write()
+    writer.write_arrow(data)
+    messages = writer.prepare_commit()
+    writer.close()
+    shuffled = data.take(pa.array(np.random.default_rng(1).permutation(data.num_rows)))
+    bogus = build_file_index(shuffled, options, schema)
+    attach_file_indexes(table, messages, options, prebuilt=(shuffled, bogus))
+    (new,) = messages[0].new_files
+    source = container_source(new)
+    stored = Path(source).read_bytes() if isinstance(source, str) else source
+    assert stored == file_container(new, options, schema) != bogus

@@ -4,9 +4,12 @@
 
 1. pypaimon's batch writer writes the Parquet data files (its file layout, partitions, buckets,
    statistics) and prepares the commit messages;
-2. for every new data file, the file's own rows are read back (row position = position in the
-   file) and :func:`~paimon_index.fileindex.builder.build_file_index` builds the container the
-   table's ``file-index.*`` options ask for;
+2. for every new data file, :func:`~paimon_index.fileindex.builder.build_file_index` builds the
+   container the table's ``file-index.*`` options ask for from the file's own rows (row position =
+   position in the file). ``write_arrow`` builds it from the rows in memory *while* pypaimon writes
+   the Parquet file, then reads the file's indexed columns back and uses that container only if
+   they equal the rows exactly (one new file, same values, same order); otherwise it builds from
+   the file — so the positions are always the file's;
 3. a container of at most ``file-index.in-manifest-threshold`` bytes goes into the data file's
    manifest entry (``embedded_index``), a larger one is written beside the data file as
    ``<data-file>.index`` and listed in its ``extra_files`` — as Paimon's ``DataFileIndexWriter`` does;
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
@@ -59,17 +63,47 @@ def table_schema(table: Any) -> dict[str, DataType]:
 
 
 def attach_file_indexes(table: Any, messages: list[Any],
-                        options: FileIndexOptions | Mapping[str, str] | None = None) -> list[Any]:
-    """Build the file index of every new data file in ``messages`` and attach it (in place)."""
+                        options: FileIndexOptions | Mapping[str, str] | None = None,
+                        prebuilt: tuple[pa.Table, bytes | None] | None = None) -> list[Any]:
+    """Build the file index of every new data file in ``messages`` and attach it (in place).
+
+    ``prebuilt`` = (rows, container built from them) is used for a single new file whose indexed
+    columns, read back, equal ``rows`` exactly (same values, same order); otherwise — or when they
+    differ in any way — the container is built from the file.
+    """
     opts = options if isinstance(options, FileIndexOptions) else \
         FileIndexOptions.from_table_options(options if options is not None else table_options(table))
     if opts.empty:
         return messages
     schema = table_schema(table)
-    for message in messages:
-        for meta in message.new_files:
+    metas = [meta for message in messages for meta in message.new_files]
+    for meta in metas:
+        if prebuilt is not None and len(metas) == 1 and meta.row_count == prebuilt[0].num_rows:
+            stored = store_container(table, meta, _verified(meta, opts, schema, *prebuilt), opts)
+            meta.embedded_index, meta.extra_files = stored.embedded_index, stored.extra_files
+        else:
             _attach(table, meta, opts, schema)
     return messages
+
+
+def _indexed_columns(options: FileIndexOptions, names: list[str]) -> list[str]:
+    return [c for c in sorted({spec.column for spec in options.specs}) if c in names]
+
+
+def _verified(meta: Any, options: FileIndexOptions, schema: Mapping[str, DataType], rows: pa.Table,
+              container: bytes | None) -> bytes | None:
+    """``container`` if the file's indexed columns equal ``rows``'; else one built from the file."""
+    parquet = pq.ParquetFile(meta.file_path)
+    columns = _indexed_columns(options, parquet.schema_arrow.names)
+    if columns and columns == _indexed_columns(options, rows.schema.names):
+        stored = parquet.read(columns=columns)
+        try:
+            same = stored.cast(rows.select(columns).schema).equals(rows.select(columns))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            same = False
+        if same:
+            return container
+    return file_container(meta, options, schema)
 
 
 def file_container(meta: Any, options: FileIndexOptions, schema: Mapping[str, DataType]) -> bytes | None:
@@ -135,8 +169,19 @@ def write_arrow(table: Any, data: pa.Table | pa.RecordBatch) -> int | None:
     writer = builder.new_write()
     committer = builder.new_commit()
     try:
-        write_with(writer, data if isinstance(data, pa.Table) else pa.Table.from_batches([data]))
-        messages = attach_file_indexes(table, writer.prepare_commit())
+        rows = conform(data if isinstance(data, pa.Table) else pa.Table.from_batches([data]),
+                       writer.table_pyarrow_schema)
+        options = FileIndexOptions.from_table_options(table_options(table))
+        schema = table_schema(table)
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            # Build the index from the rows in memory while pypaimon writes the Parquet file (both
+            # release the GIL); it is used only if the file turns out to hold exactly these rows.
+            subset = {k: v for k, v in schema.items() if k in rows.schema.names}
+            future = None if options.empty else pool.submit(build_file_index, rows, options, subset)
+            writer.write_arrow(rows)
+            written = writer.prepare_commit()
+            prebuilt = None if future is None else (rows, future.result())
+        messages = attach_file_indexes(table, written, options, prebuilt)
         committer.commit(messages)
     finally:
         writer.close()
