@@ -21,3 +21,4 @@ def test_demo_queries_match_a_full_scan(tmp_path: Path, capsys: pytest.CaptureFi
     assert "rows -> 0" in out  # the DELETE through deletion vectors
     assert "region:bloom-filter" in out.split("after:")[1]  # rewrite_file_index applied the new options
     assert "still agree with a full scan" in out
+    assert "same as the model and pypaimon" in out  # the primary-key table in DV mode
