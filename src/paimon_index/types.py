@@ -19,6 +19,15 @@ them (vectorized), :func:`canonical_literal` does the same for one predicate lit
 
 Integer and date/time keys are NumPy ``int64`` arrays, floats ``float32``/``float64``, booleans
 ``bool``, and byte strings an Arrow ``binary`` array (never a Python list).
+
+ARRAY, MULTISET, MAP and ROW are types too (a schema holds them) but have no key: no index takes them.
+
+Type strings (:func:`parse_type`, :func:`parse_fields`, :func:`parse_schema`) are tokenized and
+parsed by recursive descent, no Spark needed, in one of two dialects: ``"paimon"`` (how Paimon
+writes types in its schema files; the default) or ``"spark"`` (a Spark SQL DDL string, mapped as
+Paimon's Spark connector maps Spark types: see :data:`Dialect`). Both accept every name either
+system uses (``BYTE``/``TINYINT``, ``LONG``/``BIGINT``, ``STRUCT<a: INT>``/``ROW<a INT>`` ...).
+Errors give the position and the token found.
 """
 
 from __future__ import annotations
@@ -26,8 +35,9 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
+from typing import Literal
 
 import numpy as np
 import pyarrow as pa
@@ -38,11 +48,14 @@ from paimon_index.errors import InvalidPredicateError, UnsupportedTypeError
 __all__ = [
     "CanonicalColumn",
     "DataType",
+    "Dialect",
+    "Field",
     "KeyKind",
     "TypeRoot",
     "canonical_column",
     "canonical_literal",
     "from_arrow",
+    "parse_fields",
     "parse_schema",
     "parse_type",
 ]
@@ -74,6 +87,10 @@ class TypeRoot(Enum):
     TIME = "TIME"
     TIMESTAMP = "TIMESTAMP"
     TIMESTAMP_LTZ = "TIMESTAMP_LTZ"
+    ARRAY = "ARRAY"
+    MULTISET = "MULTISET"
+    MAP = "MAP"
+    ROW = "ROW"
 
 
 class KeyKind(Enum):
@@ -100,17 +117,32 @@ _INT_BOUNDS = {
 
 @dataclass(frozen=True)
 class DataType:
-    """A Paimon data type (the subset an index can meet)."""
+    """A Paimon data type: an atomic type an index can meet, or ARRAY/MULTISET/MAP/ROW of types.
+
+    Nested types carry their children (``element``; ``key`` and ``value``; ``fields``); no index
+    handles them, so :attr:`key_kind` raises :class:`UnsupportedTypeError` for them.
+    """
 
     root: TypeRoot
     length: int | None = None  # CHAR, VARCHAR, BINARY, VARBINARY
     precision: int | None = None  # DECIMAL, TIME, TIMESTAMP, TIMESTAMP_LTZ
     scale: int | None = None  # DECIMAL
     nullable: bool = True
+    element: DataType | None = None  # ARRAY, MULTISET
+    key: DataType | None = None  # MAP
+    value: DataType | None = None  # MAP
+    fields: tuple[Field, ...] = ()  # ROW
 
     @property
     def key_kind(self) -> KeyKind:
-        return _KEY_KIND[self.root]
+        kind = _KEY_KIND.get(self.root)
+        if kind is None:
+            raise UnsupportedTypeError(f"data type {self} has no index key (nested types are not indexed)")
+        return kind
+
+    @property
+    def is_nested(self) -> bool:
+        return self.root in _NESTED
 
     @property
     def is_string(self) -> bool:
@@ -120,7 +152,11 @@ class DataType:
     def is_timestamp(self) -> bool:
         return self.root in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ)
 
+    def with_nullable(self, nullable: bool) -> DataType:
+        return replace(self, nullable=nullable)
+
     def __str__(self) -> str:
+        """Paimon's own spelling (Java ``DataType.asSQLString``), e.g. ``ROW<`a` INT NOT NULL>``."""
         r = self.root
         if r is TypeRoot.VARCHAR and self.length == MAX_LENGTH:
             s = "STRING"
@@ -134,9 +170,35 @@ class DataType:
             s = f"{r.value}({self.precision})"
         elif r is TypeRoot.TIMESTAMP_LTZ:
             s = f"TIMESTAMP({self.precision}) WITH LOCAL TIME ZONE"
+        elif r in (TypeRoot.ARRAY, TypeRoot.MULTISET):
+            s = f"{r.value}<{self.element}>"
+        elif r is TypeRoot.MAP:
+            s = f"MAP<{self.key}, {self.value}>"
+        elif r is TypeRoot.ROW:
+            s = f"ROW<{', '.join(str(f) for f in self.fields)}>"
         else:
             s = r.value
         return s if self.nullable else f"{s} NOT NULL"
+
+
+@dataclass(frozen=True)
+class Field:
+    """A named column (or ROW field) with its type and optional comment."""
+
+    name: str
+    type: DataType
+    comment: str | None = None
+
+    def __str__(self) -> str:
+        """Java's ``DataField.asSQLString``: back-quoted name, type, quoted comment."""
+        name = "`" + self.name.replace("`", "``") + "`"
+        text = f"{name} {self.type}"
+        if self.comment:  # Java prints no COMMENT for an empty one
+            text += " COMMENT '" + self.comment.replace("'", "''") + "'"
+        return text
+
+
+_NESTED = frozenset({TypeRoot.ARRAY, TypeRoot.MULTISET, TypeRoot.MAP, TypeRoot.ROW})
 
 
 _KEY_KIND = {
@@ -159,115 +221,295 @@ _KEY_KIND = {
 }
 
 # ------------------------------------------------------------------------------------------------
-# Parsing "id BIGINT, status STRING, ts TIMESTAMP(3)"
+# Parsing "id BIGINT NOT NULL COMMENT 'key', tags ARRAY<STRING>, ts TIMESTAMP(3)"
 # ------------------------------------------------------------------------------------------------
-_TYPE_RE = re.compile(
-    r"""\s*(?P<name>[A-Za-z_]+(?:\s+PRECISION)?)\s*
-        (?:\(\s*(?P<a>\d+)\s*(?:,\s*(?P<b>\d+)\s*)?\))?
-        (?P<ltz>\s+WITH\s+LOCAL\s+TIME\s+ZONE)?
-        (?P<notnull>\s+NOT\s+NULL)?\s*$""",
-    re.IGNORECASE | re.VERBOSE,
-)
+#: How a type string is read. ``"paimon"``: Paimon's (Flink SQL's) spelling, the one Paimon writes
+#: in its schema files. ``"spark"``: a Spark SQL DDL string, mapped the way Paimon's Spark connector
+#: maps Spark types (``SparkTypeUtils``): bare ``TIMESTAMP`` is Spark's local-time-zone instant ->
+#: ``TIMESTAMP(6) WITH LOCAL TIME ZONE``; bare ``BINARY`` is Spark's variable-length binary ->
+#: ``BYTES``; ``CHAR``/``VARCHAR`` need a length; a MAP key is NOT NULL. Every other spelling means
+#: the same in both.
+Dialect = Literal["paimon", "spark"]
+
+_TOKEN_RE = re.compile(r"""
+    (?P<ws>\s+)
+  | (?P<word>[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<number>\d+)
+  | (?P<quoted>`(?:[^`]|``)*`)
+  | (?P<string>'(?:[^'\\]|''|\\.)*')
+  | (?P<punct>[(),<>:])
+""", re.VERBOSE)
 
 _SIMPLE = {
-    "TINYINT": TypeRoot.TINYINT, "SMALLINT": TypeRoot.SMALLINT, "INT": TypeRoot.INT,
-    "INTEGER": TypeRoot.INT, "BIGINT": TypeRoot.BIGINT, "FLOAT": TypeRoot.FLOAT,
-    "REAL": TypeRoot.FLOAT, "DOUBLE": TypeRoot.DOUBLE, "DOUBLE PRECISION": TypeRoot.DOUBLE,
+    "TINYINT": TypeRoot.TINYINT, "BYTE": TypeRoot.TINYINT,
+    "SMALLINT": TypeRoot.SMALLINT, "SHORT": TypeRoot.SMALLINT,
+    "INT": TypeRoot.INT, "INTEGER": TypeRoot.INT,
+    "BIGINT": TypeRoot.BIGINT, "LONG": TypeRoot.BIGINT,
+    "FLOAT": TypeRoot.FLOAT, "REAL": TypeRoot.FLOAT, "DOUBLE": TypeRoot.DOUBLE,
     "BOOLEAN": TypeRoot.BOOLEAN, "BOOL": TypeRoot.BOOLEAN, "DATE": TypeRoot.DATE,
 }
+#: Types Paimon (or Spark) has that paimon-index cannot represent.
+_UNSUPPORTED = frozenset({"VARIANT", "BLOB", "VECTOR", "GEOMETRY", "GEOGRAPHY", "INTERVAL", "RAW",
+                          "OBJECT", "VOID", "NULL"})
+MAX_DECIMAL_PRECISION = 38
+DEFAULT_DECIMAL_PRECISION = 10
+MAX_TIME_PRECISION = 9
 
 
-def parse_type(text: str) -> DataType:
-    """Parse one Paimon type as Paimon spells it, e.g. ``DECIMAL(10, 2)`` or ``TIMESTAMP(3)``."""
-    m = _TYPE_RE.match(text)
-    if not m:
-        raise InvalidPredicateError(f"cannot parse data type {text!r}")
-    name = " ".join(m["name"].upper().split())
-    a = int(m["a"]) if m["a"] is not None else None
-    b = int(m["b"]) if m["b"] is not None else None
-    nullable = m["notnull"] is None
-    ltz = m["ltz"] is not None
-    if ltz and name != "TIMESTAMP":
-        raise InvalidPredicateError(f"WITH LOCAL TIME ZONE only follows TIMESTAMP in {text!r}")
+@dataclass(frozen=True)
+class _Token:
+    kind: str  # word, number, quoted, string, punct, end
+    text: str
+    pos: int
 
-    def no_args() -> None:
-        if a is not None:
-            raise InvalidPredicateError(f"type {name} takes no parameters in {text!r}")
-
-    if name in _SIMPLE:
-        no_args()
-        return DataType(_SIMPLE[name], nullable=nullable)
-    if name == "STRING":
-        no_args()
-        return DataType(TypeRoot.VARCHAR, length=MAX_LENGTH, nullable=nullable)
-    if name == "BYTES":
-        no_args()
-        return DataType(TypeRoot.VARBINARY, length=MAX_LENGTH, nullable=nullable)
-    if name in ("CHAR", "VARCHAR", "BINARY", "VARBINARY"):
-        if b is not None:
-            raise InvalidPredicateError(f"type {name} takes one length in {text!r}")
-        length = 1 if a is None else a
-        if not 1 <= length <= MAX_LENGTH:
-            raise InvalidPredicateError(f"length {length} out of range in {text!r}")
-        return DataType(TypeRoot[name], length=length, nullable=nullable)
-    if name in ("DECIMAL", "DEC", "NUMERIC"):
-        precision = 10 if a is None else a
-        scale = 0 if b is None else b
-        if not 1 <= precision <= 38 or not 0 <= scale <= precision:
-            raise InvalidPredicateError(f"invalid DECIMAL({precision}, {scale}) in {text!r}")
-        return DataType(TypeRoot.DECIMAL, precision=precision, scale=scale, nullable=nullable)
-    if name in ("TIME", "TIMESTAMP", "TIMESTAMP_LTZ"):
-        if b is not None:
-            raise InvalidPredicateError(f"type {name} takes one precision in {text!r}")
-        default = DEFAULT_TIME_PRECISION if name == "TIME" else DEFAULT_TIMESTAMP_PRECISION
-        precision = default if a is None else a
-        if not 0 <= precision <= 9:
-            raise InvalidPredicateError(f"precision {precision} out of range in {text!r}")
-        root = TypeRoot.TIMESTAMP_LTZ if (ltz or name == "TIMESTAMP_LTZ") else TypeRoot[name]
-        return DataType(root, precision=precision, nullable=nullable)
-    raise UnsupportedTypeError(f"data type {name} is not one an index can handle")
+    @property
+    def upper(self) -> str:
+        return self.text.upper() if self.kind == "word" else ""
 
 
-def _split_top_level(text: str) -> list[str]:
-    parts, depth, cur = [], 0, []
-    for ch in text:
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    parts.append("".join(cur))
-    return parts
+def _tokenize(text: str) -> list[_Token]:
+    tokens: list[_Token] = []
+    pos = 0
+    while pos < len(text):
+        m = _TOKEN_RE.match(text, pos)
+        if m is None:
+            raise InvalidPredicateError(f"unexpected character {text[pos]!r}", position=pos, text=text)
+        if m.lastgroup != "ws":
+            tokens.append(_Token(m.lastgroup or "", m.group(), pos))
+        pos = m.end()
+    tokens.append(_Token("end", "", len(text)))
+    return tokens
 
 
-def parse_schema(text: str) -> dict[str, DataType]:
+class _TypeParser:
+    """Recursive descent over the tokens; every error names the position and the token found."""
+
+    def __init__(self, text: str, dialect: Dialect) -> None:
+        if dialect not in ("paimon", "spark"):
+            raise InvalidPredicateError(f"unknown type dialect {dialect!r} (paimon or spark)")
+        self.text = text
+        self.spark = dialect == "spark"
+        self.tokens = _tokenize(text)
+        self.i = 0
+
+    # -- token helpers --------------------------------------------------------------------------
+    @property
+    def tok(self) -> _Token:
+        return self.tokens[self.i]
+
+    def error(self, what: str, tok: _Token | None = None) -> InvalidPredicateError:
+        tok = tok or self.tok
+        found = "end of text" if tok.kind == "end" else repr(tok.text)
+        return InvalidPredicateError(f"{what}, found {found}", position=tok.pos, text=self.text)
+
+    def next(self) -> _Token:
+        tok = self.tok
+        if tok.kind != "end":
+            self.i += 1
+        return tok
+
+    def accept(self, *words: str) -> bool:
+        """Consume the keyword sequence ``words`` (or punctuation) if it comes next."""
+        for k, word in enumerate(words):
+            tok = self.tokens[min(self.i + k, len(self.tokens) - 1)]
+            if (tok.upper if word.isalpha() or "_" in word else tok.text) != word:
+                return False
+        self.i += len(words)
+        return True
+
+    def expect(self, punct: str, what: str) -> None:
+        if not self.accept(punct):
+            raise self.error(f"expected {punct!r} {what}")
+
+    def number(self, what: str) -> int:
+        if self.tok.kind != "number":
+            raise self.error(f"expected {what}")
+        return int(self.next().text)
+
+    def name(self) -> str:
+        tok = self.tok
+        if tok.kind == "quoted":
+            self.next()
+            return tok.text[1:-1].replace("``", "`")
+        if tok.kind == "word":
+            self.next()
+            return tok.text
+        raise self.error("expected a column name")
+
+    def end(self) -> None:
+        if self.tok.kind != "end":
+            raise self.error("unexpected text after the type")
+
+    # -- grammar --------------------------------------------------------------------------------
+    def fields(self, close: str | None) -> tuple[Field, ...]:
+        """``name [:] type [NOT NULL] [COMMENT 'text'], ...`` up to ``close`` (or the end)."""
+        out: list[Field] = []
+        seen: dict[str, int] = {}
+        while True:
+            start = self.tok
+            name = self.name()
+            if name in seen:
+                raise InvalidPredicateError(f"column {name!r} declared twice", position=start.pos,
+                                            text=self.text)
+            seen[name] = start.pos
+            self.accept(":")
+            dtype = self.type_with_nullability()
+            comment = None
+            if self.accept("COMMENT"):
+                if self.tok.kind != "string":
+                    raise self.error("expected a quoted comment after COMMENT")
+                comment = _unquote(self.next().text)
+            out.append(Field(name, dtype, comment))
+            if self.accept(","):
+                continue
+            if close is None:
+                self.end()
+            else:
+                self.expect(close, "to close the field list")
+            return tuple(out)
+
+    def type_with_nullability(self) -> DataType:
+        dtype = self.data_type()
+        if self.accept("NOT", "NULL"):
+            return dtype.with_nullable(False)
+        self.accept("NULL")
+        return dtype
+
+    def params(self) -> list[int]:
+        if not self.accept("("):
+            return []
+        values = [self.number("a number")]
+        while self.accept(","):
+            values.append(self.number("a number"))
+        self.expect(")", "after the type parameters")
+        return values
+
+    def data_type(self) -> DataType:
+        tok = self.tok
+        if tok.kind != "word":
+            raise self.error("expected a data type")
+        word = tok.upper
+        self.next()
+
+        def arity(params: list[int], most: int) -> list[int]:
+            if len(params) > most:
+                raise InvalidPredicateError(
+                    f"type {word} takes {'no' if most == 0 else f'at most {most}'} parameter"
+                    f"{'s' if most != 1 else ''}, got {len(params)}", position=tok.pos, text=self.text)
+            return params
+
+        def bad(why: str) -> InvalidPredicateError:
+            return InvalidPredicateError(f"{word}: {why}", position=tok.pos, text=self.text)
+
+        if word == "DOUBLE":
+            self.accept("PRECISION")
+        if word in _SIMPLE:
+            arity(self.params(), 0)
+            return DataType(_SIMPLE[word])
+        if word == "STRING":
+            arity(self.params(), 0)
+            return DataType(TypeRoot.VARCHAR, length=MAX_LENGTH)
+        if word == "BYTES":
+            arity(self.params(), 0)
+            return DataType(TypeRoot.VARBINARY, length=MAX_LENGTH)
+        if word in ("CHAR", "VARCHAR", "BINARY", "VARBINARY"):
+            params = arity(self.params(), 1)
+            if not params:
+                if self.spark and word == "BINARY":
+                    return DataType(TypeRoot.VARBINARY, length=MAX_LENGTH)
+                if self.spark and word != "VARBINARY":
+                    raise bad(f"a Spark DDL {word} needs a length, e.g. {word}(10)")
+            length = params[0] if params else 1
+            if not 1 <= length <= MAX_LENGTH:
+                raise bad(f"length {length} is outside [1, {MAX_LENGTH}]")
+            return DataType(TypeRoot[word], length=length)
+        if word in ("DECIMAL", "DEC", "NUMERIC"):
+            params = arity(self.params(), 2)
+            precision = params[0] if params else DEFAULT_DECIMAL_PRECISION
+            scale = params[1] if len(params) > 1 else 0
+            if not 1 <= precision <= MAX_DECIMAL_PRECISION or not 0 <= scale <= precision:
+                raise bad(f"DECIMAL({precision}, {scale}) needs 1 <= precision <= "
+                          f"{MAX_DECIMAL_PRECISION} and 0 <= scale <= precision")
+            return DataType(TypeRoot.DECIMAL, precision=precision, scale=scale)
+        if word in ("TIME", "TIMESTAMP", "TIMESTAMP_LTZ", "TIMESTAMP_NTZ"):
+            params = arity(self.params(), 1)
+            default = DEFAULT_TIME_PRECISION if word == "TIME" else DEFAULT_TIMESTAMP_PRECISION
+            precision = params[0] if params else default
+            if not 0 <= precision <= MAX_TIME_PRECISION:
+                raise bad(f"precision {precision} is outside [0, {MAX_TIME_PRECISION}]")
+            ltz = word == "TIMESTAMP_LTZ"
+            if word in ("TIME", "TIMESTAMP"):
+                if self.accept("WITH", "LOCAL", "TIME", "ZONE"):
+                    if word == "TIME":
+                        raise bad("WITH LOCAL TIME ZONE only follows TIMESTAMP")
+                    ltz = True
+                elif self.accept("WITHOUT", "TIME", "ZONE"):
+                    pass
+                elif word == "TIMESTAMP" and not params and self.spark:
+                    ltz = True  # Spark's TIMESTAMP is an instant shown in the session time zone
+            root = TypeRoot.TIMESTAMP_LTZ if ltz else TypeRoot.TIME if word == "TIME" else TypeRoot.TIMESTAMP
+            return DataType(root, precision=precision)
+        if word in ("ARRAY", "MULTISET"):
+            self.expect("<", f"after {word}")
+            element = self.type_with_nullability()
+            self.expect(">", f"to close {word}<...>")
+            return DataType(TypeRoot[word], element=element)
+        if word == "MAP":
+            self.expect("<", "after MAP")
+            key = self.type_with_nullability()
+            if self.spark:
+                key = key.with_nullable(False)  # Paimon's Spark connector: map keys are never NULL
+            self.expect(",", "between the MAP key and value types")
+            value = self.type_with_nullability()
+            self.expect(">", "to close MAP<...>")
+            return DataType(TypeRoot.MAP, key=key, value=value)
+        if word in ("ROW", "STRUCT"):
+            if self.accept("<"):
+                close = ">"
+            else:
+                self.expect("(", f"after {word}")
+                close = ")"
+            if self.accept(close):
+                return DataType(TypeRoot.ROW)
+            return DataType(TypeRoot.ROW, fields=self.fields(close))
+        if word in _UNSUPPORTED:
+            raise UnsupportedTypeError(f"data type {word} (at position {tok.pos}) is not supported by "
+                                       f"paimon-index")
+        raise InvalidPredicateError(f"unknown data type {tok.text!r}", position=tok.pos, text=self.text)
+
+
+def _unquote(literal: str) -> str:
+    body = literal[1:-1]
+    return re.sub(r"''|\\(.)", lambda m: "'" if m.group() == "''" else m.group(1), body)
+
+
+def parse_type(text: str, *, dialect: Dialect = "paimon") -> DataType:
+    """Parse one type, e.g. ``DECIMAL(10, 2)``, ``TIMESTAMP(3) WITH LOCAL TIME ZONE NOT NULL``,
+    ``ARRAY<STRING>``, ``MAP<STRING, INT>``, ``ROW<a INT, b STRING>``.
+
+    Raises:
+        InvalidPredicateError: the text is not a type; the message gives the position and token.
+        UnsupportedTypeError: a type paimon-index cannot represent (VARIANT, BLOB, INTERVAL ...).
+    """
+    parser = _TypeParser(text, dialect)
+    dtype = parser.type_with_nullability()
+    parser.end()
+    return dtype
+
+
+def parse_fields(text: str, *, dialect: Dialect = "paimon") -> tuple[Field, ...]:
+    """Parse ``"name TYPE [NOT NULL] [COMMENT '...'], ..."``; names may be back-quoted."""
+    if not text.strip():
+        raise InvalidPredicateError("empty schema: expected 'name TYPE, ...'")
+    return _TypeParser(text, dialect).fields(None)
+
+
+def parse_schema(text: str, *, dialect: Dialect = "paimon") -> dict[str, DataType]:
     """Parse ``"name TYPE, name TYPE, ..."`` into an ordered ``{name: DataType}``.
 
     Names may be back-quoted (```weird name` INT``).
     """
-    schema: dict[str, DataType] = {}
-    for part in _split_top_level(text):
-        part = part.strip()
-        if not part:
-            raise InvalidPredicateError(f"empty column in schema {text!r}")
-        if part.startswith("`"):
-            end = part.find("`", 1)
-            if end < 0:
-                raise InvalidPredicateError(f"unclosed back-quote in schema {text!r}")
-            name, rest = part[1:end], part[end + 1 :]
-        else:
-            pieces = part.split(None, 1)
-            if len(pieces) != 2:
-                raise InvalidPredicateError(f"column {part!r} needs a name and a type")
-            name, rest = pieces
-        if name in schema:
-            raise InvalidPredicateError(f"column {name!r} declared twice in schema")
-        schema[name] = parse_type(rest)
-    return schema
+    return {f.name: f.type for f in parse_fields(text, dialect=dialect)}
 
 
 # ------------------------------------------------------------------------------------------------
