@@ -1,36 +1,93 @@
 """Create, open and alter Paimon tables from Python (pypaimon's filesystem catalog underneath).
 
-    create_table(warehouse, "db.orders", schema, partition_keys=["dt"], options={...})
+    create_table(warehouse, "db.orders", "id BIGINT NOT NULL, code CHAR(3), ts TIMESTAMP",
+                 partition_keys=["dt"], options={...})
     open_table(warehouse, "db.orders")
     alter_table_options(warehouse, "db.orders", set_options={"file-index.bloom-filter.columns": "id"},
                         remove=["file-index.bitmap.columns"])
 
-``schema`` is an Arrow schema, a Spark ``StructType`` or a Spark DDL string (``"id BIGINT, name
-STRING"``, converted with the running Spark session's parser). Options are Paimon's own spellings
-(``bucket``, ``deletion-vectors.enabled``, ``deletion-vectors.bitmap64``, ``file-index.*`` ...);
-every ``file-index.*`` option is validated here (:class:`~paimon_index.fileindex.options.FileIndexOptions`)
-so a misspelt index type or size fails at ``CREATE``/``ALTER`` time rather than at the first write.
+``schema`` is one of
+- a DDL string, parsed here without Spark (:func:`paimon_index.types.parse_fields`, Spark dialect):
+  every type name Spark SQL or Paimon uses, ``NOT NULL``, ``COMMENT '...'``, back-quoted names,
+  ``ARRAY``/``MAP``/``STRUCT``; mapped the way Paimon's Spark connector maps Spark types, so
+  ``CHAR(10)`` stays ``CHAR(10)`` and ``TIMESTAMP`` is ``TIMESTAMP(6) WITH LOCAL TIME ZONE``;
+- a Spark ``StructType`` (same mapping, no session needed);
+- an Arrow schema (pypaimon's own mapping, ``Schema.from_pyarrow_schema``; Arrow has no CHAR or
+  VARCHAR(n), so strings become ``STRING``).
+The first two are written as pypaimon ``DataField``s built from our parsed types, because the Arrow
+route loses CHAR/VARCHAR lengths and BINARY widths.
+
+Options are Paimon's own spellings and are validated before anything is written
+(:func:`validate_table_options`), at ``CREATE`` and at ``ALTER``:
+- ``file-index.*``: unknown keys (``file-index.bloom-filter.column``) name the nearest valid key;
+  index types, per-index options and their values are checked; every indexed column must exist and
+  have a type that index takes (Paimon's Java index and ours), so no write can fail on it later;
+- ``deletion-vectors.*`` / ``deletion-vector.*``: only the keys Paimon's ``CoreOptions`` defines, with
+  boolean / size values;
+- a key whose first segment is a near miss of those prefixes (``file_index.``, ``deletion-vectros.``)
+  is refused with the corrected key.
+Every other key is passed to Paimon unchanged: Paimon accepts arbitrary options (connectors and
+users store their own), so refusing keys we do not know would break legitimate tables.
+
 An ``ALTER`` of index options changes what *new* files get; existing files keep their indexes until
 ``rewrite_file_index`` rebuilds them (as in Paimon).
 
-pypaimon internals used: ``CatalogFactory.create({"warehouse": ...})``, ``Schema.from_pyarrow_schema``,
-``catalog.create_database/create_table/get_table/alter_table``, ``SchemaChange.set_option/remove_option``.
+pypaimon internals used: ``CatalogFactory.create({"warehouse": ...})``, ``Schema``,
+``Schema.from_pyarrow_schema``, ``DataField``/``AtomicType``/``ArrayType``/``MultisetType``/
+``MapType``/``RowType``, ``catalog.create_database/create_table/get_table/alter_table``,
+``SchemaChange.set_option/remove_option``.
 """
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pyarrow as pa
 
-from paimon_index.errors import InvalidOptionError, PaimonIndexError
-from paimon_index.fileindex.options import FileIndexOptions
+from paimon_index.errors import (
+    InvalidOptionError,
+    InvalidPredicateError,
+    PaimonIndexError,
+    UnsupportedTypeError,
+)
+from paimon_index.fileindex.options import (
+    FileIndexOptions,
+    check_index_columns,
+    nearest,
+    parse_bool,
+    parse_memory_size,
+)
+from paimon_index.types import MAX_LENGTH, DataType, Field, TypeRoot, parse_fields, parse_type
 
-__all__ = ["alter_table_options", "arrow_schema", "catalog", "create_table", "open_table"]
+__all__ = [
+    "alter_table_options",
+    "arrow_schema",
+    "catalog",
+    "column_types",
+    "create_table",
+    "open_table",
+    "schema_fields",
+    "validate_table_options",
+]
 
 WAREHOUSE = "warehouse"
-FILE_INDEX_PREFIX = "file-index."
+FILE_INDEX_PREFIX = "file-index"
+DV_PREFIXES = ("deletion-vectors", "deletion-vector")
+#: The ``deletion-vector(s).*`` keys of Paimon's ``CoreOptions`` -> value checker.
+DELETION_VECTOR_OPTIONS = {
+    "deletion-vectors.enabled": parse_bool,
+    "deletion-vectors.modifiable": parse_bool,
+    "deletion-vectors.merge-on-read": parse_bool,
+    "deletion-vectors.bitmap64": parse_bool,
+    "deletion-vector.index-file.target-size": parse_memory_size,
+}
+#: A first key segment this close (difflib ratio) to a validated prefix is taken for a typo of it.
+#: No key Paimon defines comes closer than 0.72 (``full-text-index``, ``file-io``).
+PREFIX_TYPO_CUTOFF = 0.8
+#: Spark's default TIMESTAMP / TIMESTAMP_NTZ precision (microseconds).
+SPARK_TIMESTAMP_PRECISION = 6
 
 
 def catalog(warehouse: str) -> Any:
@@ -45,59 +102,229 @@ def open_table(warehouse: str, identifier: str) -> Any:
     return catalog(warehouse).get_table(identifier)
 
 
+# ------------------------------------------------------------------------------------------------
+# Schemas
+# ------------------------------------------------------------------------------------------------
+def schema_fields(schema: str | Any) -> tuple[Field, ...]:
+    """Our typed fields of a DDL string or a Spark ``StructType`` (no Spark session needed).
+
+    Raises:
+        InvalidOptionError: the DDL does not parse (message: position and token).
+        UnsupportedTypeError: a type paimon-index cannot write (VARIANT, INTERVAL, ...).
+    """
+    if isinstance(schema, str):
+        try:
+            return parse_fields(schema, dialect="spark")
+        except InvalidPredicateError as e:
+            raise InvalidOptionError(f"schema: {e}") from e
+    try:
+        from pyspark.sql import types as spark_types
+    except ImportError:
+        spark_types = None
+    if spark_types is not None and isinstance(schema, spark_types.StructType):
+        return tuple(_spark_field(f, spark_types) for f in schema.fields)
+    raise PaimonIndexError(f"expected an Arrow schema, a Spark StructType or a DDL string, "
+                           f"got {type(schema).__name__}")
+
+
+def _spark_field(field: Any, T: Any) -> Field:
+    comment = (field.metadata or {}).get("comment")
+    dtype = _spark_type(field.dataType, T).with_nullable(bool(field.nullable))
+    return Field(field.name, dtype, comment)
+
+
+def _spark_type(t: Any, T: Any) -> DataType:
+    """Paimon's ``SparkTypeUtils`` mapping (Spark >= 3.4, legacy timestamp mapping off)."""
+    simple = {T.BooleanType: TypeRoot.BOOLEAN, T.ByteType: TypeRoot.TINYINT, T.ShortType: TypeRoot.SMALLINT,
+              T.IntegerType: TypeRoot.INT, T.LongType: TypeRoot.BIGINT, T.FloatType: TypeRoot.FLOAT,
+              T.DoubleType: TypeRoot.DOUBLE, T.DateType: TypeRoot.DATE}
+    for cls, root in simple.items():
+        if isinstance(t, cls):
+            return DataType(root)
+    if isinstance(t, T.CharType):
+        return DataType(TypeRoot.CHAR, length=t.length)
+    if isinstance(t, T.VarcharType):
+        return DataType(TypeRoot.VARCHAR, length=t.length)
+    if isinstance(t, T.StringType):
+        return DataType(TypeRoot.VARCHAR, length=MAX_LENGTH)
+    if isinstance(t, T.BinaryType):
+        return DataType(TypeRoot.VARBINARY, length=MAX_LENGTH)
+    if isinstance(t, T.DecimalType):
+        return DataType(TypeRoot.DECIMAL, precision=t.precision, scale=t.scale)
+    if isinstance(t, T.TimestampNTZType):
+        return DataType(TypeRoot.TIMESTAMP, precision=SPARK_TIMESTAMP_PRECISION)
+    if isinstance(t, T.TimestampType):
+        return DataType(TypeRoot.TIMESTAMP_LTZ, precision=SPARK_TIMESTAMP_PRECISION)
+    if isinstance(t, T.ArrayType):
+        return DataType(TypeRoot.ARRAY, element=_spark_type(t.elementType, T).with_nullable(t.containsNull))
+    if isinstance(t, T.MapType):
+        return DataType(TypeRoot.MAP, key=_spark_type(t.keyType, T).with_nullable(False),
+                        value=_spark_type(t.valueType, T).with_nullable(t.valueContainsNull))
+    if isinstance(t, T.StructType):
+        return DataType(TypeRoot.ROW, fields=tuple(_spark_field(f, T) for f in t.fields))
+    raise UnsupportedTypeError(f"Spark type {t.simpleString()} has no Paimon type paimon-index writes")
+
+
+def _paimon_fields(fields: tuple[Field, ...]) -> list[Any]:
+    """pypaimon ``DataField``s; ids as Java's ``Schema.Builder`` gives them (each top-level column
+    the next id, then its nested fields, parent before children)."""
+    from pypaimon.schema.data_types import ArrayType, AtomicType, DataField, MapType, MultisetType, RowType
+
+    next_id = iter(range(1 << 31))
+
+    def convert(t: DataType) -> Any:
+        if t.root is TypeRoot.ARRAY:
+            assert t.element is not None
+            return ArrayType(t.nullable, convert(t.element))
+        if t.root is TypeRoot.MULTISET:
+            assert t.element is not None
+            return MultisetType(t.nullable, convert(t.element))
+        if t.root is TypeRoot.MAP:
+            assert t.key is not None and t.value is not None
+            return MapType(t.nullable, convert(t.key), convert(t.value))
+        if t.root is TypeRoot.ROW:
+            return RowType(t.nullable, [field(f) for f in t.fields])
+        return AtomicType(str(t.with_nullable(True)), t.nullable)
+
+    def field(f: Field) -> Any:
+        fid = next(next_id)
+        return DataField(fid, f.name, convert(f.type), f.comment or None)
+
+    return [field(f) for f in fields]
+
+
+def column_types(paimon_fields: Iterable[Any]) -> dict[str, DataType | str]:
+    """Top-level column -> our type, or Paimon's spelling of a type we cannot represent."""
+    out: dict[str, DataType | str] = {}
+    for f in paimon_fields:
+        t = f.type
+        text = getattr(t, "type", None)
+        if isinstance(text, str):  # AtomicType
+            try:
+                out[f.name] = parse_type(text).with_nullable(bool(t.nullable))
+                continue
+            except PaimonIndexError:
+                pass
+        out[f.name] = str(t)
+    return out
+
+
 def arrow_schema(schema: pa.Schema | Any) -> pa.Schema:
-    """An Arrow schema from an Arrow schema, a Spark ``StructType`` or a Spark DDL string."""
+    """The Arrow schema pypaimon reads and writes for ``schema`` (Arrow, StructType or DDL)."""
     if isinstance(schema, pa.Schema):
         return schema
-    try:
-        from pyspark.sql.pandas.types import to_arrow_schema
-        from pyspark.sql.types import StructType
-    except ImportError as e:
-        raise PaimonIndexError(f"schema {schema!r} is not an Arrow schema (pyspark is not installed)") from e
-    if isinstance(schema, str):
-        schema = StructType.fromDDL(schema)
-    if not isinstance(schema, StructType):
-        raise PaimonIndexError(f"expected an Arrow schema, a Spark StructType or a DDL string, "
-                               f"got {type(schema).__name__}")
-    converted = to_arrow_schema(schema)
-    # Spark's timestamps are microseconds; Paimon stores TIMESTAMP(6) as such.
-    return pa.schema([pa.field(f.name, f.type, f.nullable) for f in converted])
+    from pypaimon.schema.data_types import PyarrowFieldParser
+
+    return PyarrowFieldParser.from_paimon_schema(_paimon_fields(schema_fields(schema)))
 
 
-def _check_options(options: Mapping[str, str]) -> dict[str, str]:
+# ------------------------------------------------------------------------------------------------
+# Options
+# ------------------------------------------------------------------------------------------------
+def _check_key_spelling(key: str, value: str) -> None:
+    first, dot, rest = key.partition(".")
+    families = (FILE_INDEX_PREFIX, *DV_PREFIXES)
+    if first not in families:
+        low = first.lower().replace("_", "-")
+        match = low if low in families else \
+            (difflib.get_close_matches(low, families, n=1, cutoff=PREFIX_TYPO_CUTOFF) or [None])[0]
+        if match is not None:
+            fixed = match + dot + rest
+            if match in DV_PREFIXES:
+                fixed = nearest(fixed, DELETION_VECTOR_OPTIONS) or fixed
+            raise InvalidOptionError(f"{key}: unknown table option; did you mean {fixed!r}?")
+        return
+    if first in DV_PREFIXES:
+        check = DELETION_VECTOR_OPTIONS.get(key)
+        if check is None:
+            guess = nearest(key, DELETION_VECTOR_OPTIONS)
+            hint = f"did you mean {guess!r}?" if guess else f"known: {', '.join(DELETION_VECTOR_OPTIONS)}"
+            raise InvalidOptionError(f"{key}: unknown deletion-vectors option; {hint}")
+        check(value, key)
+
+
+def validate_table_options(options: Mapping[str, str],
+                           columns: Mapping[str, DataType | str] | None = None) -> dict[str, str]:
+    """Check a table's options as :mod:`paimon_index.table.catalog` describes; return them as strings.
+
+    Args:
+        options: every option the table will have.
+        columns: top-level column -> type (see :func:`column_types`); None skips the column checks.
+
+    Raises:
+        InvalidOptionError: naming the option (and the column, type and index where one is involved).
+    """
     plain = {str(k): str(v) for k, v in options.items()}
-    FileIndexOptions.from_table_options(plain)  # raises InvalidOptionError naming the option
+    for key, value in plain.items():
+        _check_key_spelling(key, value)
+    parsed = FileIndexOptions.from_table_options(plain, strict=True)
+    if columns is not None:
+        check_index_columns(parsed, columns)
     return plain
 
 
+def _check_keys_exist(kind: str, keys: Iterable[str], columns: Mapping[str, object]) -> None:
+    for k in keys:
+        if k not in columns:
+            guess = nearest(k, columns)
+            hint = f"; did you mean {guess!r}?" if guess else ""
+            raise InvalidOptionError(f"{kind} key {k!r} is not a column{hint}")
+
+
+# ------------------------------------------------------------------------------------------------
+# DDL
+# ------------------------------------------------------------------------------------------------
 def create_table(warehouse: str, identifier: str, schema: pa.Schema | Any, *,
                  partition_keys: Iterable[str] = (), primary_keys: Iterable[str] = (),
                  options: Mapping[str, str] | None = None, exist_ok: bool = False) -> Any:
-    """Create ``db.table`` (and its database) and return the pypaimon table."""
+    """Create ``db.table`` (and its database) and return the pypaimon table.
+
+    Everything is checked before the database or table is created, so a refused call leaves the
+    warehouse as it was.
+
+    Raises:
+        InvalidOptionError: a bad identifier, DDL string, option, or partition/primary key.
+        UnsupportedTypeError: a schema type paimon-index cannot write.
+    """
     from pypaimon import Schema
 
     if "." not in identifier:
         raise InvalidOptionError(f"table identifier {identifier!r} must be 'database.table'")
-    plain = _check_options(options or {})
+    partition_keys, primary_keys = list(partition_keys), list(primary_keys)
+    plain = {str(k): str(v) for k, v in (options or {}).items()}
+    if isinstance(schema, pa.Schema):
+        paimon_schema = Schema.from_pyarrow_schema(schema, partition_keys=partition_keys,
+                                                   primary_keys=primary_keys or None, options=plain)
+    else:
+        paimon_schema = Schema(_paimon_fields(schema_fields(schema)), partition_keys, primary_keys, plain)
+    columns = column_types(paimon_schema.fields)
+    _check_keys_exist("partition", partition_keys, columns)
+    _check_keys_exist("primary", primary_keys, columns)
+    validate_table_options(plain, columns)
     cat = catalog(warehouse)
     cat.create_database(identifier.split(".", 1)[0], True)
-    paimon_schema = Schema.from_pyarrow_schema(arrow_schema(schema), partition_keys=list(partition_keys),
-                                               primary_keys=list(primary_keys) or None, options=plain)
     cat.create_table(identifier, paimon_schema, exist_ok)
     return cat.get_table(identifier)
 
 
 def alter_table_options(warehouse: str, identifier: str, *, set_options: Mapping[str, str] | None = None,
                         remove: Iterable[str] = ()) -> Any:
-    """``ALTER TABLE ... SET/RESET TBLPROPERTIES``: change options, return the re-opened table."""
+    """``ALTER TABLE ... SET/RESET TBLPROPERTIES``: change options, return the re-opened table.
+
+    The options the table would end up with are validated against its columns first; a refused
+    call changes nothing.
+    """
     from pypaimon.schema.schema_change import SchemaChange
 
     cat = catalog(warehouse)
-    current = dict(cat.get_table(identifier).options.options.to_map())
+    table = cat.get_table(identifier)
+    current = dict(table.options.options.to_map())
     updates = {str(k): str(v) for k, v in (set_options or {}).items()}
     removed = list(remove)
     merged = {k: v for k, v in {**current, **updates}.items() if k not in removed}
-    _check_options(merged)
+    # The whole resulting option set is checked (a misspelt key already on the table is named too;
+    # it can be dropped in the same call with ``remove``).
+    validate_table_options(merged, column_types(table.fields))
     changes = [SchemaChange.set_option(k, v) for k, v in updates.items()]
     changes += [SchemaChange.remove_option(k) for k in removed]
     if changes:
