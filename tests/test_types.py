@@ -12,10 +12,12 @@ import pytest
 from paimon_index.errors import InvalidPredicateError, UnsupportedTypeError
 from paimon_index.types import (
     DataType,
+    Field,
     TypeRoot,
     canonical_column,
     canonical_literal,
     from_arrow,
+    parse_fields,
     parse_schema,
     parse_type,
 )
@@ -118,3 +120,97 @@ def test_every_arrow_layout_of_a_column_builds_the_same_index(make) -> None:
                "file-index.range-bitmap.columns": "s"}
     expected = build_file_index(pa.table({"s": pa.array(values)}), options)
     assert build_file_index(pa.table({"s": make(values)}), options) == expected
+
+
+# ------------------------------------------------------------------------------------------------
+# Type strings: both dialects, nested types, errors
+# ------------------------------------------------------------------------------------------------
+#: text -> (Paimon dialect, Spark dialect), each as Paimon prints the type (written out by hand).
+SPELLINGS = {
+    "TINYINT": ("TINYINT", "TINYINT"), "BYTE": ("TINYINT", "TINYINT"),
+    "SMALLINT": ("SMALLINT", "SMALLINT"), "SHORT": ("SMALLINT", "SMALLINT"),
+    "INT": ("INT", "INT"), "INTEGER": ("INT", "INT"),
+    "BIGINT": ("BIGINT", "BIGINT"), "LONG": ("BIGINT", "BIGINT"),
+    "FLOAT": ("FLOAT", "FLOAT"), "REAL": ("FLOAT", "FLOAT"), "DOUBLE": ("DOUBLE", "DOUBLE"),
+    "DOUBLE PRECISION": ("DOUBLE", "DOUBLE"), "BOOLEAN": ("BOOLEAN", "BOOLEAN"),
+    "decimal": ("DECIMAL(10, 0)", "DECIMAL(10, 0)"), "DECIMAL(5)": ("DECIMAL(5, 0)", "DECIMAL(5, 0)"),
+    "NUMERIC(38,10)": ("DECIMAL(38, 10)", "DECIMAL(38, 10)"), "DEC(7, 2)": ("DECIMAL(7, 2)", "DECIMAL(7, 2)"),
+    "STRING": ("STRING", "STRING"), "CHAR(10)": ("CHAR(10)", "CHAR(10)"),
+    "VARCHAR(20)": ("VARCHAR(20)", "VARCHAR(20)"), "BYTES": ("BYTES", "BYTES"),
+    "BINARY": ("BINARY(1)", "BYTES"), "BINARY(4)": ("BINARY(4)", "BINARY(4)"),
+    "VARBINARY(8)": ("VARBINARY(8)", "VARBINARY(8)"), "DATE": ("DATE", "DATE"),
+    "TIME": ("TIME(0)", "TIME(0)"), "TIME(3)": ("TIME(3)", "TIME(3)"),
+    "TIMESTAMP": ("TIMESTAMP(6)", "TIMESTAMP(6) WITH LOCAL TIME ZONE"),
+    "TIMESTAMP(3)": ("TIMESTAMP(3)", "TIMESTAMP(3)"),
+    "TIMESTAMP WITHOUT TIME ZONE": ("TIMESTAMP(6)", "TIMESTAMP(6)"),
+    "TIMESTAMP_NTZ": ("TIMESTAMP(6)", "TIMESTAMP(6)"),
+    "TIMESTAMP_LTZ": ("TIMESTAMP(6) WITH LOCAL TIME ZONE", "TIMESTAMP(6) WITH LOCAL TIME ZONE"),
+    "TIMESTAMP_LTZ(3)": ("TIMESTAMP(3) WITH LOCAL TIME ZONE", "TIMESTAMP(3) WITH LOCAL TIME ZONE"),
+    "TIMESTAMP(9) WITH LOCAL TIME ZONE": ("TIMESTAMP(9) WITH LOCAL TIME ZONE",
+                                          "TIMESTAMP(9) WITH LOCAL TIME ZONE"),
+    "INT NOT NULL": ("INT NOT NULL", "INT NOT NULL"), "INT NULL": ("INT", "INT"),
+    "ARRAY<INT NOT NULL>": ("ARRAY<INT NOT NULL>", "ARRAY<INT NOT NULL>"),
+    "MULTISET<STRING>": ("MULTISET<STRING>", "MULTISET<STRING>"),
+    "MAP<STRING, ARRAY<BIGINT>>": ("MAP<STRING, ARRAY<BIGINT>>", "MAP<STRING NOT NULL, ARRAY<BIGINT>>"),
+    "ROW<a INT, `b c` STRING COMMENT 'it''s'>": ("ROW<`a` INT, `b c` STRING COMMENT 'it''s'>",) * 2,
+    "ROW(a INT NOT NULL)": ("ROW<`a` INT NOT NULL>",) * 2,
+    "STRUCT<a: CHAR(2), b: STRUCT<`x``y`: DATE>> NOT NULL": (
+        "ROW<`a` CHAR(2), `b` ROW<`x``y` DATE>> NOT NULL",) * 2,
+}
+
+
+@pytest.mark.parametrize("text", list(SPELLINGS))
+def test_every_spelling_in_both_dialects(text: str) -> None:
+    paimon, spark = SPELLINGS[text]
+    assert str(parse_type(text)) == paimon
+    assert str(parse_type(text, dialect="spark")) == spark
+    # Paimon's spelling reads back as itself (the form pypaimon and Java store).
+    assert str(parse_type(paimon)) == paimon
+
+
+def test_fields_carry_comments_and_quoted_names() -> None:
+    text = "`a``b` INT NOT NULL COMMENT 'the \\'key\\'', c: STRING COMMENT ''"
+    fields = parse_fields(text, dialect="spark")
+    assert fields == (Field("a`b", DataType(TypeRoot.INT, nullable=False), "the 'key'"),
+                      Field("c", parse_type("STRING"), ""))
+    assert str(fields[0]) == "`a``b` INT NOT NULL COMMENT 'the ''key'''"
+    assert str(fields[1]) == "`c` STRING"  # Java prints no COMMENT for an empty one
+
+
+def test_nested_types_have_no_index_key() -> None:
+    dtype = parse_type("ARRAY<INT>")
+    assert dtype.is_nested and dtype.element == parse_type("INT")
+    with pytest.raises(UnsupportedTypeError, match=r"ARRAY<INT> has no index key"):
+        _ = dtype.key_kind
+
+
+@pytest.mark.parametrize(("text", "dialect", "message", "position"), [
+    ("x", "paimon", "expected a data type, found end of text", 1),
+    ("x FOO", "paimon", "unknown data type 'FOO'", 2),
+    ("x INT, x INT", "paimon", "column 'x' declared twice", 7),
+    ("x DECIMAL(50, 2)", "paimon", r"DECIMAL\(50, 2\) needs 1 <= precision <= 38", 2),
+    ("x DECIMAL(5, 6)", "paimon", r"DECIMAL\(5, 6\) needs", 2),
+    ("x TIMESTAMP(12)", "paimon", r"precision 12 is outside \[0, 9\]", 2),
+    ("x CHAR(0)", "paimon", r"length 0 is outside", 2),
+    ("x INT(3)", "paimon", r"type INT takes no parameters, got 1", 2),
+    ("x TIME WITH LOCAL TIME ZONE", "paimon", "WITH LOCAL TIME ZONE only follows TIMESTAMP", 2),
+    ("x INT,", "paimon", "expected a column name, found end of text", 6),
+    ("x INT y", "paimon", "expected a column name|unexpected", 6),
+    ("x ARRAY<INT", "paimon", r"expected '>' to close ARRAY<...>", 11),
+    ("x MAP<INT>", "paimon", r"expected ',' between the MAP key and value types, found '>'", 9),
+    ("x ROW<a INT", "paimon", r"expected '>' to close the field list", 11),
+    ("x INT COMMENT", "paimon", "expected a quoted comment after COMMENT", 13),
+    ("x INT ~", "paimon", r"unexpected character '~'", 6),
+    ("x CHAR", "spark", "a Spark DDL CHAR needs a length", 2),
+    ("x VARCHAR", "spark", "a Spark DDL VARCHAR needs a length", 2),
+])
+def test_schema_errors_give_position_and_token(text: str, dialect: str, message: str, position: int) -> None:
+    with pytest.raises(InvalidPredicateError, match=message) as info:
+        parse_fields(text, dialect=dialect)  # type: ignore[arg-type]
+    assert info.value.position == position
+
+
+@pytest.mark.parametrize("text", ["VARIANT", "BLOB", "INTERVAL"])
+def test_types_without_a_representation_are_unsupported(text: str) -> None:
+    with pytest.raises(UnsupportedTypeError, match=f"data type {text} .* is not supported"):
+        parse_type(text)
