@@ -357,3 +357,18 @@ def test_a_valid_alter_applies(tmp_path: Path) -> None:
                                 remove=["file-index.bloom-filter.columns"])
     stored = table.options.options.to_map()
     assert stored["file-index.bitmap.columns"] == "code" and "file-index.bloom-filter.columns" not in stored
+
+
+@needs_java
+def test_alter_checks_the_columns_of_a_table_java_created(tmp_path: Path) -> None:
+    """Column types come from the schema file Java wrote (its spellings, not ours)."""
+    oracle({"cmd": "write", "warehouse": str(tmp_path), "table": "db.j", "create-only": "true",
+            "schema": "id BIGINT NOT NULL, amount DECIMAL(10, 2), ts TIMESTAMP(3), s STRING"})
+    refused = r"'bitmap' does not support column 'amount' of type DECIMAL\(10, 2\)"
+    with pytest.raises(InvalidOptionError, match=refused):
+        alter_table_options(str(tmp_path), "db.j", set_options={"file-index.bitmap.columns": "amount"})
+    table = alter_table_options(str(tmp_path), "db.j", set_options={
+        "file-index.bloom-filter.columns": "id,ts,s", "file-index.range-bitmap.columns": "amount"})
+    assert table.options.options.to_map()["file-index.range-bitmap.columns"] == "amount"
+    schema, = oracle({"cmd": "schema", "warehouse": str(tmp_path), "table": "db.j"})
+    assert schema["options"]["file-index.bloom-filter.columns"] == "id,ts,s"
