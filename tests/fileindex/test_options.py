@@ -175,3 +175,10 @@ def test_index_columns_must_exist_with_a_supported_type(columns: dict, message: 
     options = FileIndexOptions.from_table_options({"file-index.bitmap.columns": "c"})
     with pytest.raises(InvalidOptionError, match=message):
         check_index_columns(options, columns)
+
+
+def test_lenient_parsing_logs_what_it_ignores(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("WARNING", logger="paimon_index.fileindex.options"):
+        assert FileIndexOptions.from_table_options({"file-index.bitmap.colums": "a"}).empty
+    assert "ignoring table option (as Paimon does): file-index.bitmap.colums: unknown file index option; " \
+           "did you mean 'file-index.bitmap.columns'?" in caplog.text

@@ -22,6 +22,7 @@ type.
 from __future__ import annotations
 
 import difflib
+import logging
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -56,6 +57,7 @@ _UNITS = {
 }
 _SIZE_RE = re.compile(r"^\s*(\d+)\s*([A-Za-z]*)\s*$")
 _MAX_LONG = 2**63 - 1
+log = logging.getLogger(__name__)
 #: difflib ratio from which a valid key counts as "the one you meant".
 NEAREST_CUTOFF = 0.6
 #: The shapes of valid keys, listed when no valid key is near a misspelt one.
@@ -177,6 +179,7 @@ class FileIndexOptions:
             if "." in index_type:
                 if strict:
                     raise unknown(key)
+                _ignored(unknown(key))
                 continue
             if index_type not in INDEX_TYPES:
                 raise _unknown_key(key, _candidate_keys({}), f"unknown file index type {index_type!r}")
@@ -202,7 +205,8 @@ class FileIndexOptions:
             if len(parts) != 3:
                 if strict:
                     raise unknown(key)
-                continue  # Paimon ignores keys of any other shape
+                _ignored(unknown(key))  # Paimon ignores keys of any other shape
+                continue
             index_type, column, option = parts
             if strict and index_type not in INDEX_TYPES:
                 raise unknown(key)
@@ -232,6 +236,10 @@ class FileIndexOptions:
         if not self.read_enabled:
             out[READ_ENABLED] = "false"
         return out
+
+
+def _ignored(error: InvalidOptionError) -> None:
+    log.warning("ignoring table option (as Paimon does): %s", error)
 
 
 def check_index_columns(options: FileIndexOptions, columns: Mapping[str, DataType | str]) -> None:
