@@ -372,3 +372,23 @@ def test_alter_checks_the_columns_of_a_table_java_created(tmp_path: Path) -> Non
     assert table.options.options.to_map()["file-index.range-bitmap.columns"] == "amount"
     schema, = oracle({"cmd": "schema", "warehouse": str(tmp_path), "table": "db.j"})
     assert schema["options"]["file-index.bloom-filter.columns"] == "id,ts,s"
+
+
+#: EVERY_TYPE columns whose DDL Spark's own parser accepts (Spark has no BINARY(n), VARBINARY(n),
+#: TIMESTAMP(p) or TIMESTAMP_LTZ(p)).
+NOT_SPARK = ("BINARY(", "VARBINARY(", "TIMESTAMP(", "TIMESTAMP_LTZ(")
+SPARK_PARSABLE = [(n, t) for n, t, _ in EVERY_TYPE if not t.startswith(NOT_SPARK)]
+
+
+@pytest.mark.spark
+def test_our_ddl_parser_agrees_with_spark_s_parser() -> None:
+    """Spark's StructType.fromDDL, mapped as Paimon's Spark connector maps Spark types, gives the same
+    Paimon types as our Spark-free parser."""
+    from pyspark.sql.types import StructType
+
+    from paimon_index.spark.session import local_session
+    from paimon_index.table.catalog import schema_fields
+
+    local_session("paimon-index-tests", master="local[2]")  # the run's shared session
+    ddl = ", ".join(f"{n} {t}" for n, t in SPARK_PARSABLE) + " COMMENT 'last column'"
+    assert schema_fields(StructType.fromDDL(ddl)) == schema_fields(ddl)
