@@ -12,8 +12,9 @@ What a literal means, per column type (Spark's implicit casts for a comparison):
 
     column            int literal          decimal literal (1.5)     float literal (1e3, NaN)  string
     ----------------  -------------------  ------------------------  ------------------------  --------------
-    TINYINT..BIGINT   its value            its exact value           its exact value; NaN and  a number
-                                                                     +Inf above every value
+    TINYINT..BIGINT   its value            its exact value           its shortest decimal      a number
+                                                                     form (*); NaN and +Inf
+                                                                     above every value
     DECIMAL(p, s)     its value (100 ->    its exact value (99.999   as for integers           a number
                       100.00, never the    lies between 99.99 and
                       unscaled 1.00)       100.00)
@@ -25,6 +26,11 @@ What a literal means, per column type (Spark's implicit casts for a comparison):
                       (canonical)
     DATE vs datetime: the column's midnight is compared, so 10:00 lies between two days.
     TIMESTAMP(p <= 3) vs a literal with microseconds: lies between two milliseconds.
+
+(*) Spark casts the column to DOUBLE for a DOUBLE literal. The shortest decimal that reads back as
+the literal (``1e-1`` -> 0.1) gives the same answer for every column value of at most 15 significant
+digits (two such decimals never share a double); BIGINT values beyond 10**15 and wide DECIMALs may
+compare differently than in Spark, where the cast to DOUBLE rounds them.
 
 Every other pairing is :func:`paimon_index.types.canonical_literal`'s exact conversion (or its error).
 """
@@ -87,7 +93,8 @@ def _number(value: object, dtype: DataType) -> decimal.Decimal | float:
         except (decimal.InvalidOperation, ValueError) as e:
             raise _bad(value, dtype, "not a number") from e
     if isinstance(value, float):
-        return value if not math.isfinite(value) else decimal.Decimal(value)  # exact binary value
+        # The shortest decimal that reads back as this double (1e-1 -> 0.1); see the module docstring.
+        return value if not math.isfinite(value) else decimal.Decimal(repr(value))
     if isinstance(value, int):
         return decimal.Decimal(value)
     if isinstance(value, decimal.Decimal):

@@ -276,6 +276,9 @@ def _bind_leaf(leaf: Leaf, dtype: DataType) -> Predicate:
         if not dtype.is_string:
             raise InvalidPredicateError(f"{op.value} needs a string column, {column} is {dtype}")
         return Leaf(op, column, tuple(canonical_literal(v, dtype) for v in leaf.literals))
+    if op in (Op.IN, Op.NOT_IN) and not leaf.literals:
+        # Spark 4: ``x IN ()`` is FALSE and ``x NOT IN ()`` TRUE, even for a NULL x.
+        return ALWAYS_FALSE if op is Op.IN else ALWAYS_TRUE
     coerced = [coerce_literal(v, dtype) for v in leaf.literals]
     if all(isinstance(c, Exact) for c in coerced):
         return Leaf(op, column, tuple(c.key for c in coerced))  # type: ignore[union-attr]
