@@ -123,7 +123,8 @@ TYPES = [
                st.one_of(_fractions(), st.integers(-(10**30), 10**30),
                          st.decimals(min_value=-1, max_value=1, places=12, allow_nan=False))),
     ColumnType("STRING", pa.string(),
-               st.one_of(st.text(max_size=5), st.sampled_from(["", "a", "ab", "é", "日本", "😀", "A", "a\x00"])),
+               st.one_of(st.text(max_size=5),
+                         st.sampled_from(["", "a", "ab", "é", "日本", "😀", "A", "a\x00"])),
                st.text(alphabet="abé😀", max_size=3)),
     ColumnType("BOOLEAN", pa.bool_(), st.booleans(), st.booleans()),
     ColumnType("DATE", pa.date32(), _DATES,
@@ -275,8 +276,8 @@ def _literal(ctype: ColumnType, pool: list[Any]) -> st.SearchStrategy[Any]:
 
 def _leaves(ctype: ColumnType, pool: list[Any]) -> st.SearchStrategy[Tree]:
     lit = _literal(ctype, pool)
-    lit_or_null = st.one_of(lit, st.none()) if True else lit
-    compare = st.tuples(st.just("leaf"), st.sampled_from(list(_CMP) + ["<=>"]), st.tuples(lit))
+    lit_or_null = st.one_of(lit, st.none())
+    compare = st.tuples(st.just("leaf"), st.sampled_from([*_CMP, "<=>"]), st.tuples(lit))
     null_safe_null = st.just(("leaf", "<=>", (None,)))
     listed = st.tuples(st.just("leaf"), st.sampled_from(["IN", "NOT IN"]),
                        st.lists(st.one_of(lit, lit, lit, st.none()), min_size=0, max_size=12).map(tuple))
