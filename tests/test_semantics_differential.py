@@ -281,7 +281,8 @@ def _leaves(ctype: ColumnType, pool: list[Any]) -> st.SearchStrategy[Tree]:
     null_safe_null = st.just(("leaf", "<=>", (None,)))
     listed = st.tuples(st.just("leaf"), st.sampled_from(["IN", "NOT IN"]),
                        st.lists(st.one_of(lit, lit, lit, st.none()), min_size=0, max_size=12).map(tuple))
-    between = st.tuples(st.just("leaf"), st.just("BETWEEN"), st.tuples(lit, lit))
+    between = st.tuples(st.just("leaf"), st.just("BETWEEN"),
+                        st.one_of(st.tuples(lit, lit), st.tuples(lit_or_null, lit_or_null)))
     nulls = st.tuples(st.just("leaf"), st.sampled_from(["IS NULL", "IS NOT NULL"]), st.just(()))
     options = [compare, compare, listed, between, nulls, null_safe_null,
                st.tuples(st.just("leaf"), st.sampled_from(["=", "<"]), st.tuples(lit_or_null))]
