@@ -172,3 +172,31 @@ def test_float_indexes_answer_supersets_in_sparks_order(index_type: str, column:
 def test_decimal_indexes_use_the_literals_value(index_type: str, text: str, spark: set[int]) -> None:
     assert _exact_rows(text) == spark
     assert _index_rows(_evaluator_with(index_type, "a"), text) >= spark
+
+
+NANO_ROWS = [0, 500, 1000, None, -500, -1000]  # ns; keys are floored to micros
+
+
+@pytest.mark.parametrize("index_type", ["bitmap", "bsi", "bloom-filter"])
+@pytest.mark.parametrize(("text", "spark"), [
+    ("ts > TIMESTAMP '1970-01-01 00:00:00'", {1, 2}),
+    ("ts <> TIMESTAMP '1970-01-01 00:00:00'", {1, 2, 4, 5}),
+    ("ts NOT IN (TIMESTAMP '1970-01-01 00:00:00.000001')", {0, 1, 4, 5}),
+    ("ts >= TIMESTAMP '1970-01-01 00:00:00'", {0, 1, 2}),
+    ("ts < TIMESTAMP '1970-01-01 00:00:00'", {4, 5}),
+    ("ts <= TIMESTAMP '1969-12-31 23:59:59.999999'", {5}),
+    ("ts = TIMESTAMP '1970-01-01 00:00:00'", {0}),
+])
+def test_nanosecond_timestamps_keep_rows_inside_a_microsecond(index_type: str, text: str,
+                                                               spark: set[int]) -> None:
+    table = pa.table({"ts": pa.array(NANO_ROWS, pa.timestamp("ns"))})
+    schema = parse_schema("ts TIMESTAMP(9)")
+    bound = bind_predicate(text, schema)
+    exact = table.append_column("row", pa.array(range(len(NANO_ROWS)))).filter(
+        to_arrow_expression(bound, schema)).column("row").to_pylist()
+    assert set(exact) == spark
+    data = build_file_index(table, {f"file-index.{index_type}.columns": "ts"}, schema)
+    assert data is not None
+    result = FileIndexEvaluator(ContainerReader(data), schema).evaluate(bound)
+    got = set(result.bitmap) if isinstance(result, Rows) else (set(range(6)) if result.remain else set())
+    assert got >= spark

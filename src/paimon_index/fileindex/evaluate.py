@@ -15,6 +15,10 @@ care, and :func:`java_float_leaf` rewrites each float leaf before an index sees 
 looks up both zeros (also in ``IN``/``NOT IN``), ``>= 0.0`` and ``< 0.0`` start at -0.0,
 ``> 0.0`` and ``<= 0.0`` at +0.0. Each index then answers a superset of Spark's rows.
 
+TIMESTAMP(7..9) keys are the values floored to micros (:func:`floored_timestamp_leaf`): ``>``
+becomes ``>=`` and ``<>``/``NOT IN`` answer ``IS NOT NULL``, since rows inside the literal's
+microsecond share its key.
+
 This module is the one place that decides what a query does with a corrupt index: by default the
 :class:`~paimon_index.errors.CorruptFileError` propagates; with ``on_corrupt="remain"`` the leaf
 answers REMAIN (always a correct superset), a warning is logged and :attr:`corrupt_indexes` counts it.
@@ -72,6 +76,25 @@ def java_float_leaf(leaf: Leaf) -> Predicate:
             low, high = lits
             return and_(java_float_leaf(Leaf(Op.GE, leaf.column, (low,))),
                         java_float_leaf(Leaf(Op.LE, leaf.column, (high,))))
+    return leaf
+
+
+#: Above this precision a timestamp's key is its epoch micros rounded down (Java's ``toMicros``).
+MAX_EXACT_TIMESTAMP_PRECISION = 6
+
+
+def floored_timestamp_leaf(leaf: Leaf) -> Leaf:
+    """A bound leaf on a TIMESTAMP(7..9) column, whose keys are the values floored to micros.
+
+    A literal is whole micros, so ``<``, ``<=``, ``>=``, ``=`` and ``IN`` on the floored keys keep
+    every matching row; ``>`` must also keep the rows inside the literal's microsecond (``>=``), and
+    ``<>``/``NOT IN`` cannot exclude a key whose rows may differ below a microsecond.
+    """
+    match leaf.op:
+        case Op.GT:
+            return Leaf(Op.GE, leaf.column, leaf.literals)
+        case Op.NE | Op.NOT_IN if None not in leaf.literals:
+            return Leaf(Op.IS_NOT_NULL, leaf.column)
     return leaf
 
 
@@ -137,6 +160,9 @@ class FileIndexEvaluator:
             java = java_float_leaf(leaf)
             if java is not leaf:
                 return self.evaluate(java, java_order=True)
+        if dtype is not None and dtype.is_timestamp \
+                and (dtype.precision or 0) > MAX_EXACT_TIMESTAMP_PRECISION:
+            leaf = floored_timestamp_leaf(leaf)
         result: FileIndexResult = REMAIN
         for entry in self.container.column_entries(leaf.column):
             if entry.empty:
