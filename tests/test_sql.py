@@ -249,7 +249,7 @@ def test_is_needs_null_true_or_false() -> None:
 # Literals are compared by value, as Spark compares them (issue 12)
 # ------------------------------------------------------------------------------------------------
 COERCE_SCHEMA = ("i INT, t TINYINT, a DECIMAL(10, 2), w DECIMAL(38, 10), f FLOAT, d DOUBLE, "
-                 "day DATE, ts TIMESTAMP(3), ts6 TIMESTAMP(6)")
+                 "day DATE, ts TIMESTAMP(3), ts6 TIMESTAMP(6), tm TIME(3)")
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -302,6 +302,9 @@ COERCE_SCHEMA = ("i INT, t TINYINT, a DECIMAL(10, 2), w DECIMAL(38, 10), f FLOAT
     ("ts < TIMESTAMP '1969-12-31 23:59:59.9995'", Leaf(Op.LE, "ts", (-1,))),
     ("ts6 = TIMESTAMP '1969-12-31 23:59:59.999999'", Leaf(Op.EQ, "ts6", (-1,))),
     ("ts6 > '1970-01-01 00:00:01'", Leaf(Op.GT, "ts6", (1_000_000,))),
+    ("tm = TIME '00:00:01.0005'", ALWAYS_FALSE),  # TIME keys are millis
+    ("tm > TIME '00:00:01.0005'", Leaf(Op.GE, "tm", (1001,))),
+    ("tm = TIME '00:00:01.001'", Leaf(Op.EQ, "tm", (1001,))),
 ])
 def test_literals_bind_by_value(text: str, expected: Predicate) -> None:
     got = bind_predicate(text, COERCE_SCHEMA)

@@ -25,7 +25,7 @@ What a literal means, per column type (Spark's implicit casts for a comparison):
     TIMESTAMP(p)      epoch units          -                         -                         ISO text
                       (canonical)
     DATE vs datetime: the column's midnight is compared, so 10:00 lies between two days.
-    TIMESTAMP(p <= 3) vs a literal with microseconds: lies between two milliseconds.
+    TIMESTAMP(p <= 3) and TIME vs a literal with microseconds: lies between two milliseconds.
 
 (*) Spark casts the column to DOUBLE for a DOUBLE literal. The shortest decimal that reads back as
 the literal (``1e-1`` -> 0.1) gives the same answer for every column value of at most 15 significant
@@ -203,4 +203,8 @@ def coerce_literal(value: object, dtype: DataType) -> Coerced:
         return _as_date(value, dtype)
     if dtype.is_timestamp:
         return _as_timestamp(value, dtype)
-    return Exact(canonical_literal(value, dtype))
+    key = canonical_literal(value, dtype)
+    if dtype.root is TypeRoot.TIME and isinstance(value, dt.time) and value.microsecond % MICROS_PER_MILLI:
+        assert isinstance(key, int)
+        return Inexact(key, key + 1)  # TIME keys are millis of the day
+    return Exact(key)
