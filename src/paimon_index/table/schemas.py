@@ -185,19 +185,23 @@ def _cast(column: pa.ChunkedArray, source: _Source, path: str) -> pa.ChunkedArra
                                    f"{source.name!r} ({source.cast}): {e}") from e
 
 
-def _mapping(file: SchemaVersion, current: SchemaVersion, arrow: pa.Schema) -> FileMapping:
+def _mapping(file: SchemaVersion, current: SchemaVersion,
+             arrow: dict[str, pa.DataType | None]) -> FileMapping:
     by_id = {c.id: c for c in file.columns}
     identity = [(c.id, c.name, c.type_key) for c in file.columns] == \
         [(c.id, c.name, c.type_key) for c in current.columns]
     sources, index_names, index_types = [], {}, {}
     for column in current.columns:
         old = by_id.get(column.id)
-        target = arrow.field(column.name).type
+        same_type = old is not None and old.type_key == column.type_key
+        target = None if same_type else arrow.get(column.name)
+        if not same_type and target is None:
+            raise SchemaEvolutionError(f"column {column.name!r} ({column.type_key}) has no Arrow type to "
+                                       f"read files of schema {file.id} into")
         if old is None:
             sources.append(_Source(column.name, None, target))
             continue
-        same_type = old.type_key == column.type_key
-        sources.append(_Source(column.name, old.name, None if same_type else target))
+        sources.append(_Source(column.name, old.name, target))
         if same_type and old.dtype is not None:
             index_names[column.name] = old.name
             index_types[old.name] = old.dtype
@@ -213,14 +217,14 @@ class ReadSchema(dict[str, DataType]):
     """
 
     current: SchemaVersion
-    arrow: pa.Schema
+    arrow_types: dict[str, pa.DataType | None]  # current column -> pypaimon's Arrow type (None: none)
     _manager: Any
     _mappings: dict[int, FileMapping]
 
     def mapping(self, schema_id: int) -> FileMapping:
         """How files written with schema ``schema_id`` map to the current columns (cached)."""
         if schema_id not in self._mappings:
-            self._mappings[schema_id] = _mapping(self._version(schema_id), self.current, self.arrow)
+            self._mappings[schema_id] = _mapping(self._version(schema_id), self.current, self.arrow_types)
         return self._mappings[schema_id]
 
     def _version(self, schema_id: int) -> SchemaVersion:
@@ -240,7 +244,12 @@ def read_schema(table: Any) -> ReadSchema:
     current = table.table_schema
     schema = ReadSchema()
     schema.current = SchemaVersion.of(current)
-    schema.arrow = PyarrowFieldParser.from_paimon_schema(current.fields)
+    schema.arrow_types = {}
+    for f in current.fields:
+        try:
+            schema.arrow_types[f.name] = PyarrowFieldParser.from_paimon_type(f.type)
+        except Exception:  # a type pypaimon cannot map: only an error if a file needs a cast to it
+            schema.arrow_types[f.name] = None
     schema._manager = getattr(table, "schema_manager", None)
     schema._mappings = {}
     for column in schema.current.columns:
