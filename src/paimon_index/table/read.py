@@ -342,4 +342,6 @@ def read_arrow(table: Any, predicate: Predicate | str, *, use_index: bool = True
                                             topn=topn)]
     if not parts:
         return pa.schema([]).empty_table(), report
-    return pa.Table.from_batches(parts), report
+    # Files of different schema versions may differ in nullability only (NOT NULL dropped since).
+    tables = [pa.Table.from_batches([batch]) for batch in parts]
+    return pa.concat_tables(tables, promote_options="default"), report

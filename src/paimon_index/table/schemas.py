@@ -74,6 +74,7 @@ class Column:
     name: str
     type_key: str  # the Paimon type without nullability, e.g. "BIGINT" or "DECIMAL(10, 2)"
     dtype: DataType | None  # None for a type the index layer does not model (ROW, ARRAY, ...)
+    nullable: bool = True
 
 
 def _column(field: Any) -> Column:
@@ -83,7 +84,7 @@ def _column(field: Any) -> Column:
     except PaimonIndexError:
         dtype = None
     key = str(replace(dtype, nullable=True)) if dtype is not None else text.upper().removesuffix(_NOT_NULL)
-    return Column(int(field.id), str(field.name), key, dtype)
+    return Column(int(field.id), str(field.name), key, dtype, not text.upper().endswith(_NOT_NULL))
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +106,7 @@ class _Source:
     name: str  # current name
     file_name: str | None  # None: the file lacks the column (NULL)
     cast: pa.DataType | None  # target Arrow type when the type changed (or for a NULL column)
+    nullable: bool  # as the current schema says (files of different versions concatenate)
 
 
 @dataclass(frozen=True)
@@ -130,20 +132,20 @@ class FileMapping:
         if self.identity and current is None:
             return rows
         wanted = None if current is None else set(current)
-        arrays, names = [], []
+        arrays, fields = [], []
         for source in self.sources:
             if wanted is not None and source.name not in wanted:
                 continue
             if source.file_name is None:
                 assert source.cast is not None
-                arrays.append(pa.nulls(rows.num_rows, source.cast))
+                column = pa.chunked_array([pa.nulls(rows.num_rows, source.cast)])
             else:
                 column = rows.column(source.file_name)
                 if source.cast is not None:
                     column = _cast(column, source, path)
-                arrays.append(column)
-            names.append(source.name)
-        return pa.Table.from_arrays(arrays, names=names)
+            arrays.append(column)
+            fields.append(pa.field(source.name, column.type, source.nullable))
+        return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
     def index_predicate(self, bound: Predicate) -> Predicate:
         """``bound`` (current columns) for this file's index container (see the module docstring)."""
@@ -198,10 +200,13 @@ def _mapping(file: SchemaVersion, current: SchemaVersion,
         if not same_type and target is None:
             raise SchemaEvolutionError(f"column {column.name!r} ({column.type_key}) has no Arrow type to "
                                        f"read files of schema {file.id} into")
+        # A file may hold no NULL where the current schema allows them (NOT NULL dropped); a column
+        # added later is NULL in old files whatever the current schema says.
+        nullable = column.nullable or old is None
         if old is None:
-            sources.append(_Source(column.name, None, target))
+            sources.append(_Source(column.name, None, target, nullable))
             continue
-        sources.append(_Source(column.name, old.name, target))
+        sources.append(_Source(column.name, old.name, target, nullable))
         if same_type and old.dtype is not None:
             index_names[column.name] = old.name
             index_types[old.name] = old.dtype
