@@ -461,3 +461,21 @@ def test_primary_key_table_in_deletion_vectors_mode_reads_evolved_files(tmp_path
         assert expected, query
         assert rows_of(rows, names) == expected, query
         assert sorted((tuple(r) for r in answer["row_values"]), key=lambda r: r[0]) == expected, query
+
+
+def test_files_of_versions_differing_in_nullability_concatenate(tmp_path: Path) -> None:
+    """NOT NULL dropped: old files declare the column required, new ones hold NULLs."""
+    catalog = CatalogFactory.create({"warehouse": str(tmp_path)})
+    catalog.create_database("db", True)
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False),
+                        pa.field("k", pa.string(), nullable=False)])
+    options = {"file-index.bitmap.columns": "k"}
+    catalog.create_table("db.t", Schema.from_pyarrow_schema(schema, options=options), False)
+    write_arrow(catalog.get_table("db.t"), pa.table({"id": [1, 2], "k": ["a", "b"]}, schema=schema))
+    catalog.alter_table("db.t", [SchemaChange.update_column_nullability("k", True),
+                                 SchemaChange.add_column("note", string())])
+    write_arrow(catalog.get_table("db.t"), pa.table({"id": [3, 4], "k": ["a", None], "note": ["x", None]}))
+    table = catalog.get_table("db.t")
+    rows, _ = read_arrow(table, "k = 'a' OR k IS NULL")
+    assert rows_of(rows, ["id", "k", "note"]) == model_rows(table, lambda r: r["k"] in ("a", None))
+    assert rows.schema.field("k").nullable
