@@ -479,3 +479,19 @@ def test_files_of_versions_differing_in_nullability_concatenate(tmp_path: Path) 
     rows, _ = read_arrow(table, "k = 'a' OR k IS NULL")
     assert rows_of(rows, ["id", "k", "note"]) == model_rows(table, lambda r: r["k"] in ("a", None))
     assert rows.schema.field("k").nullable
+
+
+def test_driver_pruning_drops_files_that_lack_a_column_set_to_a_value(evolved) -> None:
+    from paimon_index.sql import bind_predicate
+    from paimon_index.table.read import ScanReport, prune_split
+    from paimon_index.table.write import table_schema
+
+    table = _scenario(evolved, "added").table
+    schema = table_schema(table)
+    splits = table.new_read_builder().new_scan().plan().splits()
+    planned = sum(len(s.files) for s in splits)
+    for query, dropped in [("note = 'a'", 2), ("note IS NULL", 0), ("note IS NULL OR k = 'a'", 0)]:
+        report = ScanReport()
+        kept = [p for s in splits if (p := prune_split(s, bind_predicate(query, schema), schema, report))]
+        assert sum(len(s.files) for s in kept) == planned - dropped, query
+        assert report.files_skipped_on_driver == dropped, query

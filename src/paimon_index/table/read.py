@@ -273,7 +273,11 @@ def prune_split(split: Any, bound: Predicate, schema: Mapping[str, DataType],
 
     if bound is ALWAYS_TRUE:
         return split
-    return split.filter_file(keep)
+    # pypaimon's filter_file calls its function twice per file: decide once, then look it up.
+    kept = {id(meta): keep(meta) for meta in split.files}
+    if all(kept.values()):
+        return split
+    return split.filter_file(lambda meta: kept[id(meta)])
 
 
 def partition_text(partition_keys: Sequence[str], partition: Any) -> str:
