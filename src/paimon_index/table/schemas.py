@@ -48,6 +48,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from paimon_index.errors import PaimonIndexError
@@ -177,8 +178,38 @@ class FileMapping:
         return any(s.name == current and s.file_name is None for s in self.sources)
 
 
+def _is_number(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_floating(t)
+
+
+def _float_to_integer(chunk: pa.Array, target: pa.DataType) -> pa.Array:
+    """Java's ``Number.intValue()``/``longValue()`` of a double (the first to INT for narrower
+    targets, which then wrap): truncated toward zero, saturated at the bounds, NaN -> 0."""
+    bits = 64 if target == pa.int64() else 32
+    wide = pa.int64() if bits == 64 else pa.int32()
+    limit = 2.0 ** (bits - 1)
+    values = np.nan_to_num(chunk.to_numpy(zero_copy_only=False).astype(np.float64), nan=0.0)
+    out = np.zeros(len(values), dtype=np.int64)
+    inside = (values > -limit) & (values < limit)
+    out[inside] = np.trunc(values[inside]).astype(np.int64)
+    out[values >= limit] = 2 ** (bits - 1) - 1
+    out[values <= -limit] = -(2 ** (bits - 1))
+    mask = chunk.is_null().to_numpy(zero_copy_only=False)
+    return pa.array(out, pa.int64(), mask=mask).cast(wide).cast(target, safe=False)
+
+
+def _java_numeric_cast(column: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:
+    """A numeric column cast as Paimon's ``NumericPrimitiveCastRule`` does (Java primitive
+    conversions): integers narrow by wrapping, numbers to floating point round to nearest."""
+    if pa.types.is_floating(column.type) and pa.types.is_integer(target):
+        return pa.chunked_array([_float_to_integer(c, target) for c in column.chunks], target)
+    return column.cast(target, safe=False)
+
+
 def _cast(column: pa.ChunkedArray, source: _Source, path: str) -> pa.ChunkedArray:
     assert source.cast is not None
+    if _is_number(column.type) and _is_number(source.cast):
+        return _java_numeric_cast(column, source.cast)
     try:
         return column.cast(source.cast)  # safe: a value the new type cannot hold is an error
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
