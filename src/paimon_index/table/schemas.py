@@ -11,7 +11,10 @@ each of the file's columns. A file is read under the table's current schema as J
 ``SchemaEvolutionUtil.createIndexCastMapping`` does:
 
 * a current column whose field id the file has comes from the file's column of that id (under its
-  old name after a rename), cast to the current type when the type changed (``INT -> BIGINT``);
+  old name after a rename), cast to the current type when the type changed (``INT -> BIGINT``;
+  numbers as Paimon's ``NumericPrimitiveCastRule`` casts them, i.e. Java primitive conversions:
+  narrowing integers wrap, floating point to integer truncates and saturates, NaN is 0; any other
+  cast Arrow cannot make exactly is a :class:`SchemaEvolutionError`);
 * a current column whose id the file lacks (added later, or dropped and added again under the same
   name: a new id) is NULL of the current type;
 * a file column whose id the current schema lacks (dropped) is not read.
