@@ -59,9 +59,10 @@ file and back. ``plan_rewrite`` therefore reads the DELETE entries of the planne
 new index file instead (an empty container when no index is wanted): same bytes, same answers,
 an identifier no DELETE holds, because a new index file name is never one a DELETE entry holds.
 
-A commit with deleted files is an OVERWRITE-kind snapshot in pypaimon with conflict detection on,
-so if another commit removed or replaced one of the planned files meanwhile, the commit fails
-(:class:`~paimon_index.table.row_level.ConcurrentChangeError`) instead of resurrecting it. Java
+The commit is a :class:`~paimon_index.table.transaction.Transaction` on the planned snapshot: if
+any commit landed meanwhile (one that may have removed or replaced a planned file), it fails with
+:class:`~paimon_index.errors.ConcurrentChangeError` instead of resurrecting a file, and the new
+index files are deleted. Java
 commits the same change as a COMPACT snapshot (compact before/after); pypaimon's batch commit
 refuses compact increments (``_reject_compact_increment``), hence the plain delete + add.
 
@@ -97,7 +98,7 @@ from paimon_index.fileindex.options import FileIndexOptions, IndexSpec
 from paimon_index.predicate import Predicate, bind, columns_of
 from paimon_index.sql import bind_predicate
 from paimon_index.table.read import container_source
-from paimon_index.table.row_level import ConcurrentChangeError
+from paimon_index.table.transaction import Transaction
 from paimon_index.table.write import INDEX_FILE_SUFFIX, table_options
 from paimon_index.types import DataType, parse_type
 
@@ -123,9 +124,6 @@ SCAN_SNAPSHOT_ID = "scan.snapshot-id"
 
 #: ``ManifestEntry.kind`` of a DELETE entry (0 is ADD).
 DELETE_KIND = 1
-
-#: pypaimon's conflict detection says so when a commit deletes a file the latest snapshot lacks.
-_CONFLICT_MESSAGE = "conflicts detected"
 
 #: Why a file was planned (``RewriteTask.reason``).
 REASON_INDEX_TYPES_CHANGED = "configured (column, index type) set differs from the file's"
@@ -177,6 +175,8 @@ class RewriteTask:
     #: (extra files, embedded index) of this data file's entries already DELETEd in the planned
     #: snapshot's manifests: an ADD with one of them would be invisible (module docstring).
     retired: frozenset[Retired] = frozenset()
+    #: The snapshot this task was planned on: the commit lands exactly as the next one.
+    snapshot_id: int | None = None
 
 
 # ------------------------------------------------------------------------------------------------
@@ -369,7 +369,7 @@ def plan_rewrite(table: Any, partitions: PartitionSelection | None = None,
             if decision is not None:
                 planned.append((partition, split.bucket, meta, *decision))
     retired = _retired(table, snapshot, {_key(p, b, m) for p, b, m, _, _ in planned}) if planned else {}
-    return [RewriteTask(p, b, m, verify, reason, frozenset(retired.get(_key(p, b, m), ())))
+    return [RewriteTask(p, b, m, verify, reason, frozenset(retired.get(_key(p, b, m), ())), snapshot.id)
             for p, b, m, verify, reason in planned]
 
 
@@ -496,37 +496,32 @@ def rewrite_file(table: Any, task: RewriteTask, options: FileIndexOptions | None
 # ------------------------------------------------------------------------------------------------
 # commit (driver)
 # ------------------------------------------------------------------------------------------------
-def commit_rewrite(table: Any, messages: Iterable[Any | None]) -> int | None:
-    """Commit the rewritten files as one snapshot; None (nothing committed) when none changed.
+def commit_rewrite(table: Any, messages: Iterable[Any | None], *, snapshot_id: int | None = None
+                   ) -> int | None:
+    """Commit the rewritten files as snapshot ``snapshot_id + 1``; None when none changed.
+
+    ``snapshot_id`` is the snapshot the tasks were planned on (``RewriteTask.snapshot_id``); without
+    it the latest snapshot is taken as the base (the old, inexact behaviour, for callers that lost
+    the plan).
 
     Raises:
         PaimonIndexError: one data file appears in two messages.
-        ConcurrentChangeError: another commit removed or replaced a planned file meanwhile (pypaimon's
-            conflict detection refused the commit; the table is unchanged).
+        ConcurrentChangeError: any commit landed after the plan (it may have removed or replaced a
+            planned file); nothing was committed and the new index files were deleted.
     """
     collected = [m for m in messages if m is not None]
-    if not collected:
-        return None
-    seen: set[tuple[tuple[Any, ...], int, str]] = set()
-    for message in collected:
-        for meta in message.deleted_files:
-            key = (tuple(message.partition), message.bucket, meta.file_name)
-            if key in seen:
-                raise PaimonIndexError(f"data file {meta.file_name} was rewritten twice in one commit")
-            seen.add(key)
-    committer = table.new_batch_write_builder().new_commit()
-    try:
-        committer.commit(collected)
-    except RuntimeError as e:
-        if _CONFLICT_MESSAGE not in str(e):
-            raise
-        # The new index files stay as orphans (as in Paimon): another job may already use a name.
-        raise ConcurrentChangeError(
-            "another commit removed or replaced a data file after rewrite_file_index planned it; "
-            f"nothing was committed, run it again ({e})") from e
-    finally:
-        committer.close()
-    return table.snapshot_manager().get_latest_snapshot().id
+    txn = (Transaction.begin(table, operation="rewrite_file_index") if snapshot_id is None
+           else Transaction.on(table, snapshot_id, operation="rewrite_file_index"))
+    with txn:
+        txn.stage(collected)
+        seen: set[tuple[tuple[Any, ...], int, str]] = set()
+        for message in collected:
+            for meta in message.deleted_files:
+                key = (tuple(message.partition), message.bucket, meta.file_name)
+                if key in seen:
+                    raise PaimonIndexError(f"data file {meta.file_name} was rewritten twice in one commit")
+                seen.add(key)
+        return txn.commit()
 
 
 def rewrite_file_index(table: Any, where: PartitionSelection | None = None,
@@ -543,4 +538,4 @@ def rewrite_file_index(table: Any, where: PartitionSelection | None = None,
         messages.append(rewrite_file(table, task, options))
         if progress is not None:
             progress(done, len(tasks))
-    return commit_rewrite(table, messages)
+    return commit_rewrite(table, messages, snapshot_id=tasks[0].snapshot_id if tasks else None)

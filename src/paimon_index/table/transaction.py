@@ -61,6 +61,10 @@ log = logging.getLogger(__name__)
 #: Prefix of the commit user recorded in the snapshots a transaction writes.
 COMMIT_USER_PREFIX = "paimon-index"
 
+#: pypaimon's conflict detection says so when the commit removes a file the base no longer holds
+#: (messages planned on a snapshot older than the transaction's).
+_CONFLICT_TEXT = "conflicts detected"
+
 _OPEN, _COMMITTED, _ABORTED, _FAILED = "open", "committed", "aborted", "failed"
 
 
@@ -97,6 +101,25 @@ class Transaction:
               partition: Mapping[str, Any] | None = None, operation: str = "commit") -> Transaction:
         """A transaction planned on the table's latest snapshot."""
         return cls(table, latest_snapshot(table), exact=exact, overwrite=overwrite, partition=partition,
+                   operation=operation)
+
+    @classmethod
+    def on(cls, table: Any, snapshot_id: int | None, *, exact: bool = True, overwrite: bool = False,
+           partition: Mapping[str, Any] | None = None, operation: str = "commit") -> Transaction:
+        """A transaction planned on snapshot ``snapshot_id`` (None: the table was empty).
+
+        Raises:
+            ConcurrentChangeError: that snapshot no longer exists (expired), so nothing planned
+                on it can commit exactly.
+        """
+        snapshot = None
+        if snapshot_id is not None:
+            snapshot = snapshot_by_id(table, snapshot_id)
+            if snapshot is None:
+                raise ConcurrentChangeError(f"{operation} on table {getattr(table, 'identifier', '?')} was "
+                                            f"planned on snapshot {snapshot_id}, which no longer exists; "
+                                            "run it again")
+        return cls(table, snapshot, exact=exact, overwrite=overwrite, partition=partition,
                    operation=operation)
 
     # state ---------------------------------------------------------------------------------------
@@ -186,7 +209,7 @@ class Transaction:
                 raise CommitError(f"{self._what()}: publishing snapshot {self._next_id()} failed and its "
                                   f"outcome is unknown; the written files are kept ({e})") from e
             self._fail()
-            if guard.refused or self._concurrent():
+            if guard.refused or self._concurrent() or _CONFLICT_TEXT in str(e):
                 raise self._conflict(e) from e
             raise CommitError(f"{self._what()} planned on snapshot {self.snapshot_id} failed; nothing "
                               f"was applied ({e})") from e
