@@ -39,8 +39,12 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+import pyarrow as pa
 from pypaimon.index.index_file_handler import IndexFileHandler
 from pypaimon.manifest.index_manifest_entry import IndexManifestEntry
+from pypaimon.manifest.manifest_file_manager import ManifestFileManager
+from pypaimon.manifest.manifest_list_manager import ManifestListManager
+from pypaimon.schema.data_types import PyarrowFieldParser
 from pypaimon.snapshot.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
 from pypaimon.snapshot.snapshot_commit import SnapshotCommit
 from pypaimon.write.commit_message import CommitMessage
@@ -51,16 +55,20 @@ __all__ = [
     "DELETION_VECTORS",
     "HASH",
     "CommitMessage",
+    "DeletedEntry",
     "ExclusiveSnapshotCommit",
     "IndexManifestEntry",
     "PinnedSnapshotManager",
     "Snapshot",
+    "arrow_schema",
+    "deleted_entries",
     "index_entries",
     "index_file_path",
     "latest_snapshot",
     "message_written_files",
     "new_file_store_commit",
     "overwrite_index_deletes",
+    "pinned_table",
     "snapshot_by_id",
     "snapshot_exists",
 ]
@@ -72,6 +80,8 @@ DELETION_VECTORS = "DELETION_VECTORS"
 HASH = "HASH"
 #: ``IndexManifestEntry.kind`` / ``ManifestEntry.kind`` of a removal.
 KIND_DELETE = 1
+#: pypaimon option pinning a scan to one snapshot.
+SCAN_SNAPSHOT_ID = "scan.snapshot-id"
 
 
 # snapshots ----------------------------------------------------------------------------------------
@@ -91,6 +101,11 @@ def snapshot_by_id(table: Any, snapshot_id: int) -> Snapshot | None:
 
 def snapshot_exists(table: Any, snapshot_id: int) -> bool:
     return bool(table.file_io.exists(table.snapshot_manager().get_snapshot_path(snapshot_id)))
+
+
+def pinned_table(table: Any, snapshot_id: int) -> Any:
+    """The table read as of ``snapshot_id`` (scans plan that snapshot, not the latest)."""
+    return table.copy({SCAN_SNAPSHOT_ID: str(snapshot_id)})
 
 
 class PinnedSnapshotManager:
@@ -298,3 +313,30 @@ def message_written_files(table: Any, messages: Iterable[CommitMessage]) -> list
             if entry.index_file.file_name not in removed:
                 paths.append(index_file_path(table, entry.partition, entry.bucket, entry.index_file))
     return paths
+
+
+# schemas and manifests ------------------------------------------------------------------------------
+
+def arrow_schema(fields: Sequence[Any]) -> pa.Schema:
+    """The Arrow schema of pypaimon ``DataField``s."""
+    return PyarrowFieldParser.from_paimon_schema(list(fields))
+
+
+#: A DELETE entry of a data file in a snapshot's manifests:
+#: (partition values, bucket, level, file name, extra files, embedded index).
+DeletedEntry = tuple[tuple[Any, ...], int, int, str, tuple[str, ...], bytes | None]
+
+
+def deleted_entries(table: Any, snapshot: Snapshot, file_names: set[str]) -> list[DeletedEntry]:
+    """Every DELETE entry of ``snapshot``'s manifests for a data file named in ``file_names``."""
+    reader = ManifestFileManager(table)
+    found: list[DeletedEntry] = []
+    for manifest in ManifestListManager(table).read_all(snapshot):
+        if not manifest.num_deleted_files:
+            continue
+        for entry in reader.read(manifest.file_name,
+                                 lambda e: e.kind == KIND_DELETE and e.file.file_name in file_names):
+            meta = entry.file
+            found.append((tuple(entry.partition.values or ()), entry.bucket, meta.level, meta.file_name,
+                          tuple(meta.extra_files or ()), meta.embedded_index))
+    return found

@@ -97,6 +97,7 @@ from paimon_index.fileindex.format import ContainerReader, write_container
 from paimon_index.fileindex.options import FileIndexOptions, IndexSpec
 from paimon_index.predicate import Predicate, bind, columns_of
 from paimon_index.sql import bind_predicate
+from paimon_index.table.paimon import CommitMessage, arrow_schema, deleted_entries, pinned_table
 from paimon_index.table.read import container_source
 from paimon_index.table.transaction import Transaction
 from paimon_index.table.write import INDEX_FILE_SUFFIX, table_options
@@ -119,8 +120,6 @@ __all__ = [
 #: ``<stem>-<n>.index``: the n-th rewritten index file of a data file (Paimon's numbering).
 _NUMBERED = re.compile(r"^(?P<stem>.*)-(?P<n>\d+)" + re.escape(INDEX_FILE_SUFFIX) + "$")
 
-#: pypaimon option pinning a scan to one snapshot.
-SCAN_SNAPSHOT_ID = "scan.snapshot-id"
 
 #: ``ManifestEntry.kind`` of a DELETE entry (0 is ADD).
 DELETE_KIND = 1
@@ -261,15 +260,13 @@ def _partition_filter(table: Any, partitions: PartitionSelection | None
 
         return by_spec
 
-    from pypaimon.schema.data_types import PyarrowFieldParser
-
     from paimon_index.arrow_filter import to_arrow_expression
 
     fields = [f for f in table.table_schema.fields if f.name in keys]
     types = _types(fields)
     bound = bind_predicate(partitions, types) if isinstance(partitions, str) else bind(partitions, types)
     expression = to_arrow_expression(bound, types)
-    arrow = PyarrowFieldParser.from_paimon_schema(fields)
+    arrow = arrow_schema(fields)
     selected_columns = columns_of(bound)
 
     def by_predicate(values: list[tuple[Any, ...]]) -> set[tuple[Any, ...]]:
@@ -321,21 +318,12 @@ def _retired(table: Any, snapshot: Any, keys: set[FileKey]) -> dict[FileKey, set
     and then drop every ADD with one of them, regardless of order: an identifier once deleted can
     never be added again (until a manifest full compaction drops the pair).
     """
-    from pypaimon.manifest.manifest_file_manager import ManifestFileManager
-    from pypaimon.manifest.manifest_list_manager import ManifestListManager
-
-    names = {key[3] for key in keys}
-    reader = ManifestFileManager(table)
     retired: dict[FileKey, set[Retired]] = {}
-    for manifest in ManifestListManager(table).read_all(snapshot):
-        if not manifest.num_deleted_files:
-            continue
-        for entry in reader.read(manifest.file_name,
-                                 lambda e: e.kind == DELETE_KIND and e.file.file_name in names):
-            key = _key(tuple(entry.partition.values or ()), entry.bucket, entry.file)
-            if key in keys:
-                retired.setdefault(key, set()).add((tuple(entry.file.extra_files or ()),
-                                                    entry.file.embedded_index))
+    for partition, bucket, level, name, extras, embedded in deleted_entries(table, snapshot,
+                                                                            {key[3] for key in keys}):
+        key = (partition, bucket, level, name)
+        if key in keys:
+            retired.setdefault(key, set()).add((extras, embedded))
     return retired
 
 
@@ -355,7 +343,7 @@ def plan_rewrite(table: Any, partitions: PartitionSelection | None = None,
     snapshot = table.snapshot_manager().get_latest_snapshot()
     if snapshot is None:
         return []
-    pinned = table.copy({SCAN_SNAPSHOT_ID: str(snapshot.id)})
+    pinned = pinned_table(table, snapshot.id)
     splits = pinned.new_read_builder().new_scan().plan_for_write().splits()
     selected = select(list(dict.fromkeys(tuple(split.partition.values or ()) for split in splits)))
     schemas = _Schemas(table, opts)
@@ -476,8 +464,6 @@ def rewrite_file(table: Any, task: RewriteTask, options: FileIndexOptions | None
 
     A new ``.index`` file, if any, is written here; it becomes visible only with the commit.
     """
-    from pypaimon.write.commit_message import CommitMessage
-
     opts = _options(table, options)
     meta = task.meta
     file_schema = _Schemas(table, opts).of(meta.schema_id)

@@ -46,7 +46,7 @@ from paimon_index.errors import ConcurrentChangeError, DataError, InvalidOptionE
 from paimon_index.fileindex.options import parse_bool
 from paimon_index.predicate import Predicate
 from paimon_index.sql import bind_predicate
-from paimon_index.table.paimon import latest_snapshot
+from paimon_index.table.paimon import CommitMessage, index_entries, latest_snapshot, pinned_table
 from paimon_index.table.read import (
     BUCKET_COLUMN,
     FILE_PATH_COLUMN,
@@ -118,8 +118,6 @@ def _check_table(table: Any) -> dict[str, str]:
 
 def plan_row_change(table: Any) -> RowChangePlan | None:
     """Pin the latest snapshot and collect each bucket's DV entries (None for an empty table)."""
-    from pypaimon.index.index_file_handler import IndexFileHandler
-
     options = _check_table(table)
     snapshot = latest_snapshot(table)
     if snapshot is None:
@@ -129,10 +127,9 @@ def plan_row_change(table: Any) -> RowChangePlan | None:
     bitmap64 = parse_bool(options.get(DV_BITMAP64, "false"), DV_BITMAP64)
     index_dir = str(table.path_factory().index_path())
     entries: dict[tuple[str, int], list[Any]] = {}
-    for entry in IndexFileHandler(table).scan(snapshot):
-        if entry.index_file.index_type == DELETION_VECTORS_INDEX:
-            entries.setdefault((partition_text(keys, entry.partition), entry.bucket), []).append(entry)
-    pinned = table.copy({SNAPSHOT_ID: str(snapshot.id)})
+    for entry in index_entries(table, snapshot, DELETION_VECTORS_INDEX):
+        entries.setdefault((partition_text(keys, entry.partition), entry.bucket), []).append(entry)
+    pinned = pinned_table(table, snapshot.id)
     for split in pinned.new_read_builder().new_scan().plan().splits():
         key = (partition_text(keys, split.partition), split.bucket)
         if key not in plan.buckets:
@@ -141,18 +138,12 @@ def plan_row_change(table: Any) -> RowChangePlan | None:
     return plan
 
 
-def pinned_table(table: Any, plan: RowChangePlan) -> Any:
-    return table.copy({SNAPSHOT_ID: str(plan.snapshot_id)})
-
-
 def mark_deleted(bucket: BucketPlan, rows: pa.Table) -> Any | None:
     """Add the rows (metadata columns file path + row index) to the bucket's vectors.
 
     Writes the bucket's new DV index file and returns its pypaimon ``CommitMessage`` (None when
     nothing changes).
     """
-    from pypaimon.write.commit_message import CommitMessage
-
     def open_index_file(meta: Any) -> str:
         return meta.external_path or posixpath.join(bucket.index_dir, meta.file_name)
 
@@ -193,7 +184,7 @@ def commit_row_change(table: Any, plan: RowChangePlan, messages: Iterable[Any], 
 def _matching_rows(table: Any, plan: RowChangePlan, where: Predicate | str) -> pa.Table:
     schema = table_schema(table)
     bound = bind_predicate(where, schema) if isinstance(where, str) else where
-    pinned = pinned_table(table, plan)
+    pinned = pinned_table(table, plan.snapshot_id)
     batches = [b for split in pinned.new_read_builder().new_scan().plan().splits()
                for b in read_split(split, bound, schema, row_ids=plan.partition_keys)]
     return pa.Table.from_batches(batches) if batches else pa.table({c: [] for c in METADATA_COLUMNS})
