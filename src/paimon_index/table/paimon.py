@@ -62,6 +62,7 @@ __all__ = [
     "Snapshot",
     "arrow_schema",
     "deleted_entries",
+    "delta_file_counts",
     "index_entries",
     "index_file_path",
     "latest_snapshot",
@@ -340,3 +341,19 @@ def deleted_entries(table: Any, snapshot: Snapshot, file_names: set[str]) -> lis
             found.append((tuple(entry.partition.values or ()), entry.bucket, meta.level, meta.file_name,
                           tuple(meta.extra_files or ()), meta.embedded_index))
     return found
+
+
+def delta_file_counts(table: Any, snapshot_id: int) -> tuple[int, int]:
+    """(data files added, data files removed) by snapshot ``snapshot_id`` (its delta manifests)."""
+    snapshot = snapshot_by_id(table, snapshot_id)
+    if snapshot is None:
+        return 0, 0
+    reader = ManifestFileManager(table)
+    added = removed = 0
+    for manifest in ManifestListManager(table).read_delta(snapshot):
+        for entry in reader.read(manifest.file_name):
+            if entry.kind == KIND_DELETE:
+                removed += 1
+            else:
+                added += 1
+    return added, removed

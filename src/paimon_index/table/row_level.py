@@ -63,12 +63,15 @@ from paimon_index.table.write import table_options, table_schema, write_files
 __all__ = [
     "BucketPlan",
     "ConcurrentChangeError",
+    "RowChange",
     "RowChangePlan",
     "commit_row_change",
     "delete_arrow",
+    "delete_rows",
     "mark_deleted",
     "plan_row_change",
     "update_arrow",
+    "update_rows",
     "write_rows",
 ]
 
@@ -202,14 +205,28 @@ def _mark_all(plan: RowChangePlan, matched: pa.Table, txn: Transaction) -> None:
         txn.stage(mark_deleted(plan.bucket(group["p"], group["b"]), matched.filter(mask)))
 
 
-def delete_arrow(table: Any, where: Predicate | str) -> int | None:
-    """``DELETE FROM table WHERE where`` in one snapshot; None when no row matched."""
+@dataclass(frozen=True)
+class RowChange:
+    """What a DELETE or UPDATE did: the new snapshot (None: nothing matched) and the rows it changed."""
+
+    snapshot_id: int | None
+    rows: int
+
+
+def delete_rows(table: Any, where: Predicate | str) -> RowChange:
+    """``DELETE FROM table WHERE where`` in one snapshot, exactly on the snapshot it read."""
     plan = plan_row_change(table)
     if plan is None:
-        return None
+        return RowChange(None, 0)
     with Transaction(table, plan.snapshot, operation="delete") as txn:
-        _mark_all(plan, _matching_rows(table, plan, where), txn)
-        return txn.commit()
+        matched = _matching_rows(table, plan, where)
+        _mark_all(plan, matched, txn)
+        return RowChange(txn.commit(), matched.num_rows)
+
+
+def delete_arrow(table: Any, where: Predicate | str) -> int | None:
+    """``DELETE FROM table WHERE where`` in one snapshot; None when no row matched."""
+    return delete_rows(table, where).snapshot_id
 
 
 Assignment = Any | Callable[[pa.Table], pa.Array]
@@ -220,15 +237,20 @@ def update_arrow(table: Any, assignments: Mapping[str, Assignment], where: Predi
 
     A value is a constant or a function of the matching rows (an Arrow table) returning the column.
     """
-    plan = plan_row_change(table)
-    if plan is None:
-        return None
-    matched = _matching_rows(table, plan, where)
+    return update_rows(table, assignments, where).snapshot_id
+
+
+def update_rows(table: Any, assignments: Mapping[str, Assignment], where: Predicate | str) -> RowChange:
+    """:func:`update_arrow`, also saying how many rows changed."""
     unknown = set(assignments) - set(table_schema(table))
     if unknown:
         raise InvalidOptionError(f"UPDATE sets unknown columns: {sorted(unknown)}")
+    plan = plan_row_change(table)
+    if plan is None:
+        return RowChange(None, 0)
+    matched = _matching_rows(table, plan, where)
     if matched.num_rows == 0:
-        return None
+        return RowChange(None, 0)
     before = matched.drop_columns(list(METADATA_COLUMNS))
     updated = before
     for name, value in assignments.items():
@@ -246,4 +268,4 @@ def update_arrow(table: Any, assignments: Mapping[str, Assignment], where: Predi
     with Transaction(table, plan.snapshot, operation="update") as txn:
         _mark_all(plan, matched, txn)
         txn.stage(write_rows(table, updated))
-        return txn.commit()
+        return RowChange(txn.commit(), matched.num_rows)
