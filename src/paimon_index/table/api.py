@@ -190,6 +190,8 @@ class Table:
     def write(self, data: pa.Table | pa.RecordBatch, mode: str = APPEND) -> CommitResult:
         """Append ``data``, or replace the table's rows with it (``mode="overwrite"``).
 
+        An overwrite of a partitioned table replaces only the partitions ``data`` holds while the
+        table option ``dynamic-partition-overwrite`` is true (Paimon's default), else every row.
         On a primary-key table an append is an upsert (the last row per key wins).
 
         Raises:

@@ -150,7 +150,7 @@ def conform(data: pa.Table, target: pa.Schema) -> pa.Table:
     columns = []
     for field in target:
         if field.name not in data.schema.names:
-            raise PaimonIndexError(f"the data has no column {field.name!r} (table columns: {target.names})")
+            raise DataError(f"the data has no column {field.name!r} (table columns: {target.names})")
         column = data.column(field.name)
         if column.type != field.type:
             lossy = pa.types.is_timestamp(column.type) and pa.types.is_timestamp(field.type)
