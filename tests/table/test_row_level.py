@@ -152,3 +152,27 @@ def test_update_with_a_value_that_does_not_fit_is_a_data_error(tmp_path: Path) -
     with pytest.raises(DataError, match="column 'id'"):
         update_arrow(table, {"id": "not a number"}, "id = 1")
     assert contents(table) == [(1, "a", "x")]
+
+
+def test_pinned_snapshot_plan_lists_files_deletion_files_and_vectors(tmp_path: Path) -> None:
+    from paimon_index.table.plan import plan_snapshot
+
+    table = new_table(str(tmp_path), "fixed-32")
+    assert plan_snapshot(table).snapshot is None
+    write_arrow(table, pa.table({"id": list(range(20)), "tag": ["a"] * 20, "dt": ["x"] * 10 + ["y"] * 10}))
+    delete_arrow(table, "id = 3")
+    plan = plan_snapshot(table)
+    assert plan.snapshot_id == 2
+    files = {(key, meta.file_name) for key, bucket in plan.buckets.items() for meta in bucket.files}
+    assert {key[0] for key, _ in files} == {("x",), ("y",)} and {key[1] for key, _ in files} <= {0, 1}
+    with_vectors = [b for b in plan.buckets.values() if b.dv_entries]
+    assert len(with_vectors) == 1 and len(with_vectors[0].deletion_files) == 1
+    bucket = with_vectors[0]
+    (name,) = bucket.deletion_files
+    assert name in bucket.file_names and bucket.live_dv_entries() == bucket.dv_entries
+    earlier = plan_snapshot(table, 1)  # pinned: the state before the delete
+    assert earlier.snapshot_id == 1 and not [b for b in earlier.buckets.values() if b.dv_entries]
+    before = sorted(m.file_name for b in earlier.buckets.values() for m in b.files)
+    assert sorted(f for _, f in files) == before
+    with pytest.raises(KeyError, match="snapshot 9"):
+        plan_snapshot(table, 9)

@@ -97,7 +97,8 @@ from paimon_index.fileindex.format import ContainerReader, write_container
 from paimon_index.fileindex.options import FileIndexOptions, IndexSpec
 from paimon_index.predicate import Predicate, bind, columns_of
 from paimon_index.sql import bind_predicate
-from paimon_index.table.paimon import CommitMessage, arrow_schema, deleted_entries, pinned_table
+from paimon_index.table.paimon import CommitMessage, arrow_schema, deleted_entries
+from paimon_index.table.plan import plan_snapshot
 from paimon_index.table.read import container_source
 from paimon_index.table.transaction import Transaction
 from paimon_index.table.write import INDEX_FILE_SUFFIX, table_options
@@ -340,11 +341,11 @@ def plan_rewrite(table: Any, partitions: PartitionSelection | None = None,
     """
     opts = _options(table, options)
     select = _partition_filter(table, partitions)
-    snapshot = table.snapshot_manager().get_latest_snapshot()
+    plan = plan_snapshot(table, for_write=True)
+    snapshot = plan.snapshot
     if snapshot is None:
         return []
-    pinned = pinned_table(table, snapshot.id)
-    splits = pinned.new_read_builder().new_scan().plan_for_write().splits()
+    splits = plan.splits
     selected = select(list(dict.fromkeys(tuple(split.partition.values or ()) for split in splits)))
     schemas = _Schemas(table, opts)
     planned = []

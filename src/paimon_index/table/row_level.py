@@ -31,6 +31,7 @@ tuple, bucket, new_files, index_adds, index_deletes), ``table.path_factory().ind
 
 from __future__ import annotations
 
+import inspect
 import posixpath
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -40,13 +41,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from paimon_index.deletionvectors.index_file import DELETION_VECTORS_INDEX
 from paimon_index.deletionvectors.maintainer import BucketDvMaintainer
 from paimon_index.errors import ConcurrentChangeError, DataError, InvalidOptionError, PaimonIndexError
 from paimon_index.fileindex.options import parse_bool
 from paimon_index.predicate import Predicate
 from paimon_index.sql import bind_predicate
-from paimon_index.table.paimon import CommitMessage, index_entries, latest_snapshot, pinned_table
+from paimon_index.table.paimon import CommitMessage, pinned_table
+from paimon_index.table.plan import plan_snapshot
 from paimon_index.table.read import (
     BUCKET_COLUMN,
     FILE_PATH_COLUMN,
@@ -89,6 +90,8 @@ class BucketPlan:
     dv_entries: tuple[Any, ...]  # the bucket's DELETION_VECTORS IndexManifestEntry objects
     index_dir: str
     bitmap64: bool
+    #: The bucket's data files in the planned snapshot: vectors of other files are not restored.
+    live_files: frozenset[str] | None = None
 
 
 @dataclass
@@ -122,22 +125,16 @@ def _check_table(table: Any) -> dict[str, str]:
 def plan_row_change(table: Any) -> RowChangePlan | None:
     """Pin the latest snapshot and collect each bucket's DV entries (None for an empty table)."""
     options = _check_table(table)
-    snapshot = latest_snapshot(table)
-    if snapshot is None:
+    planned = plan_snapshot(table)
+    if planned.snapshot is None:
         return None
     keys = list(table.partition_keys or [])
-    plan = RowChangePlan(snapshot.id, keys, snapshot=snapshot)
+    plan = RowChangePlan(planned.snapshot.id, keys, snapshot=planned.snapshot)
     bitmap64 = parse_bool(options.get(DV_BITMAP64, "false"), DV_BITMAP64)
     index_dir = str(table.path_factory().index_path())
-    entries: dict[tuple[str, int], list[Any]] = {}
-    for entry in index_entries(table, snapshot, DELETION_VECTORS_INDEX):
-        entries.setdefault((partition_text(keys, entry.partition), entry.bucket), []).append(entry)
-    pinned = pinned_table(table, snapshot.id)
-    for split in pinned.new_read_builder().new_scan().plan().splits():
-        key = (partition_text(keys, split.partition), split.bucket)
-        if key not in plan.buckets:
-            plan.buckets[key] = BucketPlan(split.partition, split.bucket, tuple(entries.get(key, ())),
-                                           index_dir, bitmap64)
+    for bucket in planned.buckets.values():
+        plan.buckets[(partition_text(keys, bucket.partition_row), bucket.bucket)] = BucketPlan(
+            bucket.partition_row, bucket.bucket, bucket.dv_entries, index_dir, bitmap64, bucket.file_names)
     return plan
 
 
@@ -150,8 +147,12 @@ def mark_deleted(bucket: BucketPlan, rows: pa.Table) -> Any | None:
     def open_index_file(meta: Any) -> str:
         return meta.external_path or posixpath.join(bucket.index_dir, meta.file_name)
 
+    extra: dict[str, Any] = {}
+    restore_takes_live_files = "live_files" in inspect.signature(BucketDvMaintainer.restore).parameters
+    if bucket.live_files is not None and restore_takes_live_files:
+        extra["live_files"] = bucket.live_files  # drop vectors of files the snapshot no longer holds
     maintainer = BucketDvMaintainer.restore(bucket.dv_entries, open_index_file, partition=bucket.partition,
-                                            bucket=bucket.bucket, bitmap64=bucket.bitmap64)
+                                            bucket=bucket.bucket, bitmap64=bucket.bitmap64, **extra)
     paths = rows.column(FILE_PATH_COLUMN).combine_chunks()
     positions = rows.column(ROW_INDEX_COLUMN).to_numpy()
     encoded = paths.dictionary_encode()
