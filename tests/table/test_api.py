@@ -233,3 +233,11 @@ def test_primary_key_table_verbs_follow_the_model(tmp_path: Path) -> None:
 
 def as_model_pk(table: pa.Table) -> list[tuple]:
     return [tuple(r.values()) for r in table.to_pylist()]
+
+
+def test_a_missing_data_file_is_a_table_error_naming_it(table: paimon_index.Table) -> None:
+    table.write(rows((1, 1, "a", "x")))
+    (data_file,) = Path(table.paimon_table.table_path).glob("dt=x/bucket-0/*.parquet")
+    data_file.unlink()
+    with pytest.raises(TableError, match=f"a file it lists is missing: .*{data_file.name}$"):
+        table.read()

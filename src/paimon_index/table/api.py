@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -351,20 +352,28 @@ class Table:
             if unknown:
                 raise InvalidOptionError(f"read of {self.identifier}: unknown columns {unknown} "
                                          f"(columns: {schema.names})")
-        if latest_snapshot(table) is None:
-            rows, report = schema.empty_table(), ScanReport()
-        elif self.is_primary_key_table:
-            from paimon_index.table.primary_key import read_primary_key
-
-            rows, report = read_primary_key(table, predicate)
-        else:
-            from paimon_index.table.read import read_arrow
-
-            rows, report = read_arrow(table, predicate)
+        try:
+            rows, report = self._read(table, predicate, schema)
+        except FileNotFoundError as e:
+            # A data, index or DV file the snapshot lists is gone (removed by hand, or by an
+            # expiry/orphan clean-up that ran while this read planned an old snapshot).
+            raise TableError(f"read of {self.identifier} (snapshot {snapshot_id or self.snapshot_id}): "
+                             f"a file it lists is missing: {_missing_path(e)}") from e
         self.last_scan_report = report
         if rows.num_columns == 0:
             rows = schema.empty_table()
         return rows.select(wanted) if wanted is not None else rows
+
+    def _read(self, table: Any, predicate: Predicate | str, schema: pa.Schema) -> tuple[pa.Table, ScanReport]:
+        if latest_snapshot(table) is None:
+            return schema.empty_table(), ScanReport()
+        if self.is_primary_key_table:
+            from paimon_index.table.primary_key import read_primary_key
+
+            return read_primary_key(table, predicate)
+        from paimon_index.table.read import read_arrow
+
+        return read_arrow(table, predicate)
 
     def file_indexes(self) -> pa.Table:
         """One row per (data file, column, index type) of the latest snapshot (``$file_indexes``)."""
@@ -417,6 +426,13 @@ def _maintenance() -> Any | None:
         if e.name != MAINTENANCE_MODULE:
             raise
         return None
+
+
+def _missing_path(error: FileNotFoundError) -> str:
+    if error.filename:
+        return str(error.filename)
+    quoted = re.search(r"'([^']+)'", str(error))  # pyarrow names the path only in its message
+    return quoted.group(1) if quoted else str(error)
 
 
 def _as_table(data: pa.Table | pa.RecordBatch) -> pa.Table:
