@@ -241,3 +241,20 @@ def test_a_missing_data_file_is_a_table_error_naming_it(table: paimon_index.Tabl
     data_file.unlink()
     with pytest.raises(TableError, match=f"a file it lists is missing: .*{data_file.name}$"):
         table.read()
+
+
+def test_primary_key_table_without_deletion_vectors(tmp_path: Path) -> None:
+    """Plain primary-key tables: writes append (readers merge by key), reads merge; NULL keys refused."""
+    table = paimon_index.create_table(str(tmp_path), "db.pk", PK_SCHEMA, primary_keys=["id"],
+                                      options={"bucket": "1"})
+    table.write(pa.table({"id": [1, 2], "v": ["a", "b"], "n": [1, 2]}, schema=PK_SCHEMA))
+    table.upsert(pa.table({"id": [2], "v": ["B"], "n": [20]}, schema=PK_SCHEMA))
+    assert sorted(tuple(r.values()) for r in table.read().to_pylist()) == [(1, "a", 1), (2, "B", 20)]
+    assert [r["v"] for r in table.read("n > 5").to_pylist()] == ["B"]
+    with pytest.raises(TableError, match="needs deletion vectors"):
+        table.delete("id = 1")
+    with pytest.raises(DataError, match=r"table db\.pk: the rows do not fit the table: .*contains nulls"):
+        table.write(pa.table({"id": [None], "v": ["x"], "n": [0]}))
+    assert table.snapshot_id == 2
+    leftovers = [p for p in Path(table.paimon_table.table_path).rglob("*.parquet")]
+    assert len(leftovers) == 2  # the failed write left no data file behind

@@ -219,10 +219,17 @@ class Table:
         return self._result("upsert", self._upsert(rows), rows.num_rows)
 
     def _upsert(self, rows: pa.Table) -> int | None:
-        from paimon_index.table.primary_key import upsert_arrow
+        from paimon_index.table.primary_key import ROW_KIND_COLUMN, dv_mode, upsert_arrow
+        from paimon_index.table.write import write_arrow
 
         if rows.num_rows == 0:
             return None
+        if not dv_mode(self._paimon):
+            # Without deletion vectors a reader merges rows by key: new rows are plain appends.
+            if ROW_KIND_COLUMN in rows.column_names:
+                raise TableError(f"deleting keys of {self.identifier} needs deletion vectors: set "
+                                 "'deletion-vectors.enabled' = 'true'")
+            return write_arrow(self._paimon, rows)
         try:
             return upsert_arrow(self._paimon, rows)
         except PaimonIndexError:
@@ -368,8 +375,10 @@ class Table:
         if latest_snapshot(table) is None:
             return schema.empty_table(), ScanReport()
         if self.is_primary_key_table:
-            from paimon_index.table.primary_key import read_primary_key
+            from paimon_index.table.primary_key import dv_mode, read_primary_key
 
+            if not dv_mode(table):
+                return _merged_read(table, predicate)
             return read_primary_key(table, predicate)
         from paimon_index.table.read import read_arrow
 
@@ -426,6 +435,23 @@ def _maintenance() -> Any | None:
         if e.name != MAINTENANCE_MODULE:
             raise
         return None
+
+
+def _merged_read(table: Any, predicate: Predicate | str) -> tuple[pa.Table, ScanReport]:
+    """A primary-key table without deletion vectors: pypaimon merges by key, then the exact filter."""
+    from paimon_index.arrow_filter import to_arrow_expression
+    from paimon_index.sql import bind_predicate
+    from paimon_index.table.write import table_schema
+
+    schema = table_schema(table)
+    bound = bind_predicate(predicate, schema) if isinstance(predicate, str) else predicate
+    builder = table.new_read_builder()
+    merged = builder.new_read().to_arrow(builder.new_scan().plan().splits())
+    report = ScanReport()
+    report.rows_read = merged.num_rows
+    rows = merged if bound is ALWAYS_TRUE else merged.filter(to_arrow_expression(bound, schema))
+    report.rows_returned = rows.num_rows
+    return rows, report
 
 
 def _missing_path(error: FileNotFoundError) -> str:

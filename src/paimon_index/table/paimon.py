@@ -72,6 +72,7 @@ __all__ = [
     "pinned_table",
     "snapshot_by_id",
     "snapshot_exists",
+    "table_name",
 ]
 
 log = logging.getLogger(__name__)
@@ -83,6 +84,15 @@ HASH = "HASH"
 KIND_DELETE = 1
 #: pypaimon option pinning a scan to one snapshot.
 SCAN_SNAPSHOT_ID = "scan.snapshot-id"
+
+
+def table_name(table: Any) -> str:
+    """``database.table`` of a pypaimon table, for messages."""
+    identifier = getattr(table, "identifier", None)
+    if identifier is None:
+        return "?"
+    full = getattr(identifier, "get_full_name", None)
+    return str(full() if callable(full) else identifier)
 
 
 # snapshots ----------------------------------------------------------------------------------------

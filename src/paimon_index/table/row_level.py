@@ -46,7 +46,7 @@ from paimon_index.errors import ConcurrentChangeError, DataError, InvalidOptionE
 from paimon_index.fileindex.options import parse_bool
 from paimon_index.predicate import Predicate
 from paimon_index.sql import bind_predicate
-from paimon_index.table.paimon import CommitMessage, pinned_table
+from paimon_index.table.paimon import CommitMessage, pinned_table, table_name
 from paimon_index.table.plan import plan_snapshot
 from paimon_index.table.read import (
     BUCKET_COLUMN,
@@ -263,7 +263,7 @@ def update_rows(table: Any, assignments: Mapping[str, Assignment], where: Predic
             column = pa.array(column) if not isinstance(column, pa.Array | pa.ChunkedArray) else column
             column = column.cast(field.type)
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
-            raise DataError(f"UPDATE of table {getattr(table, 'identifier', '?')}: the value for column "
+            raise DataError(f"UPDATE of table {table_name(table)}: the value for column "
                             f"{name!r} does not fit its type {field.type}: {e}") from e
         updated = updated.set_column(before.schema.get_field_index(name), field, column)
     with Transaction(table, plan.snapshot, operation="update") as txn:

@@ -52,6 +52,7 @@ from paimon_index.table.paimon import (
     message_written_files,
     new_file_store_commit,
     snapshot_by_id,
+    table_name,
 )
 
 __all__ = ["Transaction"]
@@ -116,7 +117,7 @@ class Transaction:
         if snapshot_id is not None:
             snapshot = snapshot_by_id(table, snapshot_id)
             if snapshot is None:
-                raise ConcurrentChangeError(f"{operation} on table {getattr(table, 'identifier', '?')} was "
+                raise ConcurrentChangeError(f"{operation} on table {table_name(table)} was "
                                             f"planned on snapshot {snapshot_id}, which no longer exists; "
                                             "run it again")
         return cls(table, snapshot, exact=exact, overwrite=overwrite, partition=partition,
@@ -142,8 +143,7 @@ class Transaction:
             raise PaimonIndexError(f"{self._what()}: the transaction is {self._state}")
 
     def _what(self) -> str:
-        name = getattr(self.table, "identifier", None)
-        return f"{self.operation} on table {name}" if name is not None else self.operation
+        return f"{self.operation} on table {table_name(self.table)}"
 
     # staging -------------------------------------------------------------------------------------
 

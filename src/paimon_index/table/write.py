@@ -26,6 +26,7 @@ pypaimon internals used (our upgrade surface): ``CommitMessage.new_files`` as ``
 
 from __future__ import annotations
 
+import contextlib
 import posixpath
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -171,7 +172,9 @@ def write_with(writer: Any, data: pa.Table) -> None:
 
 
 def _name(table: Any) -> str:
-    return str(getattr(table, "identifier", "?"))
+    from paimon_index.table.paimon import table_name
+
+    return table_name(table)
 
 
 def write_files(table: Any, data: pa.Table | pa.RecordBatch, options: FileIndexOptions | None = None
@@ -204,7 +207,11 @@ def write_files(table: Any, data: pa.Table | pa.RecordBatch, options: FileIndexO
             subset = {k: v for k, v in schema.items() if k in rows.schema.names}
             future = None if opts.empty else pool.submit(build_file_index, rows, opts, subset)
             write_with(writer, rows)
-            written = writer.prepare_commit()
+            try:
+                written = writer.prepare_commit()
+            except (pa.ArrowInvalid, pa.ArrowTypeError, RuntimeError, ValueError) as e:
+                # pypaimon writes (and so checks) buffered rows here: a NULL key fails now.
+                raise DataError(f"table {_name(table)}: the rows do not fit the table: {e}") from e
             prebuilt = None if future is None else (rows, future.result())
         return attach_file_indexes(table, written, opts, prebuilt)
     except BaseException:
@@ -214,9 +221,10 @@ def write_files(table: Any, data: pa.Table | pa.RecordBatch, options: FileIndexO
         orphan = Transaction(table, None, operation="write")
         orphan.stage(written)
         orphan.abort()
+        with contextlib.suppress(Exception):  # closing a failed writer fails again: keep the cause
+            writer.close()
         raise
-    finally:
-        writer.close()
+    writer.close()
 
 
 def write_arrow(table: Any, data: pa.Table | pa.RecordBatch, *, overwrite: bool = False,
