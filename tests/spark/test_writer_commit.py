@@ -32,24 +32,21 @@ def _rows(warehouse: str) -> list[tuple]:
 
 
 def test_an_aborted_job_deletes_the_files_its_finished_tasks_wrote(spark, tmp_path: Path) -> None:
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import LongType
-
     warehouse = str(tmp_path)
     create_table(warehouse, "db.t", SCHEMA, options={"bucket": "-1", "file-index.bloom-filter.columns": "id",
                                                      "file-index.in-manifest-threshold": "1"})
     before = _files(warehouse)
 
-    @F.udf(LongType())
-    def fail_late(value: int) -> int:
-        if value >= 1000:  # only the second partition: fail after the first task has finished
-            time.sleep(3)
-            raise ValueError("task failed on purpose")
-        return value
+    def fail_late(batches):
+        for batch in batches:
+            if batch.num_rows and max(batch.column("id").to_pylist()) >= 1000:
+                time.sleep(3)  # the other task finishes (and writes its files) first
+                raise ValueError("task failed on purpose")
+            yield batch
 
-    frame = spark.createDataFrame([(i, "a") for i in range(5)] + [(1000 + i, "b") for i in range(5)],
-                                  "id bigint, tag string").repartition(2, "tag")
-    frame = frame.withColumn("id", fail_late("id"))
+    good = spark.createDataFrame([(i, "a") for i in range(5)], "id bigint, tag string").coalesce(1)
+    bad = spark.createDataFrame([(1000 + i, "b") for i in range(5)], "id bigint, tag string").coalesce(1)
+    frame = good.union(bad).mapInArrow(fail_late, "id bigint, tag string")
     with pytest.raises(Exception, match="task failed on purpose"):
         frame.write.format("paimon_index").option("warehouse", warehouse).mode("append").save("db.t")
     assert latest_snapshot(open_table(warehouse, "db.t")) is None

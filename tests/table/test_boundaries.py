@@ -140,3 +140,31 @@ def test_the_file_io_and_table_surface(tmp_path: Path) -> None:
 @pytest.mark.parametrize("module", sorted(NOT_YET_MIGRATED))
 def test_allow_listed_modules_exist(module: str) -> None:
     assert (PACKAGE / module).exists()
+
+
+def test_real_pypaimon_objects_fit_the_typed_views(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    from paimon_index.table import paimon
+    from paimon_index.table.catalog import create_table
+    from paimon_index.table.row_level import delete_arrow
+    from paimon_index.table.transaction import Transaction
+    from paimon_index.table.write import write_arrow, write_files
+
+    table = create_table(str(tmp_path), "db.t", pa.schema([("id", pa.int64())]),
+                         options={"bucket": "-1", "deletion-vectors.enabled": "true"})
+    write_arrow(table, pa.table({"id": [1, 2, 3]}))
+    delete_arrow(table, "id = 2")
+    assert isinstance(table, paimon.PaimonTable)
+    snapshot = paimon.latest_snapshot(table)
+    assert isinstance(snapshot, paimon.SnapshotView)
+    (split,) = table.new_read_builder().new_scan().plan().splits()
+    assert isinstance(split, paimon.Split) and split.data_deletion_files
+    assert all(isinstance(meta, paimon.DataFile) for meta in split.files)
+    (entry,) = paimon.index_entries(table, snapshot, paimon.DELETION_VECTORS)
+    assert isinstance(entry, paimon.IndexEntry) and entry.index_file.dv_ranges
+    messages = write_files(table, pa.table({"id": [4]}))
+    assert messages and all(isinstance(m, paimon.Message) for m in messages)
+    txn = Transaction(table, snapshot)
+    txn.stage(messages)
+    txn.abort()

@@ -37,7 +37,7 @@ import os
 import posixpath
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import pyarrow as pa
 from pypaimon.index.index_file_handler import IndexFileHandler
@@ -55,11 +55,17 @@ __all__ = [
     "DELETION_VECTORS",
     "HASH",
     "CommitMessage",
+    "DataFile",
     "DeletedEntry",
     "ExclusiveSnapshotCommit",
+    "IndexEntry",
     "IndexManifestEntry",
+    "Message",
+    "PaimonTable",
     "PinnedSnapshotManager",
     "Snapshot",
+    "SnapshotView",
+    "Split",
     "arrow_schema",
     "deleted_entries",
     "delta_file_counts",
@@ -93,6 +99,94 @@ def table_name(table: Any) -> str:
         return "?"
     full = getattr(identifier, "get_full_name", None)
     return str(full() if callable(full) else identifier)
+
+
+# typed views ----------------------------------------------------------------------------------------
+# What the table layer uses of pypaimon's objects, as Protocols: annotate with these instead of Any
+# (tests/table/test_boundaries.py checks pypaimon's classes still have every attribute listed).
+
+@runtime_checkable
+class DataFile(Protocol):
+    """pypaimon ``DataFileMeta``: one data file of a manifest entry."""
+
+    file_name: str
+    file_path: str | None
+    external_path: str | None
+    file_size: int
+    row_count: int
+    level: int
+    schema_id: int
+    extra_files: list[str]
+    embedded_index: bytes | None
+
+    def collect_files(self, bucket_path: str | None = None) -> list[str]: ...
+    def aligned_file_path(self, file_name: str, bucket_path: str | None = None) -> str: ...
+
+
+@runtime_checkable
+class Split(Protocol):
+    """pypaimon ``DataSplit``: the files of one (partition, bucket) a scan planned."""
+
+    partition: Any  # GenericRow (``.values``)
+    bucket: int
+    files: list[Any]  # DataFile
+    data_deletion_files: list[Any] | None  # DeletionFile (dv_index_path, offset, length) per file
+
+
+@runtime_checkable
+class IndexEntry(Protocol):
+    """pypaimon ``IndexManifestEntry``: an index file (DV, HASH) added to or removed from a bucket."""
+
+    kind: int
+    partition: Any  # GenericRow
+    bucket: int
+    index_file: Any  # IndexFileMeta (index_type, file_name, external_path, dv_ranges)
+
+
+@runtime_checkable
+class Message(Protocol):
+    """pypaimon ``CommitMessage``: one bucket's changes of one commit."""
+
+    partition: tuple[Any, ...]
+    bucket: int
+    new_files: list[Any]
+    deleted_files: list[Any]
+    index_adds: list[Any]
+    index_deletes: list[Any]
+    changelog_files: list[Any]
+
+    def is_empty(self) -> bool: ...
+
+
+@runtime_checkable
+class SnapshotView(Protocol):
+    """pypaimon ``Snapshot``: what a commit and a plan read of one."""
+
+    id: int
+    commit_user: str
+    index_manifest: str | None
+    base_manifest_list: str
+    delta_manifest_list: str
+    changelog_manifest_list: str | None
+
+
+@runtime_checkable
+class PaimonTable(Protocol):
+    """pypaimon ``FileStoreTable``: the members the table layer calls."""
+
+    identifier: Any
+    file_io: Any
+    partition_keys: list[str]
+    primary_keys: list[str]
+    is_primary_key_table: bool
+    table_schema: Any
+    options: Any
+
+    def copy(self, dynamic_options: dict[str, str]) -> Any: ...
+    def snapshot_manager(self) -> Any: ...
+    def path_factory(self) -> Any: ...
+    def new_read_builder(self) -> Any: ...
+    def new_batch_write_builder(self) -> Any: ...
 
 
 # snapshots ----------------------------------------------------------------------------------------

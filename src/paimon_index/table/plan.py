@@ -27,6 +27,7 @@ from typing import Any
 
 from paimon_index.table.paimon import (
     DELETION_VECTORS,
+    PaimonTable,
     Snapshot,
     index_entries,
     pinned_table,
@@ -72,7 +73,7 @@ class SnapshotPlan:
     snapshot: Snapshot | None
     buckets: Mapping[BucketKey, BucketFiles]
     splits: tuple[Any, ...] = ()
-    table: Any = None  # pypaimon table pinned to the snapshot (reads see exactly this snapshot)
+    table: PaimonTable = None  # pypaimon table pinned to the snapshot (reads see exactly this snapshot)
 
     @property
     def snapshot_id(self) -> int | None:
@@ -82,7 +83,8 @@ class SnapshotPlan:
         return self.buckets.get((tuple(partition), bucket))
 
 
-def plan_snapshot(table: Any, snapshot_id: int | None = None, *, for_write: bool = False) -> SnapshotPlan:
+def plan_snapshot(table: PaimonTable, snapshot_id: int | None = None, *,
+                  for_write: bool = False) -> SnapshotPlan:
     """Pin ``snapshot_id`` (default: the latest) and list each bucket's files, deletion files and
     DV entries. An empty table gives a plan without snapshot or buckets.
 

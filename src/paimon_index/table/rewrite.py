@@ -97,7 +97,7 @@ from paimon_index.fileindex.format import ContainerReader, write_container
 from paimon_index.fileindex.options import FileIndexOptions, IndexSpec
 from paimon_index.predicate import Predicate, bind, columns_of
 from paimon_index.sql import bind_predicate
-from paimon_index.table.paimon import CommitMessage, arrow_schema, deleted_entries
+from paimon_index.table.paimon import CommitMessage, PaimonTable, arrow_schema, deleted_entries
 from paimon_index.table.plan import plan_snapshot
 from paimon_index.table.read import container_source
 from paimon_index.table.transaction import Transaction
@@ -207,7 +207,7 @@ def _types(fields: Iterable[Any]) -> dict[str, DataType]:
 class _Schemas:
     """Current index options per file schema id (cached; ids map columns across renames)."""
 
-    def __init__(self, table: Any, options: FileIndexOptions) -> None:
+    def __init__(self, table: PaimonTable, options: FileIndexOptions) -> None:
         self._table = table
         self._options = options
         self._current = table.table_schema
@@ -231,14 +231,14 @@ class _Schemas:
         return _FileSchema(options, _types(file_schema.fields))
 
 
-def _options(table: Any, options: FileIndexOptions | None) -> FileIndexOptions:
+def _options(table: PaimonTable, options: FileIndexOptions | None) -> FileIndexOptions:
     return options if options is not None else FileIndexOptions.from_table_options(table_options(table))
 
 
 # ------------------------------------------------------------------------------------------------
 # planning (driver)
 # ------------------------------------------------------------------------------------------------
-def _partition_filter(table: Any, partitions: PartitionSelection | None
+def _partition_filter(table: PaimonTable, partitions: PartitionSelection | None
                       ) -> Callable[[list[tuple[Any, ...]]], set[tuple[Any, ...]]]:
     """A function selecting, from a list of partition value tuples, those ``partitions`` names."""
     keys = list(table.partition_keys or [])
@@ -312,7 +312,7 @@ def _key(partition: tuple[Any, ...], bucket: int, meta: Any) -> FileKey:
     return partition, bucket, meta.level, meta.file_name
 
 
-def _retired(table: Any, snapshot: Any, keys: set[FileKey]) -> dict[FileKey, set[Retired]]:
+def _retired(table: PaimonTable, snapshot: Any, keys: set[FileKey]) -> dict[FileKey, set[Retired]]:
     """The DELETE entries, in ``snapshot``'s manifests, of the data files ``keys`` names.
 
     Paimon's and pypaimon's scans first collect every DELETEd identifier of a snapshot's manifests
@@ -328,7 +328,7 @@ def _retired(table: Any, snapshot: Any, keys: set[FileKey]) -> dict[FileKey, set
     return retired
 
 
-def plan_rewrite(table: Any, partitions: PartitionSelection | None = None,
+def plan_rewrite(table: PaimonTable, partitions: PartitionSelection | None = None,
                  options: FileIndexOptions | None = None) -> list[RewriteTask]:
     """The data files of the latest snapshot (in ``partitions``) whose index may need rebuilding.
 
@@ -365,7 +365,8 @@ def plan_rewrite(table: Any, partitions: PartitionSelection | None = None,
 # ------------------------------------------------------------------------------------------------
 # rebuilding one file (executor)
 # ------------------------------------------------------------------------------------------------
-def build_current_container(table: Any, meta: Any, options: FileIndexOptions | None = None) -> bytes | None:
+def build_current_container(table: PaimonTable, meta: Any,
+                            options: FileIndexOptions | None = None) -> bytes | None:
     """The container the table's current options ask for, built from the data file's own rows."""
     file_schema = _Schemas(table, _options(table, options)).of(meta.schema_id)
     return _build(meta, file_schema)
@@ -436,7 +437,7 @@ def _up_to_date(meta: Any, storage: str, container: bytes | None) -> bool:
         return False
 
 
-def _fresh_index_name(table: Any, meta: Any, retired: frozenset[Retired]) -> str:
+def _fresh_index_name(table: PaimonTable, meta: Any, retired: frozenset[Retired]) -> str:
     """Paimon's next index file name for ``meta``, skipping names on disk or in a DELETE entry."""
     directory = posixpath.dirname(meta.file_path)
     taken = {name for extras, _ in retired for name in extras}
@@ -447,7 +448,8 @@ def _fresh_index_name(table: Any, meta: Any, retired: frozenset[Retired]) -> str
     return name
 
 
-def _store(table: Any, meta: Any, storage: str, container: bytes | None, retired: frozenset[Retired]) -> Any:
+def _store(table: PaimonTable, meta: Any, storage: str, container: bytes | None,
+           retired: frozenset[Retired]) -> Any:
     """``meta`` with its index stored as decided; other extra files are kept."""
     extras = list(_other_extras(meta))
     if storage == STORE_NONE:
@@ -460,7 +462,8 @@ def _store(table: Any, meta: Any, storage: str, container: bytes | None, retired
     return replace(meta, extra_files=[*extras, name], embedded_index=None)
 
 
-def rewrite_file(table: Any, task: RewriteTask, options: FileIndexOptions | None = None) -> Any | None:
+def rewrite_file(table: PaimonTable, task: RewriteTask,
+                 options: FileIndexOptions | None = None) -> Any | None:
     """The pypaimon ``CommitMessage`` replacing the file's index, or None when it is up to date.
 
     A new ``.index`` file, if any, is written here; it becomes visible only with the commit.
@@ -483,7 +486,7 @@ def rewrite_file(table: Any, task: RewriteTask, options: FileIndexOptions | None
 # ------------------------------------------------------------------------------------------------
 # commit (driver)
 # ------------------------------------------------------------------------------------------------
-def commit_rewrite(table: Any, messages: Iterable[Any | None], *, snapshot_id: int | None = None
+def commit_rewrite(table: PaimonTable, messages: Iterable[Any | None], *, snapshot_id: int | None = None
                    ) -> int | None:
     """Commit the rewritten files as snapshot ``snapshot_id + 1``; None when none changed.
 
@@ -511,7 +514,7 @@ def commit_rewrite(table: Any, messages: Iterable[Any | None], *, snapshot_id: i
         return txn.commit()
 
 
-def rewrite_file_index(table: Any, where: PartitionSelection | None = None,
+def rewrite_file_index(table: PaimonTable, where: PartitionSelection | None = None,
                        progress: Callable[[int, int], None] | None = None) -> int | None:
     """Rebuild every out-of-date file index (of the partitions ``where`` selects) in one snapshot.
 

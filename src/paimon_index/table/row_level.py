@@ -46,7 +46,7 @@ from paimon_index.errors import ConcurrentChangeError, DataError, InvalidOptionE
 from paimon_index.fileindex.options import parse_bool
 from paimon_index.predicate import Predicate
 from paimon_index.sql import bind_predicate
-from paimon_index.table.paimon import CommitMessage, pinned_table, table_name
+from paimon_index.table.paimon import CommitMessage, PaimonTable, pinned_table, table_name
 from paimon_index.table.plan import plan_snapshot
 from paimon_index.table.read import (
     BUCKET_COLUMN,
@@ -111,7 +111,7 @@ class RowChangePlan:
                                    f"{self.snapshot_id}") from None
 
 
-def _check_table(table: Any) -> dict[str, str]:
+def _check_table(table: PaimonTable) -> dict[str, str]:
     options = table_options(table)
     if table.is_primary_key_table:
         raise UnsupportedTableError("row-level changes by position are for append tables; primary-key "
@@ -122,7 +122,7 @@ def _check_table(table: Any) -> dict[str, str]:
     return options
 
 
-def plan_row_change(table: Any) -> RowChangePlan | None:
+def plan_row_change(table: PaimonTable) -> RowChangePlan | None:
     """Pin the latest snapshot and collect each bucket's DV entries (None for an empty table)."""
     options = _check_table(table)
     planned = plan_snapshot(table)
@@ -166,12 +166,12 @@ def mark_deleted(bucket: BucketPlan, rows: pa.Table) -> Any | None:
                          index_adds=list(commit.added), index_deletes=list(commit.deleted))
 
 
-def write_rows(table: Any, rows: pa.Table) -> list[Any]:
+def write_rows(table: PaimonTable, rows: pa.Table) -> list[Any]:
     """Write rows as new data files with their file indexes; returns the commit messages."""
     return write_files(table, rows)
 
 
-def commit_row_change(table: Any, plan: RowChangePlan, messages: Iterable[Any], *,
+def commit_row_change(table: PaimonTable, plan: RowChangePlan, messages: Iterable[Any], *,
                       operation: str = "row-level change") -> int | None:
     """Commit all messages as snapshot ``plan.snapshot_id + 1``, or raise and delete their files.
 
@@ -185,7 +185,7 @@ def commit_row_change(table: Any, plan: RowChangePlan, messages: Iterable[Any], 
         return txn.commit()
 
 
-def _matching_rows(table: Any, plan: RowChangePlan, where: Predicate | str) -> pa.Table:
+def _matching_rows(table: PaimonTable, plan: RowChangePlan, where: Predicate | str) -> pa.Table:
     schema = table_schema(table)
     bound = bind_predicate(where, schema) if isinstance(where, str) else where
     pinned = pinned_table(table, plan.snapshot_id)
@@ -214,7 +214,7 @@ class RowChange:
     rows: int
 
 
-def delete_rows(table: Any, where: Predicate | str) -> RowChange:
+def delete_rows(table: PaimonTable, where: Predicate | str) -> RowChange:
     """``DELETE FROM table WHERE where`` in one snapshot, exactly on the snapshot it read."""
     plan = plan_row_change(table)
     if plan is None:
@@ -225,7 +225,7 @@ def delete_rows(table: Any, where: Predicate | str) -> RowChange:
         return RowChange(txn.commit(), matched.num_rows)
 
 
-def delete_arrow(table: Any, where: Predicate | str) -> int | None:
+def delete_arrow(table: PaimonTable, where: Predicate | str) -> int | None:
     """``DELETE FROM table WHERE where`` in one snapshot; None when no row matched."""
     return delete_rows(table, where).snapshot_id
 
@@ -233,7 +233,8 @@ def delete_arrow(table: Any, where: Predicate | str) -> int | None:
 Assignment = Any | Callable[[pa.Table], pa.Array]
 
 
-def update_arrow(table: Any, assignments: Mapping[str, Assignment], where: Predicate | str) -> int | None:
+def update_arrow(table: PaimonTable, assignments: Mapping[str, Assignment],
+                 where: Predicate | str) -> int | None:
     """``UPDATE table SET col = value, ... WHERE where`` in one snapshot (None when no row matched).
 
     A value is a constant or a function of the matching rows (an Arrow table) returning the column.
@@ -241,7 +242,8 @@ def update_arrow(table: Any, assignments: Mapping[str, Assignment], where: Predi
     return update_rows(table, assignments, where).snapshot_id
 
 
-def update_rows(table: Any, assignments: Mapping[str, Assignment], where: Predicate | str) -> RowChange:
+def update_rows(table: PaimonTable, assignments: Mapping[str, Assignment],
+                where: Predicate | str) -> RowChange:
     """:func:`update_arrow`, also saying how many rows changed."""
     unknown = set(assignments) - set(table_schema(table))
     if unknown:

@@ -48,6 +48,7 @@ from paimon_index.errors import CommitError, ConcurrentChangeError, PaimonIndexE
 from paimon_index.table.paimon import (
     BATCH_COMMIT_IDENTIFIER,
     ExclusiveSnapshotCommit,
+    PaimonTable,
     latest_snapshot,
     message_written_files,
     new_file_store_commit,
@@ -82,7 +83,8 @@ class Transaction:
         operation: what the caller does, for messages ("delete", "upsert", ...).
     """
 
-    def __init__(self, table: Any, snapshot: Any | None, *, exact: bool = True, overwrite: bool = False,
+    def __init__(self, table: PaimonTable, snapshot: Any | None, *, exact: bool = True,
+                 overwrite: bool = False,
                  partition: Mapping[str, Any] | None = None, operation: str = "commit") -> None:
         if overwrite and not exact:
             raise PaimonIndexError("an overwrite reads the table it replaces: it must commit exactly")
@@ -98,14 +100,14 @@ class Transaction:
         self._state = _OPEN
 
     @classmethod
-    def begin(cls, table: Any, *, exact: bool = True, overwrite: bool = False,
+    def begin(cls, table: PaimonTable, *, exact: bool = True, overwrite: bool = False,
               partition: Mapping[str, Any] | None = None, operation: str = "commit") -> Transaction:
         """A transaction planned on the table's latest snapshot."""
         return cls(table, latest_snapshot(table), exact=exact, overwrite=overwrite, partition=partition,
                    operation=operation)
 
     @classmethod
-    def on(cls, table: Any, snapshot_id: int | None, *, exact: bool = True, overwrite: bool = False,
+    def on(cls, table: PaimonTable, snapshot_id: int | None, *, exact: bool = True, overwrite: bool = False,
            partition: Mapping[str, Any] | None = None, operation: str = "commit") -> Transaction:
         """A transaction planned on snapshot ``snapshot_id`` (None: the table was empty).
 

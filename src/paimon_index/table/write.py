@@ -39,6 +39,7 @@ import pyarrow.parquet as pq
 from paimon_index.errors import DataError, PaimonIndexError
 from paimon_index.fileindex.builder import build_file_index
 from paimon_index.fileindex.options import FileIndexOptions
+from paimon_index.table.paimon import PaimonTable
 from paimon_index.types import DataType, parse_type
 
 __all__ = ["INDEX_FILE_SUFFIX", "attach_file_indexes", "conform", "file_container", "store_container",
@@ -48,12 +49,12 @@ __all__ = ["INDEX_FILE_SUFFIX", "attach_file_indexes", "conform", "file_containe
 INDEX_FILE_SUFFIX = ".index"
 
 
-def table_options(table: Any) -> dict[str, str]:
+def table_options(table: PaimonTable) -> dict[str, str]:
     """The table's options as a plain map."""
     return dict(table.options.options.to_map())
 
 
-def table_schema(table: Any) -> dict[str, DataType]:
+def table_schema(table: PaimonTable) -> dict[str, DataType]:
     """Column name -> Paimon type, for the columns an index can see (others are left out)."""
     schema: dict[str, DataType] = {}
     for field in table.fields:
@@ -64,7 +65,7 @@ def table_schema(table: Any) -> dict[str, DataType]:
     return schema
 
 
-def attach_file_indexes(table: Any, messages: list[Any],
+def attach_file_indexes(table: PaimonTable, messages: list[Any],
                         options: FileIndexOptions | Mapping[str, str] | None = None,
                         prebuilt: tuple[pa.Table, bytes | None] | None = None) -> list[Any]:
     """Build the file index of every new data file in ``messages`` and attach it (in place).
@@ -119,7 +120,7 @@ def file_container(meta: Any, options: FileIndexOptions, schema: Mapping[str, Da
     return build_file_index(rows, options, {k: v for k, v in schema.items() if k in rows.schema.names})
 
 
-def store_container(table: Any, meta: Any, container: bytes | None, options: FileIndexOptions,
+def store_container(table: PaimonTable, meta: Any, container: bytes | None, options: FileIndexOptions,
                     index_file_name: str | None = None) -> Any:
     """``meta`` carrying ``container``: embedded when small enough, else written as an index file.
 
@@ -137,7 +138,7 @@ def store_container(table: Any, meta: Any, container: bytes | None, options: Fil
     return replace(meta, extra_files=[*extras, name], embedded_index=None)
 
 
-def _attach(table: Any, meta: Any, options: FileIndexOptions, schema: Mapping[str, DataType]) -> None:
+def _attach(table: PaimonTable, meta: Any, options: FileIndexOptions, schema: Mapping[str, DataType]) -> None:
     stored = store_container(table, meta, file_container(meta, options, schema), options)
     meta.embedded_index, meta.extra_files = stored.embedded_index, stored.extra_files
 
@@ -171,13 +172,13 @@ def write_with(writer: Any, data: pa.Table) -> None:
         raise DataError(f"table {_name(writer.table)}: the rows do not fit the table: {e}") from e
 
 
-def _name(table: Any) -> str:
+def _name(table: PaimonTable) -> str:
     from paimon_index.table.paimon import table_name
 
     return table_name(table)
 
 
-def write_files(table: Any, data: pa.Table | pa.RecordBatch, options: FileIndexOptions | None = None
+def write_files(table: PaimonTable, data: pa.Table | pa.RecordBatch, options: FileIndexOptions | None = None
                 ) -> list[Any]:
     """The one file writer: write ``data`` as new data files with their file indexes.
 
@@ -227,7 +228,7 @@ def write_files(table: Any, data: pa.Table | pa.RecordBatch, options: FileIndexO
     writer.close()
 
 
-def write_arrow(table: Any, data: pa.Table | pa.RecordBatch, *, overwrite: bool = False,
+def write_arrow(table: PaimonTable, data: pa.Table | pa.RecordBatch, *, overwrite: bool = False,
                 partition: Mapping[str, Any] | None = None) -> int | None:
     """Append (or overwrite with) ``data`` and its file indexes in one snapshot.
 
