@@ -37,10 +37,17 @@ def test_an_aborted_job_deletes_the_files_its_finished_tasks_wrote(spark, tmp_pa
                                                      "file-index.in-manifest-threshold": "1"})
     before = _files(warehouse)
 
+    table_dir = Path(warehouse) / "db.db" / "t"
+
     def fail_late(batches):
         for batch in batches:
             if batch.num_rows and max(batch.column("id").to_pylist()) >= 1000:
-                time.sleep(3)  # the other task finishes (and writes its files) first
+                # Fail only once the other task has written its data file, so the abort has
+                # something to delete (without it this test would fail on the leftover file).
+                deadline = time.monotonic() + 120
+                while not list(table_dir.rglob("data-*.parquet")) and time.monotonic() < deadline:
+                    time.sleep(0.2)
+                time.sleep(1)
                 raise ValueError("task failed on purpose")
             yield batch
 
@@ -51,6 +58,7 @@ def test_an_aborted_job_deletes_the_files_its_finished_tasks_wrote(spark, tmp_pa
         frame.write.format("paimon_index").option("warehouse", warehouse).mode("append").save("db.t")
     assert latest_snapshot(open_table(warehouse, "db.t")) is None
     assert _files(warehouse) == before  # no data file, no .index file left behind
+    assert not list(table_dir.rglob("*.parquet*"))
 
 
 def test_a_spark_overwrite_drops_deletion_vectors_so_deletes_keep_working(spark, tmp_path: Path) -> None:
