@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import paimon_index
 from paimon_index import (
@@ -258,3 +260,43 @@ def test_primary_key_table_without_deletion_vectors(tmp_path: Path) -> None:
     assert table.snapshot_id == 2
     leftovers = [p for p in Path(table.paimon_table.table_path).rglob("*.parquet")]
     assert len(leftovers) == 2  # the failed write left no data file behind
+
+
+_op = st.one_of(
+    st.tuples(st.just("append"), st.lists(st.tuples(st.integers(0, 30), st.sampled_from(["x", "y"])),
+                                          min_size=0, max_size=6)),
+    st.tuples(st.just("overwrite"), st.lists(st.tuples(st.integers(0, 30), st.sampled_from(["x", "y"])),
+                                             min_size=1, max_size=4)),
+    st.tuples(st.just("delete"), st.integers(0, 30)),
+    st.tuples(st.just("update"), st.integers(0, 30)),
+)
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=st.lists(_op, min_size=1, max_size=6))
+def test_random_verb_sequences_follow_the_model(tmp_path_factory: pytest.TempPathFactory, ops: list) -> None:
+    """Any sequence of append / overwrite (dynamic: the data's partitions) / delete / update
+    leaves exactly the model's rows, as our read and pypaimon's read both see them."""
+    table = paimon_index.create_table(str(tmp_path_factory.mktemp("wh")), "db.t", SCHEMA,
+                                      partition_keys=["dt"], options=APPEND_OPTIONS)
+    model: list[tuple] = []
+    for op, arg in ops:
+        if op == "append":
+            new = [(i, i, "t", dt) for i, dt in arg]
+            assert table.write(rows(*new)).rows_affected == len(new)
+            model += new
+        elif op == "overwrite":
+            new = [(i, i, "t", dt) for i, dt in arg]
+            table.write(rows(*new), mode="overwrite")
+            replaced = {dt for _, dt in arg}
+            model = [r for r in model if r[3] not in replaced] + new
+        elif op == "delete":
+            expected = sum(r[0] < arg for r in model)
+            assert table.delete(f"id < {arg}").rows_affected == expected
+            model = [r for r in model if r[0] >= arg]
+        else:
+            expected = sum(r[0] >= arg for r in model)
+            result = table.update({"score": "score + 1", "tag": "'u'"}, f"id >= {arg}")
+            assert result.rows_affected == expected
+            model = [(i, s + 1, "u", dt) if i >= arg else (i, s, t, dt) for i, s, t, dt in model]
+        check(table, model)
