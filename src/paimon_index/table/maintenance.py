@@ -55,7 +55,7 @@ import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from paimon_index.errors import CorruptFileError, InvalidOptionError
@@ -113,7 +113,7 @@ def _cutoff_seconds(older_than: datetime | float | int, name: str = "older_than"
         raise InvalidOptionError(f"{name} must be a datetime or epoch seconds, got {older_than!r}")
     if value > time.time() + _CLOCK_SKEW_SECONDS:
         raise InvalidOptionError(
-            f"{name} = {datetime.fromtimestamp(value, timezone.utc).isoformat()} is in the future: "
+            f"{name} = {datetime.fromtimestamp(value, UTC).isoformat()} is in the future: "
             "every file would count as old enough, including the files of running writers")
     return value
 
@@ -174,7 +174,8 @@ def _data_file_path(table: Any, entry: Any) -> str:
     meta = entry.file
     if meta.external_path:
         return _local(meta.external_path)
-    return _local(canonical_data_file_path(table, tuple(entry.partition.values), entry.bucket, meta.file_name))
+    partition = tuple(entry.partition.values)
+    return _local(canonical_data_file_path(table, partition, entry.bucket, meta.file_name))
 
 
 def _with_extras(path: str, meta: Any) -> Iterable[str]:
@@ -263,6 +264,17 @@ def _write_hint(directory: str, name: str, value: int) -> None:
     os.replace(tmp, hint)
 
 
+def _repair_earliest_hint(snapshot_dir: str, earliest: int) -> None:
+    """Point ``EARLIEST`` at ``earliest`` unless it already does (Paimon writes it when missing)."""
+    try:
+        with open(posixpath.join(snapshot_dir, EARLIEST_HINT), encoding="utf-8") as hint:
+            if hint.read().strip() == str(earliest):
+                return
+    except FileNotFoundError:
+        pass
+    _write_hint(snapshot_dir, EARLIEST_HINT, earliest)
+
+
 def _deletion_order(path: str, root: str) -> tuple[int, str]:
     """Data, changelog and index files first, then manifests, manifest lists and statistics."""
     relative = posixpath.relpath(path, root)
@@ -312,7 +324,9 @@ def expire_snapshots(table: Any, *, retain_last: int | None = None,
     if not ids:
         return result
     expire = set(_plan_expiry(table, ids, retain_last or 1, cutoff_ms))
+    snapshot_dir = _local(table.snapshot_manager().snapshot_dir)
     if not expire:
+        _repair_earliest_hint(snapshot_dir, ids[0])  # a crash may have come before the hint moved
         return result
     root = _local(str(table.table_path))
     retained: set[str] = set()
@@ -328,7 +342,6 @@ def expire_snapshots(table: Any, *, retain_last: int | None = None,
         if snapshot is not None:
             doomed |= referenced_files(table, snapshot, missing_ok=True)
     doomed -= retained
-    snapshot_dir = _local(table.snapshot_manager().snapshot_dir)
     for snapshot_id in sorted(expire):
         _remove(posixpath.join(snapshot_dir, f"{SNAPSHOT_PREFIX}{snapshot_id}"))
         result.expired_snapshots.append(snapshot_id)
