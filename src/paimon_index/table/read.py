@@ -304,7 +304,8 @@ def read_arrow(table: Any, predicate: Predicate | str, *, use_index: bool = True
     bound = bind_predicate(predicate, schema) if isinstance(predicate, str) else predicate
     use_index = use_index and FileIndexOptions.from_table_options(options).read_enabled
     report = ScanReport()
-    parts = [batch for split in plan_splits(table, bound, schema, report)  # value stats prune first
+    # Value stats prune first (use_index=False: every file, the plain baseline).
+    parts = [batch for split in plan_splits(table, bound if use_index else ALWAYS_TRUE, schema, report)
              for batch in read_split(split, bound, schema, use_index=use_index, report=report,
                                             topn=topn)]
     if not parts:
