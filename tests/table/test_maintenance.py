@@ -27,9 +27,10 @@ import pytest
 
 from paimon_index.errors import InvalidOptionError
 from paimon_index.table import maintenance
-from paimon_index.table.catalog import create_table, open_table
+from paimon_index.table.catalog import alter_table_options, create_table, open_table
 from paimon_index.table.maintenance import expire_snapshots, referenced_files, remove_orphan_files
 from paimon_index.table.read import read_arrow
+from paimon_index.table.rewrite import rewrite_file_index
 from paimon_index.table.row_level import delete_arrow, update_arrow
 from paimon_index.table.write import write_arrow
 
@@ -38,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src"
 ORACLE_CANDIDATES = [ROOT.parent / "shared" / "java-paimon", ROOT.parent.parent / "shared" / "java-paimon"]
 ALL = "id IS NOT NULL OR id IS NULL"
+LATEST = 7  # snapshots history() commits
 
 
 def new_table(warehouse: str):
@@ -54,13 +56,18 @@ def batch(first: int, count: int) -> pa.Table:
 
 
 def history(warehouse: str):
-    """Six snapshots: appends, a delete and an update (deletion vectors, index files, .index files)."""
+    """Seven snapshots: appends, a delete, an update (deletion vectors, index files, .index files) and a
+    file-index rewrite."""
     table = new_table(warehouse)
     write_arrow(table, batch(0, 30))
     write_arrow(table, batch(30, 30))
     delete_arrow(table, "tag = 't1'")
     write_arrow(table, batch(60, 30))
     update_arrow(table, {"tag": "t9"}, "id < 20")
+    # A rewritten file index: the same data files get new metas (and new .index files).
+    alter_table_options(warehouse, "db.t", set_options={"file-index.bloom-filter.columns": "id"})
+    table = open_table(warehouse, "db.t")
+    rewrite_file_index(table)
     write_arrow(table, batch(90, 10))
     return table
 
@@ -154,7 +161,7 @@ def crashed_history(tmp_path_factory) -> tuple[str, dict[int, tuple[list, list]]
 
 
 def crash_points(total: int) -> list[int]:
-    expired = 4  # six snapshots, two retained
+    expired = LATEST - 2  # two retained
     return sorted({1, 2, expired, expired + 1, expired + 2, (expired + total) // 2, total})
 
 
@@ -191,8 +198,8 @@ def test_expiry_succeeds_after_an_old_style_crash_that_deleted_files_first(tmp_p
     """Before: a crash after some files of expired snapshots were deleted -> FileNotFoundError forever."""
     table = history(str(tmp_path))
     manager = table.snapshot_manager()
-    kept = referenced_files(table, manager.get_snapshot_by_id(5)) | referenced_files(
-        table, manager.get_snapshot_by_id(6))
+    kept = referenced_files(table, manager.get_snapshot_by_id(LATEST - 1)) | referenced_files(
+        table, manager.get_snapshot_by_id(LATEST))
     # The old expiry deleted the files only expired snapshots used, then the snapshot files.
     doomed = sorted(set().union(*(referenced_files(table, manager.get_snapshot_by_id(i)) for i in (1, 2)))
                     - kept)
@@ -200,8 +207,8 @@ def test_expiry_succeeds_after_an_old_style_crash_that_deleted_files_first(tmp_p
     for path in doomed[: len(doomed) // 2 + 1]:
         os.remove(path)
     result = expire_snapshots(table, retain_last=2)
-    assert result.expired_snapshots == [1, 2, 3, 4]
-    assert rows_at(table, 6)[0] == rows_at(table, 6)[1]
+    assert result.expired_snapshots == list(range(1, LATEST - 1))
+    assert rows_at(table, LATEST)[0] == rows_at(table, LATEST)[1]
 
 
 def test_two_interleaved_expiries_both_finish(tmp_path: Path) -> None:
@@ -209,7 +216,7 @@ def test_two_interleaved_expiries_both_finish(tmp_path: Path) -> None:
     for outer, inner in ((2, 1), (1, 3)):
         warehouse = str(tmp_path / f"w{outer}{inner}")
         table = history(warehouse)
-        expected = rows_at(table, 6)
+        expected = rows_at(table, LATEST)
         real = maintenance._remove
         calls = [0]
 
@@ -225,15 +232,15 @@ def test_two_interleaved_expiries_both_finish(tmp_path: Path) -> None:
             expire_snapshots(table, retain_last=outer)
         finally:
             maintenance._remove = real
-        assert snapshot_ids(table) == [6] if min(outer, inner) == 1 else [5, 6]
-        assert rows_at(table, 6) == expected
+        assert snapshot_ids(table) == ([LATEST] if min(outer, inner) == 1 else [LATEST - 1, LATEST])
+        assert rows_at(table, LATEST) == expected
         remove_orphan_files(table, older_than=time.time())
-        assert rows_at(table, 6) == expected
+        assert rows_at(table, LATEST) == expected
 
 
 def test_concurrent_expiries_in_threads_both_finish(tmp_path: Path) -> None:
     table = history(str(tmp_path))
-    expected = rows_at(table, 6)
+    expected = rows_at(table, LATEST)
     barrier, errors = threading.Barrier(2), []
 
     def run(retain: int) -> None:
@@ -249,8 +256,8 @@ def test_concurrent_expiries_in_threads_both_finish(tmp_path: Path) -> None:
     for t in threads:
         t.join()
     assert errors == []
-    assert snapshot_ids(table) in ([5, 6], [6])
-    assert rows_at(table, 6) == expected
+    assert snapshot_ids(table) in ([LATEST - 1, LATEST], [LATEST])
+    assert rows_at(table, LATEST) == expected
 
 
 def test_older_than_keeps_every_snapshot_that_was_latest_after_the_cutoff(tmp_path: Path) -> None:
@@ -350,4 +357,4 @@ def test_java_sees_exactly_the_files_left_after_expiry_and_orphan_cleaning(tmp_p
     assert {posixpath.basename(p) for p in ours} == theirs
     read = subprocess.run([str(oracle), "read", "--warehouse", str(tmp_path), "--table", "db.t"],
                           capture_output=True, text=True, env=env, timeout=600, check=True).stdout
-    assert json.loads(read.strip().splitlines()[-1])["rows"] == len(rows_at(table, 6)[0])
+    assert json.loads(read.strip().splitlines()[-1])["rows"] == len(rows_at(table, LATEST)[0])

@@ -185,6 +185,14 @@ def _with_extras(path: str, meta: Any) -> Iterable[str]:
         yield posixpath.join(directory, extra)
 
 
+def _identifier(entry: Any) -> tuple:
+    """A manifest entry's identity as Paimon's ``FileEntry.Identifier``: a rewritten file index gives
+    the same data file a new identity (DELETE of the old meta, ADD of the new one)."""
+    meta = entry.file
+    return (tuple(entry.partition.values), entry.bucket, meta.level, meta.file_name,
+            tuple(meta.extra_files or ()), bytes(meta.embedded_index or b""), meta.external_path)
+
+
 def referenced_files(table: Any, snapshot: Any, *, missing_ok: bool = False) -> set[str]:
     """Every file (absolute local path) ``snapshot`` needs.
 
@@ -225,7 +233,7 @@ def referenced_files(table: Any, snapshot: Any, *, missing_ok: bool = False) -> 
 
     added: dict[tuple, Any] = {}
     for entry in entries(snapshot.base_manifest_list) + entries(snapshot.delta_manifest_list):
-        key = (tuple(entry.partition.values), entry.bucket, entry.file.level, entry.file.file_name)
+        key = _identifier(entry)
         if entry.kind == _ADD:
             added[key] = entry
         else:
