@@ -235,6 +235,25 @@ def _entry_stats(table, meta):
     raise AssertionError("file not in the manifests")
 
 
+def test_float_bounds_java_writes_with_nan_never_prune_wrongly() -> None:
+    from paimon_index.table.stats import ColumnStats
+    from paimon_index.types import parse_type
+
+    schema = {"x": parse_type("DOUBLE")}
+    # Java's stats of [1.0, NaN, -0.0]: min -0.0, max NaN; a NaN min (writer saw NaN first) bounds nothing.
+    java = {"x": ColumnStats(-0.0, math.nan, 0, 3)}
+    assert stats_may_match(Leaf(Op.GT, "x", (100.0,)), java, schema)  # the NaN row (Spark: NaN > 100)
+    assert stats_may_match(Leaf(Op.EQ, "x", (0.0,)), java, schema)  # -0.0 = 0.0
+    assert not stats_may_match(Leaf(Op.LT, "x", (-1.0,)), java, schema)
+    nan_min = {"x": ColumnStats(math.nan, math.nan, 0, 3)}
+    for op in (Op.LT, Op.LE, Op.EQ, Op.GT, Op.BETWEEN):
+        literals = (1.0, 2.0) if op is Op.BETWEEN else (1.0,)
+        assert stats_may_match(Leaf(op, "x", literals), nan_min, schema)
+    # Without a max (our writer, NaN present) only the min prunes.
+    ours = {"x": ColumnStats(None, None, 0, 3)}
+    assert stats_may_match(Leaf(Op.LT, "x", (-1.0,)), ours, schema)
+
+
 # --- property: stats pruning never drops a matching row ------------------------------------------
 
 PROP_SCHEMA = pa.schema([("n", pa.int64()), ("x", pa.float64()), ("s", pa.string())])

@@ -28,9 +28,9 @@ nested types get null counts only; an increment that would land on a UTF-16 surr
 **Pruning** (:func:`stats_may_match`): a file is skipped when its min/max/null counts prove no row
 matches, with SQL semantics (NULL never matches a comparison) and never wrongly:
 
-- FLOAT/DOUBLE: NaN may hide behind any max (files written by Java or pypaimon do not say), so
-  only the min is used (``<``, ``<=``, ``=``, ``IN``, ``BETWEEN``); a NaN literal never prunes;
-  ``-0.0`` and ``0.0`` compare equal;
+- FLOAT/DOUBLE: NaN may hide behind any max (pypaimon's footer-based stats skip NaN; Java writes
+  ``max = NaN``), so only the min is used (``<``, ``<=``, ``=``, ``IN``, ``BETWEEN``); a NaN min or
+  a NaN literal never prunes; ``-0.0`` and ``0.0`` compare equal;
 - strings and bytes: min/max may be truncated bounds; ``STARTS_WITH`` uses them as bounds,
   ``ENDS_WITH``/``CONTAINS``/``LIKE`` never prune (but an all-NULL file is skipped for them);
 - a literal NULL never prunes;
@@ -282,8 +282,8 @@ def _leaf_may_match(leaf: Leaf, dtype: DataType, s: ColumnStats) -> bool:
     if all_null:
         return False  # a comparison never matches NULL
     lo, hi = s.min, s.max
-    if lo is None or hi is None:
-        return True
+    if lo is None or hi is None or _is_nan(lo):
+        return True  # Java writes max = NaN when a column holds NaN; a NaN min bounds nothing
     if dtype.root in _FLOATS:
         hi = None  # NaN may sit above any max
     op = leaf.op
