@@ -297,6 +297,20 @@ def test_tagged_snapshots_keep_their_files(tmp_path: Path) -> None:
     assert sorted(zip(*(got.column(c).to_pylist() for c in SCHEMA.names), strict=True)) == tagged[0]
 
 
+def test_branch_snapshots_keep_their_files(tmp_path: Path) -> None:
+    table = history(str(tmp_path))
+    root = Path(str(table.table_path).removeprefix("file://"))
+    # A branch created from snapshot 2 holds a copy of it (and of the schema) and shares the files.
+    branch = root / "branch" / "branch-b"
+    (branch / "snapshot").mkdir(parents=True)
+    shutil.copy(root / "snapshot" / "snapshot-2", branch / "snapshot" / "snapshot-2")
+    shutil.copytree(root / "schema", branch / "schema")
+    needed = referenced_files(table, table.snapshot_manager().get_snapshot_by_id(2))
+    expire_snapshots(table, retain_last=1)
+    remove_orphan_files(table, older_than=time.time())
+    assert all(Path(p).is_file() for p in needed)
+
+
 def test_orphan_files_of_a_failed_commit_go_only_when_old_enough(tmp_path: Path) -> None:
     table = new_table(str(tmp_path))
     write_arrow(table, batch(0, 20))

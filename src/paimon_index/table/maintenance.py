@@ -7,8 +7,9 @@
 changelog), the manifest files they list, the data files live in base + delta (ADD entries not
 cancelled by a DELETE entry) with their extra files (``<data-file>.index`` file indexes), the
 changelog files of its changelog manifests, its index manifest and the index files it lists
-(deletion vectors, HASH), and its statistics file. Tags (``tag/tag-NAME``) are snapshots too:
-everything a tag references is kept by both operations.
+(deletion vectors, HASH), and its statistics file. Tags (``tag/tag-NAME``) and the snapshots and
+tags of branches (``branch/branch-NAME/``, which share the table's files) are snapshots too:
+everything they reference is kept by both operations.
 
 **Expiry.** A snapshot is expired when it is older than the newest ``retain_last`` (default 1 when
 only ``older_than`` is given) *and*, with ``older_than``, the snapshot after it was committed before
@@ -153,6 +154,24 @@ def _tagged_snapshots(table: Any) -> list[Any]:
         return []
     names = sorted(n for n in os.listdir(directory) if n.startswith(TAG_PREFIX))
     found = (_read_json(table, posixpath.join(directory, n), Snapshot) for n in names)
+    return [s for s in found if s is not None]
+
+
+def _branch_snapshots(table: Any) -> list[Any]:
+    """Snapshots and tags of every branch (``branch/branch-NAME/``): they share the table's files."""
+    from pypaimon.snapshot.snapshot import Snapshot
+
+    directory = posixpath.join(_local(str(table.table_path)), "branch")
+    if not os.path.isdir(directory):
+        return []
+    found = []
+    for branch in sorted(os.listdir(directory)):
+        for sub, prefix in (("snapshot", SNAPSHOT_PREFIX), ("tag", TAG_PREFIX)):
+            path = posixpath.join(directory, branch, sub)
+            if os.path.isdir(path):
+                names = [n for n in sorted(os.listdir(path))
+                         if n.startswith(prefix) and not n.endswith(".tmp")]
+                found += [_read_json(table, posixpath.join(path, n), Snapshot) for n in names]
     return [s for s in found if s is not None]
 
 
@@ -342,7 +361,7 @@ def expire_snapshots(table: Any, *, retain_last: int | None = None,
         snapshot = None if snapshot_id in expire else _snapshot(table, snapshot_id)
         if snapshot is not None:  # None: expired by a concurrent run meanwhile
             retained |= _referenced_or_expired(table, snapshot)
-    for tagged in _tagged_snapshots(table):
+    for tagged in (*_tagged_snapshots(table), *_branch_snapshots(table)):
         retained |= referenced_files(table, tagged)
     doomed: set[str] = set()
     for snapshot_id in sorted(expire):
@@ -382,7 +401,7 @@ def _all_referenced(table: Any, seen: set[int]) -> set[str]:
         if snapshot is not None:
             used |= referenced_files(table, snapshot, missing_ok=True)
         seen.add(snapshot_id)
-    for other in (*_tagged_snapshots(table), *_changelogs(table)):
+    for other in (*_tagged_snapshots(table), *_changelogs(table), *_branch_snapshots(table)):
         used |= referenced_files(table, other, missing_ok=True)
     return used
 
