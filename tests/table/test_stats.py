@@ -111,7 +111,8 @@ def java_rows() -> list[dict]:
     for k in range(40):
         rows.append({
             "id": k * 7 - 100, "i": None if k % 5 == 0 else -k, "s": None if k % 7 == 0 else
-            ["", "a", "zzzz" * 6 + str(k), "héllo wörld ünïcode ✓✓", "\U0001F600" * 18, "abc"][k % 6],
+            ["", "a", "zzzz" * 6 + str(k), "héllo wörld ünïcode ✓✓", "\U0001F600" * 18,
+             "abc" + "L" * 5000][k % 6],  # over pyarrow's statistics size limit
             "d": [0.0, -0.0, 1.5, -2.25, 1e300][k % 5], "f": [0.5, -0.0, 3.25][k % 3],
             "m": None if k % 3 == 0 else decimal.Decimal(k * 37 - 500).scaleb(-2),
             "day": dt.date(2020, 1, 1) + dt.timedelta(days=k * 11),

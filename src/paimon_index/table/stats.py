@@ -19,6 +19,9 @@ footer it just wrote, merges them over the row groups, then applies the column's
   are left out and ``value_stats_cols`` lists the others — ``None`` when every column has stats,
   ``[]`` when none has.
 
+pyarrow writes no footer min/max for a string over its statistics size limit (4 KiB); such a column's
+min/max are then computed from the file's values (then truncated), as Java's footer has them.
+
 Where we differ from Java, always towards "cannot tell": a FLOAT/DOUBLE column holding NaN gets no
 min/max (the footer's min/max ignore NaN, and Paimon and Spark order NaN above every number, so
 ``x > c`` would drop a NaN row); ``TIMESTAMP`` with precision > 6, ``TIMESTAMP_LTZ``, ``TIME`` and
@@ -211,8 +214,8 @@ def file_value_stats(table: Any, meta: Any, options: Mapping[str, str] | None = 
     opts = options if options is not None else dict(table.options.options.to_map())
     parquet = pq.ParquetFile(meta.file_path)
     columns = {parquet.metadata.schema.column(i).path: i for i in range(parquet.metadata.num_columns)}
-    fields, mins, maxs, nulls = [], [], [], []
-    floats_to_check = []
+    fields, mins, maxs, nulls, modes = [], [], [], [], []
+    floats_to_check, long_values = [], []
     for field in table.fields:
         mode = _mode(opts, field.name)
         if mode == "none":
@@ -222,6 +225,9 @@ def file_value_stats(table: Any, meta: Any, options: Mapping[str, str] | None = 
         lo, hi, count = (None, None, None) if index is None else _footer_stats(parquet, index)
         if dtype is None or mode == "counts":
             lo = hi = None
+        elif lo is None and count is not None and count < meta.row_count and dtype.root in (*_STRINGS,
+                                                                                           *_BINARIES):
+            long_values.append(len(fields))
         else:
             lo, hi = _as_stats_value(lo, dtype), _as_stats_value(hi, dtype)
             if match := _TRUNCATE.match(mode):
@@ -232,9 +238,20 @@ def file_value_stats(table: Any, meta: Any, options: Mapping[str, str] | None = 
             elif dtype.root in _FLOATS:
                 floats_to_check.append(len(fields))
         fields.append(field)
+        modes.append(mode)
         mins.append(lo)
         maxs.append(hi)
         nulls.append(count)
+    if long_values:
+        # pyarrow writes no footer min/max for a value over its size limit; Java truncates it.
+        data = parquet.read(columns=[fields[i].name for i in long_values])
+        for i in long_values:
+            bounds = pc.min_max(data.column(fields[i].name))
+            length = int(_TRUNCATE.match(modes[i]).group(1)) if _TRUNCATE.match(modes[i]) else None
+            lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
+            if length is not None:
+                lo, hi = truncate_min(lo, length), truncate_max(hi, length)
+            mins[i], maxs[i] = (lo, hi) if lo is not None and hi is not None else (None, None)
     if floats_to_check:
         # The footer's float min/max skip NaN: a column holding NaN must not claim a max.
         data = parquet.read(columns=[fields[i].name for i in floats_to_check])
