@@ -212,12 +212,16 @@ def _identifier(entry: Any) -> tuple:
             tuple(meta.extra_files or ()), bytes(meta.embedded_index or b""), meta.external_path)
 
 
-def referenced_files(table: Any, snapshot: Any, *, missing_ok: bool = False) -> set[str]:
+def referenced_files(table: Any, snapshot: Any, *, missing_ok: bool = False,
+                     cache: dict[str, Any] | None = None) -> set[str]:
     """Every file (absolute local path) ``snapshot`` needs.
 
     With ``missing_ok`` a manifest list or manifest that does not exist is skipped (what is readable
     is collected); without it, it raises :class:`CorruptFileError` naming the missing file.
+    ``cache`` (manifest name -> what it holds) is shared by the calls of one operation: manifests
+    never change once written, and consecutive snapshots share most of them.
     """
+    memo = cache if cache is not None else {}
     from pypaimon.index.index_file_handler import IndexFileHandler
     from pypaimon.manifest.manifest_file_manager import ManifestFileManager
     from pypaimon.manifest.manifest_list_manager import ManifestListManager
@@ -229,8 +233,11 @@ def referenced_files(table: Any, snapshot: Any, *, missing_ok: bool = False) -> 
     files: set[str] = set()
 
     def read(what: str, path: str, reader: Any, default: Any) -> Any:
+        if path in memo:
+            return memo[path]
         try:
-            return reader()
+            memo[path] = reader()
+            return memo[path]
         except FileNotFoundError as e:
             if missing_ok:
                 return default
@@ -357,17 +364,18 @@ def expire_snapshots(table: Any, *, retain_last: int | None = None,
         return result
     root = _local(str(table.table_path))
     retained: set[str] = set()
+    cache: dict[str, Any] = {}
     for snapshot_id in ids:
         snapshot = None if snapshot_id in expire else _snapshot(table, snapshot_id)
         if snapshot is not None:  # None: expired by a concurrent run meanwhile
-            retained |= _referenced_or_expired(table, snapshot)
+            retained |= _referenced_or_expired(table, snapshot, cache)
     for tagged in (*_tagged_snapshots(table), *_branch_snapshots(table)):
-        retained |= referenced_files(table, tagged)
+        retained |= referenced_files(table, tagged, cache=cache)
     doomed: set[str] = set()
     for snapshot_id in sorted(expire):
         snapshot = _snapshot(table, snapshot_id)
         if snapshot is not None:
-            doomed |= referenced_files(table, snapshot, missing_ok=True)
+            doomed |= referenced_files(table, snapshot, missing_ok=True, cache=cache)
     doomed -= retained
     for snapshot_id in sorted(expire):
         _remove(posixpath.join(snapshot_dir, f"{SNAPSHOT_PREFIX}{snapshot_id}"))
@@ -381,17 +389,17 @@ def expire_snapshots(table: Any, *, retain_last: int | None = None,
     return result
 
 
-def _referenced_or_expired(table: Any, snapshot: Any) -> set[str]:
+def _referenced_or_expired(table: Any, snapshot: Any, cache: dict[str, Any]) -> set[str]:
     """A retained snapshot's files; empty when a concurrent expiry removed it while it was read."""
     try:
-        return referenced_files(table, snapshot)
+        return referenced_files(table, snapshot, cache=cache)
     except CorruptFileError:
         if _snapshot(table, snapshot.id) is None:
             return set()
         raise
 
 
-def _all_referenced(table: Any, seen: set[int]) -> set[str]:
+def _all_referenced(table: Any, seen: set[int], cache: dict[str, Any]) -> set[str]:
     """Files of every snapshot not in ``seen`` (added to it), of every tag and changelog."""
     used: set[str] = set()
     for snapshot_id in _snapshot_ids(table):
@@ -399,10 +407,10 @@ def _all_referenced(table: Any, seen: set[int]) -> set[str]:
             continue
         snapshot = _snapshot(table, snapshot_id)
         if snapshot is not None:
-            used |= referenced_files(table, snapshot, missing_ok=True)
+            used |= referenced_files(table, snapshot, missing_ok=True, cache=cache)
         seen.add(snapshot_id)
     for other in (*_tagged_snapshots(table), *_changelogs(table), *_branch_snapshots(table)):
-        used |= referenced_files(table, other, missing_ok=True)
+        used |= referenced_files(table, other, missing_ok=True, cache=cache)
     return used
 
 
@@ -456,8 +464,9 @@ def remove_orphan_files(table: Any, *, older_than: datetime | float | None = Non
         if stat.st_mtime < cutoff:
             aged.append((path, stat.st_size))
     seen: set[int] = set()
-    used = _all_referenced(table, seen)
-    used |= _all_referenced(table, seen)  # snapshots committed while the first pass ran
+    cache: dict[str, Any] = {}
+    used = _all_referenced(table, seen, cache)
+    used |= _all_referenced(table, seen, cache)  # snapshots committed while the first pass ran
     for path, size in aged:
         if path not in used and _remove(path):
             result.deleted_files.append(path)
