@@ -187,14 +187,16 @@ def _changelogs(table: Any) -> list[Any]:
     return [s for s in found if s is not None]
 
 
-def _data_file_path(table: Any, entry: Any) -> str:
+def _data_file_path(table: Any, entry: Any, memo: dict) -> str:
     from pypaimon.utils.file_store_path_factory import canonical_data_file_path
 
     meta = entry.file
     if meta.external_path:
         return _local(meta.external_path)
-    partition = tuple(entry.partition.values)
-    return _local(canonical_data_file_path(table, partition, entry.bucket, meta.file_name))
+    key = (tuple(entry.partition.values), entry.bucket)
+    if key not in memo:  # the bucket directory: the same for every file of the bucket
+        memo[key] = posixpath.dirname(_local(canonical_data_file_path(table, key[0], key[1], "f")))
+    return posixpath.join(memo[key], meta.file_name)
 
 
 def _with_extras(path: str, meta: Any) -> Iterable[str]:
@@ -265,10 +267,10 @@ def referenced_files(table: Any, snapshot: Any, *, missing_ok: bool = False,
         else:
             added.pop(key, None)
     for entry in added.values():
-        files.update(_with_extras(_data_file_path(table, entry), entry.file))
+        files.update(_with_extras(_data_file_path(table, entry, memo), entry.file))
     for entry in entries(snapshot.changelog_manifest_list):
         if entry.kind == _ADD:
-            files.update(_with_extras(_data_file_path(table, entry), entry.file))
+            files.update(_with_extras(_data_file_path(table, entry, memo), entry.file))
     if snapshot.index_manifest:
         path = posixpath.join(manifest_dir, snapshot.index_manifest)
         files.add(path)
