@@ -371,3 +371,30 @@ def test_read_with_stats_equals_plain_evaluation_on_several_files(tmp_path: Path
     got, report = read_arrow(table, "x > 2.5")  # NaN rows: the files holding them are never skipped by max
     assert report.files_skipped_by_stats == 0
     assert bind_predicate("x > 2.5", table_schema(table)) is not None
+
+
+def test_decimal_date_timestamp_and_boolean_stats_prune_exactly(tmp_path: Path) -> None:
+    schema = pa.schema([("m", pa.decimal128(10, 2)), ("day", pa.date32()), ("t", pa.timestamp("us")),
+                        ("t3", pa.timestamp("ms")), ("b", pa.bool_())])
+    table = create_table(str(tmp_path), "db.t", schema, options={"bucket": "-1"})
+    start = dt.datetime(2024, 1, 1, 0, 0, 0, 999)
+    everything = []
+    for k in range(4):
+        rows = [{"m": decimal.Decimal(k * 100 + i).scaleb(-2),
+                 "day": dt.date(2024, 1, 1) + dt.timedelta(days=k * 10 + i),
+                 "t": start + dt.timedelta(hours=k * 10 + i),
+                 "t3": (start + dt.timedelta(hours=k * 10 + i)).replace(microsecond=0),  # millis
+                 "b": k == 2} for i in range(5)]
+        write_arrow(table, pa.Table.from_pylist(rows, schema))
+        everything += rows
+    for where, keep in [
+        ("m >= 2.01", lambda r: r["m"] >= decimal.Decimal("2.01")),
+        ("day < DATE '2024-01-11'", lambda r: r["day"] < dt.date(2024, 1, 11)),
+        ("t > TIMESTAMP '2024-01-02 06:00:00'", lambda r: r["t"] > dt.datetime(2024, 1, 2, 6)),
+        ("t3 <= TIMESTAMP '2024-01-01 01:00:00'", lambda r: r["t3"] <= dt.datetime(2024, 1, 1, 1)),
+        ("b = true", lambda r: r["b"]),
+    ]:
+        got, report = read_arrow(table, where)
+        expected = sorted(r["m"] for r in everything if keep(r))
+        assert sorted(got["m"].to_pylist()) == expected, where
+        assert report.files_skipped_by_stats >= 2, (where, report.files_skipped_by_stats)
