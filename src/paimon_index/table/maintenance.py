@@ -54,6 +54,7 @@ import os
 import posixpath
 import re
 import time
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -294,7 +295,7 @@ def _remove(path: str) -> bool:
 
 def _write_hint(directory: str, name: str, value: int) -> None:
     hint = posixpath.join(directory, name)
-    tmp = posixpath.join(directory, f".{name}.{os.getpid()}.tmp")
+    tmp = posixpath.join(directory, f".{name}.{uuid.uuid4().hex}.tmp")  # unique per writer and thread
     with open(tmp, "w", encoding="utf-8") as out:
         out.write(str(value))
     os.replace(tmp, hint)
