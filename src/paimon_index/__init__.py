@@ -16,6 +16,7 @@ from paimon_index.errors import (
     InvalidPredicateError,
     PaimonIndexError,
     TableError,
+    TableExistsError,
     TableNotFoundError,
     UnsupportedTypeError,
 )
@@ -34,6 +35,7 @@ __all__ = [
     "PaimonIndexError",
     "Table",
     "TableError",
+    "TableExistsError",
     "TableNotFoundError",
     "UnsupportedTypeError",
     "__version__",

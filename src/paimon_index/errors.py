@@ -106,7 +106,11 @@ class CommitError(TableError):
 
 
 class TableNotFoundError(TableError, LookupError):
-    """The table does not exist (or, when creating one, already exists)."""
+    """The table does not exist."""
+
+
+class TableExistsError(TableError):
+    """``create_table`` of a table that exists already."""
 
 
 class DataError(TableError, ValueError):

@@ -28,8 +28,6 @@ row with Spark's meaning, then the result is cast to the column's type as Spark'
 
 from __future__ import annotations
 
-import importlib
-import inspect
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -41,13 +39,14 @@ import pyarrow.compute as pc
 
 from paimon_index.errors import (
     DataError,
-    EnvironmentCheckError,
     InvalidOptionError,
     PaimonIndexError,
     TableError,
+    TableExistsError,
     TableNotFoundError,
 )
 from paimon_index.expression import compile_expression
+from paimon_index.fileindex.base import SortOrder, TopN
 from paimon_index.predicate import ALWAYS_TRUE, Predicate
 from paimon_index.table import catalog as _catalog
 from paimon_index.table.paimon import delta_file_counts, latest_snapshot, pinned_table, snapshot_exists
@@ -57,8 +56,6 @@ __all__ = ["CommitResult", "MaintenanceResult", "Table", "create_table", "open_t
 
 #: ``write(mode=...)`` values.
 APPEND, OVERWRITE = "append", "overwrite"
-#: Module another engineer provides (expiry with ``older_than``, orphan-file removal).
-MAINTENANCE_MODULE = "paimon_index.table.maintenance"
 
 
 @dataclass(frozen=True)
@@ -91,15 +88,6 @@ class MaintenanceResult:
     details: Any = field(default=None, compare=False)
 
 
-def _with_catalog_options(function: Any, catalog_options: Mapping[str, str] | None, **kwargs: Any) -> Any:
-    if catalog_options:
-        if "catalog_options" not in inspect.signature(function).parameters:
-            raise InvalidOptionError(f"catalog_options {sorted(catalog_options)} are not supported by this "
-                                     "build's catalog (only a warehouse path)")
-        kwargs["catalog_options"] = dict(catalog_options)
-    return function(**kwargs)
-
-
 def create_table(warehouse: str, identifier: str, schema: pa.Schema | Any, *,
                  partition_keys: Iterable[str] = (), primary_keys: Iterable[str] = (),
                  options: Mapping[str, str] | None = None,
@@ -113,19 +101,20 @@ def create_table(warehouse: str, identifier: str, schema: pa.Schema | Any, *,
         catalog_options: options of the catalog (beyond the warehouse path).
 
     Raises:
-        TableNotFoundError: the table exists already.
+        TableExistsError: the table exists already.
         InvalidOptionError: a malformed or unknown option.
     """
+    from pypaimon.catalog.catalog_exception import TableAlreadyExistException
+
     try:
-        _with_catalog_options(_catalog.create_table, catalog_options, warehouse=str(warehouse),
-                              identifier=identifier, schema=schema, partition_keys=list(partition_keys),
-                              primary_keys=list(primary_keys), options=dict(options or {}))
+        _catalog.create_table(str(warehouse), identifier, schema, partition_keys=list(partition_keys),
+                              primary_keys=list(primary_keys), options=dict(options or {}),
+                              catalog_options=catalog_options)
     except PaimonIndexError:
         raise
+    except TableAlreadyExistException as e:
+        raise TableExistsError(f"cannot create table {identifier} in {warehouse}: it exists already") from e
     except Exception as e:
-        if "exist" in str(e).lower():
-            raise TableNotFoundError(f"cannot create table {identifier} in {warehouse}: it exists already") \
-                from e
         raise TableError(f"cannot create table {identifier} in {warehouse}: {e}") from e
     return open_table(warehouse, identifier, catalog_options=catalog_options)
 
@@ -155,8 +144,7 @@ class Table:
         if "." not in self.identifier:
             raise InvalidOptionError(f"table identifier {self.identifier!r} must be 'database.table'")
         try:
-            return _with_catalog_options(_catalog.open_table, self.catalog_options, warehouse=self.warehouse,
-                                         identifier=self.identifier)
+            return _catalog.open_table(self.warehouse, self.identifier, catalog_options=self.catalog_options)
         except PaimonIndexError:
             raise
         except Exception as e:
@@ -334,17 +322,30 @@ class Table:
     # reading -------------------------------------------------------------------------------------
 
     def read(self, where: Predicate | str | None = None, columns: Iterable[str] | None = None,
-             snapshot_id: int | None = None) -> pa.Table:
+             snapshot_id: int | None = None, *, order_by: str | None = None, limit: int | None = None,
+             use_index: bool = True) -> pa.Table:
         """The rows matching ``where`` (all when None), of the latest snapshot or ``snapshot_id``.
+
+        Args:
+            where: SQL-like predicate text or a predicate tree.
+            columns: the columns to return (all when None).
+            snapshot_id: read this snapshot (time travel) instead of the latest.
+            order_by: ``"col [ASC|DESC] [NULLS FIRST|LAST], ..."`` with Spark's meaning (NULLs first
+                for ASC, last for DESC; NaN above every number; -0.0 equal to 0.0).
+            limit: at most this many rows (after ``order_by``). With both, each data file of an
+                append table contributes only its range-bitmap TopN candidates.
+            use_index: False reads without file indexes (the same rows; for comparison).
 
         Primary-key tables return one row per key. The read's
         :class:`~paimon_index.table.read.ScanReport` is left in :attr:`last_scan_report`.
 
         Raises:
             TableError: ``snapshot_id`` does not exist (never committed or expired).
-            InvalidPredicateError: ``where`` does not parse or does not fit the schema.
-            InvalidOptionError: ``columns`` names an unknown column.
+            InvalidPredicateError: ``where`` or ``order_by`` does not parse or does not fit the schema.
+            InvalidOptionError: ``columns`` names an unknown column; a negative ``limit``.
         """
+        from paimon_index.sql import parse_order_by
+
         table = self._paimon
         if snapshot_id is not None:
             if not snapshot_exists(table, snapshot_id):
@@ -354,13 +355,18 @@ class Table:
         predicate = ALWAYS_TRUE if where is None else where
         schema = self.schema
         wanted = list(columns) if columns is not None else None
-        if wanted is not None:
-            unknown = [c for c in wanted if c not in schema.names]
-            if unknown:
-                raise InvalidOptionError(f"read of {self.identifier}: unknown columns {unknown} "
-                                         f"(columns: {schema.names})")
+        orders = parse_order_by(order_by) if order_by is not None else ()
+        unknown = [c for c in [*(wanted or ()), *(o.column for o in orders)] if c not in schema.names]
+        if unknown:
+            raise InvalidOptionError(f"read of {self.identifier}: unknown columns {unknown} "
+                                     f"(columns: {schema.names})")
+        if limit is not None and (not isinstance(limit, int) or limit < 0):
+            raise InvalidOptionError(f"read of {self.identifier}: limit must be a non-negative integer, "
+                                     f"got {limit!r}")
+        topn = TopN(tuple(orders), limit, strict=False) if orders and limit is not None and use_index \
+            else None
         try:
-            rows, report = self._read(table, predicate, schema)
+            rows, report = self._read(table, predicate, schema, topn=topn, use_index=use_index)
         except FileNotFoundError as e:
             # A data, index or DV file the snapshot lists is gone (removed by hand, or by an
             # expiry/orphan clean-up that ran while this read planned an old snapshot).
@@ -369,9 +375,14 @@ class Table:
         self.last_scan_report = report
         if rows.num_columns == 0:
             rows = schema.empty_table()
+        if orders:
+            rows = rows.take(spark_sort_indices(rows, orders))
+        if limit is not None:
+            rows = rows.slice(0, limit)
         return rows.select(wanted) if wanted is not None else rows
 
-    def _read(self, table: Any, predicate: Predicate | str, schema: pa.Schema) -> tuple[pa.Table, ScanReport]:
+    def _read(self, table: Any, predicate: Predicate | str, schema: pa.Schema, *, topn: TopN | None,
+              use_index: bool) -> tuple[pa.Table, ScanReport]:
         if latest_snapshot(table) is None:
             return schema.empty_table(), ScanReport()
         if self.is_primary_key_table:
@@ -382,7 +393,7 @@ class Table:
             return read_primary_key(table, predicate)
         from paimon_index.table.read import read_arrow
 
-        return read_arrow(table, predicate)
+        return read_arrow(table, predicate, use_index=use_index, topn=topn)
 
     def file_indexes(self) -> pa.Table:
         """One row per (data file, column, index type) of the latest snapshot (``$file_indexes``)."""
@@ -395,46 +406,49 @@ class Table:
     def expire_snapshots(self, retain_last: int | None = None,
                          older_than: datetime | float | None = None) -> MaintenanceResult:
         """Expire old snapshots (keep the newest ``retain_last``; expire those ``older_than``)."""
-        maintenance = _maintenance()
-        if maintenance is not None:
-            result = maintenance.expire_snapshots(self._paimon, retain_last=retain_last,
-                                                  older_than=older_than)
-        else:
-            from paimon_index.table.expire import expire_snapshots
+        from paimon_index.table.maintenance import expire_snapshots
 
-            if older_than is not None or retain_last is None:
-                raise InvalidOptionError("expire_snapshots needs retain_last (older_than is not available "
-                                         "in this build)")
-            result = expire_snapshots(self._paimon, retain_last=retain_last)
+        result = expire_snapshots(self._paimon, retain_last=retain_last, older_than=older_than)
         return MaintenanceResult("expire_snapshots", tuple(result.expired_snapshots),
                                  tuple(result.deleted_files), result)
 
     def remove_orphan_files(self, older_than: datetime | float) -> MaintenanceResult:
         """Delete files no snapshot references that are older than ``older_than`` (a datetime or
         seconds since the epoch) — never a file a running write may still commit."""
-        maintenance = _maintenance()
-        if maintenance is None or not hasattr(maintenance, "remove_orphan_files"):
-            raise EnvironmentCheckError("remove_orphan_files needs paimon_index.table.maintenance, which "
-                                        "this build lacks")
-        result = maintenance.remove_orphan_files(self._paimon, older_than=older_than)
+        from paimon_index.table.maintenance import remove_orphan_files
+
+        result = remove_orphan_files(self._paimon, older_than=older_than)
         return MaintenanceResult("remove_orphan_files", (), tuple(result.deleted_files), result)
 
     def alter_options(self, set: Mapping[str, str] | None = None,
                       remove: Iterable[str] = ()) -> Table:
         """``ALTER TABLE SET/RESET TBLPROPERTIES``; returns this table, re-opened with the new options."""
-        _with_catalog_options(_catalog.alter_table_options, self.catalog_options, warehouse=self.warehouse,
-                              identifier=self.identifier, set_options=dict(set or {}), remove=list(remove))
+        _catalog.alter_table_options(self.warehouse, self.identifier, set_options=dict(set or {}),
+                                     remove=list(remove), catalog_options=self.catalog_options)
         self._paimon = self._open()
         return self
 
 
-def _maintenance() -> Any | None:
-    try:
-        return importlib.import_module(MAINTENANCE_MODULE)
-    except ModuleNotFoundError as e:
-        if e.name != MAINTENANCE_MODULE:
-            raise
-        return None
+def spark_sort_indices(rows: pa.Table, orders: Iterable[SortOrder]) -> pa.Array:
+    """Row order of ``ORDER BY orders`` as Spark sorts: NULL placement per key, NaN above every
+    number, -0.0 equal to 0.0 (ties keep their order)."""
+    keys: list[tuple[str, str]] = []
+    helpers: dict[str, pa.Array] = {}
+    for i, order in enumerate(orders):
+        column = rows.column(order.column)
+        direction = "ascending" if order.ascending else "descending"
+        # NULLs: a 0/1 key of their own, before the values.
+        nulls = pc.is_null(column)
+        helpers[f"n{i}"] = pc.invert(nulls) if order.nulls_first else nulls
+        keys.append((f"n{i}", "ascending"))
+        if pa.types.is_floating(column.type):
+            nan = pc.fill_null(pc.is_nan(column), False)
+            helpers[f"x{i}"] = nan  # NaN above every number
+            keys.append((f"x{i}", direction))
+            column = pc.if_else(nan, pa.scalar(0.0, column.type), pc.add(column, pa.scalar(0.0, column.type)))
+        helpers[f"v{i}"] = column
+        keys.append((f"v{i}", direction))
+    return pc.sort_indices(pa.table(helpers), sort_keys=keys)
 
 
 def _merged_read(table: Any, predicate: Predicate | str) -> tuple[pa.Table, ScanReport]:

@@ -90,16 +90,29 @@ PREFIX_TYPO_CUTOFF = 0.8
 SPARK_TIMESTAMP_PRECISION = 6
 
 
-def catalog(warehouse: str) -> Any:
-    """pypaimon's filesystem catalog over ``warehouse`` (a local path or URI)."""
+def catalog_config(warehouse: str, catalog_options: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The catalog's options: ``warehouse`` plus ``catalog_options`` (pypaimon's spellings, e.g.
+    ``fs.s3.endpoint``), every key and value a string; ``warehouse`` cannot be given twice."""
+    config = {WAREHOUSE: str(warehouse)}
+    for key, value in (catalog_options or {}).items():
+        if not isinstance(key, str) or not key:
+            raise InvalidOptionError(f"catalog option names must be non-empty strings, got {key!r}")
+        if key == WAREHOUSE:
+            raise InvalidOptionError("catalog option 'warehouse' is the warehouse argument; do not repeat it")
+        config[key] = str(value)
+    return config
+
+
+def catalog(warehouse: str, catalog_options: Mapping[str, str] | None = None) -> Any:
+    """pypaimon's filesystem catalog over ``warehouse`` (a local path or URI) with ``catalog_options``."""
     from pypaimon import CatalogFactory
 
-    return CatalogFactory.create({WAREHOUSE: str(warehouse)})
+    return CatalogFactory.create(catalog_config(warehouse, catalog_options))
 
 
-def open_table(warehouse: str, identifier: str) -> Any:
+def open_table(warehouse: str, identifier: str, *, catalog_options: Mapping[str, str] | None = None) -> Any:
     """The pypaimon table ``db.table`` of ``warehouse``."""
-    return catalog(warehouse).get_table(identifier)
+    return catalog(warehouse, catalog_options).get_table(identifier)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -276,7 +289,8 @@ def _check_keys_exist(kind: str, keys: Iterable[str], columns: Mapping[str, obje
 # ------------------------------------------------------------------------------------------------
 def create_table(warehouse: str, identifier: str, schema: pa.Schema | Any, *,
                  partition_keys: Iterable[str] = (), primary_keys: Iterable[str] = (),
-                 options: Mapping[str, str] | None = None, exist_ok: bool = False) -> Any:
+                 options: Mapping[str, str] | None = None, exist_ok: bool = False,
+                 catalog_options: Mapping[str, str] | None = None) -> Any:
     """Create ``db.table`` (and its database) and return the pypaimon table.
 
     Everything is checked before the database or table is created, so a refused call leaves the
@@ -301,14 +315,14 @@ def create_table(warehouse: str, identifier: str, schema: pa.Schema | Any, *,
     _check_keys_exist("partition", partition_keys, columns)
     _check_keys_exist("primary", primary_keys, columns)
     validate_table_options(plain, columns)
-    cat = catalog(warehouse)
+    cat = catalog(warehouse, catalog_options)
     cat.create_database(identifier.split(".", 1)[0], True)
     cat.create_table(identifier, paimon_schema, exist_ok)
     return cat.get_table(identifier)
 
 
 def alter_table_options(warehouse: str, identifier: str, *, set_options: Mapping[str, str] | None = None,
-                        remove: Iterable[str] = ()) -> Any:
+                        remove: Iterable[str] = (), catalog_options: Mapping[str, str] | None = None) -> Any:
     """``ALTER TABLE ... SET/RESET TBLPROPERTIES``: change options, return the re-opened table.
 
     The options the table would end up with are validated against its columns first; a refused
@@ -316,7 +330,7 @@ def alter_table_options(warehouse: str, identifier: str, *, set_options: Mapping
     """
     from pypaimon.schema.schema_change import SchemaChange
 
-    cat = catalog(warehouse)
+    cat = catalog(warehouse, catalog_options)
     table = cat.get_table(identifier)
     current = dict(table.options.options.to_map())
     updates = {str(k): str(v) for k, v in (set_options or {}).items()}
