@@ -123,14 +123,14 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
              "Spark source: filters pushed for one scan leak into the next scan of the same "
              "DataFrame/view (self-joins, subqueries, reused views and DataFrames read filtered rows)",
              _later_scan),
+    KnownBug("nested-through-spark",
+             "Spark source refuses a table with STRUCT/ARRAY/MAP columns ('column types this source "
+             "cannot read yet')",
+             _nested_through_spark),
     KnownBug("decimal-literal-precision",
              "DECIMAL literal with more than 28 digits is rounded when bound (decimal context "
              "precision): DECIMAL(38,10) comparisons drop or add rows",
              _wide_decimal_literal),
-    KnownBug("nan-negative-zero",
-             "NaN/-0.0 in FLOAT/DOUBLE columns: the exact re-check (Arrow compare) treats NaN as "
-             "unordered (NaN >= x is false, NaN = NaN is false) where Spark orders NaN above all",
-             _float_nan_or_negative_zero),
     KnownBug("decimal-literal-scale",
              "Python API: a DECIMAL literal with more decimal places than the column (dec10 < 777.771) "
              "is rejected with InvalidPredicateError instead of compared exactly",
@@ -139,10 +139,10 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
              "Python API: an integer literal outside the column type's range (si <= 123456789) is "
              "rejected with InvalidPredicateError; SQL compares it (always TRUE/FALSE for non-NULL)",
              _int_literal_out_of_range),
-    KnownBug("nested-through-spark",
-             "Spark source refuses a table with STRUCT/ARRAY/MAP columns ('column types this source "
-             "cannot read yet')",
-             _nested_through_spark),
+    KnownBug("nan-negative-zero",
+             "NaN/-0.0 in FLOAT/DOUBLE columns: the exact re-check (Arrow compare) treats NaN as "
+             "unordered (NaN >= x is false, NaN = NaN is false) where Spark orders NaN above all",
+             _float_nan_or_negative_zero),
 )
 
 

@@ -24,12 +24,11 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, Phase, given, settings
 
 from differential.compare import diff_rows, normalize
 from differential.expr import SPARK, evaluate
-from differential.generate import Materialized, generate_table, materialize, tables
+from differential.generate import Materialized, generate_table, materialize, rngs, tables
 from differential.known_bugs import Case, claimed_by
 from differential.queries import SHAPES, Query, generate_queries, generate_where
 from paimon_index.table.catalog import create_table
@@ -46,6 +45,8 @@ SOURCES = ("parquet", "on", "off")
 REUSE_SHAPES = ("view_reuse", "dataframe_reuse")
 EVALUATOR_SEEDS = (0, 3, 6)
 WHERES_PER_EVALUATOR_CHECK = 60
+#: Examples are seeds: shrinking a seed teaches nothing, so it is skipped.
+NO_SHRINK = (Phase.explicit, Phase.reuse, Phase.generate)
 SLOW_EXAMPLES = 8
 SLOW_SHAPES_PER_TABLE = 4
 
@@ -149,9 +150,9 @@ def test_paimon_index_matches_spark_parquet(spark: Any, made_tables: dict[int, M
 
 
 @pytest.mark.slow
-@settings(max_examples=SLOW_EXAMPLES, deadline=None,
+@settings(max_examples=SLOW_EXAMPLES, deadline=None, phases=NO_SHRINK,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(spec=tables(), rng=st.randoms(use_true_random=False))
+@given(spec=tables(), rng=rngs())
 def test_paimon_index_matches_spark_parquet_hypothesis(spark: Any, spec: Any, rng: random.Random) -> None:
     with tempfile.TemporaryDirectory() as root:
         made = materialize(spec, Path(root))
