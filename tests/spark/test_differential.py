@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 
 from differential.compare import diff_rows, normalize
 from differential.expr import SPARK, evaluate
-from differential.generate import Materialized, generate_table, materialize, rngs, tables
+from differential.generate import Materialized, generate_table, materialize, tables
 from differential.known_bugs import Case, claimed_by
 from differential.queries import SHAPES, Query, generate_queries, generate_where
 from paimon_index.table.catalog import create_table
@@ -152,8 +152,10 @@ def test_paimon_index_matches_spark_parquet(spark: Any, made_tables: dict[int, M
 @pytest.mark.slow
 @settings(max_examples=SLOW_EXAMPLES, deadline=None, phases=NO_SHRINK,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(spec=tables(), rng=rngs())
-def test_paimon_index_matches_spark_parquet_hypothesis(spark: Any, spec: Any, rng: random.Random) -> None:
+@given(seed=tables(), query_seed=tables())
+def test_paimon_index_matches_spark_parquet_hypothesis(spark: Any, seed: int, query_seed: int) -> None:
+    spec = generate_table(random.Random(seed), f"seed{seed}")
+    rng = random.Random(query_seed)
     with tempfile.TemporaryDirectory() as root:
         made = materialize(spec, Path(root))
         shapes = tuple(rng.sample(SHAPES, SLOW_SHAPES_PER_TABLE))

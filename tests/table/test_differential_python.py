@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 
 from differential.compare import diff_rows
 from differential.expr import PYTHON, evaluate
-from differential.generate import Materialized, generate_table, materialize, rngs, tables
+from differential.generate import Materialized, generate_table, materialize, tables
 from differential.known_bugs import Case, claimed_by
 from differential.queries import generate_where
 from paimon_index.table.catalog import create_table
@@ -85,8 +85,10 @@ def test_python_api_matches_reference(seed: int, tmp_path: Path) -> None:
 @pytest.mark.slow
 @settings(max_examples=SLOW_EXAMPLES, deadline=None, phases=NO_SHRINK,
           suppress_health_check=[HealthCheck.too_slow])
-@given(spec=tables(), rng=rngs())
-def test_python_api_matches_reference_hypothesis(spec, rng: random.Random) -> None:
+@given(seed=tables(), query_seed=tables())
+def test_python_api_matches_reference_hypothesis(seed: int, query_seed: int) -> None:
+    spec = generate_table(random.Random(seed), f"seed{seed}")
+    rng = random.Random(query_seed)
     with tempfile.TemporaryDirectory() as root:
         made = materialize(spec, Path(root))
         failures, _ = check_python_api(made, rng, WHERES_PER_TABLE)
