@@ -114,6 +114,21 @@ def _int_literal_out_of_range(case: Case) -> bool:
     return False
 
 
+def _int_literal_on_decimal(case: Case) -> bool:
+    if case.source in SPARK_SOURCES:  # Spark coerces the literal to a DECIMAL before pushing it
+        return False
+    for where in case.wheres:
+        for leaf in where.leaves():
+            ref = getattr(leaf, "ref", None)
+            if ref is None or ref.kind != "decimal" or ref.cast:
+                continue
+            lits = [getattr(leaf, n) for n in ("lit", "lo", "hi") if hasattr(leaf, n)] + list(
+                getattr(leaf, "lits", ()))
+            if any(x.kind == "int" for x in lits):
+                return True
+    return False
+
+
 def _nested_through_spark(case: Case) -> bool:
     return case.spec.nested and case.source in SPARK_SOURCES
 
@@ -135,6 +150,10 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
              "Python API: a DECIMAL literal with more decimal places than the column (dec10 < 777.771) "
              "is rejected with InvalidPredicateError instead of compared exactly",
              _decimal_literal_finer_than_column),
+    KnownBug("int-literal-on-decimal",
+             "Python API: an integer literal on a DECIMAL column (x <= 32) selects the wrong rows "
+             "(none of 1.50/26.20 <= 32 are returned)",
+             _int_literal_on_decimal),
     KnownBug("int-literal-out-of-range",
              "Python API: an integer literal outside the column type's range (si <= 123456789) is "
              "rejected with InvalidPredicateError; SQL compares it (always TRUE/FALSE for non-NULL)",

@@ -158,3 +158,14 @@ def test_known_bug_nan_ordering(tmp_path: Path, where: str, want: list[object]) 
     got, _ = read_arrow(table, where)
     norm = sorted(("nan" if v != v else v for v in got.column("d").to_pylist()), key=str)
     assert norm == sorted(want, key=str)
+
+
+@pytest.mark.xfail(strict=True, reason="int-literal-on-decimal: an integer literal on a DECIMAL column "
+                                       "selects the wrong rows")
+def test_known_bug_int_literal_on_decimal(tmp_path: Path) -> None:
+    table = create_table(str(tmp_path), "db.t", pa.schema([("x", pa.decimal128(10, 2))]),
+                         options={"bucket": "-1"})
+    values = [decimal.Decimal("1.50"), decimal.Decimal("26.20"), decimal.Decimal("40.00")]
+    write_arrow(table, pa.table({"x": pa.array(values, pa.decimal128(10, 2))}))
+    got, _ = read_arrow(table, "x <= 32")
+    assert got.num_rows == 2
