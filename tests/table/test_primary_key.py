@@ -210,14 +210,14 @@ def test_tasks_owning_buckets_prepare_and_the_driver_commits_once(tmp_path: Path
 
 
 def test_lookup_skips_files_whose_key_index_rules_the_keys_out(tmp_path: Path, monkeypatch) -> None:
-    from paimon_index.table import primary_key
+    from paimon_index.table.pk import lookup
 
     table = new_table(str(tmp_path), "fixed", **{"file-index.bitmap.columns": "tag,k"})
     evens = [{"k": k, "tag": "a", "n": 0} for k in range(0, 600, 2)]
     upsert_arrow(table, pa.Table.from_pylist(evens, SCHEMA))
     opened: list[str] = []
-    live_rows = primary_key._live_rows
-    monkeypatch.setattr(primary_key, "_live_rows",
+    live_rows = lookup.live_rows
+    monkeypatch.setattr(lookup, "live_rows",
                         lambda meta, *a, **kw: opened.append(meta.file_name) or live_rows(meta, *a, **kw))
     # Odd keys inside every file's key range, none present: the bitmap on k rules every file out.
     upsert_arrow(table, pa.Table.from_pylist([{"k": k, "tag": "b", "n": 1} for k in (101, 301, 501)], SCHEMA))
