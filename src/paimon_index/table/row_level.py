@@ -42,7 +42,7 @@ import pyarrow.compute as pc
 
 from paimon_index.deletionvectors.index_file import DELETION_VECTORS_INDEX
 from paimon_index.deletionvectors.maintainer import BucketDvMaintainer
-from paimon_index.errors import InvalidOptionError, PaimonIndexError
+from paimon_index.errors import ConcurrentChangeError, InvalidOptionError, PaimonIndexError
 from paimon_index.fileindex.options import parse_bool
 from paimon_index.predicate import Predicate
 from paimon_index.sql import bind_predicate
@@ -73,10 +73,6 @@ __all__ = [
 DV_ENABLED = "deletion-vectors.enabled"
 DV_BITMAP64 = "deletion-vectors.bitmap64"
 SNAPSHOT_ID = "scan.snapshot-id"
-
-
-class ConcurrentChangeError(PaimonIndexError):
-    """Another commit landed between planning and committing a row-level change."""
 
 
 @dataclass(frozen=True)
