@@ -3,6 +3,7 @@
     begin(table, operation) -> Transaction          pinned on the latest snapshot
     on_snapshot(table, snapshot_id, operation)      pinned on the snapshot executors planned on
     abandon(table, paths, operation)                delete files of work that will not commit
+    delete_discarded(table, index_dir, metas)       after a commit: files written, then rewritten away
     written_paths(messages, index_dir) -> paths     every file an operation's messages name
 
 Every upsert, compaction and prepared (Spark) commit lands exactly as snapshot planned + 1 or
@@ -20,7 +21,7 @@ from typing import Any
 from paimon_index.errors import ConcurrentChangeError
 from paimon_index.table.transaction import Transaction
 
-__all__ = ["abandon", "begin", "on_snapshot", "written_paths"]
+__all__ = ["abandon", "begin", "delete_discarded", "on_snapshot", "written_paths"]
 
 
 def begin(table: Any, operation: str) -> Transaction:
@@ -38,6 +39,12 @@ def on_snapshot(table: Any, snapshot_id: int | None, operation: str) -> Transact
                                         "nothing was applied, run it again")
         snapshot = manager.get_snapshot_by_id(snapshot_id)
     return Transaction(table, snapshot, operation=operation)
+
+
+def delete_discarded(table: Any, index_dir: str, discarded: Iterable[Any]) -> None:
+    """After a commit: delete the files the operation wrote and then rewrote away (no snapshot has them)."""
+    for path in written_paths([], index_dir, discarded):
+        table.file_io.delete_quietly(path)
 
 
 def abandon(table: Any, paths: Iterable[str], operation: str) -> None:

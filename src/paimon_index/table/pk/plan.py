@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from paimon_index.deletionvectors.maintainer import BucketDvMaintainer
-from paimon_index.errors import InvalidOptionError, PaimonIndexError
+from paimon_index.errors import DataError, InvalidOptionError, PaimonIndexError
 from paimon_index.fileindex.options import parse_bool, parse_int
 from paimon_index.table.read import UnsupportedTableError
 from paimon_index.table.row_level import DV_BITMAP64, DV_ENABLED
@@ -63,7 +63,7 @@ class PrimaryKeyTableError(PaimonIndexError):
     """A primary-key operation that the table's state or options do not allow."""
 
 
-class NullKeyError(PrimaryKeyTableError, ValueError):
+class NullKeyError(PrimaryKeyTableError, DataError):
     """Rows with NULL in a primary-key column (Paimon keys are never NULL)."""
 
 

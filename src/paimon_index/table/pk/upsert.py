@@ -38,7 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_index.errors import ConcurrentChangeError, InvalidOptionError
-from paimon_index.table.pk.commit import abandon, begin, on_snapshot, written_paths
+from paimon_index.table.pk.commit import abandon, begin, delete_discarded, on_snapshot, written_paths
 from paimon_index.table.pk.levels import free_level, rewrite, write_rows
 from paimon_index.table.pk.lookup import file_keys, keys_of_partition, last_per_key, mark_keys
 from paimon_index.table.pk.plan import (
@@ -130,7 +130,9 @@ def upsert_arrow(table: Any, data: pa.Table) -> int | None:
         prepared = _prepare(table, plan, messages, removed_keys, max_level(options))
         txn.track(*prepared.written)
         txn.stage(prepared.messages)
-        return txn.commit()
+        snapshot_id = txn.commit()
+    delete_discarded(table, plan.index_dir, prepared.discarded)
+    return snapshot_id
 
 
 def split_batch(table: Any, data: pa.Table) -> tuple[pa.Table, pa.Table]:
@@ -256,7 +258,10 @@ def commit_prepared(table: Any, prepared: list[PreparedUpsert]) -> int | None:
         txn.track(*written)
         for p in prepared:
             txn.stage(p.messages)
-        return txn.commit()
+        snapshot_id = txn.commit()
+    index_dir = str(table.path_factory().index_path())
+    delete_discarded(table, index_dir, [m for p in prepared for m in p.discarded])
+    return snapshot_id
 
 
 def commit_upsert(table: Any, messages: list[Any], removed_keys: list[pa.Table]) -> int | None:
@@ -290,4 +295,6 @@ def commit_upsert(table: Any, messages: list[Any], removed_keys: list[pa.Table])
         prepared = _prepare(table, plan, messages, removed, max_level(options))
         txn.track(*prepared.written)
         txn.stage(prepared.messages)
-        return txn.commit()
+        snapshot_id = txn.commit()
+    delete_discarded(table, plan.index_dir, prepared.discarded)
+    return snapshot_id
