@@ -14,6 +14,7 @@ row, so the order between versions is no longer needed).
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
@@ -54,7 +55,8 @@ def rewrite(table: Any, dvs: BucketDvMaintainer, files: list[Any], level: int) -
     """Rewrite ``files`` (live rows only, deletes dropped) into ``level``; (new files, files removed).
 
     The new files' own messages (HASH index changes of a dynamic-bucket writer) are not needed: the
-    rows keep their bucket and the bucket's key set does not grow.
+    rows keep their bucket and the bucket's key set does not grow; the index files that writer
+    stored are deleted at once (no snapshot will reference them).
     """
     columns = user_columns(table)
     parts = [live_rows(m, dvs, [VALUE_KIND_COLUMN, *columns]) for m in files]
@@ -64,5 +66,10 @@ def rewrite(table: Any, dvs: BucketDvMaintainer, files: list[Any], level: int) -
         rows = rows.filter(live).select(columns)
     for meta in files:
         dvs.remove_deletion_vector_of(meta.file_name)
-    written = [f for m in write_rows(table, rows) for f in m.new_files] if rows.num_rows else []
+    messages = write_rows(table, rows) if rows.num_rows else []
+    index_dir = str(table.path_factory().index_path())
+    for entry in (e for m in messages for e in m.index_adds):
+        meta = entry.index_file
+        table.file_io.delete_quietly(meta.external_path or posixpath.join(index_dir, meta.file_name))
+    written = [f for m in messages for f in m.new_files]
     return [replace(f, level=level) for f in written], files
