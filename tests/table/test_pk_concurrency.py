@@ -44,7 +44,7 @@ def _rows(keys: list[int], writer: int, number: int) -> pa.Table:
 # workers (module level: a spawned process imports them)
 # ------------------------------------------------------------------------------------------------
 def _upsert_worker(warehouse: str, writer: int, rounds: list[list[int]], barrier: Any, results: Any) -> None:
-    from paimon_index.table.primary_key import upsert_arrow
+    from paimon_index.table.pk import upsert_arrow
 
     for number, keys in enumerate(rounds):
         barrier.wait(BARRIER_TIMEOUT_S)
@@ -59,7 +59,7 @@ def _upsert_worker(warehouse: str, writer: int, rounds: list[list[int]], barrier
 
 
 def _compact_worker(warehouse: str, rounds: int, barrier: Any, results: Any) -> None:
-    from paimon_index.table.primary_key import compact
+    from paimon_index.table.pk import compact
 
     for number in range(rounds):
         barrier.wait(BARRIER_TIMEOUT_S)
@@ -94,7 +94,7 @@ def _run(targets: list[tuple[Any, tuple[Any, ...]]]) -> list[tuple]:
 # checks
 # ------------------------------------------------------------------------------------------------
 def _ours(table: Any) -> list[tuple]:
-    from paimon_index.table.primary_key import read_primary_key
+    from paimon_index.table.pk import read_primary_key
 
     rows, _ = read_primary_key(table, "k IS NOT NULL")
     return sorted(zip(rows["k"].to_pylist(), rows["tag"].to_pylist(), rows["n"].to_pylist(), strict=True))
@@ -137,7 +137,7 @@ def _check(warehouse: str, model: dict[int, tuple]) -> None:
 
 
 def _still_takes_upserts(warehouse: str, model: dict[int, tuple]) -> None:
-    from paimon_index.table.primary_key import compact, upsert_arrow
+    from paimon_index.table.pk import compact, upsert_arrow
 
     table = open_table(warehouse, IDENTIFIER)
     keys = [*sorted(model)[:5], 10_000]
@@ -178,7 +178,7 @@ def test_processes_upserting_the_same_new_keys_store_each_key_once(tmp_path: Pat
 def test_compaction_racing_upserts_loses_nothing_and_leaves_the_table_writable(tmp_path: Path,
                                                                               mode: str) -> None:
     """Issue 11.2: a compaction planned before an upsert commits must not bring old values back."""
-    from paimon_index.table.primary_key import upsert_arrow
+    from paimon_index.table.pk import upsert_arrow
 
     warehouse = str(tmp_path)
     table = _new_table(warehouse, mode)

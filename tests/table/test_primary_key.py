@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from paimon_index.table.catalog import create_table, open_table
 from paimon_index.table.expire import expire_snapshots, referenced_files
-from paimon_index.table.primary_key import (
+from paimon_index.table.pk import (
     PrimaryKeyTableError,
     compact,
     read_primary_key,
@@ -184,7 +184,7 @@ def test_tasks_owning_buckets_prepare_and_the_driver_commits_once(tmp_path: Path
     """The Spark path without Spark: one 'task' per bucket looks its keys up; one commit."""
     import numpy as np
 
-    from paimon_index.table.primary_key import (
+    from paimon_index.table.pk import (
         bucket_of_rows,
         commit_prepared,
         owned_buckets,
@@ -352,7 +352,7 @@ def test_we_read_and_upsert_a_partitioned_table_java_wrote(tmp_path: Path, mode:
 
 def test_null_primary_key_is_a_project_error_naming_the_column(tmp_path: Path) -> None:
     from paimon_index.errors import DataError
-    from paimon_index.table.primary_key import split_batch
+    from paimon_index.table.pk import split_batch
 
     table = create_table(str(tmp_path), "db.pt", PART_SCHEMA, primary_keys=["p", "k"], partition_keys=["p"],
                          options={"bucket": "2", "deletion-vectors.enabled": "true"})
@@ -364,3 +364,10 @@ def test_null_primary_key_is_a_project_error_naming_the_column(tmp_path: Path) -
         split_batch(table, pa.Table.from_pylist([{"p": None, "k": 1}], loose))
     assert table.snapshot_manager().get_latest_snapshot() is None
     assert not any(p.suffix == ".parquet" for p in tmp_path.rglob("*"))
+
+
+def test_old_module_name_re_exports_the_package() -> None:
+    from paimon_index.table import pk, primary_key
+
+    assert set(primary_key.__all__) == set(pk.__all__)
+    assert all(getattr(primary_key, name) is getattr(pk, name) for name in pk.__all__)
