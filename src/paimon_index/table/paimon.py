@@ -37,10 +37,14 @@ import os
 import posixpath
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
+import pyarrow as pa
 from pypaimon.index.index_file_handler import IndexFileHandler
 from pypaimon.manifest.index_manifest_entry import IndexManifestEntry
+from pypaimon.manifest.manifest_file_manager import ManifestFileManager
+from pypaimon.manifest.manifest_list_manager import ManifestListManager
+from pypaimon.schema.data_types import PyarrowFieldParser
 from pypaimon.snapshot.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
 from pypaimon.snapshot.snapshot_commit import SnapshotCommit
 from pypaimon.write.commit_message import CommitMessage
@@ -51,18 +55,30 @@ __all__ = [
     "DELETION_VECTORS",
     "HASH",
     "CommitMessage",
+    "DataFile",
+    "DeletedEntry",
     "ExclusiveSnapshotCommit",
+    "IndexEntry",
     "IndexManifestEntry",
+    "Message",
+    "PaimonTable",
     "PinnedSnapshotManager",
     "Snapshot",
+    "SnapshotView",
+    "Split",
+    "arrow_schema",
+    "deleted_entries",
+    "delta_file_counts",
     "index_entries",
     "index_file_path",
     "latest_snapshot",
     "message_written_files",
     "new_file_store_commit",
     "overwrite_index_deletes",
+    "pinned_table",
     "snapshot_by_id",
     "snapshot_exists",
+    "table_name",
 ]
 
 log = logging.getLogger(__name__)
@@ -72,6 +88,105 @@ DELETION_VECTORS = "DELETION_VECTORS"
 HASH = "HASH"
 #: ``IndexManifestEntry.kind`` / ``ManifestEntry.kind`` of a removal.
 KIND_DELETE = 1
+#: pypaimon option pinning a scan to one snapshot.
+SCAN_SNAPSHOT_ID = "scan.snapshot-id"
+
+
+def table_name(table: Any) -> str:
+    """``database.table`` of a pypaimon table, for messages."""
+    identifier = getattr(table, "identifier", None)
+    if identifier is None:
+        return "?"
+    full = getattr(identifier, "get_full_name", None)
+    return str(full() if callable(full) else identifier)
+
+
+# typed views ----------------------------------------------------------------------------------------
+# What the table layer uses of pypaimon's objects, as Protocols: annotate with these instead of Any
+# (tests/table/test_boundaries.py checks pypaimon's classes still have every attribute listed).
+
+@runtime_checkable
+class DataFile(Protocol):
+    """pypaimon ``DataFileMeta``: one data file of a manifest entry."""
+
+    file_name: str
+    file_path: str | None
+    external_path: str | None
+    file_size: int
+    row_count: int
+    level: int
+    schema_id: int
+    extra_files: list[str]
+    embedded_index: bytes | None
+
+    def collect_files(self, bucket_path: str | None = None) -> list[str]: ...
+    def aligned_file_path(self, file_name: str, bucket_path: str | None = None) -> str: ...
+
+
+@runtime_checkable
+class Split(Protocol):
+    """pypaimon ``DataSplit``: the files of one (partition, bucket) a scan planned."""
+
+    partition: Any  # GenericRow (``.values``)
+    bucket: int
+    files: list[Any]  # DataFile
+    data_deletion_files: list[Any] | None  # DeletionFile (dv_index_path, offset, length) per file
+
+
+@runtime_checkable
+class IndexEntry(Protocol):
+    """pypaimon ``IndexManifestEntry``: an index file (DV, HASH) added to or removed from a bucket."""
+
+    kind: int
+    partition: Any  # GenericRow
+    bucket: int
+    index_file: Any  # IndexFileMeta (index_type, file_name, external_path, dv_ranges)
+
+
+@runtime_checkable
+class Message(Protocol):
+    """pypaimon ``CommitMessage``: one bucket's changes of one commit."""
+
+    partition: tuple[Any, ...]
+    bucket: int
+    new_files: list[Any]
+    deleted_files: list[Any]
+    index_adds: list[Any]
+    index_deletes: list[Any]
+    changelog_files: list[Any]
+
+    def is_empty(self) -> bool: ...
+
+
+@runtime_checkable
+class SnapshotView(Protocol):
+    """pypaimon ``Snapshot``: what a commit and a plan read of one."""
+
+    id: int
+    commit_user: str
+    index_manifest: str | None
+    base_manifest_list: str
+    delta_manifest_list: str
+    changelog_manifest_list: str | None
+
+
+@runtime_checkable
+class PaimonTable(Protocol):
+    """pypaimon ``FileStoreTable``: the members the table layer calls."""
+
+    identifier: Any
+    file_io: Any
+    partition_keys: list[str]
+    primary_keys: list[str]
+    is_primary_key_table: bool
+    table_schema: Any
+    options: Any
+
+    def copy(self, dynamic_options: dict[str, str]) -> Any: ...
+    def snapshot_manager(self) -> Any: ...
+    def path_factory(self) -> Any: ...
+    def new_read_builder(self) -> Any: ...
+    def new_batch_write_builder(self) -> Any: ...
 
 
 # snapshots ----------------------------------------------------------------------------------------
@@ -91,6 +206,11 @@ def snapshot_by_id(table: Any, snapshot_id: int) -> Snapshot | None:
 
 def snapshot_exists(table: Any, snapshot_id: int) -> bool:
     return bool(table.file_io.exists(table.snapshot_manager().get_snapshot_path(snapshot_id)))
+
+
+def pinned_table(table: Any, snapshot_id: int) -> Any:
+    """The table read as of ``snapshot_id`` (scans plan that snapshot, not the latest)."""
+    return table.copy({SCAN_SNAPSHOT_ID: str(snapshot_id)})
 
 
 class PinnedSnapshotManager:
@@ -298,3 +418,46 @@ def message_written_files(table: Any, messages: Iterable[CommitMessage]) -> list
             if entry.index_file.file_name not in removed:
                 paths.append(index_file_path(table, entry.partition, entry.bucket, entry.index_file))
     return paths
+
+
+# schemas and manifests ------------------------------------------------------------------------------
+
+def arrow_schema(fields: Sequence[Any]) -> pa.Schema:
+    """The Arrow schema of pypaimon ``DataField``s."""
+    return PyarrowFieldParser.from_paimon_schema(list(fields))
+
+
+#: A DELETE entry of a data file in a snapshot's manifests:
+#: (partition values, bucket, level, file name, extra files, embedded index).
+DeletedEntry = tuple[tuple[Any, ...], int, int, str, tuple[str, ...], bytes | None]
+
+
+def deleted_entries(table: Any, snapshot: Snapshot, file_names: set[str]) -> list[DeletedEntry]:
+    """Every DELETE entry of ``snapshot``'s manifests for a data file named in ``file_names``."""
+    reader = ManifestFileManager(table)
+    found: list[DeletedEntry] = []
+    for manifest in ManifestListManager(table).read_all(snapshot):
+        if not manifest.num_deleted_files:
+            continue
+        for entry in reader.read(manifest.file_name,
+                                 lambda e: e.kind == KIND_DELETE and e.file.file_name in file_names):
+            meta = entry.file
+            found.append((tuple(entry.partition.values or ()), entry.bucket, meta.level, meta.file_name,
+                          tuple(meta.extra_files or ()), meta.embedded_index))
+    return found
+
+
+def delta_file_counts(table: Any, snapshot_id: int) -> tuple[int, int]:
+    """(data files added, data files removed) by snapshot ``snapshot_id`` (its delta manifests)."""
+    snapshot = snapshot_by_id(table, snapshot_id)
+    if snapshot is None:
+        return 0, 0
+    reader = ManifestFileManager(table)
+    added = removed = 0
+    for manifest in ManifestListManager(table).read_delta(snapshot):
+        for entry in reader.read(manifest.file_name):
+            if entry.kind == KIND_DELETE:
+                removed += 1
+            else:
+                added += 1
+    return added, removed

@@ -48,10 +48,12 @@ from paimon_index.errors import CommitError, ConcurrentChangeError, PaimonIndexE
 from paimon_index.table.paimon import (
     BATCH_COMMIT_IDENTIFIER,
     ExclusiveSnapshotCommit,
+    PaimonTable,
     latest_snapshot,
     message_written_files,
     new_file_store_commit,
     snapshot_by_id,
+    table_name,
 )
 
 __all__ = ["Transaction"]
@@ -60,6 +62,10 @@ log = logging.getLogger(__name__)
 
 #: Prefix of the commit user recorded in the snapshots a transaction writes.
 COMMIT_USER_PREFIX = "paimon-index"
+
+#: pypaimon's conflict detection says so when the commit removes a file the base no longer holds
+#: (messages planned on a snapshot older than the transaction's).
+_CONFLICT_TEXT = "conflicts detected"
 
 _OPEN, _COMMITTED, _ABORTED, _FAILED = "open", "committed", "aborted", "failed"
 
@@ -77,7 +83,8 @@ class Transaction:
         operation: what the caller does, for messages ("delete", "upsert", ...).
     """
 
-    def __init__(self, table: Any, snapshot: Any | None, *, exact: bool = True, overwrite: bool = False,
+    def __init__(self, table: PaimonTable, snapshot: Any | None, *, exact: bool = True,
+                 overwrite: bool = False,
                  partition: Mapping[str, Any] | None = None, operation: str = "commit") -> None:
         if overwrite and not exact:
             raise PaimonIndexError("an overwrite reads the table it replaces: it must commit exactly")
@@ -93,10 +100,29 @@ class Transaction:
         self._state = _OPEN
 
     @classmethod
-    def begin(cls, table: Any, *, exact: bool = True, overwrite: bool = False,
+    def begin(cls, table: PaimonTable, *, exact: bool = True, overwrite: bool = False,
               partition: Mapping[str, Any] | None = None, operation: str = "commit") -> Transaction:
         """A transaction planned on the table's latest snapshot."""
         return cls(table, latest_snapshot(table), exact=exact, overwrite=overwrite, partition=partition,
+                   operation=operation)
+
+    @classmethod
+    def on(cls, table: PaimonTable, snapshot_id: int | None, *, exact: bool = True, overwrite: bool = False,
+           partition: Mapping[str, Any] | None = None, operation: str = "commit") -> Transaction:
+        """A transaction planned on snapshot ``snapshot_id`` (None: the table was empty).
+
+        Raises:
+            ConcurrentChangeError: that snapshot no longer exists (expired), so nothing planned
+                on it can commit exactly.
+        """
+        snapshot = None
+        if snapshot_id is not None:
+            snapshot = snapshot_by_id(table, snapshot_id)
+            if snapshot is None:
+                raise ConcurrentChangeError(f"{operation} on table {table_name(table)} was "
+                                            f"planned on snapshot {snapshot_id}, which no longer exists; "
+                                            "run it again")
+        return cls(table, snapshot, exact=exact, overwrite=overwrite, partition=partition,
                    operation=operation)
 
     # state ---------------------------------------------------------------------------------------
@@ -119,8 +145,7 @@ class Transaction:
             raise PaimonIndexError(f"{self._what()}: the transaction is {self._state}")
 
     def _what(self) -> str:
-        name = getattr(self.table, "identifier", None)
-        return f"{self.operation} on table {name}" if name is not None else self.operation
+        return f"{self.operation} on table {table_name(self.table)}"
 
     # staging -------------------------------------------------------------------------------------
 
@@ -186,7 +211,7 @@ class Transaction:
                 raise CommitError(f"{self._what()}: publishing snapshot {self._next_id()} failed and its "
                                   f"outcome is unknown; the written files are kept ({e})") from e
             self._fail()
-            if guard.refused or self._concurrent():
+            if guard.refused or self._concurrent() or _CONFLICT_TEXT in str(e):
                 raise self._conflict(e) from e
             raise CommitError(f"{self._what()} planned on snapshot {self.snapshot_id} failed; nothing "
                               f"was applied ({e})") from e
