@@ -18,7 +18,6 @@ import posixpath
 from collections.abc import Iterable
 from typing import Any
 
-from paimon_index.errors import ConcurrentChangeError
 from paimon_index.table.transaction import Transaction
 
 __all__ = ["abandon", "begin", "delete_discarded", "on_snapshot", "written_paths"]
@@ -29,16 +28,9 @@ def begin(table: Any, operation: str) -> Transaction:
 
 
 def on_snapshot(table: Any, snapshot_id: int | None, operation: str) -> Transaction:
-    """A transaction pinned on ``snapshot_id`` (the one prepared work was planned on)."""
-    manager = table.snapshot_manager()
-    snapshot = None
-    if snapshot_id is not None:
-        path = manager.get_snapshot_path(snapshot_id)
-        if not table.file_io.exists(path):
-            raise ConcurrentChangeError(f"{operation}: planned snapshot {snapshot_id} no longer exists; "
-                                        "nothing was applied, run it again")
-        snapshot = manager.get_snapshot_by_id(snapshot_id)
-    return Transaction(table, snapshot, operation=operation)
+    """A transaction pinned on ``snapshot_id`` (the one prepared work was planned on); raises
+    ConcurrentChangeError when that snapshot is gone."""
+    return Transaction.on(table, snapshot_id, operation=operation)
 
 
 def delete_discarded(table: Any, index_dir: str, discarded: Iterable[Any]) -> None:

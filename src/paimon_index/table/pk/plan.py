@@ -15,6 +15,8 @@ row per key. The files' ``min_key``/``max_key`` are trimmed keys too.
 
 A :class:`Plan` is built on the snapshot a transaction pinned, never on "the latest" read a second
 time: everything an operation looks up, marks and places must come from the snapshot it commits on.
+The files are listed by :func:`paimon_index.table.plan.plan_snapshot` (as a writer sees them:
+every level); vectors are restored for live files only (:func:`maintainer`).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from paimon_index.deletionvectors.maintainer import BucketDvMaintainer
-from paimon_index.errors import DataError, InvalidOptionError, PaimonIndexError
+from paimon_index.errors import ConcurrentChangeError, DataError, InvalidOptionError, PaimonIndexError
 from paimon_index.fileindex.options import parse_bool, parse_int
 from paimon_index.table.read import UnsupportedTableError
 from paimon_index.table.row_level import DV_BITMAP64, DV_ENABLED
@@ -154,10 +156,9 @@ class Plan:
 
 
 def plan_snapshot(table: Any, snapshot: Any | None, *, vectors: bool = True) -> Plan:
-    """Every live data file and (with ``vectors``) deletion-vector index entry of ``snapshot``."""
-    from pypaimon.index.index_file_handler import IndexFileHandler
-
-    from paimon_index.deletionvectors.index_file import DELETION_VECTORS_INDEX
+    """Every live data file (all levels) and, with ``vectors``, deletion-vector index entry of
+    ``snapshot``, per bucket — listed by the project's one snapshot planner."""
+    from paimon_index.table.plan import plan_snapshot as plan_buckets
 
     options = table_options(table)
     index_dir = str(table.path_factory().index_path())
@@ -165,15 +166,14 @@ def plan_snapshot(table: Any, snapshot: Any | None, *, vectors: bool = True) -> 
     plan = Plan(None if snapshot is None else int(snapshot.id), {}, index_dir, bitmap64)
     if snapshot is None:
         return plan
-    pinned = table.copy({"scan.snapshot-id": str(snapshot.id)})
-    for split in pinned.new_read_builder().new_scan().plan_for_write().splits():
-        key = (tuple(split.partition.values), split.bucket)
-        plan.buckets.setdefault(key, Bucket(split.partition, split.bucket)).files.extend(split.files)
-    for entry in IndexFileHandler(table).scan(snapshot) if vectors else ():
-        if entry.index_file.index_type == DELETION_VECTORS_INDEX:
-            key = (tuple(entry.partition.values), entry.bucket)
-            if key in plan.buckets:
-                plan.buckets[key].dv_entries.append(entry)
+    try:
+        listed = plan_buckets(table, int(snapshot.id), for_write=True)
+    except KeyError as e:  # expired between pinning and listing
+        raise ConcurrentChangeError(f"snapshot {snapshot.id} was expired while planning on it; "
+                                    "nothing was applied, run it again") from e
+    for key, files in listed.buckets.items():
+        plan.buckets[key] = Bucket(files.partition_row, files.bucket, list(files.files),
+                                   list(files.dv_entries) if vectors else [])
     return plan
 
 
