@@ -111,6 +111,7 @@ def _replay(model: dict[int, tuple], results: list[tuple]) -> list[int]:
     failures = [r for r in results if r[5] not in (None, "ConcurrentChangeError")]
     assert not failures, failures[0][5]
     done = sorted((r for r in results if r[5] is None and r[4] is not None), key=lambda r: r[4])
+    print(f"{len(done)} committed, {sum(r[5] is not None for r in results)} refused as concurrent")
     for kind, writer, number, keys, _, _ in done:
         if kind == "upsert":
             for k in keys:
