@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from paimon_index.errors import ConcurrentChangeError, InvalidOptionError
+from paimon_index.table.paimon import CommitMessage
 from paimon_index.table.pk.commit import begin, written_paths
 from paimon_index.table.pk.levels import rewrite
 from paimon_index.table.pk.plan import (
@@ -62,8 +63,6 @@ def compact(table: Any, *, full: bool = False, threshold: float = DEFAULT_COMPAC
 
 
 def _compact_on(table: Any, txn: Any, plan: Plan, full: bool, threshold: float, top: int) -> int | None:
-    from pypaimon.write.commit_message import CommitMessage
-
     for (partition, bucket_id), bucket in sorted(plan.buckets.items(), key=repr):
         dvs = maintainer(plan, bucket)
         if full:

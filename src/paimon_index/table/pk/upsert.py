@@ -38,6 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_index.errors import ConcurrentChangeError, InvalidOptionError
+from paimon_index.table.paimon import CommitMessage
 from paimon_index.table.pk.commit import abandon, begin, delete_discarded, on_snapshot, written_paths
 from paimon_index.table.pk.levels import free_level, rewrite, write_rows
 from paimon_index.table.pk.lookup import file_keys, keys_of_partition, last_per_key, mark_keys
@@ -155,9 +156,6 @@ def _prepare(table: Any, plan: Plan, messages: list[Any], removed_keys: pa.Table
     or dynamic) and the deleted keys of its partition; ``scope`` limits the buckets searched for
     deleted keys (the buckets an executor owns), default all.
     """
-    from pypaimon.table.row.generic_row import GenericRow
-    from pypaimon.write.commit_message import CommitMessage
-
     by_bucket: dict[BucketKey, list[Any]] = {}
     for message in messages:
         by_bucket.setdefault((tuple(message.partition), message.bucket), []).append(message)
@@ -177,7 +175,9 @@ def _prepare(table: Any, plan: Plan, messages: list[Any], removed_keys: pa.Table
         produced = by_bucket.get(key, [])
         existing = plan.buckets.get(key)
         if existing is None:
-            existing = Bucket(GenericRow(list(key[0]), table.partition_keys_fields), key[1])
+            # A bucket new in this upsert has no file to mark, so its maintainer never emits an
+            # index entry (which would need pypaimon's partition row): the plain values do.
+            existing = Bucket(key[0], key[1])
         dvs = maintainer(plan, existing)
         new_files = [f for m in produced for f in m.new_files]
         new_names = {f.file_name for f in new_files}
@@ -200,6 +200,8 @@ def _prepare(table: Any, plan: Plan, messages: list[Any], removed_keys: pa.Table
             prepared.discarded += [m for m in gone if m.file_name in new_names]
             placed = rewritten
         dv = dvs.prepare_commit()
+        if key not in plan.buckets and not dv.is_empty:
+            raise PrimaryKeyTableError(f"internal: deletion vectors for new bucket {key}")
         stored = dv.write_to(plan.index_dir)
         if stored is not None:
             prepared.written.append(str(stored))
