@@ -31,6 +31,30 @@ def _rows(warehouse: str) -> list[tuple]:
     return sorted(zip(got["id"].to_pylist(), got["tag"].to_pylist(), strict=True))
 
 
+def test_abort_deletes_what_finished_tasks_wrote(tmp_path: Path) -> None:
+    """The driver half, called as Spark calls it (tasks' messages in, one of them None). Fails on a
+    no-op abort (the old behaviour: written files stayed as orphans)."""
+    from paimon_index.spark.datasource import PaimonIndexWriter
+
+    warehouse = str(tmp_path)
+    create_table(warehouse, "db.t", SCHEMA, options={"bucket": "-1", "file-index.bloom-filter.columns": "id",
+                                                     "file-index.in-manifest-threshold": "1"})
+    before = _files(warehouse)
+    options = {"warehouse": warehouse, "path": "db.t"}
+    writer = PaimonIndexWriter(options)
+    batch = pa.record_batch({"id": pa.array([1, 2], pa.int64()), "tag": pa.array(["a", "b"])})
+    message = writer.write(iter([batch]))
+    assert len(_files(warehouse)) == len(before) + 2  # the data file and its .index file
+    writer.abort([message, None])
+    assert _files(warehouse) == before
+    assert latest_snapshot(open_table(warehouse, "db.t")) is None
+
+    overwrite = PaimonIndexWriter(options, overwrite=True)
+    message = overwrite.write(iter([batch]))
+    overwrite.commit([message])
+    assert _rows(warehouse) == [(1, "a"), (2, "b")]
+
+
 def test_an_aborted_job_deletes_the_files_its_finished_tasks_wrote(spark, tmp_path: Path) -> None:
     warehouse = str(tmp_path)
     create_table(warehouse, "db.t", SCHEMA, options={"bucket": "-1", "file-index.bloom-filter.columns": "id",
@@ -42,9 +66,9 @@ def test_an_aborted_job_deletes_the_files_its_finished_tasks_wrote(spark, tmp_pa
     def fail_late(batches):
         for batch in batches:
             if batch.num_rows and max(batch.column("id").to_pylist()) >= 1000:
-                # Fail only once the other task has written its data file, so the abort has
-                # something to delete (without it this test would fail on the leftover file).
-                deadline = time.monotonic() + 120
+                # Give the other task time to write its file first (Spark may still run the two
+                # one after the other: the direct test above is the one that needs the abort).
+                deadline = time.monotonic() + 10
                 while not list(table_dir.rglob("data-*.parquet")) and time.monotonic() < deadline:
                     time.sleep(0.2)
                 time.sleep(1)

@@ -214,3 +214,37 @@ def test_rewritten_data_file_is_not_deleted_on_abort(tmp_path: Path) -> None:
     txn.abort()
     assert not os.path.exists(index_path)
     assert os.path.exists(meta.physical_path())
+
+
+def _deleter(warehouse: str, victim: int, barrier, out) -> None:
+    table = open_table(warehouse, "db.t")
+    barrier.wait()
+    try:
+        out.put(("landed", victim, delete_arrow(table, f"id = {victim}")))
+    except ConcurrentChangeError as e:
+        out.put(("refused", victim, str(e)))
+    except BaseException as e:
+        out.put(("error", victim, repr(e)))
+
+
+def test_concurrent_deletes_never_lose_or_resurrect_rows_nor_leave_vector_files(tmp_path: Path) -> None:
+    warehouse, table = new_table(tmp_path)
+    ctx = multiprocessing.get_context("spawn")
+    barrier, out = ctx.Barrier(WRITERS), ctx.Queue()
+    procs = [ctx.Process(target=_deleter, args=(warehouse, victim, barrier, out))
+             for victim in range(WRITERS)]
+    for p in procs:
+        p.start()
+    results = [out.get(timeout=300) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+    assert not [r for r in results if r[0] == "error"], results
+    landed = {r[1] for r in results if r[0] == "landed"}
+    assert landed  # at least the first one lands
+    table = open_table(warehouse, "db.t")
+    assert table_rows(table) == [(i, "base") for i in range(10) if i not in landed]
+    assert latest_snapshot(table).id == 1 + len(landed)
+    referenced = {e.index_file.file_name for sid in range(1, latest_snapshot(table).id + 1)
+                  for e in index_entries(table, snapshot_by_id(table, sid))}
+    on_disk = set(os.listdir(Path(warehouse) / "db.db" / "t" / "index"))
+    assert on_disk == referenced  # a refused delete's vector file was deleted
