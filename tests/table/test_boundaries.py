@@ -22,7 +22,6 @@ NOT_YET_MIGRATED = frozenset({
     "spark/datasource.py",
     "table/catalog.py",
     "table/expire.py",
-    "table/primary_key.py",
 })
 
 
