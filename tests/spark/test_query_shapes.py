@@ -131,16 +131,14 @@ def test_dataframe_reused_and_cached(spark: Any, tables: tuple[str, str], mode: 
 # Item 2 (NULL semantics of negations), item 3 (crashes) and nested columns: single-scan queries.
 WHERE = [
     "NOT (c <=> 5)", "c <=> 5", "c <=> NULL", "NOT (c <=> NULL)",
-    "bo IS NOT TRUE", "bo IS NOT FALSE", "bo IS TRUE", "bo <=> false", "NOT bo", "bo = true",
+    "bo IS NOT TRUE", "bo IS NOT FALSE", "bo <=> false", "NOT bo",
     "NOT (c IN (1, 2))", "c IN (1, NULL)", "NOT (c IN (1, NULL))", "c NOT IN (6, 7)",
-    "NOT (c = 5)", "NOT (c > 3)", "c <> 5", "NOT (c IS NULL)",
-    "NOT (s LIKE 'a%')", "s NOT LIKE '%b'", "NOT contains(s, 'b')", "s LIKE 'a%'", "endswith(s, 'b')",
+    "NOT (c = 5)", "NOT (c > 3)", "NOT (c IS NULL)",
+    "NOT (s LIKE 'a%')", "NOT contains(s, 'b')", "endswith(s, 'b')",
     "s = 'x%_'", "NOT (s <=> 'a')",
-    "d > 0.0", "d = 0.0", "d = -0.0", "NOT (d < 1.0)", "d <=> CAST('NaN' AS DOUBLE)", "d <> 1.5",
-    "isnan(d)", "d IN (0.0, 1.5)",
-    "c = 99", "c = 99 AND s = 'a'", "c > 100 OR c < -100",  # indexes rule out every file
-    "st.a = 1", "st IS NULL", "size(arr) > 1", "m['k'] = 1", "arr IS NOT NULL AND c = 6",
-    "id = 30 AND st.b = '30'",
+    "d > 0.0", "d = -0.0", "NOT (d < 1.0)", "d <=> CAST('NaN' AS DOUBLE)", "d IN (0.0, 1.5)",
+    "c = 99", "c = 99 AND s = 'a'",  # the indexes rule out every file
+    "st.a = 1", "st IS NULL", "size(arr) > 1 AND m['k'] = 1", "id = 30 AND st.b = '30'",
 ]
 
 
@@ -151,7 +149,8 @@ def expected(spark: Any, tables: tuple[str, str]) -> dict[str, list[str]]:
     return {w: _canon(spark.sql(f"SELECT * FROM pq_where WHERE {w}").collect()) for w in WHERE}
 
 
-@pytest.mark.parametrize("mode", ["index", *PUSHED])
+@pytest.mark.parametrize("mode", ["index", "pushdown",
+                                  pytest.param("pushdown, no index", marks=pytest.mark.slow)])
 def test_single_scan_filters(spark: Any, tables: tuple[str, str], expected: dict[str, list[str]],
                              mode: str) -> None:
     wrong = []
@@ -171,7 +170,8 @@ def test_nested_columns_read_as_spark_reads_them(spark: Any, tables: tuple[str, 
     warehouse, parquet = tables
     want = spark.read.parquet(parquet).schema.simpleString()
     assert _load(spark, warehouse, {}).schema.simpleString() == want
-    _check(spark, tables, {}, ["SELECT * FROM {t}", "SELECT id, st.b, arr[0], m['j'] FROM {t} WHERE id < 5"])
+    _check(spark, tables, {}, ["SELECT * FROM {t}",
+                               "SELECT id, st.b, get(arr, 1), m['j'] FROM {t} WHERE id < 5"])
 
 
 def test_pushdown_is_off_by_default_where_spark_shares_the_plan(spark: Any, tables: tuple[str, str]) -> None:

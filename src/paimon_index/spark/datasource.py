@@ -6,41 +6,71 @@
           .load("db.orders")
           .filter("status = 'PAID' AND score >= 90"))
 
-Read options (strings): ``warehouse`` (required); ``file-index.read.enabled`` (``true``; ``false``
-reads without indexes, for comparison); ``topn`` + ``limit`` (e.g. ``"score DESC NULLS LAST"`` and
-``"10"``): each data file yields only its range-bitmap TopN candidates among its matching, not
-deleted rows — the query must still say ``.orderBy(...).limit(k)``, whose result equals the full
-sort (Spark offers Python sources no ORDER BY ... LIMIT hook, so this is an explicit hint);
-``metadata-columns`` (``true`` adds ``__paimon_file_path``, ``__paimon_row_index``,
-``__paimon_partition``, ``__paimon_bucket``: where each row lives, the key of row-level changes);
-``scan.snapshot-id`` (read that snapshot instead of the latest); ``scan-report`` (a directory:
-every task writes what it pruned there as JSON, summed by
-:func:`paimon_index.spark.report.collect_scan_report`). The path given to ``load`` is the table
-identifier ``db.table``.
+Every query returns exactly the rows Spark returns over the same data (``spark.read.parquet``),
+whatever its shape: self-joins, subqueries, a DataFrame or view scanned again, cached DataFrames.
 
-Writing: ``df.write.format("paimon_index").option("warehouse", W).mode("append").save("db.t")``;
-each Spark task writes its rows with pypaimon's writer (the table's partitions and buckets) and
-builds every new data file's index (embedded or ``<data-file>.index``, see
-:mod:`paimon_index.table.write`); the task's commit messages travel to the driver, which commits all
-of them as **one** snapshot. A failed job commits nothing. ``mode("overwrite")`` replaces the
-table's contents in that one snapshot (on a partitioned table only the partitions written, as
-Paimon's ``dynamic-partition-overwrite = true`` default does; set it to ``false`` for the whole
-table).
+Read options (strings; keys ignore case; a key that is not listed here nor a catalog option is an
+error naming the nearest valid key, see :mod:`paimon_index.spark.options`):
 
-Partitioning: one input partition per pypaimon split of the latest snapshot (planned on the
-driver; a split carries its data files, their embedded indexes and deletion-vector ranges, and is
-pickled to the executor). The driver drops the files whose *embedded* index answers SKIP, and
-splits left empty; executors evaluate ``.index`` files, open the data files and yield Arrow batches.
+- ``warehouse`` (required); the path given to ``load`` is the table identifier ``db.table``;
+- ``filter-pushdown``: ``auto`` (default), ``true`` or ``false`` -- see *Pushdown* below;
+- ``file-index.read.enabled`` (``true``; ``false`` reads without indexes, for comparison);
+- ``topn`` + ``limit`` (e.g. ``"score DESC NULLS LAST"`` and ``"10"``): each data file yields only
+  its range-bitmap TopN candidates among its matching, not deleted rows; the query must still say
+  ``.orderBy(...).limit(k)``, whose result then equals the full sort (Spark offers Python sources no
+  ORDER BY ... LIMIT hook, so this is an explicit hint). It is used only when pushdown took every
+  filter Spark offered; otherwise the scan returns every matching row (exact, slower). Filters Spark
+  never offers a Python source (an OR, ``score + 1 = 50``) must not be combined with ``topn``;
+- ``metadata-columns`` (``true`` adds ``__paimon_file_path``, ``__paimon_row_index``,
+  ``__paimon_partition``, ``__paimon_bucket``: where each row lives, the key of row-level changes);
+- ``scan.snapshot-id`` (a positive integer: read that snapshot instead of the latest);
+- ``scan-report`` (a directory: every task writes what it pruned there as JSON, summed by
+  :func:`paimon_index.spark.report.collect_scan_report`);
+- catalog options: every key starting ``fs.`` (``fs.s3.endpoint``, ``fs.s3.accessKeyId`` ...) is
+  passed to pypaimon's catalog, with pypaimon's spelling of the key.
 
-Pushdown: Spark hands a Python source the top-level conjuncts of a query's filter; ``pushFilters``
-turns each of them (``=``, ``<=>`` with a non-NULL value, ``<``, ``<=``, ``>``, ``>=``, ``IN``,
-``IS [NOT] NULL``, ``NOT`` of those, ``STARTS WITH``, ``ENDS WITH``, ``CONTAINS``) into our predicate
-and ANDs them. (A conjunct that is an OR is not offered to Python sources: Spark applies it.)
-The file indexes answer it (skip files, select rows), deletion vectors are subtracted, and the
-predicate is then applied exactly to the rows read, so Spark does not re-check the filters we took
-(its plan shows no Filter above the scan); the ones we cannot translate are handed back and Spark
-applies them. Append tables, with or without deletion vectors (32- and 64-bit); see
-:mod:`paimon_index.table.read` for the read path.
+Columns: every column of the table, scalar and nested (ROW, ARRAY, MAP) alike, all nullable;
+timestamps in microseconds as Spark keeps them. Indexes and pushed filters apply to top-level
+scalar columns; a filter on a nested column or field is always Spark's.
+
+Writing: ``df.write.format("paimon_index").option("warehouse", W).mode("append").save("db.t")``
+(write options: ``warehouse``, ``bucket-exclusive``, catalog options ``fs.*``); each Spark task
+writes its rows with pypaimon's writer (the table's partitions and buckets) and builds every new
+data file's index (embedded or ``<data-file>.index``, see :mod:`paimon_index.table.write`); the
+task's commit messages travel to the driver, which commits all of them as **one** snapshot. A failed
+job commits nothing. ``mode("overwrite")`` replaces the table's contents in that one snapshot (on a
+partitioned table only the partitions written, as Paimon's ``dynamic-partition-overwrite = true``
+default does; set it to ``false`` for the whole table).
+
+Partitioning: one input partition per pypaimon split of the snapshot read (planned on the driver;
+a split carries its data files, their embedded indexes and deletion-vector ranges, and is pickled
+to the executor). The driver drops the files whose *embedded* index answers SKIP, and splits left
+empty (when none is left, Spark reads one empty partition); executors evaluate ``.index`` files,
+open the data files and yield Arrow batches.
+
+Pushdown: Spark hands a Python source the top-level conjuncts of a query's filter. With pushdown
+on, ``pushFilters`` turns each it can evaluate exactly into our predicate (``=``, ``<=>``, ``<``,
+``<=``, ``>``, ``>=``, ``IN``, ``IS [NOT] NULL``, ``STARTS WITH``, ``ENDS WITH``, ``CONTAINS``, and
+``NOT`` of those, with SQL's NULL semantics: ``NOT (c <=> 5)`` keeps the NULL rows, ``NOT (c IN (1,
+NULL))`` keeps none) and ANDs them; the file indexes answer it, deletion vectors are subtracted and
+the predicate is applied exactly to the rows read, so Spark does not re-check the filters taken.
+Filters on FLOAT/DOUBLE columns other than ``IS [NOT] NULL`` (NaN and -0.0 compare differently in
+Spark), on nested fields, string matches under ``NOT``, and ORs are left to Spark.
+
+**Where pushdown is on.** Spark 4.1 to 4.3 keep the read plan a Python source makes while filters
+are pushed (the predicate and the pruned splits) on the *relation*, not on the scan: every scan of
+the same DataFrame, view or table reference -- the other side of a self-join, a subquery, the next
+query on a reused DataFrame -- reads the plan of the last scan that pushed filters. No choice of a
+source can make that exact, so ``filter-pushdown = auto`` is **off** there: every filter is handed
+back to Spark, the plan prunes nothing, rows are exact, and the indexes are not used by Spark
+queries (they still are by :func:`paimon_index.table.read.read_arrow`). ``auto`` turns it on from
+the first Spark release that keeps the plan in the scan (:data:`~paimon_index.spark.options.
+SCAN_SCOPED_PUSHDOWN_SINCE`, apache/spark master's ``PythonScanBuilder``). ``filter-pushdown =
+true`` forces it on anywhere: exact only if every DataFrame loaded is scanned once, by one query
+(load a fresh DataFrame per query, do not join or subquery it with itself, do not cache it).
+
+Append tables, with or without deletion vectors (32- and 64-bit), and primary-key tables in
+deletion-vectors mode; see :mod:`paimon_index.table.read` for the read path.
 """
 
 from __future__ import annotations
