@@ -28,8 +28,10 @@ from pyspark.sql.datasource import (
 )
 
 from paimon_index.arrow_filter import to_arrow_expression
+from paimon_index.errors import InvalidOptionError
 from paimon_index.predicate import Leaf, Op, bind
 from paimon_index.spark.datasource import spark_filter_to_predicate
+from paimon_index.spark.options import parse_read_options, parse_write_options, pushdown_safe
 from paimon_index.table.write import write_arrow
 from paimon_index.types import parse_type
 
@@ -180,3 +182,30 @@ def test_translated_filters_keep_exactly_the_rows_sql_keeps() -> None:
         kept = data.filter(to_arrow_expression(bind(predicate, schema), schema)).to_pylist()
         assert kept == [r for r in rows if _three_valued(f, r) is True], (f, predicate)
     assert translated > 60  # most filters are taken, not handed back
+
+
+def test_read_options_are_parsed_once_and_checked() -> None:
+    base = {"warehouse": "/w", "path": "db.t"}
+    parsed = parse_read_options({**base, "scan.snapshot-id": "3", "fs.s3.accesskeyid": "k",
+                                 "fs.s3.endpoint": "http://e", "filter-pushdown": "TRUE"})
+    assert (parsed.snapshot_id, parsed.pushdown, parsed.use_index) == (3, True, True)
+    # Spark lower-cases option keys; pypaimon matches catalog keys with case.
+    assert dict(parsed.catalog) == {"fs.s3.accessKeyId": "k", "fs.s3.endpoint": "http://e"}
+    assert parse_read_options(base).pushdown is pushdown_safe()
+    for bad, message in [({"scan.snapshot-id": "0"}, "positive integer"),
+                         ({"filter-pushdown": "yes"}, "one of auto, true, false"),
+                         ({"file-index.read.enabled": "maybe"}, "file-index.read.enabled"),
+                         ({"limit": "5"}, "only meaningful with option 'topn'"),
+                         ({"scan.snapshotid": "1"}, "did you mean 'scan.snapshot-id'")]:
+        with pytest.raises(InvalidOptionError, match=re.escape(message)):
+            parse_read_options({**base, **bad})
+    with pytest.raises(InvalidOptionError, match=r"needs \.option"):
+        parse_read_options({"path": "db.t"})
+    with pytest.raises(InvalidOptionError, match="unknown write option 'topn'"):
+        parse_write_options({**base, "topn": "x"})
+
+
+@pytest.mark.parametrize(("version", "safe"), [("4.1.0", False), ("4.2.1", False), ("4.3.0", False),
+                                               ("4.4.0", True), ("5.0.0.dev1", True), ("junk", False)])
+def test_pushdown_is_gated_on_the_spark_version(version: str, safe: bool) -> None:
+    assert pushdown_safe(version) is safe
