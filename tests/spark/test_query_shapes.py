@@ -225,3 +225,17 @@ def test_cached_dataframe_matches_parquet(spark: Any, tables: tuple[str, str], _
         df.cache()
         counts.append((df.filter("c = 5").count(), df.count(), df.filter("c IS NULL").count()))
     assert counts[0] == counts[1]
+
+
+def test_indexes_ruling_out_every_file_on_the_driver(spark: Any, tmp_path: Any) -> None:
+    """Embedded indexes (small containers kept in the manifest) let the driver drop every split;
+    Spark then reads one empty partition of its own, which must yield no rows, not fail."""
+    rows = _rows().select(["id", "c"])
+    catalog = CatalogFactory.create({"warehouse": str(tmp_path)})
+    catalog.create_database("db", True)
+    options = {"bucket": "-1", "file-index.bitmap.columns": "c", "file-index.in-manifest-threshold": "1mb"}
+    catalog.create_table(TABLE, Schema.from_pyarrow_schema(rows.schema, options=options), False)
+    for start in range(0, rows.num_rows, ROWS_PER_FILE):
+        write_arrow(catalog.get_table(TABLE), rows.slice(start, ROWS_PER_FILE))
+    for where, count in [("c = 99", 0), ("c = 6", 5)]:
+        assert _load(spark, str(tmp_path), PUSHED["pushdown"]).filter(where).count() == count, where
