@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import math
 
 import pytest
 from hypothesis import given, settings
@@ -210,3 +211,109 @@ def test_constants_unpickle_to_the_singletons() -> None:
 
     assert pickle.loads(pickle.dumps(ALWAYS_TRUE)) is ALWAYS_TRUE
     assert pickle.loads(pickle.dumps(ALWAYS_FALSE)) is ALWAYS_FALSE
+
+
+# ------------------------------------------------------------------------------------------------
+# Null-safe equality and IS [NOT] TRUE/FALSE: two-valued, so NOT keeps the NULL rows (issue 12)
+# ------------------------------------------------------------------------------------------------
+_C_NOT_NULL = Leaf(Op.IS_NOT_NULL, "c")
+_B_NOT_NULL = Leaf(Op.IS_NOT_NULL, "b")
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("c <=> 5", And((_C_NOT_NULL, Leaf(Op.EQ, "c", (5,))))),
+    ("5 <=> c", And((_C_NOT_NULL, Leaf(Op.EQ, "c", (5,))))),
+    ("c <=> NULL", Leaf(Op.IS_NULL, "c")),
+    ("NOT (c <=> 5)", Or((Leaf(Op.IS_NULL, "c"), Leaf(Op.NE, "c", (5,))))),
+    ("NOT c <=> NULL", Leaf(Op.IS_NOT_NULL, "c")),
+    ("b IS TRUE", And((_B_NOT_NULL, Leaf(Op.EQ, "b", (True,))))),
+    ("b IS NOT TRUE", Or((Leaf(Op.IS_NULL, "b"), Leaf(Op.NE, "b", (True,))))),
+    ("b is false", And((_B_NOT_NULL, Leaf(Op.EQ, "b", (False,))))),
+    ("b IS NOT FALSE", Or((Leaf(Op.IS_NULL, "b"), Leaf(Op.NE, "b", (False,))))),
+    ("NOT b IS NOT TRUE", And((_B_NOT_NULL, Leaf(Op.EQ, "b", (True,))))),
+    ("NOT (c <=> 5 OR b IS TRUE)",
+     And((Or((Leaf(Op.IS_NULL, "c"), Leaf(Op.NE, "c", (5,)))),
+          Or((Leaf(Op.IS_NULL, "b"), Leaf(Op.NE, "b", (True,))))))),
+])
+def test_null_safe_forms(text: str, expected: Predicate) -> None:
+    assert parse_predicate(text) == expected
+
+
+def test_is_needs_null_true_or_false() -> None:
+    with pytest.raises(InvalidPredicateError, match="expected NULL, TRUE or FALSE") as info:
+        parse_predicate("b IS 5")
+    assert info.value.position == 5
+
+
+# ------------------------------------------------------------------------------------------------
+# Literals are compared by value, as Spark compares them (issue 12)
+# ------------------------------------------------------------------------------------------------
+COERCE_SCHEMA = ("i INT, t TINYINT, a DECIMAL(10, 2), w DECIMAL(38, 10), f FLOAT, d DOUBLE, "
+                 "day DATE, ts TIMESTAMP(3), ts6 TIMESTAMP(6)")
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # DECIMAL: an integer is its value, never the unscaled key (100 was read as 1.00)
+    ("a > 100", Leaf(Op.GT, "a", (10000,))),
+    ("a = 100", Leaf(Op.EQ, "a", (10000,))),
+    ("a IN (1, 2.5)", Leaf(Op.IN, "a", (100, 250))),
+    ("w = 1", Leaf(Op.EQ, "w", (10**10,))),
+    # more decimal places than the column holds: compared exactly, not rounded
+    ("a > 99.999", Leaf(Op.GE, "a", (10000,))),
+    ("a >= 99.999", Leaf(Op.GE, "a", (10000,))),
+    ("a < 99.999", Leaf(Op.LE, "a", (9999,))),
+    ("a = 99.999", ALWAYS_FALSE),
+    ("a <> 99.999", Leaf(Op.IS_NOT_NULL, "a")),
+    ("a < -99.999", Leaf(Op.LE, "a", (-10000,))),
+    ("a BETWEEN 0.001 AND 0.019", And((Leaf(Op.GE, "a", (1,)), Leaf(Op.LE, "a", (1,))))),
+    ("a > 1e20", ALWAYS_FALSE),
+    ("a < 1e20", Leaf(Op.LE, "a", (10**10 - 1,))),
+    ("a > '5'", Leaf(Op.GT, "a", (500,))),
+    # integers: a fraction or an out-of-range value matches by value
+    ("i = 2.5", ALWAYS_FALSE),
+    ("i < 2.5", Leaf(Op.LE, "i", (2,))),
+    ("i > 2.5", Leaf(Op.GE, "i", (3,))),
+    ("i > -2.5", Leaf(Op.GE, "i", (-2,))),
+    ("i IN (2.5, 3)", Leaf(Op.IN, "i", (3,))),
+    ("i IN (2.5)", ALWAYS_FALSE),
+    ("i NOT IN (2.5)", Leaf(Op.IS_NOT_NULL, "i")),
+    ("i NOT IN (2.5, 4)", Leaf(Op.NOT_IN, "i", (4,))),
+    ("t < 1000", Leaf(Op.LE, "t", (127,))),
+    ("t > 1000", ALWAYS_FALSE),
+    ("t >= -1000", Leaf(Op.GE, "t", (-128,))),
+    ("i < NaN", Leaf(Op.LE, "i", (2**31 - 1,))),  # NaN is above every number
+    ("i = NaN", ALWAYS_FALSE),
+    ("i = 2.0", Leaf(Op.EQ, "i", (2,))),
+    ("i = 2e0", Leaf(Op.EQ, "i", (2,))),
+    # FLOAT: an integer is cast to FLOAT; a decimal or double literal is compared as DOUBLE
+    ("f = 16777217", Leaf(Op.EQ, "f", (16777216.0,))),
+    ("f = 0.5", Leaf(Op.EQ, "f", (0.5,))),
+    ("f = 0.1", ALWAYS_FALSE),
+    ("f < 'NaN'", Leaf(Op.LT, "f", (math.nan,))),
+    ("d = 0.1", Leaf(Op.EQ, "d", (0.1,))),
+    # dates and timestamps, before 1970 too
+    ("day < DATE '1969-12-31'", Leaf(Op.LT, "day", (-1,))),
+    ("day = '1900-03-01'", Leaf(Op.EQ, "day", (-25508,))),
+    ("day < TIMESTAMP '1969-12-31 10:00:00'", Leaf(Op.LE, "day", (-1,))),
+    ("day = TIMESTAMP '1969-12-31 00:00:00'", Leaf(Op.EQ, "day", (-1,))),
+    ("ts = TIMESTAMP '1969-12-31 23:59:59.999'", Leaf(Op.EQ, "ts", (-1,))),
+    ("ts = TIMESTAMP '1969-12-31 23:59:59.9995'", ALWAYS_FALSE),  # between two milliseconds
+    ("ts >= TIMESTAMP '1969-12-31 23:59:59.9995'", Leaf(Op.GE, "ts", (0,))),
+    ("ts < TIMESTAMP '1969-12-31 23:59:59.9995'", Leaf(Op.LE, "ts", (-1,))),
+    ("ts6 = TIMESTAMP '1969-12-31 23:59:59.999999'", Leaf(Op.EQ, "ts6", (-1,))),
+    ("ts6 > '1970-01-01 00:00:01'", Leaf(Op.GT, "ts6", (1_000_000,))),
+])
+def test_literals_bind_by_value(text: str, expected: Predicate) -> None:
+    got = bind_predicate(text, COERCE_SCHEMA)
+    assert str(got) == str(expected)  # str: NaN literals compare unequal
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("i = 'abc'", "not a number"),
+    ("i = TRUE", "does not fit"),
+    ("day = 'someday'", "not an ISO date"),
+    ("ts = 'noon'", "not an ISO timestamp"),
+])
+def test_literals_that_cannot_compare(text: str, message: str) -> None:
+    with pytest.raises(InvalidPredicateError, match=message):
+        bind_predicate(text, COERCE_SCHEMA)

@@ -1,15 +1,21 @@
-"""Predicate -> Arrow compute expression, with SQL semantics (a NULL comparison keeps no row).
+"""Predicate -> Arrow compute expression, with Spark SQL's semantics (a NULL comparison keeps no row).
 
 Used to apply a predicate exactly to rows an index selected (index answers are supersets: the
-bitmap index's ``<>`` keeps NULL rows, a Bloom filter keeps whole files). Literals may be natural
-Python values (an unbound predicate) or canonical keys of ``schema``'s types (a bound one: bytes
-for strings, days for DATE, epoch units for TIMESTAMP).
+bitmap index's ``<>`` keeps NULL rows, a Bloom filter keeps whole files). The predicate must be
+bound (:func:`paimon_index.predicate.bind`): literals are canonical keys of ``schema``'s types
+(bytes for strings, days for DATE, epoch units for TIMESTAMP, unscaled integers for DECIMAL).
+
+Floating point follows Spark, not IEEE (which Arrow's kernels implement): NaN equals NaN and is
+greater than every other value, including +Infinity; -0.0 equals 0.0. So ``f > 0`` keeps NaN rows,
+``f < NaN`` keeps every non-NaN row, and ``IN`` compares ``f + 0.0`` (IEEE turns -0.0 into 0.0;
+Arrow's ``is_in`` hashes -0.0 and 0.0 apart but already matches NaN with NaN).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import decimal
+import math
 from collections.abc import Mapping
 
 import pyarrow as pa
@@ -22,6 +28,9 @@ from paimon_index.types import DataType, KeyKind, TypeRoot
 __all__ = ["to_arrow_expression"]
 
 _EPOCH = dt.datetime(1970, 1, 1)
+MAX_DECIMAL128_PRECISION = 38
+#: Scaling a 38-digit unscaled key back must not round (the default context keeps 28 digits).
+_DECIMAL_CONTEXT = decimal.Context(prec=2 * MAX_DECIMAL128_PRECISION)
 
 
 def _literal(value: object, dtype: DataType) -> object:
@@ -40,8 +49,33 @@ def _literal(value: object, dtype: DataType) -> object:
     if dtype.root is TypeRoot.TIME and isinstance(value, int):
         return pa.scalar(value, pa.time32("ms"))
     if kind is KeyKind.DECIMAL and isinstance(value, int):
-        return decimal.Decimal(value).scaleb(-(dtype.scale or 0))
+        exact = _DECIMAL_CONTEXT.scaleb(decimal.Decimal(value), -(dtype.scale or 0))
+        return pa.scalar(exact, pa.decimal128(dtype.precision or MAX_DECIMAL128_PRECISION, dtype.scale or 0))
     return value
+
+
+_FALSE = pc.scalar(False)
+
+
+def _is_nan(value: object) -> bool:
+    return isinstance(value, float) and math.isnan(value)
+
+
+def _float_compare(op: Op, field: pc.Expression, v: float) -> pc.Expression:
+    """One comparison on a FLOAT/DOUBLE column in Spark's total order (NaN largest, -0.0 = 0.0)."""
+    nan = pc.is_nan(field)
+    if _is_nan(v):
+        return {Op.EQ: nan, Op.NE: ~nan, Op.LT: ~nan, Op.LE: field.is_valid(), Op.GT: _FALSE,
+                Op.GE: nan}[op]
+    # IEEE already answers =, <>, < and <= right for a NaN row (FALSE, TRUE, FALSE, FALSE);
+    # > and >= must add NaN rows, which IEEE never orders above anything.
+    return {Op.EQ: field == v, Op.NE: field != v, Op.LT: field < v, Op.LE: field <= v,
+            Op.GT: (field > v) | nan, Op.GE: (field >= v) | nan}[op]
+
+
+def _float_in(field: pc.Expression, values: list[object]) -> pc.Expression:
+    """``field IN values`` with -0.0 = 0.0 (both sides + 0.0) and NaN = NaN (is_in's own rule)."""
+    return (field + pc.scalar(0.0)).isin([float(v) + 0.0 for v in values])  # type: ignore[arg-type]
 
 
 def _leaf(leaf: Leaf, schema: Mapping[str, DataType]) -> pc.Expression:
@@ -49,6 +83,8 @@ def _leaf(leaf: Leaf, schema: Mapping[str, DataType]) -> pc.Expression:
     dtype = schema.get(leaf.column)
     if dtype is None:
         raise InvalidPredicateError(f"unknown column {leaf.column!r}")
+    if dtype.key_kind in (KeyKind.FLOAT32, KeyKind.FLOAT64):
+        return _float_leaf(leaf, field)
     lits = [_literal(v, dtype) for v in leaf.literals]
     non_null = [v for v in lits if v is not None]
     match leaf.op:
@@ -78,6 +114,29 @@ def _leaf(leaf: Leaf, schema: Mapping[str, DataType]) -> pc.Expression:
         return pc.scalar(False)  # comparison with NULL is UNKNOWN
     return {Op.EQ: field == v, Op.NE: field != v, Op.LT: field < v, Op.LE: field <= v,
             Op.GT: field > v, Op.GE: field >= v}[leaf.op]
+
+
+def _float_leaf(leaf: Leaf, field: pc.Expression) -> pc.Expression:
+    lits = list(leaf.literals)
+    non_null = [v for v in lits if v is not None]
+    match leaf.op:
+        case Op.IS_NULL:
+            return field.is_null()
+        case Op.IS_NOT_NULL:
+            return field.is_valid()
+        case Op.IN:
+            return _float_in(field, non_null) if non_null else _FALSE
+        case Op.NOT_IN:
+            if len(non_null) < len(lits):
+                return _FALSE  # x NOT IN (..., NULL) is never TRUE
+            return ~_float_in(field, non_null) & field.is_valid() if non_null else field.is_valid()
+        case Op.BETWEEN:
+            if None in lits:
+                return _FALSE
+            return _float_compare(Op.GE, field, lits[0]) & _float_compare(Op.LE, field, lits[1])  # type: ignore[arg-type]
+        case Op.EQ | Op.NE | Op.LT | Op.LE | Op.GT | Op.GE:
+            return _FALSE if lits[0] is None else _float_compare(leaf.op, field, lits[0])  # type: ignore[arg-type]
+    raise InvalidPredicateError(f"{leaf.op.value} does not apply to a floating-point column")
 
 
 def to_arrow_expression(predicate: Predicate, schema: Mapping[str, DataType]) -> pc.Expression:

@@ -16,6 +16,15 @@ Evaluation code only ever sees bound predicates.
 
 NULL literals: ``c = NULL`` and ``c IN (..., NULL)`` are kept as written, because Paimon's bitmap
 index answers them (it matches the NULL rows); other indexes treat them as "cannot answer".
+
+Three-valued logic. An unbound tree has SQL's exact three-valued meaning: every leaf is TRUE, FALSE
+or UNKNOWN (NULL) exactly as in SQL, so :func:`negate` is exact (NOT of a leaf is the leaf that is
+TRUE exactly where it was FALSE and UNKNOWN where it was UNKNOWN; De Morgan for AND/OR, which holds
+in Kleene logic). There is no NOT node: ``NOT (c <=> 5)`` is built as ``c IS NULL OR c <> 5``.
+:func:`null_safe_eq` and :func:`is_true` and friends build two-valued trees for ``<=>`` and
+``IS [NOT] TRUE/FALSE``. A *bound* tree is only guaranteed to keep the rows a WHERE keeps (the TRUE
+rows): binding may replace ``i = 2.5`` on INT by FALSE, whose negation is not ``i <> 2.5``. So
+negate first, bind last.
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from enum import Enum
 
+from paimon_index.coercion import Exact, Inexact, coerce_literal
 from paimon_index.errors import InvalidPredicateError
 from paimon_index.types import DataType, canonical_literal
 
@@ -38,6 +48,13 @@ __all__ = [
     "and_",
     "bind",
     "columns_of",
+    "is_false",
+    "is_not_false",
+    "is_not_true",
+    "is_true",
+    "negate",
+    "not_null_safe_eq",
+    "null_safe_eq",
     "or_",
 ]
 
@@ -170,14 +187,79 @@ def columns_of(p: Predicate) -> list[str]:
     return list(dict.fromkeys(leaf.column for leaf in _walk(p)))
 
 
+_NEGATED = {Op.EQ: Op.NE, Op.NE: Op.EQ, Op.LT: Op.GE, Op.LE: Op.GT, Op.GT: Op.LE, Op.GE: Op.LT,
+            Op.IN: Op.NOT_IN, Op.NOT_IN: Op.IN, Op.IS_NULL: Op.IS_NOT_NULL, Op.IS_NOT_NULL: Op.IS_NULL}
+
+
+def negate(p: Predicate) -> Predicate:
+    """SQL's ``NOT p`` for an unbound predicate: TRUE exactly where ``p`` is FALSE, UNKNOWN where
+    ``p`` is UNKNOWN.
+
+    Raises:
+        InvalidPredicateError: ``p`` holds a string match (``STARTS_WITH``, ``ENDS_WITH``,
+            ``CONTAINS``, ``LIKE``), which has no negated leaf.
+    """
+    if isinstance(p, Leaf):
+        if p.op is Op.BETWEEN:
+            low, high = p.literals
+            return or_(Leaf(Op.LT, p.column, (low,)), Leaf(Op.GT, p.column, (high,)))
+        negated = _NEGATED.get(p.op)
+        if negated is None:
+            raise InvalidPredicateError(f"NOT {p.op.value} is not supported")
+        return Leaf(negated, p.column, p.literals)
+    if isinstance(p, And):
+        return or_(*(negate(c) for c in p.children))
+    if isinstance(p, Or):
+        return and_(*(negate(c) for c in p.children))
+    return ALWAYS_FALSE if p == ALWAYS_TRUE else ALWAYS_TRUE
+
+
+def null_safe_eq(column: str, value: object) -> Predicate:
+    """``column <=> value``: TRUE when both are equal or both NULL, otherwise FALSE (never NULL)."""
+    if value is None:
+        return Leaf(Op.IS_NULL, column)
+    return And((Leaf(Op.IS_NOT_NULL, column), Leaf(Op.EQ, column, (value,))))
+
+
+def not_null_safe_eq(column: str, value: object) -> Predicate:
+    """``NOT (column <=> value)``: TRUE for NULL rows when ``value`` is not NULL."""
+    return negate(null_safe_eq(column, value))
+
+
+def is_true(column: str) -> Predicate:
+    """``column IS TRUE`` (two-valued: FALSE for NULL)."""
+    return null_safe_eq(column, True)
+
+
+def is_not_true(column: str) -> Predicate:
+    """``column IS NOT TRUE``: TRUE for FALSE and NULL."""
+    return not_null_safe_eq(column, True)
+
+
+def is_false(column: str) -> Predicate:
+    """``column IS FALSE`` (two-valued: FALSE for NULL)."""
+    return null_safe_eq(column, False)
+
+
+def is_not_false(column: str) -> Predicate:
+    """``column IS NOT FALSE``: TRUE for TRUE and NULL."""
+    return not_null_safe_eq(column, False)
+
+
 def bind(p: Predicate, schema: Mapping[str, DataType]) -> Predicate:
-    """Check columns against ``schema`` and convert literals to canonical keys."""
+    """Check columns against ``schema`` and convert literals to canonical keys.
+
+    ``p`` must be unbound (natural literals: an ``int`` on a DECIMAL column is its value, not the
+    unscaled key). A literal the column cannot hold exactly is compared by its value, as Spark does
+    (see :mod:`paimon_index.coercion`): the leaf becomes an exact one with the same TRUE rows, e.g.
+    ``i < 2.5`` on INT binds to ``i <= 2`` and ``i = 2.5`` to FALSE.
+    """
     if isinstance(p, Leaf):
         dtype = schema.get(p.column)
         if dtype is None:
             known = ", ".join(schema) or "none"
             raise InvalidPredicateError(f"unknown column {p.column!r} (schema has: {known})")
-        return Leaf(p.op, p.column, _bind_literals(p, dtype))
+        return _bind_leaf(p, dtype)
     if isinstance(p, And):
         return and_(*(bind(c, schema) for c in p.children))
     if isinstance(p, Or):
@@ -185,7 +267,42 @@ def bind(p: Predicate, schema: Mapping[str, DataType]) -> Predicate:
     return p
 
 
-def _bind_literals(leaf: Leaf, dtype: DataType) -> tuple[object, ...]:
-    if leaf.op in (Op.STARTS_WITH, Op.ENDS_WITH, Op.CONTAINS, Op.LIKE) and not dtype.is_string:
-        raise InvalidPredicateError(f"{leaf.op.value} needs a string column, {leaf.column} is {dtype}")
-    return tuple(canonical_literal(v, dtype) for v in leaf.literals)
+_STRING_OPS = (Op.STARTS_WITH, Op.ENDS_WITH, Op.CONTAINS, Op.LIKE)
+
+
+def _bind_leaf(leaf: Leaf, dtype: DataType) -> Predicate:
+    column, op = leaf.column, leaf.op
+    if op in _STRING_OPS:
+        if not dtype.is_string:
+            raise InvalidPredicateError(f"{op.value} needs a string column, {column} is {dtype}")
+        return Leaf(op, column, tuple(canonical_literal(v, dtype) for v in leaf.literals))
+    if op in (Op.IN, Op.NOT_IN) and not leaf.literals:
+        # Spark 4: ``x IN ()`` is FALSE and ``x NOT IN ()`` TRUE, even for a NULL x.
+        return ALWAYS_FALSE if op is Op.IN else ALWAYS_TRUE
+    coerced = [coerce_literal(v, dtype) for v in leaf.literals]
+    if all(isinstance(c, Exact) for c in coerced):
+        return Leaf(op, column, tuple(c.key for c in coerced))  # type: ignore[union-attr]
+    if op in (Op.IN, Op.NOT_IN):
+        # A value the column cannot hold equals no row: drop it (NOT IN: ``c <> it`` is TRUE
+        # for every non-NULL row, so dropping it keeps the rows too).
+        keys = tuple(c.key for c in coerced if isinstance(c, Exact))
+        if keys or op is Op.IN:
+            return Leaf(op, column, keys) if keys else ALWAYS_FALSE
+        return Leaf(Op.IS_NOT_NULL, column)
+    if op is Op.BETWEEN:
+        return and_(_bound_compare(Op.GE, column, coerced[0]), _bound_compare(Op.LE, column, coerced[1]))
+    return _bound_compare(op, column, coerced[0])
+
+
+def _bound_compare(op: Op, column: str, c: Exact | Inexact) -> Predicate:
+    """One comparison with a coerced literal, as an exact leaf or a constant."""
+    if isinstance(c, Exact):
+        return Leaf(op, column, (c.key,))
+    if op is Op.EQ:
+        return ALWAYS_FALSE
+    if op is Op.NE:
+        return Leaf(Op.IS_NOT_NULL, column)
+    if op in (Op.LT, Op.LE):  # c < v  <=>  c <= the largest value below v
+        return ALWAYS_FALSE if c.below is None else Leaf(Op.LE, column, (c.below,))
+    assert op in (Op.GT, Op.GE)
+    return ALWAYS_FALSE if c.above is None else Leaf(Op.GE, column, (c.above,))

@@ -6,9 +6,9 @@ Grammar (keywords case-insensitive)::
     and_expr   := not_expr ("AND" not_expr)*
     not_expr   := "NOT" not_expr | primary
     primary    := "(" expr ")" | "TRUE" | "FALSE" | comparison
-    comparison := operand op operand                       op: = <> != < <= > >=
+    comparison := operand op operand                       op: = <=> <> != < <= > >=
                 | column ["NOT"] "IN" "(" [literal ("," literal)*] ")"
-                | column "IS" ["NOT"] "NULL"
+                | column "IS" ["NOT"] ("NULL" | "TRUE" | "FALSE")
                 | column ["NOT"] "BETWEEN" literal "AND" literal
                 | column "LIKE" string                     'abc%' -> STARTS_WITH 'abc'
     operand    := column | literal                         (one side a column, the other a literal)
@@ -17,11 +17,13 @@ Grammar (keywords case-insensitive)::
                 | DATE 'yyyy-mm-dd' | TIMESTAMP 'yyyy-mm-dd hh:mm:ss[.ffffff]' | TIME 'hh:mm:ss[.fff]'
                 | X'hex' | NaN | Infinity | -Infinity
 
-Numbers: ``12`` is an ``int``, ``1.5`` a ``decimal.Decimal`` (exact for DECIMAL columns; FLOAT and
-DOUBLE columns accept it), ``1e3`` a ``float``. NOT is pushed down to the leaves while parsing (NOT of
-``=`` is ``<>``, of ``<`` is ``>=``, of IN is NOT IN, of BETWEEN an OR of two ranges, De Morgan for
-AND/OR): under SQL's three-valued logic this keeps exactly the rows WHERE keeps, and the tree never
-holds a NOT node. ``NOT LIKE`` has no leaf and is rejected.
+Numbers: ``12`` is an ``int``, ``1.5`` a ``decimal.Decimal``, ``1e3`` a ``float``; each is compared
+with a column by its value, as Spark compares them (:mod:`paimon_index.coercion`). NOT is pushed
+down to the leaves while parsing with :func:`paimon_index.predicate.negate` (NOT of ``=`` is ``<>``,
+of ``<`` is ``>=``, of IN is NOT IN, of BETWEEN an OR of two ranges, De Morgan for AND/OR), exact
+under SQL's three-valued logic, so the tree never holds a NOT node. ``c <=> v`` (null-safe equal)
+and ``c IS [NOT] TRUE|FALSE`` are two-valued: ``NOT (c <=> 5)`` is ``c IS NULL OR c <> 5``, and
+``b IS NOT TRUE`` keeps FALSE and NULL rows. NOT over a LIKE has no leaf and is rejected.
 
 Errors are :class:`~paimon_index.errors.InvalidPredicateError` with the 0-based position of the
 offending token in the text (the message shows a caret under it).
@@ -37,7 +39,22 @@ from dataclasses import dataclass
 
 from paimon_index.errors import InvalidPredicateError
 from paimon_index.fileindex.base import SortOrder
-from paimon_index.predicate import ALWAYS_FALSE, ALWAYS_TRUE, Leaf, Op, Predicate, and_, bind, or_
+from paimon_index.predicate import (
+    ALWAYS_FALSE,
+    ALWAYS_TRUE,
+    Leaf,
+    Op,
+    Predicate,
+    and_,
+    bind,
+    is_false,
+    is_not_false,
+    is_not_true,
+    is_true,
+    negate,
+    null_safe_eq,
+    or_,
+)
 from paimon_index.types import DataType, parse_schema
 
 __all__ = ["bind_predicate", "parse_order_by", "parse_predicate"]
@@ -48,14 +65,14 @@ _TOKEN = re.compile(r"""
   | (?P<hex>[xX]'[0-9A-Fa-f]*')
   | (?P<quoted>`(?:[^`]|``)*`)
   | (?P<number>-?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?)
-  | (?P<op><>|!=|<=|>=|=|<|>|\(|\)|,)
+  | (?P<op><=>|<>|!=|<=|>=|=|<|>|\(|\)|,)
   | (?P<word>-?[A-Za-z_][A-Za-z0-9_]*)
 """, re.VERBOSE)
 
 _FLIP = {Op.EQ: Op.EQ, Op.NE: Op.NE, Op.LT: Op.GT, Op.LE: Op.GE, Op.GT: Op.LT, Op.GE: Op.LE}
-_COMPARE = {"=": Op.EQ, "<>": Op.NE, "!=": Op.NE, "<": Op.LT, "<=": Op.LE, ">": Op.GT, ">=": Op.GE}
-_NEGATE = {Op.EQ: Op.NE, Op.NE: Op.EQ, Op.LT: Op.GE, Op.LE: Op.GT, Op.GT: Op.LE, Op.GE: Op.LT,
-           Op.IN: Op.NOT_IN, Op.NOT_IN: Op.IN, Op.IS_NULL: Op.IS_NOT_NULL, Op.IS_NOT_NULL: Op.IS_NULL}
+NULL_SAFE_EQ = "<=>"
+_COMPARE = {NULL_SAFE_EQ: Op.EQ, "=": Op.EQ, "<>": Op.NE,
+             "!=": Op.NE, "<": Op.LT, "<=": Op.LE, ">": Op.GT, ">=": Op.GE}
 _SPECIAL_FLOATS = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
 MAX_FRACTION_DIGITS = 6
 
@@ -115,57 +132,65 @@ class _Parser:
     def parse(self) -> Predicate:
         if self.peek().kind == "end":
             raise self.error("empty predicate")
-        result = self.or_expr(False)
+        result = self.or_expr()
         if self.peek().kind != "end":
             raise self.error(f"unexpected {self.peek().text!r} after the predicate")
         return result
 
-    def or_expr(self, negated: bool) -> Predicate:
-        parts = [self.and_expr(negated)]
+    def or_expr(self) -> Predicate:
+        parts = [self.and_expr()]
         while self.peek().is_word("OR"):
             self.take()
-            parts.append(self.and_expr(negated))
-        return and_(*parts) if negated else or_(*parts)
+            parts.append(self.and_expr())
+        return or_(*parts)
 
-    def and_expr(self, negated: bool) -> Predicate:
-        parts = [self.not_expr(negated)]
+    def and_expr(self) -> Predicate:
+        parts = [self.not_expr()]
         while self.peek().is_word("AND"):
             self.take()
-            parts.append(self.not_expr(negated))
-        return or_(*parts) if negated else and_(*parts)
+            parts.append(self.not_expr())
+        return and_(*parts)
 
-    def not_expr(self, negated: bool) -> Predicate:
-        if self.peek().is_word("NOT"):
+    def not_expr(self) -> Predicate:
+        tok = self.peek()
+        if tok.is_word("NOT"):
             self.take()
-            return self.not_expr(not negated)
-        return self.primary(negated)
+            return self.negate(self.not_expr(), tok.pos)
+        return self.primary()
 
-    def primary(self, negated: bool) -> Predicate:
+    def negate(self, p: Predicate, pos: int) -> Predicate:
+        try:
+            return negate(p)
+        except InvalidPredicateError as e:
+            raise self.error(str(e), pos) from e
+
+    def primary(self) -> Predicate:
         tok = self.peek()
         if tok.kind == "op" and tok.text == "(":
             self.take()
-            inner = self.or_expr(negated)
+            inner = self.or_expr()
             self.expect_op(")")
             return inner
         if tok.is_word("TRUE", "FALSE") and self.peek(1).kind in ("end", "word", "op") \
                 and not (self.peek(1).kind == "op" and self.peek(1).text in _COMPARE):
             self.take()
-            return ALWAYS_TRUE if (tok.text.upper() == "TRUE") != negated else ALWAYS_FALSE
-        return self.comparison(negated)
+            return ALWAYS_TRUE if tok.text.upper() == "TRUE" else ALWAYS_FALSE
+        return self.comparison()
 
     # -- leaves ---------------------------------------------------------------------------------
-    def comparison(self, negated: bool) -> Predicate:
+    def comparison(self) -> Predicate:
         start = self.peek()
         if start.kind in ("word", "quoted") and not self._is_literal_start(start):
             column = self.column()
-            return self.after_column(column, negated, start.pos)
+            return self.after_column(column)
         literal = self.literal()
         op_tok = self.take()
         if op_tok.kind != "op" or op_tok.text not in _COMPARE:
             raise self.error("expected a comparison operator after a literal", op_tok.pos)
         column = self.column()
-        leaf = Leaf(_FLIP[_COMPARE[op_tok.text]], column, (literal,))
-        return self.negate(leaf) if negated else leaf
+        if op_tok.text == NULL_SAFE_EQ:
+            return null_safe_eq(column, literal)
+        return Leaf(_FLIP[_COMPARE[op_tok.text]], column, (literal,))
 
     def _is_literal_start(self, tok: _Token) -> bool:
         if tok.kind != "word":
@@ -183,20 +208,19 @@ class _Parser:
             return tok.text
         raise self.error(f"expected a column name, found {tok.text or 'end of text'!r}", tok.pos)
 
-    def after_column(self, column: str, negated: bool, pos: int) -> Predicate:
+    def after_column(self, column: str) -> Predicate:
         tok = self.take()
+        if tok.kind == "op" and tok.text == NULL_SAFE_EQ:
+            return null_safe_eq(column, self.literal())
         if tok.kind == "op" and tok.text in _COMPARE:
-            leaf: Predicate = Leaf(_COMPARE[tok.text], column, (self.literal(),))
-        elif tok.is_word("IS"):
-            is_not = self.peek().is_word("NOT")
-            if is_not:
-                self.take()
-            self.expect_word("NULL")
-            leaf = Leaf(Op.IS_NOT_NULL if is_not else Op.IS_NULL, column)
-        elif tok.is_word("NOT", "IN", "BETWEEN", "LIKE"):
-            if tok.is_word("NOT"):
-                negated = not negated
+            return Leaf(_COMPARE[tok.text], column, (self.literal(),))
+        if tok.is_word("IS"):
+            return self.after_is(column)
+        if tok.is_word("NOT", "IN", "BETWEEN", "LIKE"):
+            not_pos = tok.pos if tok.is_word("NOT") else None
+            if not_pos is not None:
                 tok = self.take()
+            leaf: Predicate
             if tok.is_word("IN"):
                 leaf = Leaf(Op.IN, column, tuple(self.literal_list()))
             elif tok.is_word("BETWEEN"):
@@ -204,15 +228,28 @@ class _Parser:
                 self.expect_word("AND")
                 leaf = Leaf(Op.BETWEEN, column, (low, self.literal()))
             elif tok.is_word("LIKE"):
-                if negated:
+                if not_pos is not None:
                     raise self.error("NOT LIKE is not supported", tok.pos)
-                return self.like(column)
+                leaf = self.like(column)
             else:
                 raise self.error(f"expected IN, BETWEEN or LIKE, found {tok.text!r}", tok.pos)
-        else:
-            raise self.error(f"expected an operator after column {column!r}, found "
-                             f"{tok.text or 'end of text'!r}", tok.pos)
-        return self.negate(leaf) if negated else leaf
+            return leaf if not_pos is None else self.negate(leaf, not_pos)
+        raise self.error(f"expected an operator after column {column!r}, found "
+                         f"{tok.text or 'end of text'!r}", tok.pos)
+
+    def after_is(self, column: str) -> Predicate:
+        """``IS [NOT] NULL|TRUE|FALSE``; all of them are two-valued."""
+        is_not = self.peek().is_word("NOT")
+        if is_not:
+            self.take()
+        tok = self.take()
+        if tok.is_word("NULL"):
+            return Leaf(Op.IS_NOT_NULL if is_not else Op.IS_NULL, column)
+        if tok.is_word("TRUE"):
+            return is_not_true(column) if is_not else is_true(column)
+        if tok.is_word("FALSE"):
+            return is_not_false(column) if is_not else is_false(column)
+        raise self.error(f"expected NULL, TRUE or FALSE, found {tok.text or 'end of text'!r}", tok.pos)
 
     def like(self, column: str) -> Predicate:
         tok = self.take()
@@ -223,13 +260,6 @@ class _Parser:
         if pattern.endswith("%") and "%" not in body and "_" not in body and "\\" not in body:
             return Leaf(Op.STARTS_WITH, column, (body,))
         return Leaf(Op.LIKE, column, (pattern,))
-
-    def negate(self, leaf: Predicate) -> Predicate:
-        assert isinstance(leaf, Leaf)
-        if leaf.op is Op.BETWEEN:
-            low, high = leaf.literals
-            return or_(Leaf(Op.LT, leaf.column, (low,)), Leaf(Op.GT, leaf.column, (high,)))
-        return Leaf(_NEGATE[leaf.op], leaf.column, leaf.literals)
 
     def literal_list(self) -> list[object]:
         self.expect_op("(")

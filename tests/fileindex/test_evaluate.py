@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import decimal
 import logging
+import math
 
 import pyarrow as pa
 import pytest
 from pyroaring import BitMap
 
+from paimon_index.arrow_filter import to_arrow_expression
 from paimon_index.errors import CorruptFileError
 from paimon_index.fileindex.builder import build_file_index, build_index_bodies
 from paimon_index.fileindex.evaluate import FileIndexEvaluator
 from paimon_index.fileindex.format import ContainerReader, write_container
 from paimon_index.fileindex.result import REMAIN, SKIP, Rows, and_not
 from paimon_index.predicate import ALWAYS_FALSE, ALWAYS_TRUE, Leaf, Op, and_, or_
+from paimon_index.sql import bind_predicate
 from paimon_index.types import parse_schema
 
 SCHEMA = parse_schema("id INT, s STRING, z INT")
@@ -91,3 +95,80 @@ def test_corrupt_index_policy(caplog: pytest.LogCaptureFixture) -> None:
         with caplog.at_level(logging.WARNING):
             assert lenient.evaluate(leaf) is REMAIN
         assert lenient.corrupt_indexes == 1 and "ignoring corrupt bitmap index" in caplog.text
+
+
+# ------------------------------------------------------------------------------------------------
+# Spark's float order and DECIMAL literals through every index (issue 12)
+# ------------------------------------------------------------------------------------------------
+FLOATS = [0.0, -0.0, math.nan, 1.0, None, 7.0, -math.inf, math.inf, -0.0, 2.5]
+DECIMALS = ["99.00", "100.00", None, "100.01", "1.00", "-5.00", "99.99", "0.00", "100.00", "7.25"]
+SEMANTICS_TABLE = pa.table({
+    "f": pa.array(FLOATS, pa.float32()),
+    "d": pa.array(FLOATS, pa.float64()),
+    "a": pa.array([None if x is None else decimal.Decimal(x) for x in DECIMALS], pa.decimal128(10, 2)),
+})
+SEMANTICS_SCHEMA = parse_schema("f FLOAT, d DOUBLE, a DECIMAL(10, 2)")
+FLOAT_INDEXES = ("bitmap", "range-bitmap", "bloom-filter")
+DECIMAL_INDEXES = ("range-bitmap", "bsi")
+
+
+def _evaluator_with(index_type: str, columns: str) -> FileIndexEvaluator:
+    data = build_file_index(SEMANTICS_TABLE, {f"file-index.{index_type}.columns": columns})
+    assert data is not None
+    return FileIndexEvaluator(ContainerReader(data), SEMANTICS_SCHEMA)
+
+
+def _exact_rows(text: str) -> set[int]:
+    bound = bind_predicate(text, SEMANTICS_SCHEMA)
+    table = SEMANTICS_TABLE.append_column("row", pa.array(range(SEMANTICS_TABLE.num_rows)))
+    return set(table.filter(to_arrow_expression(bound, SEMANTICS_SCHEMA)).column("row").to_pylist())
+
+
+def _index_rows(evaluator: FileIndexEvaluator, text: str) -> set[int]:
+    result = evaluator.evaluate(bind_predicate(text, SEMANTICS_SCHEMA))
+    if isinstance(result, Rows):
+        return set(result.bitmap)
+    return set() if not result.remain else set(range(SEMANTICS_TABLE.num_rows))
+
+
+@pytest.mark.parametrize(("text", "spark"), [
+    ("{c} = 0.0", {0, 1, 8}),
+    ("{c} = -0.0", {0, 1, 8}),
+    ("{c} IN (0.0, 7.0)", {0, 1, 5, 8}),
+    ("{c} >= 0.0", {0, 1, 2, 3, 5, 7, 8, 9}),
+    ("{c} > -0.0", {2, 3, 5, 7, 9}),
+    ("{c} <= -0.0", {0, 1, 6, 8}),
+    ("{c} < 0.0", {6}),
+    ("{c} > 0", {2, 3, 5, 7, 9}),
+    ("{c} < 'NaN'", {0, 1, 3, 5, 6, 7, 8, 9}),
+    ("{c} >= NaN", {2}),
+    ("{c} = NaN", {2}),
+    ("{c} <> 0.0", {2, 3, 5, 6, 7, 9}),
+    ("{c} NOT IN (0.0, NaN)", {3, 5, 6, 7, 9}),
+    ("{c} BETWEEN -0.0 AND 2", {0, 1, 3, 8}),
+    ("NOT ({c} <=> 0.0)", {2, 3, 4, 5, 6, 7, 9}),
+])
+@pytest.mark.parametrize("column", ["f", "d"])
+@pytest.mark.parametrize("index_type", FLOAT_INDEXES)
+def test_float_indexes_answer_supersets_in_sparks_order(index_type: str, column: str, text: str,
+                                                        spark: set[int]) -> None:
+    query = text.format(c=column)
+    assert _exact_rows(query) == spark
+    assert _index_rows(_evaluator_with(index_type, column), query) >= spark
+
+
+@pytest.mark.parametrize(("text", "spark"), [
+    ("a > 100", {3}),
+    ("a >= 100", {1, 3, 8}),
+    ("a = 100", {1, 8}),
+    ("a > 99.999", {1, 3, 8}),
+    ("a < 99.999", {0, 4, 5, 6, 7, 9}),
+    ("a = 99.99", {6}),
+    ("a IN (7.25, 1, 2.555)", {4, 9}),
+    ("a BETWEEN 1 AND 99", {0, 4, 9}),
+    ("a <> 100", {0, 3, 4, 5, 6, 7, 9}),
+])
+@pytest.mark.parametrize("index_type", DECIMAL_INDEXES)
+def test_decimal_indexes_use_the_literals_value(index_type: str, text: str, spark: set[int]) -> None:
+    assert _exact_rows(text) == spark
+    assert _index_rows(_evaluator_with(index_type, "a"), text) >= spark

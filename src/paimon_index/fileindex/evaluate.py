@@ -8,6 +8,13 @@ Semantics are Paimon's ``FileIndexPredicate``:
   ``>``, ``>=``, ``IS NOT NULL``, ``STARTS_WITH``, ``ENDS_WITH``, ``CONTAINS`` and REMAIN otherwise;
 * AND folds left to right and stops at the first SKIP; OR folds left to right.
 
+Floating point: a query means Spark's order (-0.0 = 0.0, NaN = NaN and largest), while every index
+keys floats the Java way (``Float.compare``/``floatToIntBits``: -0.0 and 0.0 are two keys,
+-0.0 < 0.0; NaN is one key and largest). NaN already sits where Spark puts it, so only zero needs
+care, and :func:`java_float_leaf` rewrites each float leaf before an index sees it: ``= 0.0``
+looks up both zeros (also in ``IN``/``NOT IN``), ``>= 0.0`` and ``< 0.0`` start at -0.0,
+``> 0.0`` and ``<= 0.0`` at +0.0. Each index then answers a superset of Spark's rows.
+
 This module is the one place that decides what a query does with a corrupt index: by default the
 :class:`~paimon_index.errors.CorruptFileError` propagates; with ``on_corrupt="remain"`` the leaf
 answers REMAIN (always a correct superset), a warning is logged and :attr:`corrupt_indexes` counts it.
@@ -24,16 +31,48 @@ from paimon_index.fileindex.base import IndexReader, TopN
 from paimon_index.fileindex.format import ContainerReader, IndexEntry
 from paimon_index.fileindex.registry import find_index_type
 from paimon_index.fileindex.result import REMAIN, SKIP, FileIndexResult, Rows
-from paimon_index.predicate import ALWAYS_FALSE, ALWAYS_TRUE, And, Leaf, Op, Or, Predicate
-from paimon_index.types import DataType
+from paimon_index.predicate import ALWAYS_FALSE, ALWAYS_TRUE, And, Leaf, Op, Or, Predicate, and_
+from paimon_index.types import DataType, KeyKind
 
-__all__ = ["EMPTY_INDEX_SKIPS", "FileIndexEvaluator"]
+__all__ = ["EMPTY_INDEX_SKIPS", "FileIndexEvaluator", "java_float_leaf"]
 
 log = logging.getLogger(__name__)
 
 #: Operators an empty index (no rows) answers with SKIP; every other operator gives REMAIN.
 EMPTY_INDEX_SKIPS = frozenset({Op.EQ, Op.IN, Op.LT, Op.LE, Op.GT, Op.GE, Op.IS_NOT_NULL,
                                Op.STARTS_WITH, Op.ENDS_WITH, Op.CONTAINS})
+
+
+_FLOAT_KINDS = (KeyKind.FLOAT32, KeyKind.FLOAT64)
+#: The zero a range bound on 0.0 becomes in Java's order, so that both zeros fall on the right side.
+_ZERO_BOUND = {Op.LT: -0.0, Op.GE: -0.0, Op.LE: 0.0, Op.GT: 0.0}
+
+
+def _both_zeros(values: tuple[object, ...]) -> tuple[object, ...]:
+    out: list[object] = []
+    for v in values:
+        out.extend((0.0, -0.0) if v == 0 and v is not None else (v,))
+    return tuple(out)
+
+
+def java_float_leaf(leaf: Leaf) -> Predicate:
+    """A bound leaf on a FLOAT/DOUBLE column, rewritten so that Java-ordered keys answer it with
+    Spark's meaning (see the module docstring); other leaves are returned as they are."""
+    lits = leaf.literals
+    if not any(v == 0 and v is not None for v in lits):
+        return leaf
+    match leaf.op:
+        case Op.EQ | Op.IN:
+            return Leaf(Op.IN, leaf.column, _both_zeros(lits))
+        case Op.NE | Op.NOT_IN:
+            return Leaf(Op.NOT_IN, leaf.column, _both_zeros(lits))
+        case Op.LT | Op.LE | Op.GT | Op.GE:
+            return Leaf(leaf.op, leaf.column, (_ZERO_BOUND[leaf.op],))
+        case Op.BETWEEN:
+            low, high = lits
+            return and_(java_float_leaf(Leaf(Op.GE, leaf.column, (low,))),
+                        java_float_leaf(Leaf(Op.LE, leaf.column, (high,))))
+    return leaf
 
 
 class FileIndexEvaluator:
@@ -66,14 +105,17 @@ class FileIndexEvaluator:
                     dtype, self.container.source, entry.start, entry.length, entry.column)
         return self._readers[key]
 
-    def evaluate(self, predicate: Predicate) -> FileIndexResult:
-        """The answer for a bound predicate (see :func:`paimon_index.predicate.bind`)."""
+    def evaluate(self, predicate: Predicate, *, java_order: bool = False) -> FileIndexResult:
+        """The answer for a bound predicate (see :func:`paimon_index.predicate.bind`).
+
+        ``java_order=True`` (internal): float leaves are already rewritten for Java's key order.
+        """
         if isinstance(predicate, Leaf):
-            return self._leaf(predicate)
+            return self._leaf(predicate, java_order)
         if isinstance(predicate, And):
             result: FileIndexResult = REMAIN
             for i, child in enumerate(predicate.children):
-                r = self.evaluate(child)
+                r = self.evaluate(child, java_order=java_order)
                 result = r if i == 0 else result & r
                 if not result.remain:
                     return result
@@ -81,7 +123,7 @@ class FileIndexEvaluator:
         if isinstance(predicate, Or):
             result = SKIP
             for i, child in enumerate(predicate.children):
-                r = self.evaluate(child)
+                r = self.evaluate(child, java_order=java_order)
                 result = r if i == 0 else result | r
             return result
         if predicate == ALWAYS_FALSE:
@@ -89,7 +131,12 @@ class FileIndexEvaluator:
         assert predicate == ALWAYS_TRUE
         return REMAIN
 
-    def _leaf(self, leaf: Leaf) -> FileIndexResult:
+    def _leaf(self, leaf: Leaf, java_order: bool) -> FileIndexResult:
+        dtype = self.schema.get(leaf.column)
+        if not java_order and dtype is not None and dtype.key_kind in _FLOAT_KINDS:
+            java = java_float_leaf(leaf)
+            if java is not leaf:
+                return self.evaluate(java, java_order=True)
         result: FileIndexResult = REMAIN
         for entry in self.container.column_entries(leaf.column):
             if entry.empty:
