@@ -51,7 +51,9 @@ def pipeline(spark, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]
 
 
 def _read(spark, warehouse: str, table: str, **options: str):
-    reader = spark.read.format("paimon_index").option("warehouse", warehouse)
+    # Each DataFrame here is scanned once, by one query: forced pushdown is exact (docs/spark-pushdown.md).
+    reader = (spark.read.format("paimon_index").option("warehouse", warehouse)
+              .option("filter-pushdown", "true"))
     for key, value in options.items():
         reader = reader.option(key, value)
     return reader.load(table)

@@ -6,46 +6,76 @@
           .load("db.orders")
           .filter("status = 'PAID' AND score >= 90"))
 
-Read options (strings): ``warehouse`` (required); ``file-index.read.enabled`` (``true``; ``false``
-reads without indexes, for comparison); ``topn`` + ``limit`` (e.g. ``"score DESC NULLS LAST"`` and
-``"10"``): each data file yields only its range-bitmap TopN candidates among its matching, not
-deleted rows — the query must still say ``.orderBy(...).limit(k)``, whose result equals the full
-sort (Spark offers Python sources no ORDER BY ... LIMIT hook, so this is an explicit hint);
-``metadata-columns`` (``true`` adds ``__paimon_file_path``, ``__paimon_row_index``,
-``__paimon_partition``, ``__paimon_bucket``: where each row lives, the key of row-level changes);
-``scan.snapshot-id`` (read that snapshot instead of the latest); ``scan-report`` (a directory:
-every task writes what it pruned there as JSON, summed by
-:func:`paimon_index.spark.report.collect_scan_report`). The path given to ``load`` is the table
-identifier ``db.table``.
+Every query returns exactly the rows Spark returns over the same data (``spark.read.parquet``),
+whatever its shape: self-joins, subqueries, a DataFrame or view scanned again, cached DataFrames.
 
-Writing: ``df.write.format("paimon_index").option("warehouse", W).mode("append").save("db.t")``;
-each Spark task writes its rows with pypaimon's writer (the table's partitions and buckets) and
-builds every new data file's index (embedded or ``<data-file>.index``, see
-:mod:`paimon_index.table.write`); the task's commit messages travel to the driver, which commits all
-of them as **one** snapshot. A failed job commits nothing. ``mode("overwrite")`` replaces the
-table's contents in that one snapshot (on a partitioned table only the partitions written, as
-Paimon's ``dynamic-partition-overwrite = true`` default does; set it to ``false`` for the whole
-table).
+Read options (strings; keys ignore case; a key that is not listed here nor a catalog option is an
+error naming the nearest valid key, see :mod:`paimon_index.spark.options`):
 
-Partitioning: one input partition per pypaimon split of the latest snapshot (planned on the
-driver; a split carries its data files, their embedded indexes and deletion-vector ranges, and is
-pickled to the executor). The driver drops the files whose *embedded* index answers SKIP, and
-splits left empty; executors evaluate ``.index`` files, open the data files and yield Arrow batches.
+- ``warehouse`` (required); the path given to ``load`` is the table identifier ``db.table``;
+- ``filter-pushdown``: ``auto`` (default), ``true`` or ``false`` -- see *Pushdown* below;
+- ``file-index.read.enabled`` (``true``; ``false`` reads without indexes, for comparison);
+- ``topn`` + ``limit`` (e.g. ``"score DESC NULLS LAST"`` and ``"10"``): each data file yields only
+  its range-bitmap TopN candidates among its matching, not deleted rows; the query must still say
+  ``.orderBy(...).limit(k)``, whose result then equals the full sort (Spark offers Python sources no
+  ORDER BY ... LIMIT hook, so this is an explicit hint). It is used only when pushdown took every
+  filter Spark offered; otherwise the scan returns every matching row (exact, slower). Filters Spark
+  never offers a Python source (an OR, ``score + 1 = 50``) must not be combined with ``topn``;
+- ``metadata-columns`` (``true`` adds ``__paimon_file_path``, ``__paimon_row_index``,
+  ``__paimon_partition``, ``__paimon_bucket``: where each row lives, the key of row-level changes);
+- ``scan.snapshot-id`` (a positive integer: read that snapshot instead of the latest);
+- ``scan-report`` (a directory: every task writes what it pruned there as JSON, summed by
+  :func:`paimon_index.spark.report.collect_scan_report`);
+- catalog options: every key starting ``fs.`` (``fs.s3.endpoint``, ``fs.s3.accessKeyId`` ...) is
+  passed to pypaimon's catalog, with pypaimon's spelling of the key.
 
-Pushdown: Spark hands a Python source the top-level conjuncts of a query's filter; ``pushFilters``
-turns each of them (``=``, ``<=>`` with a non-NULL value, ``<``, ``<=``, ``>``, ``>=``, ``IN``,
-``IS [NOT] NULL``, ``NOT`` of those, ``STARTS WITH``, ``ENDS WITH``, ``CONTAINS``) into our predicate
-and ANDs them. (A conjunct that is an OR is not offered to Python sources: Spark applies it.)
-The file indexes answer it (skip files, select rows), deletion vectors are subtracted, and the
-predicate is then applied exactly to the rows read, so Spark does not re-check the filters we took
-(its plan shows no Filter above the scan); the ones we cannot translate are handed back and Spark
-applies them. Append tables, with or without deletion vectors (32- and 64-bit); see
-:mod:`paimon_index.table.read` for the read path.
+Columns: every column of the table, scalar and nested (ROW, ARRAY, MAP) alike, all nullable;
+timestamps in microseconds as Spark keeps them. Indexes and pushed filters apply to top-level
+scalar columns; a filter on a nested column or field is always Spark's.
+
+Writing: ``df.write.format("paimon_index").option("warehouse", W).mode("append").save("db.t")``
+(write options: ``warehouse``, ``bucket-exclusive``, catalog options ``fs.*``); each Spark task
+writes its rows with pypaimon's writer (the table's partitions and buckets) and builds every new
+data file's index (embedded or ``<data-file>.index``, see :mod:`paimon_index.table.write`); the
+task's commit messages travel to the driver, which commits all of them as **one** snapshot. A failed
+job commits nothing. ``mode("overwrite")`` replaces the table's contents in that one snapshot (on a
+partitioned table only the partitions written, as Paimon's ``dynamic-partition-overwrite = true``
+default does; set it to ``false`` for the whole table).
+
+Partitioning: one input partition per pypaimon split of the snapshot read (planned on the driver;
+a split carries its data files, their embedded indexes and deletion-vector ranges, and is pickled
+to the executor). The driver drops the files whose *embedded* index answers SKIP, and splits left
+empty (when none is left, Spark reads one empty partition); executors evaluate ``.index`` files,
+open the data files and yield Arrow batches.
+
+Pushdown: Spark hands a Python source the top-level conjuncts of a query's filter. With pushdown
+on, ``pushFilters`` turns each it can evaluate exactly into our predicate (``=``, ``<=>``, ``<``,
+``<=``, ``>``, ``>=``, ``IN``, ``IS [NOT] NULL``, ``STARTS WITH``, ``ENDS WITH``, ``CONTAINS``, and
+``NOT`` of those, with SQL's NULL semantics: ``NOT (c <=> 5)`` keeps the NULL rows, ``NOT (c IN (1,
+NULL))`` keeps none) and ANDs them; the file indexes answer it, deletion vectors are subtracted and
+the predicate is applied exactly to the rows read, so Spark does not re-check the filters taken.
+Filters on FLOAT/DOUBLE columns other than ``IS [NOT] NULL`` (NaN and -0.0 compare differently in
+Spark), on nested fields, string matches under ``NOT``, and ORs are left to Spark.
+
+**Where pushdown is on.** Spark 4.1 to 4.3 keep the read plan a Python source makes while filters
+are pushed (the predicate and the pruned splits) on the *relation*, not on the scan: every scan of
+the same DataFrame, view or table reference -- the other side of a self-join, a subquery, the next
+query on a reused DataFrame -- reads the plan of the last scan that pushed filters. No choice of a
+source can make that exact, so ``filter-pushdown = auto`` is **off** there: every filter is handed
+back to Spark, the plan prunes nothing, rows are exact, and the indexes are not used by Spark
+queries (they still are by :func:`paimon_index.table.read.read_arrow`). ``auto`` turns it on from
+the first Spark release that keeps the plan in the scan (:data:`~paimon_index.spark.options.
+SCAN_SCOPED_PUSHDOWN_SINCE`, apache/spark master's ``PythonScanBuilder``). ``filter-pushdown =
+true`` forces it on anywhere: exact only if every DataFrame loaded is scanned once, by one query
+(load a fresh DataFrame per query, do not join or subquery it with itself, do not cache it).
+
+Append tables, with or without deletion vectors (32- and 64-bit), and primary-key tables in
+deletion-vectors mode; see :mod:`paimon_index.table.read` for the read path.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,41 +101,58 @@ from pyspark.sql.datasource import (
     StringStartsWith,
     WriterCommitMessage,
 )
+from pyspark.sql.types import (
+    ArrayType,
+    IntegerType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+)
+from pyspark.sql.types import DataType as SparkType
 
 from paimon_index.errors import InvalidOptionError, PaimonIndexError
-from paimon_index.fileindex.base import TopN
-from paimon_index.fileindex.options import FileIndexOptions, parse_bool
-from paimon_index.predicate import ALWAYS_TRUE, Leaf, Op, Predicate, and_, bind
-from paimon_index.sql import parse_order_by
+from paimon_index.predicate import ALWAYS_FALSE, ALWAYS_TRUE, Leaf, Op, Or, Predicate, and_, bind, or_
+from paimon_index.spark.options import (
+    BUCKET_EXCLUSIVE,
+    FILTER_PUSHDOWN,
+    METADATA,
+    READ_ENABLED,
+    SNAPSHOT_ID,
+    WAREHOUSE,
+    ReadOptions,
+    WriteOptions,
+    parse_read_options,
+    parse_write_options,
+    pushdown_safe,
+)
 from paimon_index.table.read import (
     BUCKET_COLUMN,
     FILE_PATH_COLUMN,
-    METADATA_COLUMNS,
     PARTITION_COLUMN,
     ROW_INDEX_COLUMN,
 )
-from paimon_index.table.write import table_options
 from paimon_index.types import DataType, TypeRoot
 
-__all__ = ["SOURCE_NAME", "PaimonIndexDataSource", "spark_filter_to_predicate", "spark_type"]
+__all__ = ["BUCKET_EXCLUSIVE", "FILTER_PUSHDOWN", "METADATA", "READ_ENABLED", "SNAPSHOT_ID", "SOURCE_NAME",
+           "WAREHOUSE", "PaimonIndexDataSource", "pushdown_safe", "spark_filter_to_predicate", "spark_type"]
 
 SOURCE_NAME = "paimon_index"
-WAREHOUSE = "warehouse"
-READ_ENABLED = "file-index.read.enabled"
-TOPN = "topn"
-LIMIT = "limit"
-SCAN_REPORT = "scan-report"
-METADATA = "metadata-columns"
-#: Write option: every bucket reaches one task only, so tasks look keys up themselves.
-BUCKET_EXCLUSIVE = "bucket-exclusive"
-SNAPSHOT_ID = "scan.snapshot-id"
-SPARK_TIMESTAMP_UNIT = "us"
-
+#: Spark's timestamps (with and without time zone) in the Arrow batches a Python source returns.
+SPARK_ARROW_TIMEZONE = "UTC"
+#: Literal-taking operators that may be negated leaf by leaf (SQL: NOT (c op v) is NULL, so the row
+#: is dropped, exactly when c is NULL, as for the negated operator).
+_NEGATED = {Op.EQ: Op.NE, Op.NE: Op.EQ, Op.GT: Op.LE, Op.GE: Op.LT, Op.LT: Op.GE, Op.LE: Op.GT,
+            Op.IS_NULL: Op.IS_NOT_NULL, Op.IS_NOT_NULL: Op.IS_NULL}
 _COMPARISONS = {EqualTo: Op.EQ, GreaterThan: Op.GT, GreaterThanOrEqual: Op.GE, LessThan: Op.LT,
                 LessThanOrEqual: Op.LE, StringStartsWith: Op.STARTS_WITH, StringEndsWith: Op.ENDS_WITH,
                 StringContains: Op.CONTAINS}
-_NEGATED = {Op.EQ: Op.NE, Op.GT: Op.LE, Op.GE: Op.LT, Op.LT: Op.GE, Op.LE: Op.GT, Op.IN: Op.NOT_IN,
-            Op.IS_NULL: Op.IS_NOT_NULL, Op.IS_NOT_NULL: Op.IS_NULL}
+#: Float columns: Spark orders NaN above every number and makes NaN = NaN true, Arrow's IEEE
+#: comparisons do neither, and the indexes key -0.0 and 0.0 apart; only NULL tests are taken.
+_FLOAT_SAFE = (Op.IS_NULL, Op.IS_NOT_NULL)
+_FLOATS = (TypeRoot.FLOAT, TypeRoot.DOUBLE)
+_STRING, _BIGINT, _INT = StringType(), LongType(), IntegerType()
 
 
 def spark_type(dtype: DataType) -> str:
@@ -127,24 +174,94 @@ def _column(f: Filter) -> str | None:
     return path[0] if len(path) == 1 else None  # nested fields carry no file index
 
 
+def _negate(p: Predicate) -> Predicate | None:
+    """NOT p under SQL's three-valued logic (a row is kept only when NOT p is TRUE), or None."""
+    if p in (ALWAYS_TRUE, ALWAYS_FALSE):
+        return None  # "never TRUE" may be FALSE or NULL: its negation is not known
+    if isinstance(p, Leaf):
+        if p.op in _NEGATED:
+            return Leaf(_NEGATED[p.op], p.column, p.literals)
+        if p.op is Op.IN:  # literals are never NULL here (see _in)
+            return Leaf(Op.NOT_IN, p.column, p.literals)
+        return None  # NOT of a string match: no operator of ours; Spark applies it
+    # The null-safe forms below are ORs and ANDs of leaves whose NULL rows are settled; NOT (a OR b)
+    # = NOT a AND NOT b holds in three-valued logic, and so does its dual.
+    children = [_negate(c) for c in p.children]
+    if any(c is None for c in children):
+        return None
+    return and_(*children) if isinstance(p, Or) else or_(*children)  # type: ignore[arg-type]
+
+
+def _in(column: str, values: Any) -> Predicate:
+    """``column IN values``: TRUE only for a non-NULL listed value (a NULL in the list matches nothing,
+    it only turns FALSE into NULL, which drops the row just the same)."""
+    listed = tuple(v for v in values if v is not None)
+    return Leaf(Op.IN, column, listed) if listed else ALWAYS_FALSE
+
+
 def spark_filter_to_predicate(f: Filter) -> Predicate | None:
-    """Our predicate for one Spark filter, or None when it has no exact translation."""
+    """Our predicate for one Spark filter, exact under SQL's NULL semantics, or None (Spark applies it).
+
+    A row is kept when the filter is TRUE; FALSE and NULL both drop it. So ``c <> v`` drops NULL
+    rows like ``c = v`` does, but ``NOT (c <=> v)`` is TRUE for a NULL ``c`` (``c IS NULL OR c <> v``),
+    and ``NOT (c IN (1, NULL))`` is never TRUE.
+    """
     if isinstance(f, Not):
+        if isinstance(f.child, In) and any(v is None for v in f.child.value):
+            return ALWAYS_FALSE if _column(f.child) is not None else None
         inner = spark_filter_to_predicate(f.child)
-        if isinstance(inner, Leaf) and inner.op in _NEGATED:
-            return Leaf(_NEGATED[inner.op], inner.column, inner.literals)
-        return None  # NOT over AND/OR or string matches: left to Spark
+        return None if inner is None else _negate(inner)
     column = _column(f)
     if column is None:
         return None
     if isinstance(f, IsNull | IsNotNull):
         return Leaf(Op.IS_NULL if isinstance(f, IsNull) else Op.IS_NOT_NULL, column)
     if isinstance(f, In):
-        return Leaf(Op.IN, column, tuple(f.value))
+        return _in(column, f.value)
     if isinstance(f, EqualNullSafe):
-        return None if f.value is None else Leaf(Op.EQ, column, (f.value,))
+        if f.value is None:
+            return Leaf(Op.IS_NULL, column)
+        # Same rows as c = v (never NULL-true); its negation must keep the NULL rows, see _negate.
+        return and_(Leaf(Op.IS_NOT_NULL, column), Leaf(Op.EQ, column, (f.value,)))
     op = _COMPARISONS.get(type(f))
-    return None if op is None else Leaf(op, column, (f.value,))  # type: ignore[attr-defined]
+    value = getattr(f, "value", None)
+    if op is None or value is None:
+        return None  # c = NULL and the like are never TRUE; Spark folds them, and applies the rest
+    return Leaf(op, column, (value,))
+
+
+def _exact_in_arrow(p: Predicate, schema: dict[str, DataType]) -> bool:
+    """Whether our evaluation (indexes, then Arrow compute) gives Spark's answer for ``p``."""
+    if isinstance(p, Leaf):
+        dtype = schema.get(p.column)
+        return dtype is not None and (dtype.root not in _FLOATS or p.op in _FLOAT_SAFE)
+    if p in (ALWAYS_TRUE, ALWAYS_FALSE):
+        return True
+    return all(_exact_in_arrow(c, schema) for c in p.children)
+
+
+def _nullable(t: SparkType) -> SparkType:
+    """``t`` with every field, element and value nullable (files may say NOT NULL; Spark must not
+    rely on it, and a Python source's batches are checked against this exact schema)."""
+    if isinstance(t, StructType):
+        return StructType([StructField(f.name, _nullable(f.dataType), True) for f in t.fields])
+    if isinstance(t, ArrayType):
+        return ArrayType(_nullable(t.elementType), True)
+    if isinstance(t, MapType):
+        return MapType(_nullable(t.keyType), _nullable(t.valueType), True)
+    return t
+
+
+@dataclass(frozen=True)
+class TableLayout:
+    """What a read needs to know of the table (plain values, pickled to every task)."""
+
+    #: Spark's schema of the rows returned (every column, then the metadata columns when asked).
+    spark_schema: StructType
+    #: The columns indexes and predicates can see (scalar types), by name.
+    index_schema: dict[str, DataType]
+    #: The partition keys, when metadata columns are asked for.
+    row_ids: tuple[str, ...] | None
 
 
 @dataclass(frozen=True)
@@ -153,54 +270,52 @@ class SplitPartition(InputPartition):
 
     split: Any
     predicate: Predicate
-    schema: Mapping[str, DataType]
     use_index: bool
-    topn: TopN | None = None
-    report_dir: str | None = None
-    row_ids: tuple[str, ...] | None = None  # the partition keys, when metadata columns are asked for
-
-
-def _topn(options: Mapping[str, str]) -> TopN | None:
-    order_by, limit = options.get(TOPN), options.get(LIMIT)
-    if order_by is None:
-        if limit is not None:
-            raise InvalidOptionError("option 'limit' is only meaningful with option 'topn'")
-        return None
-    if limit is None or not limit.strip().isdigit() or int(limit) <= 0:
-        raise InvalidOptionError(f"option 'topn' needs option 'limit' as a positive integer, got {limit!r}")
-    # Ties at the k-th value are all kept (strict=False): the query's own sort picks among them.
-    return TopN(tuple(parse_order_by(order_by)), int(limit), strict=False)
+    apply_topn: bool
 
 
 class PaimonIndexReader(DataSourceReader):
-    def __init__(self, options: Mapping[str, str], schema: Mapping[str, DataType]) -> None:
+    def __init__(self, options: ReadOptions, layout: TableLayout) -> None:
         self.options = options
-        self.schema = schema
+        self.layout = layout
         self.predicate: Predicate = ALWAYS_TRUE
+        # TopN candidates are exact only among rows that pass *every* filter of the scan.
+        self.all_filters_taken = True
 
     def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
+        """Take the filters we evaluate exactly; yield the others back for Spark to apply.
+
+        With pushdown off (the default where Spark shares a pushed plan between scans) every
+        filter is yielded back and the read plan prunes nothing, so whichever scan of the relation
+        ends up using it gets every row and Spark's own filters give the exact answer.
+        """
         taken = []
         for f in filters:
-            predicate = spark_filter_to_predicate(f)
-            try:
-                bound = None if predicate is None else bind(predicate, self.schema)
-            except PaimonIndexError:
-                bound = None  # e.g. a literal of another type: Spark keeps the filter
+            bound = None
+            if self.options.pushdown:
+                predicate = spark_filter_to_predicate(f)
+                try:
+                    bound = None if predicate is None else bind(predicate, self.layout.index_schema)
+                except PaimonIndexError:
+                    bound = None  # e.g. a literal of another type: Spark keeps the filter
+                if bound is not None and not _exact_in_arrow(bound, self.layout.index_schema):
+                    bound = None
             if bound is None:
+                self.all_filters_taken = False
                 yield f
             else:
                 taken.append(bound)
         self.predicate = and_(*taken)
 
     def partitions(self) -> Sequence[InputPartition]:
+        from paimon_index.fileindex.options import FileIndexOptions
         from paimon_index.spark.report import write_report
         from paimon_index.table.read import ScanReport, prune_split
+        from paimon_index.table.write import table_options
 
         table = _open_table(self.options)
-        use_index = parse_bool(self.options.get(READ_ENABLED, "true"), READ_ENABLED) and \
+        use_index = self.options.use_index and \
             FileIndexOptions.from_table_options(table_options(table)).read_enabled
-        topn = _topn(self.options)
-        report_dir = self.options.get(SCAN_REPORT)
         if table.is_primary_key_table:
             from paimon_index.table.primary_key import check_merge_free
             from paimon_index.table.read import UnsupportedTableError
@@ -212,31 +327,35 @@ class PaimonIndexReader(DataSourceReader):
         if use_index:
             report = ScanReport()
             files_before, rows_before = sum(len(s.files) for s in splits), sum(s.row_count for s in splits)
-            splits = [p for p in (prune_split(s, self.predicate, self.schema, report) for s in splits)
-                      if p is not None]
+            splits = [p for p in (prune_split(s, self.predicate, self.layout.index_schema, report)
+                                  for s in splits) if p is not None]
             # The executors count the files they get; these are the ones they never see.
             report.files_planned = files_before - sum(len(s.files) for s in splits)
             report.files_skipped_by_index = report.files_planned
             report.rows_planned = rows_before - sum(s.row_count for s in splits)
-            if report_dir:
-                write_report(report_dir, report)
-        row_ids = tuple(table.partition_keys or ()) if _metadata_columns(self.options) else None
-        return [SplitPartition(s, self.predicate, self.schema, use_index, topn, report_dir, row_ids)
-                for s in splits]
+            if self.options.scan_report:
+                write_report(self.options.scan_report, report)
+        apply_topn = self.all_filters_taken and self.options.topn is not None
+        # No split left: an empty list (Spark then reads one empty InputPartition, see read()).
+        return [SplitPartition(s, self.predicate, use_index, apply_topn) for s in splits]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        from pyspark.sql.pandas.types import to_arrow_schema
+
         from paimon_index.spark.report import write_report
         from paimon_index.table.read import ScanReport, read_split
 
-        assert isinstance(partition, SplitPartition)
-        names = list(self.schema) + (list(METADATA_COLUMNS) if partition.row_ids is not None else [])
+        if not isinstance(partition, SplitPartition):
+            return  # every file was ruled out: Spark reads the one empty partition it made instead
+        target = to_arrow_schema(self.layout.spark_schema, timezone=SPARK_ARROW_TIMEZONE)
         report = ScanReport()
-        for batch in read_split(partition.split, partition.predicate, partition.schema,
-                                use_index=partition.use_index, report=report, topn=partition.topn,
-                                row_ids=partition.row_ids):
-            yield _as_spark_arrow(batch.select(names))
-        if partition.report_dir:
-            write_report(partition.report_dir, report)
+        topn = self.options.topn if partition.apply_topn and partition.use_index else None
+        for batch in read_split(partition.split, partition.predicate, self.layout.index_schema,
+                                use_index=partition.use_index, report=report, topn=topn,
+                                row_ids=self.layout.row_ids):
+            yield _as_spark_arrow(batch.select(target.names), target)
+        if self.options.scan_report:
+            write_report(self.options.scan_report, report)
 
 
 @dataclass(frozen=True)
@@ -251,7 +370,7 @@ class PaimonCommitMessages(WriterCommitMessage):
 class PaimonIndexWriter(DataSourceArrowWriter):
     """Executors write data files and their indexes; the driver commits them in one snapshot."""
 
-    def __init__(self, options: Mapping[str, str], overwrite: bool = False) -> None:
+    def __init__(self, options: WriteOptions, overwrite: bool = False) -> None:
         self.options = options
         self.overwrite = overwrite
 
@@ -271,7 +390,7 @@ class PaimonIndexWriter(DataSourceArrowWriter):
                     if upserts.num_rows:
                         write_with(writer, upserts)
                 written = attach_file_indexes(table, writer.prepare_commit())
-                if parse_bool(self.options.get(BUCKET_EXCLUSIVE, "false"), BUCKET_EXCLUSIVE):
+                if self.options.bucket_exclusive:
                     from paimon_index.table.primary_key import owned_buckets, prepare_upsert
 
                     scope = owned_buckets(table, written, removed)
@@ -310,30 +429,20 @@ class PaimonIndexWriter(DataSourceArrowWriter):
         """Nothing was committed; written files stay as orphans, as in Paimon."""
 
 
-def _as_spark_arrow(batch: pa.RecordBatch) -> pa.RecordBatch:
-    """Spark takes timestamps from Python sources in microseconds (Paimon files may hold millis),
-    and nullable columns as the schema declares them (a file may mark a column NOT NULL)."""
-    fields = [pa.field(f.name, pa.timestamp(SPARK_TIMESTAMP_UNIT, f.type.tz)
-                       if pa.types.is_timestamp(f.type) else f.type, nullable=True)
-              for f in batch.schema]
-    target = pa.schema(fields)
-    return batch if target.equals(batch.schema) else batch.cast(target)
+def _as_spark_arrow(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
+    """``batch`` in the exact Arrow schema Spark checks a Python source's batches against:
+    timestamps in microseconds (Paimon files may hold millis or nanos; Spark keeps micros, as its
+    own Parquet reader does), every field nullable (a file may mark a column NOT NULL)."""
+    return batch if target.equals(batch.schema) else batch.cast(target, safe=False)
 
 
-def _metadata_columns(options: Mapping[str, str]) -> bool:
-    return parse_bool(options.get(METADATA, "false"), METADATA)
-
-
-def _open_table(options: Mapping[str, str]) -> Any:
+def _open_table(options: ReadOptions | WriteOptions) -> Any:
     from pypaimon import CatalogFactory
 
-    warehouse = options.get(WAREHOUSE)
-    identifier = options.get("path")
-    if not warehouse or not identifier:
-        raise InvalidOptionError("paimon_index needs .option('warehouse', ...) and .load('db.table')")
-    table = CatalogFactory.create({WAREHOUSE: warehouse}).get_table(identifier)
-    snapshot = options.get(SNAPSHOT_ID)
-    return table if snapshot is None else table.copy({SNAPSHOT_ID: snapshot})
+    catalog = CatalogFactory.create({WAREHOUSE: options.warehouse, **dict(options.catalog)})
+    table = catalog.get_table(options.table)
+    snapshot = getattr(options, "snapshot_id", None)
+    return table if snapshot is None else table.copy({SNAPSHOT_ID: str(snapshot)})
 
 
 class PaimonIndexDataSource(DataSource):
@@ -343,34 +452,58 @@ class PaimonIndexDataSource(DataSource):
     def name(cls) -> str:
         return SOURCE_NAME
 
-    def _table_schema(self) -> dict[str, DataType]:
+    def _read_options(self) -> ReadOptions:
+        parsed = getattr(self, "_parsed_read", None)
+        if parsed is None:
+            parsed = self._parsed_read = parse_read_options(self.options)
+        return parsed
+
+    def _layout(self) -> TableLayout:
+        """The table's columns as Spark sees them, and the ones the indexes see (read once)."""
+        layout = getattr(self, "_table_layout", None)
+        if layout is not None:
+            return layout
+        from pypaimon.schema.data_types import PyarrowFieldParser
+        from pyspark.sql.pandas.types import from_arrow_schema
+
         from paimon_index.table.primary_key import dv_mode
         from paimon_index.table.read import UnsupportedTableError
         from paimon_index.table.write import table_schema
 
-        table = _open_table(self.options)
+        options = self._read_options()
+        table = _open_table(options)
         if table.is_primary_key_table and not dv_mode(table):
             raise UnsupportedTableError("primary-key tables are read by this source in deletion-vectors "
                                         "mode only (their reads need no merge)")
-        readable = table_schema(table)
-        if len(readable) != len(table.fields):
-            raise UnsupportedTableError("the table has column types this source cannot read yet")
-        return readable
+        fields = []
+        for field in PyarrowFieldParser.from_paimon_schema(table.fields):
+            try:
+                fields.append(from_arrow_schema(pa.schema([field])).fields[0])
+            except Exception as e:
+                raise UnsupportedTableError(f"column {field.name!r} of {options.table} has type "
+                                            f"{field.type}: Spark takes no such column from a Python "
+                                            "source") from e
+        row_ids = None
+        if options.metadata_columns:
+            fields += [StructField(FILE_PATH_COLUMN, _STRING), StructField(ROW_INDEX_COLUMN, _BIGINT),
+                       StructField(PARTITION_COLUMN, _STRING), StructField(BUCKET_COLUMN, _INT)]
+            row_ids = tuple(table.partition_keys or ())
+        spark_schema = _nullable(StructType(fields))
+        assert isinstance(spark_schema, StructType)
+        layout = self._table_layout = TableLayout(spark_schema, table_schema(table), row_ids)
+        return layout
 
-    def schema(self) -> str:
-        columns = [f"`{name}` {spark_type(dtype)}" for name, dtype in self._table_schema().items()]
-        if _metadata_columns(self.options):
-            columns += [f"`{FILE_PATH_COLUMN}` string", f"`{ROW_INDEX_COLUMN}` bigint",
-                        f"`{PARTITION_COLUMN}` string", f"`{BUCKET_COLUMN}` int"]
-        return ", ".join(columns)
+    def schema(self) -> StructType:
+        return self._layout().spark_schema
 
     def reader(self, schema: Any) -> DataSourceReader:
-        return PaimonIndexReader(self.options, self._table_schema())
+        return PaimonIndexReader(self._read_options(), self._layout())
 
     def writer(self, schema: Any, overwrite: bool) -> PaimonIndexWriter:
         from paimon_index.table.primary_key import dv_mode
 
-        if overwrite and dv_mode(_open_table(self.options)):
+        options = parse_write_options(self.options)
+        if overwrite and dv_mode(_open_table(options)):
             raise InvalidOptionError("overwrite of a deletion-vectors-mode primary-key table is not "
                                      "supported: upsert (mode 'append') or delete by key")
-        return PaimonIndexWriter(self.options, overwrite)
+        return PaimonIndexWriter(options, overwrite)

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from paimon_index.errors import InvalidOptionError
-from paimon_index.spark.datasource import METADATA, SNAPSHOT_ID, SOURCE_NAME, WAREHOUSE
+from paimon_index.spark.datasource import FILTER_PUSHDOWN, METADATA, SNAPSHOT_ID, SOURCE_NAME, WAREHOUSE
 from paimon_index.table.catalog import open_table
 from paimon_index.table.read import BUCKET_COLUMN, METADATA_COLUMNS, PARTITION_COLUMN
 from paimon_index.table.row_level import (
@@ -50,8 +50,10 @@ MESSAGE_SCHEMA = "message binary"
 
 def read_pinned(spark: SparkSession, warehouse: str, table: str, plan: RowChangePlan) -> DataFrame:
     """The table at the planned snapshot, with the metadata columns."""
+    # Pushdown forced on: every scan of this DataFrame (UPDATE scans it twice) pushes the same
+    # filter, so the read plan Spark 4.1-4.3 share between them is right for each (spark-pushdown.md).
     return (spark.read.format(SOURCE_NAME).option(WAREHOUSE, warehouse).option(METADATA, "true")
-            .option(SNAPSHOT_ID, str(plan.snapshot_id)).load(table))
+            .option(SNAPSHOT_ID, str(plan.snapshot_id)).option(FILTER_PUSHDOWN, "true").load(table))
 
 
 def _pickled(messages: list[Any]) -> pa.Table:

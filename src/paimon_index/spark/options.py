@@ -1,0 +1,199 @@
+"""The options of the ``paimon_index`` Spark source, parsed once into typed, frozen values.
+
+    parse_read_options(options)  -> ReadOptions     (load: spark.read.format(...).option(...))
+    parse_write_options(options) -> WriteOptions    (save: df.write.format(...).option(...))
+    pushdown_safe(version)       -> bool            (does this Spark keep a pushed plan per scan?)
+
+Spark hands a Python source its options as strings with **lower-cased** keys (``CaseInsensitiveDict``),
+so keys are matched without case. A key that is neither an option of this source nor a catalog
+option (``fs.*``, forwarded to pypaimon's catalog, e.g. ``fs.s3.endpoint``) is an error that names
+the key and the nearest valid one: a misspelt option never silently does nothing. Catalog keys get
+their spelling back from pypaimon's own option list (``fs.s3.accessKeyId``), since pypaimon matches
+them with case.
+
+Filter pushdown (``filter-pushdown``): ``auto`` (default) is on only where Spark keeps the read plan
+made during pushdown in the scan that pushed it (:data:`SCAN_SCOPED_PUSHDOWN_SINCE`). Spark 4.1 to
+4.3 keep it on the relation instead (``PythonDataSourceV2.setReadInfo``), so every later scan of
+the same DataFrame, view or self-joined table reads the plan of the last scan that pushed filters;
+there pushdown is off by default (Spark applies every filter itself, the indexes are not used, the
+rows are exact). ``true`` forces it on: exact only when every DataFrame loaded is scanned once, by a
+single query (what the project's own jobs do). ``false`` forces it off.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from paimon_index.errors import InvalidOptionError
+from paimon_index.fileindex.base import TopN
+from paimon_index.fileindex.options import parse_bool
+from paimon_index.sql import parse_order_by
+
+__all__ = [
+    "BUCKET_EXCLUSIVE",
+    "FILTER_PUSHDOWN",
+    "METADATA",
+    "READ_ENABLED",
+    "READ_OPTIONS",
+    "SCAN_SCOPED_PUSHDOWN_SINCE",
+    "SNAPSHOT_ID",
+    "WAREHOUSE",
+    "WRITE_OPTIONS",
+    "ReadOptions",
+    "WriteOptions",
+    "parse_read_options",
+    "parse_write_options",
+    "pushdown_safe",
+]
+
+WAREHOUSE = "warehouse"
+#: The table identifier ``db.table`` given to ``load``/``save`` arrives as this option.
+PATH = "path"
+READ_ENABLED = "file-index.read.enabled"
+TOPN = "topn"
+LIMIT = "limit"
+SCAN_REPORT = "scan-report"
+METADATA = "metadata-columns"
+SNAPSHOT_ID = "scan.snapshot-id"
+FILTER_PUSHDOWN = "filter-pushdown"
+#: Write option: every bucket reaches one task only, so tasks look keys up themselves.
+BUCKET_EXCLUSIVE = "bucket-exclusive"
+#: Keys starting so are catalog (file system) options, forwarded to pypaimon.
+CATALOG_PREFIX = "fs."
+
+READ_OPTIONS = (WAREHOUSE, PATH, READ_ENABLED, TOPN, LIMIT, SCAN_REPORT, METADATA, SNAPSHOT_ID,
+                FILTER_PUSHDOWN)
+WRITE_OPTIONS = (WAREHOUSE, PATH, BUCKET_EXCLUSIVE)
+PUSHDOWN_MODES = ("auto", "true", "false")
+
+#: The first Spark release whose ``PythonScanBuilder`` carries the read plan made during filter
+#: pushdown into its own ``PythonScan`` (Spark 4.1-4.3 store it on the provider, shared by every
+#: scan of the relation). apache/spark master has the scan-scoped form; 4.3.0 does not.
+SCAN_SCOPED_PUSHDOWN_SINCE = (4, 4)
+_VERSION = re.compile(r"(\d+)\.(\d+)")
+
+
+def pushdown_safe(version: str | None = None) -> bool:
+    """Whether filter pushdown into a Python source is exact for every query shape on this Spark."""
+    if version is None:
+        import pyspark
+
+        version = pyspark.__version__
+    m = _VERSION.match(version)
+    return m is not None and (int(m[1]), int(m[2])) >= SCAN_SCOPED_PUSHDOWN_SINCE
+
+
+@dataclass(frozen=True, slots=True)
+class ReadOptions:
+    """What a read asked for (plain values: pickled to every task)."""
+
+    warehouse: str
+    table: str
+    use_index: bool = True
+    pushdown: bool = False
+    topn: TopN | None = None
+    metadata_columns: bool = False
+    snapshot_id: int | None = None
+    scan_report: str | None = None
+    #: ``fs.*`` options for pypaimon's catalog, with pypaimon's spelling of the key.
+    catalog: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class WriteOptions:
+    warehouse: str
+    table: str
+    bucket_exclusive: bool = False
+    catalog: tuple[tuple[str, str], ...] = ()
+
+
+def _catalog_key_spelling() -> dict[str, str]:
+    """Lower-cased key -> pypaimon's spelling, for every catalog option pypaimon declares."""
+    import pypaimon.common.options.config as config
+    from pypaimon.common.options.config_option import ConfigOption
+
+    keys = (value.key() for cls in vars(config).values() if isinstance(cls, type)
+            for value in vars(cls).values() if isinstance(value, ConfigOption))
+    return {key.lower(): key for key in keys}
+
+
+def _split(options: Mapping[str, str], known: tuple[str, ...], kind: str
+           ) -> tuple[dict[str, str], tuple[tuple[str, str], ...]]:
+    """(this source's options by lower-cased key, catalog options) or an error naming a bad key."""
+    own: dict[str, str] = {}
+    catalog: list[tuple[str, str]] = []
+    spelling: dict[str, str] | None = None
+    for key, value in options.items():
+        lower = key.lower()
+        if lower in known:
+            own[lower] = value
+        elif lower.startswith(CATALOG_PREFIX):
+            spelling = spelling if spelling is not None else _catalog_key_spelling()
+            catalog.append((spelling.get(lower, key), value))
+        else:
+            nearest = difflib.get_close_matches(lower, known, n=1, cutoff=0.6)
+            hint = f"; did you mean '{nearest[0]}'?" if nearest else ""
+            valid = ", ".join(k for k in known if k != PATH)
+            raise InvalidOptionError(f"unknown {kind} option '{key}'{hint} (valid: {valid}, and catalog "
+                                     f"options '{CATALOG_PREFIX}*')")
+    return own, tuple(sorted(catalog))
+
+
+def _location(own: Mapping[str, str]) -> tuple[str, str]:
+    warehouse, table = own.get(WAREHOUSE), own.get(PATH)
+    if not warehouse or not table:
+        raise InvalidOptionError("paimon_index needs .option('warehouse', ...) and .load('db.table') "
+                                 "(or .save('db.table'))")
+    return warehouse, table
+
+
+def _topn(own: Mapping[str, str]) -> TopN | None:
+    order_by, limit = own.get(TOPN), own.get(LIMIT)
+    if order_by is None:
+        if limit is not None:
+            raise InvalidOptionError("option 'limit' is only meaningful with option 'topn'")
+        return None
+    if limit is None or not limit.strip().isdigit() or int(limit) <= 0:
+        raise InvalidOptionError(f"option 'topn' needs option 'limit' as a positive integer, got {limit!r}")
+    # Ties at the k-th value are all kept (strict=False): the query's own sort picks among them.
+    return TopN(tuple(parse_order_by(order_by)), int(limit), strict=False)
+
+
+def _pushdown(own: Mapping[str, str]) -> bool:
+    mode = own.get(FILTER_PUSHDOWN, "auto").strip().lower()
+    if mode not in PUSHDOWN_MODES:
+        raise InvalidOptionError(f"option '{FILTER_PUSHDOWN}' is one of {', '.join(PUSHDOWN_MODES)}, "
+                                 f"got {mode!r}")
+    return pushdown_safe() if mode == "auto" else mode == "true"
+
+
+def _snapshot_id(own: Mapping[str, str]) -> int | None:
+    text = own.get(SNAPSHOT_ID)
+    if text is None:
+        return None
+    if not text.strip().isdigit() or int(text) <= 0:
+        raise InvalidOptionError(f"option '{SNAPSHOT_ID}' must be a positive integer, got {text!r}")
+    return int(text)
+
+
+def parse_read_options(options: Mapping[str, str]) -> ReadOptions:
+    """The read options, checked: unknown keys, bad values and missing ones are errors."""
+    own, catalog = _split(options, READ_OPTIONS, "read")
+    warehouse, table = _location(own)
+    return ReadOptions(warehouse=warehouse, table=table,
+                       use_index=parse_bool(own.get(READ_ENABLED, "true"), READ_ENABLED),
+                       pushdown=_pushdown(own), topn=_topn(own),
+                       metadata_columns=parse_bool(own.get(METADATA, "false"), METADATA),
+                       snapshot_id=_snapshot_id(own), scan_report=own.get(SCAN_REPORT) or None,
+                       catalog=catalog)
+
+
+def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
+    own, catalog = _split(options, WRITE_OPTIONS, "write")
+    warehouse, table = _location(own)
+    return WriteOptions(warehouse=warehouse, table=table,
+                        bucket_exclusive=parse_bool(own.get(BUCKET_EXCLUSIVE, "false"), BUCKET_EXCLUSIVE),
+                        catalog=catalog)
