@@ -18,8 +18,17 @@ the exact selection is computed first (reading only the predicate's columns), so
 are taken among matching rows. The caller still sorts and limits: candidates are a superset of
 the file's share of the global TopN (ties at the boundary are kept: ``strict=False``).
 
-Driver-side pruning (:func:`prune_split`): files whose *embedded* index answers SKIP are dropped
-from a split before it is shipped to an executor; ``.index`` files are read where the data is.
+Schema evolution (:mod:`paimon_index.table.schemas`): every data file is read under the schema
+it was written with (``DataFileMeta.schema_id``) and mapped to the current columns by field id
+(renamed columns by id, added columns NULL, dropped columns not read, changed types cast); the
+predicate meets the file's index only on columns of the same field id and type, a predicate that
+is FALSE on a column the file lacks (NULL there) skips the file, and the exact re-check runs on the
+current-schema rows. This needs the schema from :func:`~paimon_index.table.write.table_schema`
+(a :class:`~paimon_index.table.schemas.ReadSchema`); a plain ``dict`` reads files by name.
+
+Driver-side pruning (:func:`prune_split`): files whose *embedded* index (or schema version, see
+above) answers SKIP are dropped from a split before it is shipped to an executor; ``.index``
+files are read where the data is.
 
 Scope so far: append tables, with or without deletion vectors (primary-key tables are refused:
 their reads need a merge this reader does not do yet); data files on the local filesystem.
@@ -27,7 +36,7 @@ their reads need a merge this reader does not do yet); data files on the local f
 off.
 
 pypaimon internals used: ``table.new_read_builder().new_scan().plan().splits()``, ``DataSplit.files``
-(``DataFileMeta.file_path``, ``row_count``, ``embedded_index``, ``extra_files``),
+(``DataFileMeta.file_path``, ``row_count``, ``embedded_index``, ``extra_files``, ``schema_id``),
 ``DataSplit.data_deletion_files`` (``DeletionFile.dv_index_path``, ``offset``, ``length``),
 ``table.is_primary_key_table``.
 """
@@ -51,9 +60,10 @@ from paimon_index.fileindex.base import TopN
 from paimon_index.fileindex.evaluate import FileIndexEvaluator
 from paimon_index.fileindex.format import ContainerReader
 from paimon_index.fileindex.options import FileIndexOptions
-from paimon_index.fileindex.result import REMAIN, FileIndexResult, Rows, and_not
-from paimon_index.predicate import ALWAYS_TRUE, Predicate, columns_of
+from paimon_index.fileindex.result import REMAIN, SKIP, FileIndexResult, Rows, and_not
+from paimon_index.predicate import ALWAYS_FALSE, ALWAYS_TRUE, Predicate, columns_of
 from paimon_index.sql import bind_predicate
+from paimon_index.table.schemas import FileMapping, mapping_of
 from paimon_index.table.write import INDEX_FILE_SUFFIX, table_options, table_schema
 from paimon_index.types import DataType
 
@@ -107,6 +117,7 @@ class ScanReport:
     rows_kept_by_topn: int = 0
     data_bytes_read: int = 0
     index_bytes_read: int = 0
+    files_skipped_by_schema: int = 0
 
     def merge(self, other: ScanReport) -> ScanReport:
         """Add ``other``'s counts to this report (reports of several splits or executors)."""
@@ -187,32 +198,55 @@ def _positions(result: FileIndexResult) -> np.ndarray | None:
     return np.frombuffer(result.bitmap.to_array(), dtype=np.uint32).astype(np.int64)
 
 
+def _read_file(meta: Any, positions: np.ndarray | None, report: ScanReport, mapping: FileMapping | None,
+               columns: list[str] | None = None) -> pa.Table:
+    """The rows at ``positions`` of a data file under the current schema (``columns`` of it, or all)."""
+    if mapping is None:
+        return read_positions(meta.file_path, positions, report, columns=columns)
+    rows = read_positions(meta.file_path, positions, report, columns=mapping.file_columns(columns))
+    return mapping.evolve(rows, columns, path=meta.file_path)
+
+
 def _exact_selection(meta: Any, result: FileIndexResult, bound: Predicate, exact: Any,
-                     report: ScanReport) -> Rows:
+                     report: ScanReport, mapping: FileMapping | None = None) -> Rows:
     """The rows of ``result`` that satisfy ``bound`` exactly, reading only its columns."""
     positions = _positions(result)
     if positions is None:
         positions = np.arange(meta.row_count, dtype=np.int64)
-    rows = read_positions(meta.file_path, positions, report, columns=columns_of(bound))
+    rows = _read_file(meta, positions, report, mapping, columns_of(bound))
     matching = rows.append_column(_POSITION, pa.array(positions)).filter(exact).column(_POSITION)
     return Rows(BitMap(matching.to_numpy().astype(np.uint32)))
 
 
 def _evaluate(meta: Any, source: bytes | str | None, bound: Predicate, schema: Mapping[str, DataType],
               report: ScanReport, topn: TopN | None = None, deletion_file: Any = None) -> FileIndexResult:
-    """What the index (and the deletion vector, and TopN) leave of one data file."""
+    """What the index (and the deletion vector, and TopN) leave of one data file.
+
+    ``bound`` and ``schema`` are the current schema's; a file written with another schema version
+    is asked the predicate on its own columns (:meth:`FileMapping.index_predicate`), which alone
+    may rule the file out (``c = 1`` on a file written before ``c`` was added).
+    """
+    mapping = mapping_of(schema, meta)
+    file_bound, file_types = bound, schema
+    if mapping is not None and not mapping.identity:
+        file_bound, file_types = mapping.index_predicate(bound), mapping.index_types
+        topn = None if topn is None else mapping.index_topn(topn)
+        if file_bound == ALWAYS_FALSE:
+            report.files_skipped_by_schema += 1
+            return SKIP
     result: FileIndexResult = REMAIN
     container = None
     try:
         if source is not None:
             container = ContainerReader(source, meta.file_path)
-            result = FileIndexEvaluator(container, schema).evaluate(bound)
+            result = FileIndexEvaluator(container, file_types).evaluate(file_bound)
         if result.remain and deletion_file is not None:
             result = _subtract_deleted(result, deletion_file, meta.row_count, report)
         if topn is not None and container is not None and result.remain:
             if bound is not ALWAYS_TRUE:
-                result = _exact_selection(meta, result, bound, to_arrow_expression(bound, schema), report)
-            result = FileIndexEvaluator(container, schema).evaluate_topn(topn, result)
+                exact = to_arrow_expression(bound, schema)
+                result = _exact_selection(meta, result, bound, exact, report, mapping)
+            result = FileIndexEvaluator(container, file_types).evaluate_topn(topn, result)
             if isinstance(result, Rows):
                 report.rows_kept_by_topn += len(result.bitmap)
     finally:
@@ -228,9 +262,10 @@ def prune_split(split: Any, bound: Predicate, schema: Mapping[str, DataType],
     report = report if report is not None else ScanReport()
 
     def keep(meta: Any) -> bool:
-        if not meta.embedded_index:
+        mapping = mapping_of(schema, meta)
+        if not meta.embedded_index and (mapping is None or mapping.identity):
             return True
-        source = bytes(meta.embedded_index)
+        source = bytes(meta.embedded_index) if meta.embedded_index else None
         if _evaluate(meta, source, bound, schema, ScanReport()).remain:
             return True
         report.files_skipped_on_driver += 1
@@ -238,7 +273,11 @@ def prune_split(split: Any, bound: Predicate, schema: Mapping[str, DataType],
 
     if bound is ALWAYS_TRUE:
         return split
-    return split.filter_file(keep)
+    # pypaimon's filter_file calls its function twice per file: decide once, then look it up.
+    kept = {id(meta): keep(meta) for meta in split.files}
+    if all(kept.values()):
+        return split
+    return split.filter_file(lambda meta: kept[id(meta)])
 
 
 def partition_text(partition_keys: Sequence[str], partition: Any) -> str:
@@ -283,7 +322,7 @@ def read_split(split: Any, bound: Predicate, schema: Mapping[str, DataType], *, 
         positions = _positions(result)
         if positions is not None:
             report.rows_selected_by_index += len(positions)
-        rows = read_positions(meta.file_path, positions, report)
+        rows = _read_file(meta, positions, report, mapping_of(schema, meta))
         report.rows_read += rows.num_rows
         if partition is not None:
             rows = _with_row_ids(rows, meta, positions, partition, split.bucket)
@@ -307,4 +346,6 @@ def read_arrow(table: Any, predicate: Predicate | str, *, use_index: bool = True
                                             topn=topn)]
     if not parts:
         return pa.schema([]).empty_table(), report
-    return pa.Table.from_batches(parts), report
+    # Files of different schema versions may differ in nullability only (NOT NULL dropped since).
+    tables = [pa.Table.from_batches([batch]) for batch in parts]
+    return pa.concat_tables(tables, promote_options="default"), report

@@ -37,7 +37,8 @@ import pyarrow.parquet as pq
 from paimon_index.errors import PaimonIndexError
 from paimon_index.fileindex.builder import build_file_index
 from paimon_index.fileindex.options import FileIndexOptions
-from paimon_index.types import DataType, parse_type
+from paimon_index.table.schemas import ReadSchema, read_schema
+from paimon_index.types import DataType
 
 __all__ = ["INDEX_FILE_SUFFIX", "attach_file_indexes", "conform", "file_container", "store_container",
            "table_options", "table_schema", "write_arrow", "write_with"]
@@ -51,15 +52,13 @@ def table_options(table: Any) -> dict[str, str]:
     return dict(table.options.options.to_map())
 
 
-def table_schema(table: Any) -> dict[str, DataType]:
-    """Column name -> Paimon type, for the columns an index can see (others are left out)."""
-    schema: dict[str, DataType] = {}
-    for field in table.fields:
-        try:
-            schema[field.name] = parse_type(str(field.type))
-        except Exception:
-            continue
-    return schema
+def table_schema(table: Any) -> ReadSchema:
+    """Column name -> Paimon type, for the columns an index can see (others are left out).
+
+    A ``dict`` that also maps older data files' columns to these by field id (schema evolution,
+    :mod:`paimon_index.table.schemas`).
+    """
+    return read_schema(table)
 
 
 def attach_file_indexes(table: Any, messages: list[Any],
