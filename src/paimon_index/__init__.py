@@ -1,20 +1,52 @@
-"""paimon-index: Apache Paimon's index layer in Python, byte-compatible with Paimon (Java)."""
+"""paimon-index: Apache Paimon's index layer in Python, byte-compatible with Paimon (Java).
+
+The table API (:mod:`paimon_index.table.api`)::
+
+    table = paimon_index.create_table(warehouse, "db.t", schema, options={...})
+    table = paimon_index.open_table(warehouse, "db.t")
+    table.write(data); table.read(where="id = 1"); table.delete("id = 1"); ...
+"""
 
 from paimon_index.errors import (
+    CommitError,
+    ConcurrentChangeError,
     CorruptFileError,
+    DataError,
     InvalidOptionError,
     InvalidPredicateError,
     PaimonIndexError,
+    TableError,
+    TableNotFoundError,
     UnsupportedTypeError,
 )
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "CommitError",
+    "CommitResult",
+    "ConcurrentChangeError",
     "CorruptFileError",
+    "DataError",
     "InvalidOptionError",
     "InvalidPredicateError",
+    "MaintenanceResult",
     "PaimonIndexError",
+    "Table",
+    "TableError",
+    "TableNotFoundError",
     "UnsupportedTypeError",
     "__version__",
+    "create_table",
+    "open_table",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # The table API pulls in pyarrow and pypaimon: load it on first use, so the format modules
+    # (and the CLI) import without them.
+    if name in ("CommitResult", "MaintenanceResult", "Table", "create_table", "open_table"):
+        from paimon_index.table import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'paimon_index' has no attribute {name!r}")

@@ -31,6 +31,7 @@ tuple, bucket, new_files, index_adds, index_deletes), ``table.path_factory().ind
 
 from __future__ import annotations
 
+import inspect
 import posixpath
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -40,12 +41,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from paimon_index.deletionvectors.index_file import DELETION_VECTORS_INDEX
 from paimon_index.deletionvectors.maintainer import BucketDvMaintainer
-from paimon_index.errors import InvalidOptionError, PaimonIndexError
+from paimon_index.errors import ConcurrentChangeError, DataError, InvalidOptionError, PaimonIndexError
 from paimon_index.fileindex.options import parse_bool
 from paimon_index.predicate import Predicate
 from paimon_index.sql import bind_predicate
+from paimon_index.table.paimon import CommitMessage, PaimonTable, pinned_table, table_name
+from paimon_index.table.plan import plan_snapshot
 from paimon_index.table.read import (
     BUCKET_COLUMN,
     FILE_PATH_COLUMN,
@@ -56,27 +58,27 @@ from paimon_index.table.read import (
     partition_text,
     read_split,
 )
-from paimon_index.table.write import attach_file_indexes, table_options, table_schema, write_with
+from paimon_index.table.transaction import Transaction
+from paimon_index.table.write import table_options, table_schema, write_files
 
 __all__ = [
     "BucketPlan",
     "ConcurrentChangeError",
+    "RowChange",
     "RowChangePlan",
     "commit_row_change",
     "delete_arrow",
+    "delete_rows",
     "mark_deleted",
     "plan_row_change",
     "update_arrow",
+    "update_rows",
     "write_rows",
 ]
 
 DV_ENABLED = "deletion-vectors.enabled"
 DV_BITMAP64 = "deletion-vectors.bitmap64"
 SNAPSHOT_ID = "scan.snapshot-id"
-
-
-class ConcurrentChangeError(PaimonIndexError):
-    """Another commit landed between planning and committing a row-level change."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,8 @@ class BucketPlan:
     dv_entries: tuple[Any, ...]  # the bucket's DELETION_VECTORS IndexManifestEntry objects
     index_dir: str
     bitmap64: bool
+    #: The bucket's data files in the planned snapshot: vectors of other files are not restored.
+    live_files: frozenset[str] | None = None
 
 
 @dataclass
@@ -97,6 +101,7 @@ class RowChangePlan:
     snapshot_id: int
     partition_keys: list[str]
     buckets: dict[tuple[str, int], BucketPlan] = field(default_factory=dict)
+    snapshot: Any = None  # the pinned pypaimon Snapshot (driver side), the commit's only allowed base
 
     def bucket(self, partition: str, bucket: int) -> BucketPlan:
         try:
@@ -106,7 +111,7 @@ class RowChangePlan:
                                    f"{self.snapshot_id}") from None
 
 
-def _check_table(table: Any) -> dict[str, str]:
+def _check_table(table: PaimonTable) -> dict[str, str]:
     options = table_options(table)
     if table.is_primary_key_table:
         raise UnsupportedTableError("row-level changes by position are for append tables; primary-key "
@@ -117,33 +122,20 @@ def _check_table(table: Any) -> dict[str, str]:
     return options
 
 
-def plan_row_change(table: Any) -> RowChangePlan | None:
+def plan_row_change(table: PaimonTable) -> RowChangePlan | None:
     """Pin the latest snapshot and collect each bucket's DV entries (None for an empty table)."""
-    from pypaimon.index.index_file_handler import IndexFileHandler
-
     options = _check_table(table)
-    snapshot = table.snapshot_manager().get_latest_snapshot()
-    if snapshot is None:
+    planned = plan_snapshot(table)
+    if planned.snapshot is None:
         return None
     keys = list(table.partition_keys or [])
-    plan = RowChangePlan(snapshot.id, keys)
+    plan = RowChangePlan(planned.snapshot.id, keys, snapshot=planned.snapshot)
     bitmap64 = parse_bool(options.get(DV_BITMAP64, "false"), DV_BITMAP64)
     index_dir = str(table.path_factory().index_path())
-    entries: dict[tuple[str, int], list[Any]] = {}
-    for entry in IndexFileHandler(table).scan(snapshot):
-        if entry.index_file.index_type == DELETION_VECTORS_INDEX:
-            entries.setdefault((partition_text(keys, entry.partition), entry.bucket), []).append(entry)
-    pinned = table.copy({SNAPSHOT_ID: str(snapshot.id)})
-    for split in pinned.new_read_builder().new_scan().plan().splits():
-        key = (partition_text(keys, split.partition), split.bucket)
-        if key not in plan.buckets:
-            plan.buckets[key] = BucketPlan(split.partition, split.bucket, tuple(entries.get(key, ())),
-                                           index_dir, bitmap64)
+    for bucket in planned.buckets.values():
+        plan.buckets[(partition_text(keys, bucket.partition_row), bucket.bucket)] = BucketPlan(
+            bucket.partition_row, bucket.bucket, bucket.dv_entries, index_dir, bitmap64, bucket.file_names)
     return plan
-
-
-def pinned_table(table: Any, plan: RowChangePlan) -> Any:
-    return table.copy({SNAPSHOT_ID: str(plan.snapshot_id)})
 
 
 def mark_deleted(bucket: BucketPlan, rows: pa.Table) -> Any | None:
@@ -152,13 +144,15 @@ def mark_deleted(bucket: BucketPlan, rows: pa.Table) -> Any | None:
     Writes the bucket's new DV index file and returns its pypaimon ``CommitMessage`` (None when
     nothing changes).
     """
-    from pypaimon.write.commit_message import CommitMessage
-
     def open_index_file(meta: Any) -> str:
         return meta.external_path or posixpath.join(bucket.index_dir, meta.file_name)
 
+    extra: dict[str, Any] = {}
+    restore_takes_live_files = "live_files" in inspect.signature(BucketDvMaintainer.restore).parameters
+    if bucket.live_files is not None and restore_takes_live_files:
+        extra["live_files"] = bucket.live_files  # drop vectors of files the snapshot no longer holds
     maintainer = BucketDvMaintainer.restore(bucket.dv_entries, open_index_file, partition=bucket.partition,
-                                            bucket=bucket.bucket, bitmap64=bucket.bitmap64)
+                                            bucket=bucket.bucket, bitmap64=bucket.bitmap64, **extra)
     paths = rows.column(FILE_PATH_COLUMN).combine_chunks()
     positions = rows.column(ROW_INDEX_COLUMN).to_numpy()
     encoded = paths.dictionary_encode()
@@ -172,88 +166,109 @@ def mark_deleted(bucket: BucketPlan, rows: pa.Table) -> Any | None:
                          index_adds=list(commit.added), index_deletes=list(commit.deleted))
 
 
-def write_rows(table: Any, rows: pa.Table) -> list[Any]:
+def write_rows(table: PaimonTable, rows: pa.Table) -> list[Any]:
     """Write rows as new data files with their file indexes; returns the commit messages."""
-    if rows.num_rows == 0:
-        return []
-    writer = table.new_batch_write_builder().new_write()
-    try:
-        write_with(writer, rows)
-        return attach_file_indexes(table, writer.prepare_commit())
-    finally:
-        writer.close()
+    return write_files(table, rows)
 
 
-def commit_row_change(table: Any, plan: RowChangePlan, messages: Iterable[Any]) -> int | None:
-    """Commit all messages as one snapshot, if no other commit landed since ``plan``."""
-    collected = [m for m in messages if m is not None and not m.is_empty()]
-    if not collected:
-        return None
-    latest = table.snapshot_manager().get_latest_snapshot()
-    if latest is None or latest.id != plan.snapshot_id:
-        raise ConcurrentChangeError(f"snapshot {latest.id if latest else None} was committed after this "
-                                    f"change was planned on snapshot {plan.snapshot_id}; nothing was "
-                                    "applied, run it again")
-    committer = table.new_batch_write_builder().new_commit()
-    try:
-        committer.commit(collected)
-    finally:
-        committer.close()
-    return table.snapshot_manager().get_latest_snapshot().id
+def commit_row_change(table: PaimonTable, plan: RowChangePlan, messages: Iterable[Any], *,
+                      operation: str = "row-level change") -> int | None:
+    """Commit all messages as snapshot ``plan.snapshot_id + 1``, or raise and delete their files.
+
+    Raises:
+        ConcurrentChangeError: any commit landed after ``plan`` (positions and vectors refer to the
+            planned snapshot); nothing was applied, the new files were deleted.
+    """
+    txn = Transaction(table, plan.snapshot, operation=operation)
+    with txn:
+        txn.stage(messages)
+        return txn.commit()
 
 
-def _matching_rows(table: Any, plan: RowChangePlan, where: Predicate | str) -> pa.Table:
+def _matching_rows(table: PaimonTable, plan: RowChangePlan, where: Predicate | str) -> pa.Table:
     schema = table_schema(table)
     bound = bind_predicate(where, schema) if isinstance(where, str) else where
-    pinned = pinned_table(table, plan)
+    pinned = pinned_table(table, plan.snapshot_id)
     batches = [b for split in pinned.new_read_builder().new_scan().plan().splits()
                for b in read_split(split, bound, schema, row_ids=plan.partition_keys)]
     return pa.Table.from_batches(batches) if batches else pa.table({c: [] for c in METADATA_COLUMNS})
 
 
-def _mark_all(plan: RowChangePlan, matched: pa.Table) -> list[Any]:
-    messages = []
+def _mark_all(plan: RowChangePlan, matched: pa.Table, txn: Transaction) -> None:
+    """Mark the matched rows deleted, bucket by bucket, staging each bucket's message at once (so
+    a failure in a later bucket still deletes the DV files written for the earlier ones)."""
     if matched.num_rows == 0:
-        return messages
+        return
     keys = pa.table({"p": matched.column(PARTITION_COLUMN), "b": matched.column(BUCKET_COLUMN)})
     for group in keys.group_by(["p", "b"]).aggregate([]).to_pylist():
         mask = pc.and_(pc.equal(matched.column(PARTITION_COLUMN), group["p"]),
                        pc.equal(matched.column(BUCKET_COLUMN), group["b"]))
-        messages.append(mark_deleted(plan.bucket(group["p"], group["b"]), matched.filter(mask)))
-    return messages
+        txn.stage(mark_deleted(plan.bucket(group["p"], group["b"]), matched.filter(mask)))
 
 
-def delete_arrow(table: Any, where: Predicate | str) -> int | None:
-    """``DELETE FROM table WHERE where`` in one snapshot; None when no row matched."""
+@dataclass(frozen=True)
+class RowChange:
+    """What a DELETE or UPDATE did: the new snapshot (None: nothing matched) and the rows it changed."""
+
+    snapshot_id: int | None
+    rows: int
+
+
+def delete_rows(table: PaimonTable, where: Predicate | str) -> RowChange:
+    """``DELETE FROM table WHERE where`` in one snapshot, exactly on the snapshot it read."""
     plan = plan_row_change(table)
     if plan is None:
-        return None
-    return commit_row_change(table, plan, _mark_all(plan, _matching_rows(table, plan, where)))
+        return RowChange(None, 0)
+    with Transaction(table, plan.snapshot, operation="delete") as txn:
+        matched = _matching_rows(table, plan, where)
+        _mark_all(plan, matched, txn)
+        return RowChange(txn.commit(), matched.num_rows)
+
+
+def delete_arrow(table: PaimonTable, where: Predicate | str) -> int | None:
+    """``DELETE FROM table WHERE where`` in one snapshot; None when no row matched."""
+    return delete_rows(table, where).snapshot_id
 
 
 Assignment = Any | Callable[[pa.Table], pa.Array]
 
 
-def update_arrow(table: Any, assignments: Mapping[str, Assignment], where: Predicate | str) -> int | None:
+def update_arrow(table: PaimonTable, assignments: Mapping[str, Assignment],
+                 where: Predicate | str) -> int | None:
     """``UPDATE table SET col = value, ... WHERE where`` in one snapshot (None when no row matched).
 
     A value is a constant or a function of the matching rows (an Arrow table) returning the column.
     """
-    plan = plan_row_change(table)
-    if plan is None:
-        return None
-    matched = _matching_rows(table, plan, where)
+    return update_rows(table, assignments, where).snapshot_id
+
+
+def update_rows(table: PaimonTable, assignments: Mapping[str, Assignment],
+                where: Predicate | str) -> RowChange:
+    """:func:`update_arrow`, also saying how many rows changed."""
     unknown = set(assignments) - set(table_schema(table))
     if unknown:
         raise InvalidOptionError(f"UPDATE sets unknown columns: {sorted(unknown)}")
+    plan = plan_row_change(table)
+    if plan is None:
+        return RowChange(None, 0)
+    matched = _matching_rows(table, plan, where)
     if matched.num_rows == 0:
-        return None
-    updated = matched.drop_columns(list(METADATA_COLUMNS))
+        return RowChange(None, 0)
+    before = matched.drop_columns(list(METADATA_COLUMNS))
+    updated = before
     for name, value in assignments.items():
-        column = value(updated) if callable(value) else \
-            pa.array(np.full(updated.num_rows, value, dtype=object))
-        position = updated.schema.get_field_index(name)
-        updated = updated.set_column(position, updated.schema.field(name),
-                                     pa.array(column).cast(updated.schema.field(name).type))
-    messages = _mark_all(plan, matched) + write_rows(table, updated)
-    return commit_row_change(table, plan, messages)
+        # Every assignment sees the rows as they were (SQL: SET a = b, b = a swaps them).
+        field = before.schema.field(name)
+        try:
+            column = value(before) if callable(value) else \
+                pa.array(np.full(before.num_rows, value, dtype=object))
+            column = pa.array(column) if not isinstance(column, pa.Array | pa.ChunkedArray) else column
+            column = column.cast(field.type)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
+            raise DataError(f"UPDATE of table {table_name(table)}: the value for column "
+                            f"{name!r} does not fit its type {field.type}: {e}") from e
+        updated = updated.set_column(before.schema.get_field_index(name), field, column)
+    with Transaction(table, plan.snapshot, operation="update") as txn:
+        _mark_all(plan, matched, txn)
+        txn.stage(write_rows(table, updated))
+        return RowChange(txn.commit(), matched.num_rows)

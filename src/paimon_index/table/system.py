@@ -24,6 +24,7 @@ from typing import Any
 import pyarrow as pa
 
 from paimon_index.fileindex.format import ContainerReader
+from paimon_index.table.paimon import PaimonTable
 from paimon_index.table.read import container_source, partition_text
 
 __all__ = ["FILE_INDEXES_SCHEMA", "file_indexes"]
@@ -36,7 +37,7 @@ FILE_INDEXES_SCHEMA = pa.schema([
 ])
 
 
-def file_indexes(table: Any) -> pa.Table:
+def file_indexes(table: PaimonTable) -> pa.Table:
     """Every file index of the latest snapshot's data files (schema: module docstring)."""
     rows: dict[str, list[Any]] = {name: [] for name in FILE_INDEXES_SCHEMA.names}
     for split in table.new_read_builder().new_scan().plan().splits():

@@ -1,0 +1,489 @@
+"""The public table API: one ``Table`` noun, a few verbs, each returning a result value.
+
+    t = paimon_index.create_table(warehouse, "db.t", schema, partition_keys=["dt"],
+                                  options={"file-index.bloom-filter.columns": "id"})
+    t = paimon_index.open_table(warehouse, "db.t")
+    t.write(data, mode="append" | "overwrite")            -> CommitResult
+    t.read(where=None, columns=None, snapshot_id=None)    -> pa.Table   (t.last_scan_report beside it)
+    t.delete(where) / t.update(set, where)                -> CommitResult (rows_affected)
+    t.upsert(data) / t.compact(full=False)                -> CommitResult (primary-key tables)
+    t.rewrite_file_index(where=None)                      -> CommitResult
+    t.expire_snapshots(retain_last=None, older_than=None) / t.remove_orphan_files(older_than)
+    t.file_indexes() -> pa.Table ; t.alter_options(set=..., remove=...) -> Table
+
+Every verb that changes the table commits **one** snapshot through
+:class:`~paimon_index.table.transaction.Transaction`: exactly on the snapshot it read
+(:class:`~paimon_index.errors.ConcurrentChangeError` otherwise, nothing applied) — except a plain
+append, which may land on top of newer snapshots. A verb that changes nothing commits nothing and
+returns ``snapshot_id=None``.
+
+``update(set, where)``: ``set`` maps a column to a Python value (a constant) or to SQL expression
+text (``"score + 1"``, ``"'PAID'"`` — a string is *always* an expression, so a string constant is
+quoted, as in Spark's ``UPDATE ... SET``): :mod:`paimon_index.expression` evaluates it over the old
+row with Spark's meaning, then the result is cast to the column's type as Spark's assignment does
+(fractions truncated toward zero into integer columns; overflow is an error).
+
+``where``: SQL-like predicate text (:mod:`paimon_index.sql`) or a predicate tree; None means all rows.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from paimon_index.errors import (
+    DataError,
+    EnvironmentCheckError,
+    InvalidOptionError,
+    PaimonIndexError,
+    TableError,
+    TableNotFoundError,
+)
+from paimon_index.expression import compile_expression
+from paimon_index.predicate import ALWAYS_TRUE, Predicate
+from paimon_index.table import catalog as _catalog
+from paimon_index.table.paimon import delta_file_counts, latest_snapshot, pinned_table, snapshot_exists
+from paimon_index.table.read import ScanReport
+
+__all__ = ["CommitResult", "MaintenanceResult", "Table", "create_table", "open_table"]
+
+#: ``write(mode=...)`` values.
+APPEND, OVERWRITE = "append", "overwrite"
+#: Module another engineer provides (expiry with ``older_than``, orphan-file removal).
+MAINTENANCE_MODULE = "paimon_index.table.maintenance"
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    """What a verb committed.
+
+    Attributes:
+        operation: the verb ("append", "overwrite", "delete", "update", "upsert", "compact",
+            "rewrite_file_index").
+        snapshot_id: the snapshot it committed; None when it changed nothing.
+        rows_affected: rows written, deleted or updated (0 for compact and index rewrites).
+        files_added / files_removed: data files the snapshot added / removed (a DELETE by
+            deletion vectors removes none; an index rewrite re-adds the files it re-indexed).
+    """
+
+    operation: str
+    snapshot_id: int | None
+    rows_affected: int = 0
+    files_added: int = 0
+    files_removed: int = 0
+
+
+@dataclass(frozen=True)
+class MaintenanceResult:
+    """What a maintenance verb removed: expired snapshot ids and deleted files (paths)."""
+
+    operation: str
+    expired_snapshots: tuple[int, ...] = ()
+    deleted_files: tuple[str, ...] = ()
+    details: Any = field(default=None, compare=False)
+
+
+def _with_catalog_options(function: Any, catalog_options: Mapping[str, str] | None, **kwargs: Any) -> Any:
+    if catalog_options:
+        if "catalog_options" not in inspect.signature(function).parameters:
+            raise InvalidOptionError(f"catalog_options {sorted(catalog_options)} are not supported by this "
+                                     "build's catalog (only a warehouse path)")
+        kwargs["catalog_options"] = dict(catalog_options)
+    return function(**kwargs)
+
+
+def create_table(warehouse: str, identifier: str, schema: pa.Schema | Any, *,
+                 partition_keys: Iterable[str] = (), primary_keys: Iterable[str] = (),
+                 options: Mapping[str, str] | None = None,
+                 catalog_options: Mapping[str, str] | None = None) -> Table:
+    """Create table ``identifier`` ("database.table") in ``warehouse`` and open it.
+
+    Args:
+        schema: an Arrow schema (or what :func:`paimon_index.table.catalog.create_table` accepts).
+        partition_keys, primary_keys: column names.
+        options: Paimon table options (``bucket``, ``deletion-vectors.enabled``, ``file-index.*`` ...).
+        catalog_options: options of the catalog (beyond the warehouse path).
+
+    Raises:
+        TableNotFoundError: the table exists already.
+        InvalidOptionError: a malformed or unknown option.
+    """
+    try:
+        _with_catalog_options(_catalog.create_table, catalog_options, warehouse=str(warehouse),
+                              identifier=identifier, schema=schema, partition_keys=list(partition_keys),
+                              primary_keys=list(primary_keys), options=dict(options or {}))
+    except PaimonIndexError:
+        raise
+    except Exception as e:
+        if "exist" in str(e).lower():
+            raise TableNotFoundError(f"cannot create table {identifier} in {warehouse}: it exists already") \
+                from e
+        raise TableError(f"cannot create table {identifier} in {warehouse}: {e}") from e
+    return open_table(warehouse, identifier, catalog_options=catalog_options)
+
+
+def open_table(warehouse: str, identifier: str, *, catalog_options: Mapping[str, str] | None = None) -> Table:
+    """Open table ``identifier`` ("database.table") of ``warehouse``.
+
+    Raises:
+        TableNotFoundError: no such table.
+    """
+    return Table(str(warehouse), identifier, catalog_options)
+
+
+class Table:
+    """A Paimon table with file indexes and deletion vectors (see the module docstring)."""
+
+    def __init__(self, warehouse: str, identifier: str,
+                 catalog_options: Mapping[str, str] | None = None) -> None:
+        self.warehouse = warehouse
+        self.identifier = identifier
+        self.catalog_options = dict(catalog_options or {})
+        #: The :class:`~paimon_index.table.read.ScanReport` of the last :meth:`read`.
+        self.last_scan_report: ScanReport | None = None
+        self._paimon = self._open()
+
+    def _open(self) -> Any:
+        if "." not in self.identifier:
+            raise InvalidOptionError(f"table identifier {self.identifier!r} must be 'database.table'")
+        try:
+            return _with_catalog_options(_catalog.open_table, self.catalog_options, warehouse=self.warehouse,
+                                         identifier=self.identifier)
+        except PaimonIndexError:
+            raise
+        except Exception as e:
+            raise TableNotFoundError(f"table {self.identifier} not found in {self.warehouse} ({e})") from e
+
+    def __repr__(self) -> str:
+        return f"Table({self.warehouse!r}, {self.identifier!r})"
+
+    @property
+    def paimon_table(self) -> Any:
+        """The underlying pypaimon table (for the table layer; not a stable API)."""
+        return self._paimon
+
+    @property
+    def is_primary_key_table(self) -> bool:
+        return bool(self._paimon.is_primary_key_table)
+
+    @property
+    def schema(self) -> pa.Schema:
+        from paimon_index.table.paimon import arrow_schema
+
+        return arrow_schema(self._paimon.table_schema.fields)
+
+    @property
+    def snapshot_id(self) -> int | None:
+        """The latest snapshot's id (None: nothing committed yet)."""
+        snapshot = latest_snapshot(self._paimon)
+        return None if snapshot is None else int(snapshot.id)
+
+    # writing -------------------------------------------------------------------------------------
+
+    def write(self, data: pa.Table | pa.RecordBatch, mode: str = APPEND) -> CommitResult:
+        """Append ``data``, or replace the table's rows with it (``mode="overwrite"``).
+
+        An overwrite of a partitioned table replaces only the partitions ``data`` holds while the
+        table option ``dynamic-partition-overwrite`` is true (Paimon's default), else every row.
+        On a primary-key table an append is an upsert (the last row per key wins).
+
+        Raises:
+            InvalidOptionError: an unknown mode.
+            DataError: rows that do not fit the table.
+            ConcurrentChangeError: (overwrite, upsert) another commit landed meanwhile.
+        """
+        from paimon_index.table.write import write_arrow
+
+        if mode not in (APPEND, OVERWRITE):
+            raise InvalidOptionError(f"write mode must be {APPEND!r} or {OVERWRITE!r}, got {mode!r}")
+        rows = _as_table(data)
+        if mode == APPEND and self.is_primary_key_table:
+            return self._result(APPEND, self._upsert(rows), rows.num_rows)
+        snapshot = write_arrow(self._paimon, rows, overwrite=mode == OVERWRITE)
+        return self._result(mode, snapshot, rows.num_rows if snapshot is not None else 0)
+
+    def upsert(self, data: pa.Table | pa.RecordBatch) -> CommitResult:
+        """Insert or replace rows by primary key (rows with ``_ROW_KIND`` '-D'/'-U' delete their key)."""
+        if not self.is_primary_key_table:
+            raise TableError(f"upsert needs a primary-key table; {self.identifier} has no primary key "
+                             "(use write)")
+        rows = _as_table(data)
+        return self._result("upsert", self._upsert(rows), rows.num_rows)
+
+    def _upsert(self, rows: pa.Table) -> int | None:
+        from paimon_index.table.primary_key import ROW_KIND_COLUMN, dv_mode, upsert_arrow
+        from paimon_index.table.write import write_arrow
+
+        if rows.num_rows == 0:
+            return None
+        if not dv_mode(self._paimon):
+            # Without deletion vectors a reader merges rows by key: new rows are plain appends.
+            if ROW_KIND_COLUMN in rows.column_names:
+                raise TableError(f"deleting keys of {self.identifier} needs deletion vectors: set "
+                                 "'deletion-vectors.enabled' = 'true'")
+            return write_arrow(self._paimon, rows)
+        try:
+            return upsert_arrow(self._paimon, rows)
+        except PaimonIndexError:
+            raise
+        except (pa.ArrowInvalid, pa.ArrowTypeError, RuntimeError, ValueError) as e:
+            raise DataError(f"upsert into {self.identifier}: {e}") from e
+
+    def delete(self, where: Predicate | str) -> CommitResult:
+        """``DELETE FROM t WHERE where`` in one snapshot (deletion vectors; keys on primary-key tables).
+
+        Raises:
+            InvalidOptionError: an append table without ``deletion-vectors.enabled``.
+            ConcurrentChangeError: another commit landed after the rows were found.
+        """
+        if self.is_primary_key_table:
+            return self._pk_change("delete", where, None)
+        from paimon_index.table.row_level import delete_rows
+
+        change = delete_rows(self._paimon, where)
+        return self._result("delete", change.snapshot_id, change.rows)
+
+    def update(self, set: Mapping[str, Any], where: Predicate | str | None = None) -> CommitResult:
+        """``UPDATE t SET col = value-or-expression, ... WHERE where`` in one snapshot.
+
+        Raises:
+            InvalidOptionError: an unknown column, or (append table) no deletion vectors.
+            InvalidPredicateError: expression text that does not parse or is not supported.
+            DataError: a value that does not fit its column (overflow, division by zero).
+        """
+        assignments = self._assignments(set)
+        predicate = ALWAYS_TRUE if where is None else where
+        if self.is_primary_key_table:
+            return self._pk_change("update", predicate, assignments)
+        from paimon_index.table.row_level import update_rows
+
+        change = update_rows(self._paimon, assignments, predicate)
+        return self._result("update", change.snapshot_id, change.rows)
+
+    def _assignments(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        schema = self.schema
+        lower = {name.lower(): name for name in schema.names}
+        assignments: dict[str, Any] = {}
+        for column, value in values.items():
+            name = lower.get(str(column).lower())
+            if name is None:
+                raise InvalidOptionError(f"UPDATE of {self.identifier} sets unknown column {column!r} "
+                                         f"(columns: {schema.names})")
+            target = schema.field(name).type
+            if isinstance(value, str):
+                expression = compile_expression(value, schema)
+                assignments[name] = _assigned(expression, target, name)
+            else:
+                assignments[name] = value
+        return assignments
+
+    def _pk_change(self, operation: str, where: Predicate | str, assignments: dict[str, Any] | None
+                   ) -> CommitResult:
+        """DELETE/UPDATE on a primary-key table: find the rows, then upsert (or delete) their keys."""
+        from paimon_index.table.primary_key import ROW_KIND_COLUMN
+
+        keys = list(self._paimon.primary_keys)
+        if assignments is not None and set(assignments) & set(keys):
+            raise InvalidOptionError(f"UPDATE of {self.identifier} cannot change primary-key columns {keys}")
+        matched = self.read(where)
+        if matched.num_rows == 0:
+            return CommitResult(operation, None)
+        if assignments is None:
+            rows = matched.append_column(ROW_KIND_COLUMN, pa.array(["-D"] * matched.num_rows, pa.string()))
+        else:
+            rows = matched
+            for name, value in assignments.items():
+                column = value(matched) if callable(value) else pa.array([value] * matched.num_rows)
+                field_ = matched.schema.field(name)
+                try:
+                    column = column.cast(field_.type)
+                except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
+                    raise DataError(f"UPDATE of {self.identifier}: the value for column {name!r} does not "
+                                    f"fit its type {field_.type}: {e}") from e
+                rows = rows.set_column(matched.schema.get_field_index(name), field_, column)
+        return self._result(operation, self._upsert(rows), matched.num_rows)
+
+    def compact(self, full: bool = False) -> CommitResult:
+        """Compact a primary-key table's files (``full``: everything into the highest level)."""
+        if not self.is_primary_key_table:
+            raise TableError(f"compact is for primary-key tables; {self.identifier} is an append table")
+        from paimon_index.table.primary_key import compact
+
+        return self._result("compact", compact(self._paimon, full=full), 0)
+
+    def rewrite_file_index(self, where: Any = None) -> CommitResult:
+        """Rebuild the file indexes the current ``file-index.*`` options ask for (``where``: partitions)."""
+        from paimon_index.table.rewrite import rewrite_file_index
+
+        return self._result("rewrite_file_index", rewrite_file_index(self._paimon, where), 0)
+
+    def _result(self, operation: str, snapshot_id: int | None, rows: int) -> CommitResult:
+        if snapshot_id is None:
+            return CommitResult(operation, None, 0)
+        added, removed = delta_file_counts(self._paimon, snapshot_id)
+        return CommitResult(operation, snapshot_id, rows, added, removed)
+
+    # reading -------------------------------------------------------------------------------------
+
+    def read(self, where: Predicate | str | None = None, columns: Iterable[str] | None = None,
+             snapshot_id: int | None = None) -> pa.Table:
+        """The rows matching ``where`` (all when None), of the latest snapshot or ``snapshot_id``.
+
+        Primary-key tables return one row per key. The read's
+        :class:`~paimon_index.table.read.ScanReport` is left in :attr:`last_scan_report`.
+
+        Raises:
+            TableError: ``snapshot_id`` does not exist (never committed or expired).
+            InvalidPredicateError: ``where`` does not parse or does not fit the schema.
+            InvalidOptionError: ``columns`` names an unknown column.
+        """
+        table = self._paimon
+        if snapshot_id is not None:
+            if not snapshot_exists(table, snapshot_id):
+                raise TableError(f"table {self.identifier} has no snapshot {snapshot_id} (latest: "
+                                 f"{self.snapshot_id})")
+            table = pinned_table(table, snapshot_id)
+        predicate = ALWAYS_TRUE if where is None else where
+        schema = self.schema
+        wanted = list(columns) if columns is not None else None
+        if wanted is not None:
+            unknown = [c for c in wanted if c not in schema.names]
+            if unknown:
+                raise InvalidOptionError(f"read of {self.identifier}: unknown columns {unknown} "
+                                         f"(columns: {schema.names})")
+        try:
+            rows, report = self._read(table, predicate, schema)
+        except FileNotFoundError as e:
+            # A data, index or DV file the snapshot lists is gone (removed by hand, or by an
+            # expiry/orphan clean-up that ran while this read planned an old snapshot).
+            raise TableError(f"read of {self.identifier} (snapshot {snapshot_id or self.snapshot_id}): "
+                             f"a file it lists is missing: {_missing_path(e)}") from e
+        self.last_scan_report = report
+        if rows.num_columns == 0:
+            rows = schema.empty_table()
+        return rows.select(wanted) if wanted is not None else rows
+
+    def _read(self, table: Any, predicate: Predicate | str, schema: pa.Schema) -> tuple[pa.Table, ScanReport]:
+        if latest_snapshot(table) is None:
+            return schema.empty_table(), ScanReport()
+        if self.is_primary_key_table:
+            from paimon_index.table.primary_key import dv_mode, read_primary_key
+
+            if not dv_mode(table):
+                return _merged_read(table, predicate)
+            return read_primary_key(table, predicate)
+        from paimon_index.table.read import read_arrow
+
+        return read_arrow(table, predicate)
+
+    def file_indexes(self) -> pa.Table:
+        """One row per (data file, column, index type) of the latest snapshot (``$file_indexes``)."""
+        from paimon_index.table.system import file_indexes
+
+        return file_indexes(self._paimon)
+
+    # maintenance ---------------------------------------------------------------------------------
+
+    def expire_snapshots(self, retain_last: int | None = None,
+                         older_than: datetime | float | None = None) -> MaintenanceResult:
+        """Expire old snapshots (keep the newest ``retain_last``; expire those ``older_than``)."""
+        maintenance = _maintenance()
+        if maintenance is not None:
+            result = maintenance.expire_snapshots(self._paimon, retain_last=retain_last,
+                                                  older_than=older_than)
+        else:
+            from paimon_index.table.expire import expire_snapshots
+
+            if older_than is not None or retain_last is None:
+                raise InvalidOptionError("expire_snapshots needs retain_last (older_than is not available "
+                                         "in this build)")
+            result = expire_snapshots(self._paimon, retain_last=retain_last)
+        return MaintenanceResult("expire_snapshots", tuple(result.expired_snapshots),
+                                 tuple(result.deleted_files), result)
+
+    def remove_orphan_files(self, older_than: datetime | float) -> MaintenanceResult:
+        """Delete files no snapshot references that are older than ``older_than`` (a datetime or
+        seconds since the epoch) — never a file a running write may still commit."""
+        maintenance = _maintenance()
+        if maintenance is None or not hasattr(maintenance, "remove_orphan_files"):
+            raise EnvironmentCheckError("remove_orphan_files needs paimon_index.table.maintenance, which "
+                                        "this build lacks")
+        result = maintenance.remove_orphan_files(self._paimon, older_than=older_than)
+        return MaintenanceResult("remove_orphan_files", (), tuple(result.deleted_files), result)
+
+    def alter_options(self, set: Mapping[str, str] | None = None,
+                      remove: Iterable[str] = ()) -> Table:
+        """``ALTER TABLE SET/RESET TBLPROPERTIES``; returns this table, re-opened with the new options."""
+        _with_catalog_options(_catalog.alter_table_options, self.catalog_options, warehouse=self.warehouse,
+                              identifier=self.identifier, set_options=dict(set or {}), remove=list(remove))
+        self._paimon = self._open()
+        return self
+
+
+def _maintenance() -> Any | None:
+    try:
+        return importlib.import_module(MAINTENANCE_MODULE)
+    except ModuleNotFoundError as e:
+        if e.name != MAINTENANCE_MODULE:
+            raise
+        return None
+
+
+def _merged_read(table: Any, predicate: Predicate | str) -> tuple[pa.Table, ScanReport]:
+    """A primary-key table without deletion vectors: pypaimon merges by key, then the exact filter."""
+    from paimon_index.arrow_filter import to_arrow_expression
+    from paimon_index.sql import bind_predicate
+    from paimon_index.table.write import table_schema
+
+    schema = table_schema(table)
+    bound = bind_predicate(predicate, schema) if isinstance(predicate, str) else predicate
+    builder = table.new_read_builder()
+    merged = builder.new_read().to_arrow(builder.new_scan().plan().splits())
+    report = ScanReport()
+    report.rows_read = merged.num_rows
+    rows = merged if bound is ALWAYS_TRUE else merged.filter(to_arrow_expression(bound, schema))
+    report.rows_returned = rows.num_rows
+    return rows, report
+
+
+def _missing_path(error: FileNotFoundError) -> str:
+    if error.filename:
+        return str(error.filename)
+    quoted = re.search(r"'([^']+)'", str(error))  # pyarrow names the path only in its message
+    return quoted.group(1) if quoted else str(error)
+
+
+def _as_table(data: pa.Table | pa.RecordBatch) -> pa.Table:
+    if isinstance(data, pa.Table):
+        return data
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    raise DataError(f"expected a pyarrow Table or RecordBatch, got {type(data).__name__}")
+
+
+def _assigned(expression: Any, target: pa.DataType, column: str) -> Any:
+    """The expression's values cast into the column as Spark's assignment casts them."""
+
+    def values(rows: pa.Table) -> pa.Array:
+        result = expression.evaluate(rows)
+        if pa.types.is_null(result.type):
+            return pa.nulls(len(result), target)
+        fractional = pa.types.is_floating(result.type) or pa.types.is_decimal(result.type)
+        if pa.types.is_integer(target) and fractional:
+            # CAST(x AS INT) truncates toward zero (overflow still fails the safe cast below).
+            result = pc.trunc(result.cast(pa.float64()) if pa.types.is_decimal(result.type) else result)
+        try:
+            return result.cast(target)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
+            raise DataError(f"SET {column} = {expression.text!r}: the value does not fit {target}: {e}") \
+                from e
+
+    return values
