@@ -78,6 +78,26 @@ def test_restore_change_and_replace(tmp_path: Path) -> None:
     assert again.index_files == [commit.added[0].index_file]
 
 
+def test_restore_keeps_only_vectors_of_live_data_files(tmp_path: Path) -> None:
+    """A vector of a data file the snapshot no longer holds is dropped on restore and the next
+    commit rewrites the index file without it (else Paimon refuses that commit and every later one)."""
+    first = BucketDvMaintainer(PARTITION, BUCKET)
+    first.notify_new_deletions("gone.parquet", [1, 2])
+    first.notify_new_deletions("live.parquet", [4])
+    entries = committed(tmp_path, first, "index-1-0")
+
+    restored = BucketDvMaintainer.restore(entries, opener(tmp_path),
+                                          live_files=["live.parquet", "new.parquet"])
+    assert model_of(restored) == {"live.parquet": [4]}
+    assert restored.modified
+    commit = restored.commit_to(tmp_path, "index-2-0")
+    assert [e.kind for e in commit.entries] == [KIND_DELETE, KIND_ADD]
+    assert set(commit.added[0].index_file.dv_ranges) == {"live.parquet"}
+    # All live: nothing to rewrite.
+    untouched = BucketDvMaintainer.restore(commit.added, opener(tmp_path), live_files=["live.parquet"])
+    assert not untouched.modified and untouched.prepare_commit().is_empty
+
+
 def test_empty_result_removes_the_old_file(tmp_path: Path) -> None:
     maintainer = BucketDvMaintainer(PARTITION, BUCKET)
     maintainer.notify_new_deletion("a.parquet", 0)

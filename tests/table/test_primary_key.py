@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import itertools
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from paimon_index.table.catalog import create_table, open_table
 from paimon_index.table.expire import expire_snapshots, referenced_files
-from paimon_index.table.primary_key import (
+from paimon_index.table.pk import (
     PrimaryKeyTableError,
     compact,
     read_primary_key,
@@ -84,6 +90,9 @@ step = st.one_of(
 @pytest.mark.parametrize("mode", list(BUCKETS))
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=st.lists(step, min_size=2, max_size=7))
+# A dynamic-bucket rewrite (no free level) used to leave the HASH index file its writer stored.
+@example(steps=[("upsert", [(k, "+I") for k in (17, 15, 14, 21, 13, 0, 25, 22, 12)]), ("upsert", [(0, "+I")]),
+                ("upsert", [(0, "+I")]), ("upsert", [(0, "+I"), (28, "+I")]), ("expire", 1)])
 def test_random_upserts_deletes_compactions_and_expiry_equal_a_dict(mode: str, steps: list) -> None:
     with tempfile.TemporaryDirectory() as warehouse:
         table = new_table(warehouse, mode)
@@ -175,7 +184,7 @@ def test_tasks_owning_buckets_prepare_and_the_driver_commits_once(tmp_path: Path
     """The Spark path without Spark: one 'task' per bucket looks its keys up; one commit."""
     import numpy as np
 
-    from paimon_index.table.primary_key import (
+    from paimon_index.table.pk import (
         bucket_of_rows,
         commit_prepared,
         owned_buckets,
@@ -210,14 +219,14 @@ def test_tasks_owning_buckets_prepare_and_the_driver_commits_once(tmp_path: Path
 
 
 def test_lookup_skips_files_whose_key_index_rules_the_keys_out(tmp_path: Path, monkeypatch) -> None:
-    from paimon_index.table import primary_key
+    from paimon_index.table.pk import lookup
 
     table = new_table(str(tmp_path), "fixed", **{"file-index.bitmap.columns": "tag,k"})
     evens = [{"k": k, "tag": "a", "n": 0} for k in range(0, 600, 2)]
     upsert_arrow(table, pa.Table.from_pylist(evens, SCHEMA))
     opened: list[str] = []
-    live_rows = primary_key._live_rows
-    monkeypatch.setattr(primary_key, "_live_rows",
+    live_rows = lookup.live_rows
+    monkeypatch.setattr(lookup, "live_rows",
                         lambda meta, *a, **kw: opened.append(meta.file_name) or live_rows(meta, *a, **kw))
     # Odd keys inside every file's key range, none present: the bitmap on k rules every file out.
     upsert_arrow(table, pa.Table.from_pylist([{"k": k, "tag": "b", "n": 1} for k in (101, 301, 501)], SCHEMA))
@@ -226,3 +235,139 @@ def test_lookup_skips_files_whose_key_index_rules_the_keys_out(tmp_path: Path, m
     upsert_arrow(table, pa.Table.from_pylist([{"k": 100, "tag": "c", "n": 2}], SCHEMA))
     assert len(opened) == 1
     assert (100, "c", 2) in contents(table) and len(contents(table)) == 303
+
+
+# ------------------------------------------------------------------------------------------------
+# partitioned tables (the key includes the partition column) and Java Paimon as the reference
+# ------------------------------------------------------------------------------------------------
+PART_SCHEMA = pa.schema([pa.field("p", pa.string(), nullable=False),
+                         pa.field("k", pa.int64(), nullable=False), ("tag", pa.string()), ("n", pa.int32())])
+PART_DDL = "p STRING NOT NULL, k BIGINT NOT NULL, tag STRING, n INT"
+ORACLE = Path(__file__).resolve().parents[2].parent / "shared" / "java-paimon" / "oracle.sh"
+
+
+def java(*args: str) -> list[dict]:
+    """Run Java Paimon's oracle (one command, or ``batch``); skip when Java or the oracle is absent."""
+    if shutil.which("java") is None or not ORACLE.exists():
+        pytest.skip("Java Paimon oracle not available")
+    env = {**os.environ, "PYTHON": sys.executable}
+    done = subprocess.run([str(ORACLE), *args], capture_output=True, text=True, env=env, timeout=900,
+                          check=False)
+    results = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert results and all("error" not in r for r in results), (done.stdout[-3000:], done.stderr[-3000:])
+    return results
+
+
+def java_reads(warehouse: str, identifier: str, snapshots: list[int]) -> list[list[tuple]]:
+    """Java's rows of each snapshot, one JVM."""
+    commands = Path(warehouse) / "java-reads.jsonl"
+    commands.write_text("".join(json.dumps({"cmd": "read", "warehouse": warehouse, "table": identifier,
+                                            "rows": "true", "snapshot": str(s)}) + "\n" for s in snapshots))
+    return [sorted(tuple(r) for r in out["row_values"]) for out in java("batch", "--file", str(commands))]
+
+
+def part_contents(table) -> list[tuple]:
+    rows, _ = read_primary_key(table, "k IS NOT NULL")
+    return sorted(tuple(r.values()) for r in rows.to_pylist())
+
+
+def part_pypaimon(table) -> list[tuple]:
+    builder = table.new_read_builder()
+    return sorted(tuple(r.values()) for r in builder.new_read().to_arrow(builder.new_scan().plan().splits())
+                  .to_pylist())
+
+
+def part_upsert(table, model: dict, rows: list[tuple[str, int, str]], number: int) -> None:
+    batch = [{"p": p, "k": k, "tag": f"{p}{k % 3}", "n": number, "_ROW_KIND": kind} for p, k, kind in rows]
+    upsert_arrow(table, pa.Table.from_pylist(batch, pa.schema([*PART_SCHEMA, ("_ROW_KIND", pa.string())])))
+    for p, k, kind in rows:
+        if kind in ("-D", "-U"):
+            model.pop((p, k), None)
+        else:
+            model[(p, k)] = (p, k, f"{p}{k % 3}", number)
+
+
+@pytest.mark.parametrize("mode", list(BUCKETS))
+def test_partitioned_upserts_and_deletes_equal_a_dict_pypaimon_and_java(tmp_path: Path, mode: str) -> None:
+    """Issue 12 item 6d: data files hold the key without the partition field; the same k lives in
+    several partitions and deleting it in one leaves the others."""
+    warehouse = str(tmp_path)
+    table = create_table(warehouse, "db.pt", PART_SCHEMA, primary_keys=["p", "k"], partition_keys=["p"],
+                         options={**BUCKETS[mode], "deletion-vectors.enabled": "true",
+                                  "num-sorted-run.compaction-trigger": "3", "file-index.bitmap.columns": "k"})
+    rng = random.Random(11)
+    model: dict[tuple[str, int], tuple] = {}
+    snapshots = []
+    for number in range(8):
+        kinds = ["+I", "+I", "+U", "-D"]
+        rows = [(rng.choice("abc"), rng.randrange(12), rng.choice(kinds)) for _ in range(15)]
+        part_upsert(table, model, rows, number)
+        if number == 4:
+            compact(table, threshold=0.0)
+        assert part_contents(table) == sorted(model.values()) == part_pypaimon(table)
+        snapshots.append((table.snapshot_manager().get_latest_snapshot().id, sorted(model.values())))
+    compact(table, full=True)
+    assert part_contents(table) == sorted(model.values()) == part_pypaimon(table)
+    snapshots.append((table.snapshot_manager().get_latest_snapshot().id, sorted(model.values())))
+    assert {k[0] for k in model} == set("abc") and len({k[1] for k in model}) < len(model)  # k shared
+    picked = [snapshots[2], snapshots[5], snapshots[-1]]
+    assert java_reads(warehouse, "db.pt", [s for s, _ in picked]) == [want for _, want in picked]
+
+
+def _java_rows_file(path: Path, rows: list[dict]) -> str:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return str(path)
+
+
+# Fixed bucket only: the oracle's plain BatchTableWrite has no dynamic-bucket assigner.
+@pytest.mark.parametrize("mode", ["fixed"])
+def test_we_read_and_upsert_a_partitioned_table_java_wrote(tmp_path: Path, mode: str) -> None:
+    warehouse = str(tmp_path)
+    options = ",".join(f"{k}={v}" for k, v in {**BUCKETS[mode], "deletion-vectors.enabled": "true"}.items())
+    first = [{"p": p, "k": k, "tag": "java", "n": 0} for p in "ab" for k in range(20)]
+    java("write", "--warehouse", warehouse, "--table", "db.pt", "--schema", PART_DDL, "--pk", "p,k",
+         "--partition", "p", "--options", options, "--jsonl", _java_rows_file(tmp_path / "w1.jsonl", first))
+    second = [{"p": "a", "k": k, "tag": "java2", "n": 1} for k in range(0, 20, 3)] + \
+        [{"p": "b", "k": k, "tag": "x", "n": 1, "_kind": "-D"} for k in range(0, 20, 4)]
+    java("write", "--warehouse", warehouse, "--table", "db.pt", "--schema", PART_DDL, "--pk", "p,k",
+         "--partition", "p", "--no-create", "--jsonl", _java_rows_file(tmp_path / "w2.jsonl", second))
+    model = {(r["p"], r["k"]): (r["p"], r["k"], r["tag"], r["n"]) for r in first}
+    for r in second:
+        if r.get("_kind") == "-D":
+            model.pop((r["p"], r["k"]))
+        else:
+            model[(r["p"], r["k"])] = (r["p"], r["k"], r["tag"], r["n"])
+    table = open_table(warehouse, "db.pt")
+    assert part_pypaimon(table) == sorted(model.values())
+    rows = [(p, k, "-D" if k % 5 == 0 else "+I") for p in "abc" for k in range(10, 25)]
+    part_upsert(table, model, rows, 2)
+    assert part_contents(table) == sorted(model.values()) == part_pypaimon(table)
+    after_upsert = table.snapshot_manager().get_latest_snapshot().id
+    upserted = sorted(model.values())
+    compact(table, full=True)
+    last = table.snapshot_manager().get_latest_snapshot().id
+    assert part_contents(table) == sorted(model.values()) == part_pypaimon(table)
+    assert java_reads(warehouse, "db.pt", [after_upsert, last]) == [upserted, sorted(model.values())]
+
+
+def test_null_primary_key_is_a_project_error_naming_the_column(tmp_path: Path) -> None:
+    from paimon_index.errors import DataError
+    from paimon_index.table.pk import split_batch
+
+    table = create_table(str(tmp_path), "db.pt", PART_SCHEMA, primary_keys=["p", "k"], partition_keys=["p"],
+                         options={"bucket": "2", "deletion-vectors.enabled": "true"})
+    loose = pa.schema([("p", pa.string()), ("k", pa.int64()), ("tag", pa.string()), ("n", pa.int32())])
+    bad = pa.Table.from_pylist([{"p": "a", "k": 1}, {"p": "a", "k": None}], loose)
+    with pytest.raises(DataError, match="primary-key column 'k' is NULL in 1 of 2 rows"):
+        upsert_arrow(table, bad)
+    with pytest.raises(DataError, match="'p' is NULL"):
+        split_batch(table, pa.Table.from_pylist([{"p": None, "k": 1}], loose))
+    assert table.snapshot_manager().get_latest_snapshot() is None
+    assert not any(p.suffix == ".parquet" for p in tmp_path.rglob("*"))
+
+
+def test_old_module_name_re_exports_the_package() -> None:
+    from paimon_index.table import pk, primary_key
+
+    assert set(primary_key.__all__) == set(pk.__all__)
+    assert all(getattr(primary_key, name) is getattr(pk, name) for name in pk.__all__)

@@ -109,11 +109,15 @@ class BucketDvMaintainer:
     @classmethod
     def restore(cls, entries: Iterable[IndexManifestEntry], open_index_file: OpenIndexFile, *,
                 partition: GenericRow | None = None, bucket: int | None = None,
-                bitmap64: bool = False) -> BucketDvMaintainer:
+                bitmap64: bool = False, live_files: Iterable[str] | None = None) -> BucketDvMaintainer:
         """Load the vectors listed by a bucket's ``DELETION_VECTORS`` manifest entries.
 
         Entries of other index types (e.g. ``HASH``) are ignored. ``partition`` and ``bucket``
-        default to those of the entries; all entries must agree with them.
+        default to those of the entries; all entries must agree with them. With ``live_files`` (the
+        bucket's data files in the snapshot the entries come from), vectors of any other data file
+        are dropped and the maintainer is left modified, so the next commit writes an index file
+        without them: a vector of a file that is gone must never be committed again (Paimon refuses
+        such a commit, and every later one on the bucket).
         """
         dv_entries = [e for e in entries if e.index_file.index_type == DELETION_VECTORS_INDEX]
         if partition is None or bucket is None:
@@ -129,6 +133,8 @@ class BucketDvMaintainer:
                 raise ValueError(f"index file {entry.index_file.file_name} belongs to bucket {entry.bucket} "
                                  f"of {entry.partition}, not bucket {bucket} of {partition}")
             maintainer._load_index_file(entry.index_file, open_index_file)
+        if live_files is not None:
+            maintainer.retain_data_files(live_files)
         return maintainer
 
     def _load_index_file(self, meta: IndexFileMeta, open_index_file: OpenIndexFile) -> None:

@@ -11,13 +11,15 @@ last row of a key wins; ``-D``/``-U`` rows delete the key), writes them with pyp
 writer (buckets, sequence numbers) plus each new file's index, and then, for the buckets it owns,
 looks every written or deleted key up in the bucket's files, marks the older rows in deletion
 vectors, writes the bucket's DV index file and places the new files in levels
-(:func:`paimon_index.table.primary_key.prepare_upsert`); the driver commits what all tasks
-prepared as one snapshot (:func:`~paimon_index.table.primary_key.commit_prepared`). A
+(:func:`paimon_index.table.pk.prepare_upsert`); the driver commits what all tasks
+prepared as one snapshot (:func:`~paimon_index.table.pk.commit_prepared`). A
 dynamic-bucket table (``bucket = -1``) is written by one task (pypaimon's bucket assigner extends
 one HASH index per bucket, which two tasks cannot share) and, like a plain ``df.write`` without
 ``bucket-exclusive``, has the lookup done on the driver
-(:func:`~paimon_index.table.primary_key.commit_upsert`). Reads of such a table through the source
-are merge-free (levels >= 1 with their vectors), file indexes included.
+(:func:`~paimon_index.table.pk.commit_upsert`). Reads of such a table through the source
+are merge-free (levels >= 1 with their vectors), file indexes included. The driver's commit is
+exact (the project's Transaction): the job lands as the snapshot after the one its tasks planned on,
+or raises ConcurrentChangeError having deleted every file the tasks wrote.
 
 ``compact`` and ``expire_snapshots`` run on the driver (they rewrite a few files or delete files;
 the work is per bucket and bounded by what changed); the Spark session is taken for symmetry with
@@ -34,7 +36,7 @@ from pyspark.sql.types import IntegerType, StructField, StructType
 
 from paimon_index.spark.datasource import BUCKET_EXCLUSIVE, SOURCE_NAME, WAREHOUSE
 from paimon_index.table import expire as expire_module
-from paimon_index.table import primary_key
+from paimon_index.table import pk as primary_key
 from paimon_index.table.catalog import open_table
 
 if TYPE_CHECKING:

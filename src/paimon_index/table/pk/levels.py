@@ -1,0 +1,75 @@
+"""Where files go in a bucket's LSM levels, and rewriting a bucket's live rows.
+
+    free_level(files, new, max_level) -> level | None
+    write_rows(table, rows) -> commit messages      pypaimon's key-value writer + file indexes
+    rewrite(table, dvs, files, level) -> (new files, removed files)
+
+Merge-free readers read the files of levels >= 1 with their deletion vectors and merge nothing; so
+every level >= 1 must stay a sorted run and every key must have at most one live row there. A new
+file goes to the lowest level 1 .. num-levels - 1 where no file's key range (trimmed key) overlaps
+its own. When no level is free, the bucket is rewritten: all its live rows (vectors applied) into
+the top level, vectors dropped. Rewritten rows get new sequence numbers (every key has one live
+row, so the order between versions is no longer needed).
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable
+from dataclasses import replace
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from paimon_index.deletionvectors.maintainer import BucketDvMaintainer
+from paimon_index.table.pk.lookup import key_tuple, overlaps
+from paimon_index.table.pk.plan import DELETING_VALUE_KINDS, VALUE_KIND_COLUMN, live_rows, user_columns
+from paimon_index.table.write import attach_file_indexes, write_with
+
+__all__ = ["free_level", "rewrite", "write_rows"]
+
+
+def free_level(files: Iterable[Any], new: Any, max_level: int) -> int | None:
+    """The lowest level >= 1 where no file overlaps ``new``'s key range; None when all are taken."""
+    low, high = key_tuple(new.min_key), key_tuple(new.max_key)
+    taken = list(files)
+    for level in range(1, max_level + 1):
+        if not any(m.level == level and overlaps(m, low, high) for m in taken):
+            return level
+    return None
+
+
+def write_rows(table: Any, rows: pa.Table) -> list[Any]:
+    """Write ``rows`` with pypaimon's key-value writer (buckets, sequence numbers), indexes attached."""
+    writer = table.new_batch_write_builder().new_write()
+    try:
+        if rows.num_rows:
+            write_with(writer, rows)
+        return attach_file_indexes(table, writer.prepare_commit())
+    finally:
+        writer.close()
+
+
+def rewrite(table: Any, dvs: BucketDvMaintainer, files: list[Any], level: int) -> tuple[list[Any], list[Any]]:
+    """Rewrite ``files`` (live rows only, deletes dropped) into ``level``; (new files, files removed).
+
+    The new files' own messages (HASH index changes of a dynamic-bucket writer) are not needed: the
+    rows keep their bucket and the bucket's key set does not grow; the index files that writer
+    stored are deleted at once (no snapshot will reference them).
+    """
+    columns = user_columns(table)
+    parts = [live_rows(m, dvs, [VALUE_KIND_COLUMN, *columns]) for m in files]
+    rows = pa.concat_tables(parts, promote_options="permissive") if parts else pa.table({})
+    if rows.num_rows:
+        live = pc.invert(pc.is_in(rows[VALUE_KIND_COLUMN], pa.array(DELETING_VALUE_KINDS, pa.int8())))
+        rows = rows.filter(live).select(columns)
+    for meta in files:
+        dvs.remove_deletion_vector_of(meta.file_name)
+    messages = write_rows(table, rows) if rows.num_rows else []
+    index_dir = str(table.path_factory().index_path())
+    for entry in (e for m in messages for e in m.index_adds):
+        meta = entry.index_file
+        table.file_io.delete_quietly(meta.external_path or posixpath.join(index_dir, meta.file_name))
+    written = [f for m in messages for f in m.new_files]
+    return [replace(f, level=level) for f in written], files

@@ -1,0 +1,125 @@
+"""Finding the older rows of keys: vectorized joins against a bucket's live files.
+
+    mark_keys(bucket, dvs, keys, skip, schema) -> rows marked   keys: trimmed-key columns
+    file_keys(files, key schema) -> the trimmed keys a bucket's new files hold
+    keys_of_partition(keys, table, partition values) -> that partition's keys, trimmed
+    last_per_key(rows, keys) -> the last row of each key, input order kept
+
+Every key written or deleted in a bucket is joined with the ``_KEY_*`` columns of the bucket's live
+files whose ``[min_key, max_key]`` can hold it; each match is a row position added to that file's
+deletion vector (Paimon's lookup compaction reaches the same state: ``ForceUpLevel0Compaction`` +
+``LookupMergeTreeCompactRewriter``). Keys here are *trimmed* (no partition fields): a bucket lives
+in one partition, so full keys are first restricted to the bucket's partition and then trimmed —
+deleting ``(p='a', k=1)`` must never touch ``(p='b', k=1)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from paimon_index.deletionvectors.maintainer import BucketDvMaintainer
+from paimon_index.fileindex.evaluate import FileIndexEvaluator
+from paimon_index.fileindex.format import ContainerReader
+from paimon_index.predicate import Leaf, Op, bind
+from paimon_index.table.pk.plan import KEY_PREFIX, POSITION, Bucket, live_rows, trimmed_keys
+from paimon_index.table.read import container_source
+from paimon_index.table.write import conform
+
+__all__ = ["file_keys", "key_range", "key_tuple", "keys_of_partition", "last_per_key", "mark_keys",
+           "overlaps"]
+
+#: Up to this many keys, a file index on a single-column key is asked before the file is read.
+LOOKUP_INDEX_MAX_KEYS = 1024
+_ORDER = "__paimon_index_order__"
+
+
+def key_tuple(row: Any) -> tuple[Any, ...]:
+    return tuple(row.values)
+
+
+def overlaps(meta: Any, low: tuple[Any, ...], high: tuple[Any, ...]) -> bool:
+    """Whether the file's key range meets ``[low, high]``."""
+    return not (key_tuple(meta.max_key) < low or high < key_tuple(meta.min_key))
+
+
+def key_range(keys: pa.Table) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    ordered = keys.sort_by([(c, "ascending") for c in keys.column_names])
+    first, last = ordered.slice(0, 1).to_pylist()[0], ordered.slice(ordered.num_rows - 1).to_pylist()[0]
+    return tuple(first.values()), tuple(last.values())
+
+
+def last_per_key(data: pa.Table, keys: list[str]) -> pa.Table:
+    """The last row of each key, in input order."""
+    numbered = data.append_column(_ORDER, pa.array(np.arange(data.num_rows, dtype=np.int64)))
+    last = numbered.group_by(keys, use_threads=False).aggregate([(_ORDER, "max")])
+    wanted = np.sort(last[f"{_ORDER}_max"].to_numpy())
+    return numbered.take(pa.array(wanted)).drop_columns([_ORDER])
+
+
+def keys_of_partition(keys: pa.Table, table: Any, partition: tuple[Any, ...]) -> pa.Table:
+    """The rows of ``keys`` (full primary key) in ``partition``, as trimmed keys."""
+    trimmed = trimmed_keys(table)
+    if keys.num_rows == 0 or not table.partition_keys:
+        return keys.select(trimmed)
+    mask = None
+    for name, value in zip(table.partition_keys, partition, strict=True):
+        if name not in keys.column_names:  # a partition field outside the key: cannot be told apart
+            continue
+        test = pc.is_null(keys[name]) if value is None else pc.equal(keys[name], pa.scalar(value))
+        mask = test if mask is None else pc.and_(mask, test)
+    selected = keys if mask is None else keys.filter(pc.fill_null(mask, False))
+    return selected.select(trimmed)
+
+
+def index_rules_out(meta: Any, keys: pa.Table, schema: Mapping[str, Any]) -> bool:
+    """True when the file's index on a (single-column) key proves none of ``keys`` is in the file."""
+    if keys.num_columns != 1 or keys.num_rows > LOOKUP_INDEX_MAX_KEYS:
+        return False
+    source = container_source(meta)
+    column = keys.column_names[0]
+    if source is None or column not in schema:
+        return False
+    predicate = bind(Leaf(Op.IN, column, tuple(keys.column(0).to_pylist())), schema)
+    with ContainerReader(source, meta.file_path) as container:
+        # A corrupt index must not lose a deletion: it answers REMAIN and the file is read.
+        return not FileIndexEvaluator(container, schema, on_corrupt="remain").evaluate(predicate).remain
+
+
+def mark_keys(bucket: Bucket, dvs: BucketDvMaintainer, keys: pa.Table, skip: set[str],
+              schema: Mapping[str, Any] | None = None) -> int:
+    """Mark every live row of ``keys`` (columns = trimmed primary keys) in the bucket's files.
+
+    Files are read only when their key range can hold a key and, for a single-column key with a
+    file index on it (and at most :data:`LOOKUP_INDEX_MAX_KEYS` keys), when the index cannot rule
+    the keys out. Returns the number of rows marked.
+    """
+    if keys.num_rows == 0:
+        return 0
+    low, high = key_range(keys)
+    key_columns = [KEY_PREFIX + c for c in keys.column_names]
+    probe = keys.rename_columns(key_columns)
+    marked = 0
+    for meta in bucket.files:
+        if meta.file_name in skip or not overlaps(meta, low, high):
+            continue
+        if schema is not None and index_rules_out(meta, keys, schema):
+            continue
+        existing = live_rows(meta, dvs, key_columns)
+        hits = existing.join(probe, keys=key_columns, join_type="inner")
+        if hits.num_rows:
+            marked += dvs.notify_new_deletions(meta.file_name, np.sort(hits[POSITION].to_numpy()))
+    return marked
+
+
+def file_keys(files: Iterable[Any], target: pa.Schema) -> pa.Table:
+    """The keys of data files of one bucket; ``target`` = the trimmed keys' schema."""
+    names = target.names
+    parts = [conform(pq.ParquetFile(f.file_path).read(columns=[KEY_PREFIX + k for k in names])
+                     .rename_columns(names), target) for f in files]
+    return pa.concat_tables(parts) if parts else target.empty_table()

@@ -1,0 +1,201 @@
+"""What a primary-key operation plans on: table facts and the live files of one pinned snapshot.
+
+    check_table(table) -> options            deletion-vectors mode, deduplicate merge engine
+    dv_mode(table) -> bool
+    check_keys(table, rows)                  NULL in a primary-key column -> NullKeyError
+    plan_snapshot(table, snapshot) -> Plan   {(partition values, bucket) -> Bucket}
+    maintainer(plan, bucket)                 the bucket's deletion vectors, live files only
+    live_rows(meta, maintainer, columns)     a data file's rows minus its vector, with positions
+
+A primary-key data file holds ``_KEY_<k>`` for each *trimmed* primary key ``k`` (the primary key
+without the partition fields: Paimon's ``trimmedPrimaryKeys``, pypaimon's
+``table.trimmed_primary_keys``; a file lives in one partition, so those fields are constant there),
+then ``_SEQUENCE_NUMBER``, ``_VALUE_KIND`` and the table's columns, sorted by the trimmed key, one
+row per key. The files' ``min_key``/``max_key`` are trimmed keys too.
+
+A :class:`Plan` is built on the snapshot a transaction pinned, never on "the latest" read a second
+time: everything an operation looks up, marks and places must come from the snapshot it commits on.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from paimon_index.deletionvectors.maintainer import BucketDvMaintainer
+from paimon_index.errors import DataError, InvalidOptionError, PaimonIndexError
+from paimon_index.fileindex.options import parse_bool, parse_int
+from paimon_index.table.read import UnsupportedTableError
+from paimon_index.table.row_level import DV_BITMAP64, DV_ENABLED
+from paimon_index.table.write import table_options
+
+__all__ = ["DEFAULT_COMPACTION_THRESHOLD", "ROW_KIND_COLUMN", "Bucket", "BucketKey", "NullKeyError", "Plan",
+           "PrimaryKeyTableError", "check_keys", "check_table", "dv_mode", "live_rows", "maintainer",
+           "plan_snapshot"]
+
+#: Optional column of an upsert batch: Paimon's row kinds as short strings.
+ROW_KIND_COLUMN = "_ROW_KIND"
+DELETING_KINDS = ("-D", "-U")
+KEY_PREFIX = "_KEY_"
+SEQUENCE_COLUMN = "_SEQUENCE_NUMBER"
+VALUE_KIND_COLUMN = "_VALUE_KIND"
+#: ``_VALUE_KIND`` bytes of rows that delete their key (UPDATE_BEFORE, DELETE).
+DELETING_VALUE_KINDS = (1, 3)
+NUM_LEVELS = "num-levels"
+SORTED_RUN_TRIGGER = "num-sorted-run.compaction-trigger"
+DEFAULT_SORTED_RUN_TRIGGER = 5
+MERGE_ON_READ = "deletion-vectors.merge-on-read"
+MERGE_ENGINE = "merge-engine"
+DEFAULT_COMPACTION_THRESHOLD = 0.5
+POSITION = "__paimon_index_position__"
+
+#: (partition values, bucket): how buckets are keyed everywhere in this package.
+BucketKey = tuple[tuple[Any, ...], int]
+
+
+class PrimaryKeyTableError(PaimonIndexError):
+    """A primary-key operation that the table's state or options do not allow."""
+
+
+class NullKeyError(PrimaryKeyTableError, DataError):
+    """Rows with NULL in a primary-key column (Paimon keys are never NULL)."""
+
+
+# ------------------------------------------------------------------------------------------------
+# table facts
+# ------------------------------------------------------------------------------------------------
+def check_table(table: Any) -> dict[str, str]:
+    """The table's options, after checking it is a deduplicating primary-key table in DV mode."""
+    options = table_options(table)
+    if not table.is_primary_key_table:
+        raise UnsupportedTableError("upserts by key need a primary-key table")
+    if not parse_bool(options.get(DV_ENABLED, "false"), DV_ENABLED):
+        raise InvalidOptionError(f"deletion-vectors mode needs '{DV_ENABLED}' = 'true'")
+    if options.get(MERGE_ENGINE, "deduplicate") != "deduplicate":
+        raise UnsupportedTableError(f"merge engine {options[MERGE_ENGINE]!r}: only deduplicate is supported")
+    return options
+
+
+def dv_mode(table: Any) -> bool:
+    """Whether ``table`` is a primary-key table in deletion-vectors mode."""
+    options = table_options(table)
+    return bool(table.is_primary_key_table) and parse_bool(options.get(DV_ENABLED, "false"), DV_ENABLED)
+
+
+def check_keys(table: Any, rows: pa.Table) -> None:
+    """Raise :class:`NullKeyError` naming the first primary-key column of ``rows`` holding NULL."""
+    for key in table.primary_keys:
+        if key not in rows.column_names:
+            raise PrimaryKeyTableError(f"the rows have no primary-key column {key!r}")
+        nulls = rows[key].null_count
+        if nulls:
+            raise NullKeyError(f"primary-key column {key!r} is NULL in {nulls} of {rows.num_rows} rows; "
+                               "a primary key cannot be NULL")
+
+
+def max_level(options: Mapping[str, str]) -> int:
+    """The top level (``num-levels`` - 1; default: the sorted-run trigger)."""
+    trigger = parse_int(options.get(SORTED_RUN_TRIGGER, str(DEFAULT_SORTED_RUN_TRIGGER)), SORTED_RUN_TRIGGER)
+    levels = parse_int(options.get(NUM_LEVELS, str(trigger + 1)), NUM_LEVELS, minimum=2)
+    return levels - 1
+
+
+def user_columns(table: Any) -> list[str]:
+    return [f.name for f in table.fields]
+
+
+def trimmed_keys(table: Any) -> list[str]:
+    """The primary key without the partition fields: what data files store as ``_KEY_*``."""
+    return list(table.trimmed_primary_keys)
+
+
+def arrow_fields(table: Any) -> list[pa.Field]:
+    writer = table.new_batch_write_builder().new_write()
+    try:
+        return list(writer.table_pyarrow_schema)
+    finally:
+        writer.close()
+
+
+def key_schema(table: Any, keys: list[str] | None = None) -> pa.Schema:
+    """Arrow schema of ``keys`` (default: the whole primary key)."""
+    fields = {f.name: f for f in arrow_fields(table)}
+    return pa.schema([pa.field(k, fields[k].type) for k in (keys or table.primary_keys)])
+
+
+# ------------------------------------------------------------------------------------------------
+# the planned snapshot
+# ------------------------------------------------------------------------------------------------
+@dataclass
+class Bucket:
+    """The live files of one (partition, bucket) in the planned snapshot."""
+
+    partition: Any  # GenericRow
+    bucket: int
+    files: list[Any] = field(default_factory=list)
+    dv_entries: list[Any] = field(default_factory=list)
+
+
+@dataclass
+class Plan:
+    snapshot_id: int | None
+    buckets: dict[BucketKey, Bucket]
+    index_dir: str
+    bitmap64: bool
+
+    def level0(self) -> list[Any]:
+        return [m for b in self.buckets.values() for m in b.files if m.level == 0]
+
+
+def plan_snapshot(table: Any, snapshot: Any | None, *, vectors: bool = True) -> Plan:
+    """Every live data file and (with ``vectors``) deletion-vector index entry of ``snapshot``."""
+    from pypaimon.index.index_file_handler import IndexFileHandler
+
+    from paimon_index.deletionvectors.index_file import DELETION_VECTORS_INDEX
+
+    options = table_options(table)
+    index_dir = str(table.path_factory().index_path())
+    bitmap64 = parse_bool(options.get(DV_BITMAP64, "false"), DV_BITMAP64)
+    plan = Plan(None if snapshot is None else int(snapshot.id), {}, index_dir, bitmap64)
+    if snapshot is None:
+        return plan
+    pinned = table.copy({"scan.snapshot-id": str(snapshot.id)})
+    for split in pinned.new_read_builder().new_scan().plan_for_write().splits():
+        key = (tuple(split.partition.values), split.bucket)
+        plan.buckets.setdefault(key, Bucket(split.partition, split.bucket)).files.extend(split.files)
+    for entry in IndexFileHandler(table).scan(snapshot) if vectors else ():
+        if entry.index_file.index_type == DELETION_VECTORS_INDEX:
+            key = (tuple(entry.partition.values), entry.bucket)
+            if key in plan.buckets:
+                plan.buckets[key].dv_entries.append(entry)
+    return plan
+
+
+def maintainer(plan: Plan, bucket: Bucket) -> BucketDvMaintainer:
+    """The bucket's vectors, restricted to its live data files (a vector of a file the snapshot no
+    longer holds is dropped, never committed again)."""
+    def open_index_file(meta: Any) -> str:
+        return meta.external_path or posixpath.join(plan.index_dir, meta.file_name)
+
+    return BucketDvMaintainer.restore(bucket.dv_entries, open_index_file, partition=bucket.partition,
+                                      bucket=bucket.bucket, bitmap64=plan.bitmap64,
+                                      live_files={m.file_name for m in bucket.files})
+
+
+def live_rows(meta: Any, dvs: BucketDvMaintainer, columns: list[str] | None = None) -> pa.Table:
+    """A data file's rows not deleted by its vector, with their positions (column ``POSITION``)."""
+    rows = pq.ParquetFile(meta.file_path).read(columns=columns)
+    rows = rows.append_column(POSITION, pa.array(np.arange(rows.num_rows, dtype=np.int64)))
+    vector = dvs.deletion_vector_of(meta.file_name)
+    if vector is not None:
+        deleted = vector.positions()
+        keep = np.ones(rows.num_rows, dtype=bool)
+        keep[deleted[deleted < rows.num_rows]] = False
+        rows = rows.filter(pa.array(keep))
+    return rows

@@ -1,0 +1,300 @@
+"""Upserts by key: one snapshot, at most one live row per key in levels >= 1.
+
+    upsert_arrow(table, data) -> snapshot id        rows with a ``_ROW_KIND`` column ('+I', '+U',
+                                                    '-U', '-D') or without (all upserts)
+    split_batch(table, data) -> (upserts, deleted keys)             an executor's half
+    prepare_upsert(table, messages, deleted keys, scope) -> PreparedUpsert   executor, own buckets
+    commit_prepared(table, [PreparedUpsert]) -> snapshot id         driver
+    commit_upsert(table, messages, [deleted keys]) -> snapshot id   driver does the lookup
+
+An upsert:
+
+1. **Pin**: a :class:`~paimon_index.table.transaction.Transaction` pins the latest snapshot N;
+   everything below is planned on N (:func:`~paimon_index.table.pk.plan.plan_snapshot`).
+2. **Batch**: NULL keys are refused; rows are deduplicated by key (the last one wins; ``-D``/``-U``
+   delete the key); the level-0 files of plain pypaimon writes (invisible to merge-free readers)
+   are folded in as older rows and removed.
+3. **Write**: pypaimon's key-value writer writes the surviving upserts (it assigns buckets — fixed,
+   or dynamic through the HASH index — and sequence numbers), each new file gets its file index.
+4. **Look up** per bucket (:mod:`~paimon_index.table.pk.lookup`): the bucket's new keys and the
+   deleted keys of its partition, trimmed, mark the older rows in deletion vectors.
+5. **Level** (:mod:`~paimon_index.table.pk.levels`): each new file to the lowest free level; with
+   none free, the bucket is rewritten into the top level.
+6. **Commit** exactly as N + 1, or ConcurrentChangeError with every file written deleted.
+
+Differences from Java, on purpose: Java commits an APPEND snapshot (level-0 files) and then a
+COMPACT one; here one snapshot carries the final state (new files already at their level). Java's
+universal compaction merges sorted runs by size ratios; here a bucket is rewritten only when no
+level is free.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from paimon_index.errors import ConcurrentChangeError, InvalidOptionError
+from paimon_index.table.pk.commit import abandon, begin, delete_discarded, on_snapshot, written_paths
+from paimon_index.table.pk.levels import free_level, rewrite, write_rows
+from paimon_index.table.pk.lookup import file_keys, keys_of_partition, last_per_key, mark_keys
+from paimon_index.table.pk.plan import (
+    DELETING_KINDS,
+    DELETING_VALUE_KINDS,
+    ROW_KIND_COLUMN,
+    SEQUENCE_COLUMN,
+    VALUE_KIND_COLUMN,
+    Bucket,
+    BucketKey,
+    Plan,
+    PrimaryKeyTableError,
+    arrow_fields,
+    check_keys,
+    check_table,
+    key_schema,
+    live_rows,
+    maintainer,
+    max_level,
+    plan_snapshot,
+    trimmed_keys,
+    user_columns,
+)
+from paimon_index.table.write import conform, table_schema
+
+__all__ = ["PreparedUpsert", "bucket_of_rows", "commit_prepared", "commit_upsert", "owned_buckets",
+           "prepare_upsert", "split_batch", "upsert_arrow"]
+
+_UPSERT = "upsert"
+
+
+@dataclass
+class PreparedUpsert:
+    """The outcome of an upsert's lookup, ready to commit (what an executor sends the driver)."""
+
+    snapshot_id: int | None
+    messages: list[Any]
+    discarded: list[Any]  # files written by this upsert, then rewritten away before the commit
+    written: list[str] = field(default_factory=list)  # every file written (deleted if not committed)
+
+
+def _with_row_kinds(table: Any, data: pa.Table) -> pa.Table:
+    check_keys(table, data)
+    if ROW_KIND_COLUMN not in data.column_names:
+        kinds = pa.array(np.full(data.num_rows, "+I", dtype=object), pa.string())
+        return data.append_column(ROW_KIND_COLUMN, kinds)
+    unknown = set(pc.unique(data[ROW_KIND_COLUMN]).to_pylist()) - {"+I", "+U", *DELETING_KINDS}
+    if unknown:
+        raise InvalidOptionError(f"{ROW_KIND_COLUMN} holds unknown row kinds {sorted(map(str, unknown))}")
+    return data
+
+
+def _level0_rows(bucket: Bucket, plan: Plan, columns: list[str]) -> pa.Table | None:
+    """Rows of the bucket's level-0 files as an older upsert batch (sequence order, with row kinds)."""
+    level0 = [m for m in bucket.files if m.level == 0]
+    if not level0:
+        return None
+    dvs = maintainer(plan, bucket)
+    parts = [live_rows(m, dvs, [SEQUENCE_COLUMN, VALUE_KIND_COLUMN, *columns]) for m in level0]
+    rows = pa.concat_tables(parts).sort_by([(SEQUENCE_COLUMN, "ascending")])
+    kinds = np.where(np.isin(rows[VALUE_KIND_COLUMN].to_numpy(), DELETING_VALUE_KINDS), "-D", "+I")
+    return rows.select(columns).append_column(ROW_KIND_COLUMN, pa.array(kinds.astype(object), pa.string()))
+
+
+def upsert_arrow(table: Any, data: pa.Table) -> int | None:
+    """Insert or replace rows by key (and delete keys with row kind ``-D``/``-U``), one snapshot.
+
+    Returns the new snapshot's id (None when there was nothing to do).
+
+    Raises:
+        NullKeyError: a primary-key column holds NULL (nothing is written).
+        ConcurrentChangeError: another snapshot landed after this upsert planned; nothing applied.
+    """
+    options = check_table(table)
+    batch = _with_row_kinds(table, data)
+    keys = list(table.primary_keys)
+    columns = user_columns(table)
+    target = pa.schema([*arrow_fields(table), pa.field(ROW_KIND_COLUMN, pa.string())])
+    with begin(table, _UPSERT) as txn:
+        plan = plan_snapshot(table, txn.snapshot)
+        # Level-0 files (plain pypaimon writes) are older than this batch: folded in first.
+        older = [t for t in (_level0_rows(b, plan, columns) for b in plan.buckets.values()) if t is not None]
+        batch = last_per_key(pa.concat_tables([conform(t, target) for t in [*older, batch]]), keys)
+        deleting = pc.is_in(batch[ROW_KIND_COLUMN], pa.array(DELETING_KINDS))
+        upserts = batch.filter(pc.invert(deleting)).select(columns)
+        removed_keys = batch.filter(deleting).select(keys)
+        messages = write_rows(table, upserts)
+        txn.track(*written_paths(messages, plan.index_dir))
+        prepared = _prepare(table, plan, messages, removed_keys, max_level(options))
+        txn.track(*prepared.written)
+        txn.stage(prepared.messages)
+        snapshot_id = txn.commit()
+    delete_discarded(table, plan.index_dir, prepared.discarded)
+    return snapshot_id
+
+
+def split_batch(table: Any, data: pa.Table) -> tuple[pa.Table, pa.Table]:
+    """(upserts, keys to delete) of one batch: the last row per key decides (an executor's half)."""
+    check_keys(table, data)
+    keys = list(table.primary_keys)
+    if ROW_KIND_COLUMN not in data.column_names:
+        return data, pa.schema([data.schema.field(k) for k in keys]).empty_table()
+    batch = last_per_key(_with_row_kinds(table, data), keys)
+    deleting = pc.is_in(batch[ROW_KIND_COLUMN], pa.array(DELETING_KINDS))
+    upserts = batch.filter(pc.invert(deleting)).drop_columns([ROW_KIND_COLUMN])
+    return upserts, batch.filter(deleting).select(keys)
+
+
+def _prepare(table: Any, plan: Plan, messages: list[Any], removed_keys: pa.Table, top: int,
+             scope: set[BucketKey] | None = None) -> PreparedUpsert:
+    """Look up, mark and place the new files of ``messages``; nothing is committed.
+
+    Each bucket looks up the keys of its own new files (an existing key stays in its bucket, fixed
+    or dynamic) and the deleted keys of its partition; ``scope`` limits the buckets searched for
+    deleted keys (the buckets an executor owns), default all.
+    """
+    from pypaimon.table.row.generic_row import GenericRow
+    from pypaimon.write.commit_message import CommitMessage
+
+    by_bucket: dict[BucketKey, list[Any]] = {}
+    for message in messages:
+        by_bucket.setdefault((tuple(message.partition), message.bucket), []).append(message)
+    trimmed_target = key_schema(table, trimmed_keys(table))
+    removed_keys = conform(removed_keys, key_schema(table))
+    searched = set(plan.buckets) if scope is None else set(plan.buckets) & scope
+    removed_of: dict[tuple[Any, ...], pa.Table] = {}
+    if removed_keys.num_rows:
+        for partition in {k[0] for k in searched}:
+            removed_of[partition] = keys_of_partition(removed_keys, table, partition)
+    touched = set(by_bucket) | {k for k in searched if k[0] in removed_of and removed_of[k[0]].num_rows}
+    # Level-0 files (folded into the batch by upsert_arrow) go wherever they are.
+    touched |= {k for k, b in plan.buckets.items() if any(m.level == 0 for m in b.files)}
+    prepared = PreparedUpsert(plan.snapshot_id, [], [], written_paths(messages, plan.index_dir))
+    schema = table_schema(table)
+    for key in sorted(touched, key=repr):
+        produced = by_bucket.get(key, [])
+        existing = plan.buckets.get(key)
+        if existing is None:
+            existing = Bucket(GenericRow(list(key[0]), table.partition_keys_fields), key[1])
+        dvs = maintainer(plan, existing)
+        new_files = [f for m in produced for f in m.new_files]
+        new_names = {f.file_name for f in new_files}
+        removed = [m for m in existing.files if m.level == 0]
+        for meta in removed:
+            dvs.remove_deletion_vector_of(meta.file_name)
+        deleted_here = removed_of.get(key[0]) if key in searched else None
+        lookup = pa.concat_tables([file_keys(new_files, trimmed_target), conform(
+            trimmed_target.empty_table() if deleted_here is None else deleted_here, trimmed_target)])
+        mark_keys(existing, dvs, lookup, skip=new_names | {m.file_name for m in removed}, schema=schema)
+        remaining = [m for m in existing.files if m.level > 0]
+        placed = []
+        for new in new_files:
+            level = free_level([*remaining, *placed], new, top)
+            placed.append(replace(new, level=0 if level is None else level))  # 0: rewritten below
+        if any(m.level == 0 for m in placed):
+            rewritten, gone = rewrite(table, dvs, remaining + placed, top)
+            prepared.written += written_paths([], plan.index_dir, rewritten)
+            removed += [m for m in gone if m.file_name not in new_names]
+            prepared.discarded += [m for m in gone if m.file_name in new_names]
+            placed = rewritten
+        dv = dvs.prepare_commit()
+        stored = dv.write_to(plan.index_dir)
+        if stored is not None:
+            prepared.written.append(str(stored))
+        index_adds = [e for m in produced for e in m.index_adds] + list(dv.added)
+        index_deletes = [e for m in produced for e in m.index_deletes] + list(dv.deleted)
+        if placed or removed or index_adds or index_deletes:
+            prepared.messages.append(CommitMessage(partition=key[0], bucket=key[1], new_files=placed,
+                                                   deleted_files=removed, index_adds=index_adds,
+                                                   index_deletes=index_deletes))
+    return prepared
+
+
+def prepare_upsert(table: Any, messages: list[Any], removed_keys: pa.Table | None,
+                   scope: set[BucketKey]) -> PreparedUpsert:
+    """An executor's lookup for the buckets it owns (``scope``); the driver commits the result."""
+    options = check_table(table)
+    removed_keys = key_schema(table).empty_table() if removed_keys is None else removed_keys
+    plan = plan_snapshot(table, table.snapshot_manager().get_latest_snapshot())
+    if plan.level0():
+        raise PrimaryKeyTableError("the table has level-0 files: run compact(table) (or upsert_arrow) first")
+    return _prepare(table, plan, messages, removed_keys, max_level(options), scope)
+
+
+def bucket_of_rows(table: Any, rows: pa.Table) -> tuple[list[tuple[Any, ...]], list[int]]:
+    """(partition, bucket) of each row, as pypaimon's writer assigns them (fixed-bucket tables)."""
+    if rows.num_rows == 0:
+        return [], []
+    extractor = table.create_row_key_extractor()
+    partitions, buckets = extractor.extract_partition_bucket_batch(rows.combine_chunks().to_batches()[0])
+    return [tuple(p) for p in partitions], list(buckets)
+
+
+def owned_buckets(table: Any, messages: list[Any], removed_keys: pa.Table | None) -> set[BucketKey]:
+    """The buckets a task wrote to or deleted keys from (all of them exclusively its own)."""
+    scope = {(tuple(m.partition), m.bucket) for m in messages}
+    if removed_keys is not None and removed_keys.num_rows:
+        partitions, buckets = bucket_of_rows(table, removed_keys)
+        scope |= set(zip(partitions, buckets, strict=True))
+    return scope
+
+
+def commit_prepared(table: Any, prepared: list[PreparedUpsert]) -> int | None:
+    """Commit what executors prepared, all planned on the same snapshot, as exactly the next one."""
+    planned = {p.snapshot_id for p in prepared}
+    written = [path for p in prepared for path in p.written]
+    if len(planned) > 1:
+        abandon(table, written, _UPSERT)
+        raise ConcurrentChangeError(f"tasks planned on different snapshots {sorted(map(str, planned))}; "
+                                    "nothing was applied, run it again")
+    try:
+        txn = on_snapshot(table, planned.pop() if planned else None, _UPSERT)
+    except ConcurrentChangeError:
+        abandon(table, written, _UPSERT)
+        raise
+    with txn:
+        txn.track(*written)
+        for p in prepared:
+            txn.stage(p.messages)
+        snapshot_id = txn.commit()
+    index_dir = str(table.path_factory().index_path())
+    delete_discarded(table, index_dir, [m for p in prepared for m in p.discarded])
+    return snapshot_id
+
+
+def commit_upsert(table: Any, messages: list[Any], removed_keys: list[pa.Table]) -> int | None:
+    """The driver's half of a distributed upsert: look up, mark, place and commit, one snapshot.
+
+    ``messages`` are the pypaimon commit messages of the tasks (level-0 files with their file
+    indexes); ``removed_keys`` the keys the tasks saw deleted. A key must reach one task only
+    (repartition by the primary key), else its winner would be ambiguous.
+    """
+    options = check_table(table)
+    with begin(table, _UPSERT) as txn:
+        plan = plan_snapshot(table, txn.snapshot)
+        txn.track(*written_paths(messages, plan.index_dir))
+        if plan.level0():
+            raise PrimaryKeyTableError("the table has level-0 files: run compact(table) (or upsert_arrow) "
+                                       "first")
+        trimmed = trimmed_keys(table)
+        trimmed_target = key_schema(table, trimmed)
+        per_bucket: dict[BucketKey, list[Any]] = {}
+        for message in messages:
+            per_bucket.setdefault((tuple(message.partition), message.bucket), []).extend(message.new_files)
+        for (_, bucket), files in per_bucket.items():
+            bucket_keys = file_keys(files, trimmed_target)
+            if bucket_keys.group_by(trimmed).aggregate([]).num_rows != bucket_keys.num_rows:
+                raise PrimaryKeyTableError(
+                    f"a key was written by two tasks into bucket {bucket}: repartition the data by the "
+                    f"primary key {list(table.primary_keys)} (paimon_index.spark.primary_key.upsert does)")
+        target = key_schema(table)
+        removed = pa.concat_tables([conform(t, target) for t in removed_keys]) if removed_keys else \
+            target.empty_table()
+        prepared = _prepare(table, plan, messages, removed, max_level(options))
+        txn.track(*prepared.written)
+        txn.stage(prepared.messages)
+        snapshot_id = txn.commit()
+    delete_discarded(table, plan.index_dir, prepared.discarded)
+    return snapshot_id
