@@ -145,7 +145,9 @@ def run_demo(warehouse: str | Path = "demo-warehouse", rows: int = 3_000_000, sp
         plain, _ = read_arrow(table, text, use_index=False)
         ms_plain = (time.perf_counter() - start) * 1000
         ok = _ids(got) == _ids(plain)
-        print(f"{text:<62} {report.files_skipped_by_index:>6} of {report.files_planned:<4} "
+        skipped, files = report.files_skipped_by_index + report.files_skipped_by_stats, \
+            report.files_planned + report.files_skipped_by_stats  # stats skip before the indexes
+        print(f"{text:<62} {skipped:>6} of {files:<4} "
               f"{report.rows_read:>10,} {report.rows_returned:>8,} {ms:>9.1f} {ms_plain:>12.1f}  "
               f"{'same as full scan' if ok else 'MISMATCH'}")
         if not ok:

@@ -41,6 +41,7 @@ from paimon_index.fileindex.builder import build_file_index
 from paimon_index.fileindex.options import FileIndexOptions
 from paimon_index.table.paimon import PaimonTable
 from paimon_index.table.schemas import ReadSchema, read_schema
+from paimon_index.table.stats import attach_value_stats
 from paimon_index.types import DataType
 
 __all__ = ["INDEX_FILE_SUFFIX", "attach_file_indexes", "conform", "file_container", "store_container",
@@ -73,6 +74,7 @@ def attach_file_indexes(table: PaimonTable, messages: list[Any],
     columns, read back, equal ``rows`` exactly (same values, same order); otherwise — or when they
     differ in any way — the container is built from the file.
     """
+    attach_value_stats(table, messages)  # min/max/null counts as Java writes them (table/stats.py)
     opts = options if isinstance(options, FileIndexOptions) else \
         FileIndexOptions.from_table_options(options if options is not None else table_options(table))
     if opts.empty:
