@@ -1,0 +1,1 @@
+"""The differential suite's helpers: table and query generators, a reference evaluator, known bugs."""
