@@ -1,0 +1,96 @@
+"""The table layer under real concurrency and real crashes (see tests/reliability/harness.py).
+
+CI runs a bounded set (3 processes x a few operations per table kind; SIGKILL at every point of the
+commit path for every operation on two table kinds); ``-m slow`` runs longer histories.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+
+import pytest
+
+from reliability import files, harness, ops
+
+CRASH_OPS = {
+    "append-unaware": ("append", "delete", "update", "overwrite"),
+    "pk-fixed": ("upsert", "compact"),
+}
+
+
+def _setup(tmp_path, kind_name: str, seed: int = 7, steps: int = 4) -> tuple[str, ops.Model, int]:
+    """A table with a few committed operations, applied one after another in this process."""
+    warehouse = str(tmp_path / "wh")
+    kind = ops.KINDS[kind_name]
+    ops.create(warehouse, kind)
+    rng = random.Random(seed)
+    model: ops.Model = {}
+    seeding = ("upsert",) if kind.primary_key else ("append",)
+    for counter in range(steps):
+        op = ops.random_op(rng, kind, 0, counter, seeding)
+        assert ops.run(warehouse, op) is not None
+        model = ops.apply_to_model(model, op)
+    return warehouse, model, harness.existing_snapshots(warehouse)[-1]
+
+
+@pytest.mark.parametrize("kind_name", sorted(ops.KINDS))
+def test_concurrent_operations_replay_to_the_model(tmp_path, kind_name):
+    warehouse, model, base = _setup(tmp_path, kind_name)
+    entries = harness.run_concurrently(warehouse, kind_name, workers=3, ops_per_worker=6, seed=11,
+                                       log_dir=tmp_path)
+    history = harness.check_history(warehouse, entries, base=model, base_snapshot=base)
+    assert history.by_snapshot, "no operation committed at all"
+    assert not files.missing(warehouse), "a snapshot references files that are gone"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind_name", sorted(ops.KINDS))
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_long_concurrent_histories(tmp_path, kind_name, seed):
+    warehouse, model, base = _setup(tmp_path, kind_name, seed=seed)
+    entries = harness.run_concurrently(warehouse, kind_name, workers=4, ops_per_worker=20, seed=seed,
+                                       log_dir=tmp_path)
+    harness.check_history(warehouse, entries, base=model, base_snapshot=base)
+    assert not files.missing(warehouse)
+
+
+@pytest.mark.parametrize("kind_name,op_name", [(k, o) for k, names in CRASH_OPS.items() for o in names])
+def test_sigkill_at_every_commit_point(tmp_path, kind_name, op_name):
+    """A job killed anywhere on the commit path leaves the table at the old or the new state,
+    readable, not wedged, and — after remove_orphan_files — without a file no snapshot needs."""
+    from paimon_index.table.catalog import open_table
+    from paimon_index.table.maintenance import remove_orphan_files
+
+    warehouse, model, base = _setup(tmp_path, kind_name)
+    kind = ops.KINDS[kind_name]
+    rng = random.Random(5)
+    killed_at = []
+    for counter, point in enumerate(harness.KILL_POINTS):
+        op = ops.random_op(rng, kind, 1, counter, (op_name,))
+        if op_name == "compact":
+            op = {"op": "compact", "full": True}
+        before = harness.existing_snapshots(warehouse)[-1]
+        if harness.crash_once(warehouse, op, point):
+            killed_at.append(point.name)
+        after = harness.existing_snapshots(warehouse)[-1]
+        assert after in (before, before + 1), f"{point.name}: snapshots jumped from {before} to {after}"
+        rows = ops.read_rows(warehouse)
+        expected = ops.apply_to_model(model, op) if after == before + 1 else model
+        assert rows == expected, harness._diff(f"after a kill at {point.name}", expected, rows, op)
+        assert ops.read_rows_pypaimon(warehouse) == expected
+        assert not files.missing(warehouse), f"{point.name}: a snapshot references files that are gone"
+        model = expected
+        # Not wedged: the next operation of the same kind commits on top.
+        follow = ops.random_op(rng, kind, 2, counter, (op_name,))
+        if op_name == "compact":
+            follow = ops.random_op(rng, kind, 2, counter, ("upsert",))
+        if ops.run(warehouse, follow) is not None:
+            model = ops.apply_to_model(model, follow)
+        assert ops.read_rows(warehouse) == model
+    assert killed_at, "no kill point was reached"
+    time.sleep(0.01)
+    remove_orphan_files(open_table(warehouse, ops.IDENTIFIER), older_than=time.time() + 60)
+    assert not files.orphans(warehouse), f"orphans left: {sorted(files.orphans(warehouse))[:5]}"
+    assert ops.read_rows(warehouse) == model
+    assert ops.read_rows_pypaimon(warehouse) == model
