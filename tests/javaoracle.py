@@ -57,7 +57,8 @@ class JavaOracle:
         out = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
         errors = [o for o in out if "error" in o]
         if errors:
-            raise JavaOracleError(f"oracle command failed: {errors[0]['error']}\n{errors[0].get('stack', '')[:3000]}")
+            first = errors[0]
+            raise JavaOracleError(f"oracle command failed: {first['error']}\n{first.get('stack', '')[:3000]}")
         return out
 
 

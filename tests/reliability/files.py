@@ -37,8 +37,8 @@ def referenced_files(warehouse: str) -> set[str]:
         snapshot = manager.get_snapshot_by_id(int(path.name.split("-", 1)[1]))
         if snapshot is None:
             continue
-        for name in (snapshot.base_manifest_list, snapshot.delta_manifest_list, snapshot.changelog_manifest_list,
-                     snapshot.index_manifest):
+        for name in (snapshot.base_manifest_list, snapshot.delta_manifest_list,
+                     snapshot.changelog_manifest_list, snapshot.index_manifest):
             if name:
                 files.add(str(manifest_dir / name))
         for meta in lists.read_all(snapshot):
@@ -47,13 +47,15 @@ def referenced_files(warehouse: str) -> set[str]:
             files.add(str(root / "statistics" / snapshot.statistics))
         for entry in IndexFileHandler(table).scan(snapshot):
             meta = entry.index_file
-            files.add(_local(meta.external_path) if meta.external_path else str(root / "index" / meta.file_name))
+            where = meta.external_path
+            files.add(_local(where) if where else str(root / "index" / meta.file_name))
         pinned = table.copy({"scan.snapshot-id": str(snapshot.id)})
         for split in pinned.new_read_builder().new_scan().plan_for_write().splits():
             for meta in split.files:
                 path = _local(meta.file_path)
                 files.add(path)
-                files.update(posixpath.join(posixpath.dirname(path), extra) for extra in meta.extra_files or ())
+                folder = posixpath.dirname(path)
+                files.update(posixpath.join(folder, extra) for extra in meta.extra_files or ())
     return files
 
 

@@ -104,7 +104,8 @@ def check_history(warehouse: str, entries: list[dict[str, Any]], *, base: ops.Mo
         if e["status"] != COMMITTED:
             continue
         s = e["snapshot"]
-        assert s not in by_snapshot, f"two operations claim snapshot {s}: {by_snapshot[s]['op']} and {e['op']}"
+        assert s not in by_snapshot, \
+            f"two operations claim snapshot {s}: {by_snapshot[s]['op']} and {e['op']}"
         by_snapshot[s] = e
     on_disk = existing_snapshots(warehouse)
     latest = max([base_snapshot, *on_disk, *by_snapshot])
@@ -122,7 +123,8 @@ def check_history(warehouse: str, entries: list[dict[str, Any]], *, base: ops.Mo
         assert ours == models[s], _diff(f"snapshot {s} (ours)", models[s], ours, by_snapshot[s]["op"])
         if read_pypaimon:
             theirs = ops.read_rows_pypaimon(warehouse, s)
-            assert theirs == models[s], _diff(f"snapshot {s} (pypaimon)", models[s], theirs, by_snapshot[s]["op"])
+            assert theirs == models[s], \
+                _diff(f"snapshot {s} (pypaimon)", models[s], theirs, by_snapshot[s]["op"])
     return History(entries, by_snapshot, models)
 
 
@@ -130,8 +132,8 @@ def _diff(label: str, want: ops.Model, got: ops.Model, op: Mapping[str, Any]) ->
     missing = sorted(set(want) - set(got))[:8]
     extra = sorted(set(got) - set(want))[:8]
     changed = sorted(k for k in set(want) & set(got) if want[k] != got[k])[:8]
-    return (f"{label} differs from the model after {op['op']}: missing ids {missing}, unexpected ids {extra}, "
-            f"changed {[(k, want[k], got[k]) for k in changed]}")
+    return (f"{label} differs from the model after {op['op']}: missing ids {missing}, "
+            f"unexpected ids {extra}, changed {[(k, want[k], got[k]) for k in changed]}")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -157,7 +159,8 @@ KILL_POINTS = (
     KillPoint("before-snapshot-file",
               "pypaimon.snapshot.renaming_snapshot_commit:RenamingSnapshotCommit.commit", "before"),
     KillPoint("snapshot-file-written",
-              "pypaimon.snapshot.renaming_snapshot_commit:RenamingSnapshotCommit._commit_latest_hint", "before"),
+              "pypaimon.snapshot.renaming_snapshot_commit:RenamingSnapshotCommit._commit_latest_hint",
+              "before"),
     KillPoint("after-commit", "pypaimon.write.file_store_commit:FileStoreCommit._try_commit", "after"),
 )
 

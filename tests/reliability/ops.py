@@ -71,7 +71,8 @@ def random_op(rng: random.Random, kind: TableKind, worker: int, counter: int,
     if name == "append":
         base = (worker + 1) * 1_000_000 + counter * 1_000
         n = rng.randint(1, 30)
-        return {"op": name, "rows": [[base + i, rng.choice(CATEGORIES), rng.randint(0, 100)] for i in range(n)]}
+        return {"op": name,
+                "rows": [[base + i, rng.choice(CATEGORIES), rng.randint(0, 100)] for i in range(n)]}
     if name == "overwrite":
         base = (worker + 1) * 1_000_000 + counter * 1_000
         return {"op": name, "rows": [[base + i, rng.choice(CATEGORIES), rng.randint(0, 100)]
@@ -102,7 +103,8 @@ def _where(op: Mapping[str, Any]) -> str:
 
 def _rows(op: Mapping[str, Any], with_kind: bool = False) -> pa.Table:
     rows = op["rows"]
-    data = {"id": pa.array([r[0] for r in rows], pa.int64()), "cat": pa.array([r[1] for r in rows], pa.string()),
+    data = {"id": pa.array([r[0] for r in rows], pa.int64()),
+            "cat": pa.array([r[1] for r in rows], pa.string()),
             "v": pa.array([r[2] for r in rows], pa.int64())}
     if with_kind:
         data["_ROW_KIND"] = pa.array([r[3] for r in rows], pa.string())
