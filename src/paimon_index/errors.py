@@ -7,7 +7,12 @@ Every error raised on purpose by paimon-index derives from :class:`PaimonIndexEr
     ├── UnsupportedTypeError   an index asked to handle a data type it cannot
     ├── InvalidOptionError     a malformed or unknown ``file-index.*`` option (also a ValueError)
     ├── InvalidPredicateError  a predicate that does not parse or does not fit the schema
-    └── EnvironmentCheckError  the machine lacks something (Java for Spark, an optional package)
+    ├── EnvironmentCheckError  the machine lacks something (Java for Spark, an optional package)
+    ├── TableError             a table-level operation failed (names the table and what)
+    │   ├── ConcurrentChangeError  another commit landed after the operation planned; nothing applied
+    │   ├── CommitError            the commit failed for another reason; nothing applied
+    │   ├── TableNotFoundError     no such table (or it exists already, for create)
+    │   └── DataError              rows that do not fit the table (NULL key, type mismatch)
 
 A corrupt file is never reported as a raw ``struct.error``, ``IndexError`` or ``ValueError``: the
 binary cursor (:mod:`paimon_index.binary`) turns every short read into a :class:`CorruptFileError`
@@ -17,11 +22,16 @@ whose message reads ``<file>@<offset>: <field>: <reason>``.
 from __future__ import annotations
 
 __all__ = [
+    "CommitError",
+    "ConcurrentChangeError",
     "CorruptFileError",
+    "DataError",
     "EnvironmentCheckError",
     "InvalidOptionError",
     "InvalidPredicateError",
     "PaimonIndexError",
+    "TableError",
+    "TableNotFoundError",
     "UnsupportedTypeError",
 ]
 
@@ -78,3 +88,26 @@ class InvalidPredicateError(PaimonIndexError, ValueError):
 
 class EnvironmentCheckError(PaimonIndexError, RuntimeError):
     """Something the machine must provide is missing; the message says what to install."""
+
+
+class TableError(PaimonIndexError):
+    """A table-level operation failed; the message names the table and the operation."""
+
+
+class ConcurrentChangeError(TableError):
+    """Another commit landed between planning an operation and committing it.
+
+    Nothing was applied and the files the operation wrote were deleted; run it again.
+    """
+
+
+class CommitError(TableError):
+    """A commit failed for a reason other than a concurrent change; nothing was applied."""
+
+
+class TableNotFoundError(TableError, LookupError):
+    """The table does not exist (or, when creating one, already exists)."""
+
+
+class DataError(TableError, ValueError):
+    """Rows that do not fit the table: a NULL primary key, a value the column type cannot hold."""

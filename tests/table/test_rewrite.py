@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from paimon_index.errors import InvalidPredicateError
+from paimon_index.errors import ConcurrentChangeError, InvalidPredicateError
 from paimon_index.fileindex.format import ContainerReader
 from paimon_index.table.catalog import alter_table_options, catalog, create_table, open_table
 from paimon_index.table.read import read_arrow
@@ -24,7 +24,7 @@ from paimon_index.table.rewrite import (
     rewrite_file,
     rewrite_file_index,
 )
-from paimon_index.table.row_level import ConcurrentChangeError, delete_arrow
+from paimon_index.table.row_level import delete_arrow
 from paimon_index.table.system import file_indexes
 from paimon_index.table.write import write_arrow
 
@@ -375,14 +375,33 @@ def test_a_stale_rewrite_is_refused_and_changes_nothing(warehouse: str, truth) -
     alter_table_options(warehouse, NAME, set_options={"file-index.bloom-filter.columns": "id",
                                                       "file-index.in-manifest-threshold": "16b"})
     table = _table(warehouse)
-    stale = [rewrite_file(table, task) for task in plan_rewrite(table)]
+    tasks = plan_rewrite(table)
+    stale = [rewrite_file(table, task) for task in tasks]
+    stale_files = [Path(m.new_files[0].aligned_file_path(x))
+                   for m in stale for x in m.new_files[0].extra_files]
+    assert stale_files and all(p.exists() for p in stale_files)
     winner = _rewrite(warehouse)  # another job commits the same rewrite first
     state = _metas(warehouse)
     with pytest.raises(ConcurrentChangeError, match="run it again"):
-        commit_rewrite(_table(warehouse), stale)
+        commit_rewrite(_table(warehouse), stale, snapshot_id=tasks[0].snapshot_id)
     assert _snapshot(warehouse) == winner and _changed(state, _metas(warehouse)) == set()
-    # the stale job wrote <data-file>.index first, so the winner took the next name
+    # the stale job wrote <data-file>.index first, so the winner took the next name; the refused
+    # job's index files are gone, the winner's are there
     assert all(meta.extra_files == [name + "-1.index"] for name, (meta, _) in state.items())
+    assert not [p for p in stale_files if p.exists()]
+    assert all((Path(meta.file_path).parent / meta.extra_files[0]).exists() for meta, _ in state.values())
+    _same_answers(warehouse, truth)
+
+
+def test_a_stale_rewrite_without_its_plan_is_still_refused(warehouse: str, truth) -> None:
+    alter_table_options(warehouse, NAME, set_options={"file-index.bloom-filter.columns": "id",
+                                                      "file-index.in-manifest-threshold": "16b"})
+    table = _table(warehouse)
+    stale = [rewrite_file(table, task) for task in plan_rewrite(table)]
+    winner = _rewrite(warehouse)
+    with pytest.raises(ConcurrentChangeError, match="run it again"):
+        commit_rewrite(_table(warehouse), stale)  # based on the latest snapshot: pypaimon's check
+    assert _snapshot(warehouse) == winner
     _same_answers(warehouse, truth)
 
 

@@ -23,6 +23,7 @@ from paimon_index.table.row_level import (
     plan_row_change,
     update_arrow,
 )
+from paimon_index.table.transaction import Transaction
 from paimon_index.table.write import write_arrow
 
 SCHEMA = pa.schema([("id", pa.int64()), ("tag", pa.string()), ("dt", pa.string())])
@@ -113,13 +114,17 @@ def test_deletes_need_dv_tables_and_fail_cleanly_on_a_concurrent_commit(tmp_path
     plan = plan_row_change(table)
     from paimon_index.table.row_level import _mark_all, _matching_rows
 
-    messages = _mark_all(plan, _matching_rows(table, plan, "id = 2"))
+    marked = Transaction(table, plan.snapshot, operation="delete")
+    _mark_all(plan, _matching_rows(table, plan, "id = 2"), marked)
+    written = marked.written_files()
+    assert written and all(Path(p).exists() for p in written)  # the bucket's new DV index file
     write_arrow(table, pa.table({"id": [4], "tag": ["d"], "dt": ["x"]}))  # lands in between
     before = table.snapshot_manager().get_latest_snapshot().id
     with pytest.raises(ConcurrentChangeError, match="run it again"):
-        commit_row_change(table, plan, messages)
+        commit_row_change(table, plan, marked.messages)
     assert table.snapshot_manager().get_latest_snapshot().id == before
     assert [r[0] for r in contents(table)] == [1, 2, 3, 4]
+    assert not [p for p in written if Path(p).exists()]  # the refused change left no DV file behind
 
 
 def test_update_rewrites_only_matching_rows_with_computed_values(tmp_path: Path) -> None:
@@ -129,3 +134,21 @@ def test_update_rewrites_only_matching_rows_with_computed_values(tmp_path: Path)
     assert contents(table) == [(1, "a!", "x"), (2, "b", "y"), (3, "a!", "x")]
     with pytest.raises(InvalidOptionError, match="unknown columns"):
         update_arrow(table, {"nope": 1}, "id = 1")
+
+
+def test_update_assignments_all_see_the_old_row(tmp_path: Path) -> None:
+    """SQL semantics: ``SET id = <new>, tag = f(id)`` computes ``tag`` from the old ``id``."""
+    table = new_table(str(tmp_path), "unaware-32", partitioned=False)
+    write_arrow(table, pa.table({"id": [1, 2], "tag": ["a", "b"], "dt": ["x", "x"]}))
+    update_arrow(table, {"id": 10, "tag": lambda rows: pc.cast(rows["id"], pa.string())}, "id = 1")
+    assert contents(table) == [(2, "b", "x"), (10, "1", "x")]
+
+
+def test_update_with_a_value_that_does_not_fit_is_a_data_error(tmp_path: Path) -> None:
+    from paimon_index.errors import DataError
+
+    table = new_table(str(tmp_path), "unaware-32", partitioned=False)
+    write_arrow(table, pa.table({"id": [1], "tag": ["a"], "dt": ["x"]}))
+    with pytest.raises(DataError, match="column 'id'"):
+        update_arrow(table, {"id": "not a number"}, "id = 1")
+    assert contents(table) == [(1, "a", "x")]

@@ -297,17 +297,24 @@ class PaimonIndexWriter(DataSourceArrowWriter):
         if dv_mode(table):  # look up older rows, mark them, place the new files: one snapshot
             commit_upsert(table, collected, [p.removed_keys for p in parts if p.removed_keys is not None])
             return
-        if not collected and not self.overwrite:
-            return
-        builder = table.new_batch_write_builder()
-        committer = (builder.overwrite() if self.overwrite else builder).new_commit()
-        try:
-            committer.commit(collected)
-        finally:
-            committer.close()
+        from paimon_index.table.transaction import Transaction
+
+        # An append may land on newer snapshots; an overwrite replaces exactly the snapshot it saw
+        # (and drops that snapshot's deletion vectors). A refused commit deletes the tasks' files.
+        with Transaction.begin(table, exact=self.overwrite, overwrite=self.overwrite,
+                               operation="Spark overwrite" if self.overwrite else "Spark append") as txn:
+            txn.stage(collected)
+            txn.commit()
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-        """Nothing was committed; written files stay as orphans, as in Paimon."""
+        """Nothing was committed: delete the files the finished tasks wrote (data, index files)."""
+        from paimon_index.table.transaction import Transaction
+
+        parts = [part for part in messages if isinstance(part, PaimonCommitMessages)]
+        table = _open_table(self.options)
+        orphans = Transaction(table, None, operation="aborted Spark write")
+        orphans.stage(m for part in parts for m in part.messages)
+        orphans.abort()
 
 
 def _as_spark_arrow(batch: pa.RecordBatch) -> pa.RecordBatch:

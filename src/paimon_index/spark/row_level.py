@@ -12,8 +12,9 @@ into the file indexes. For DELETE, the matching rows' positions are grouped per 
 vectors and writes the bucket's new DV index file. For UPDATE, the same happens to the old rows,
 while the new values (Spark SQL expressions over the old row) are written as new data files with
 their file indexes. Every task returns pypaimon commit messages (pickled); the driver commits them
-all as **one** snapshot, after checking no other snapshot landed meanwhile. A failing task fails
-the job before anything is committed.
+all as **one** snapshot, exactly on the planned one (:class:`~paimon_index.table.transaction
+.Transaction`): if another commit landed meanwhile it raises ``ConcurrentChangeError`` and deletes
+the files the tasks wrote. A failing task fails the job before anything is committed.
 
 SET values are Spark SQL expressions (``"'PAID'"`` is a string literal, ``"score + 1"`` an
 expression), as in ``UPDATE t SET status = 'PAID'``.
@@ -142,7 +143,7 @@ def rewrite_file_index(spark: SparkSession, table: str, where: str | None = None
         messages.append(pickle.loads(pickled))
         if progress:
             _progress("rewrite_file_index", done, len(tasks))
-    return commit_rewrite(paimon_table, messages)
+    return commit_rewrite(paimon_table, messages, snapshot_id=tasks[0].snapshot_id)
 
 
 PROGRESS_WIDTH = 30

@@ -59,9 +59,10 @@ file and back. ``plan_rewrite`` therefore reads the DELETE entries of the planne
 new index file instead (an empty container when no index is wanted): same bytes, same answers,
 an identifier no DELETE holds, because a new index file name is never one a DELETE entry holds.
 
-A commit with deleted files is an OVERWRITE-kind snapshot in pypaimon with conflict detection on,
-so if another commit removed or replaced one of the planned files meanwhile, the commit fails
-(:class:`~paimon_index.table.row_level.ConcurrentChangeError`) instead of resurrecting it. Java
+The commit is a :class:`~paimon_index.table.transaction.Transaction` on the planned snapshot: if
+any commit landed meanwhile (one that may have removed or replaced a planned file), it fails with
+:class:`~paimon_index.errors.ConcurrentChangeError` instead of resurrecting a file, and the new
+index files are deleted. Java
 commits the same change as a COMPACT snapshot (compact before/after); pypaimon's batch commit
 refuses compact increments (``_reject_compact_increment``), hence the plain delete + add.
 
@@ -96,8 +97,9 @@ from paimon_index.fileindex.format import ContainerReader, write_container
 from paimon_index.fileindex.options import FileIndexOptions, IndexSpec
 from paimon_index.predicate import Predicate, bind, columns_of
 from paimon_index.sql import bind_predicate
+from paimon_index.table.paimon import CommitMessage, arrow_schema, deleted_entries, pinned_table
 from paimon_index.table.read import container_source
-from paimon_index.table.row_level import ConcurrentChangeError
+from paimon_index.table.transaction import Transaction
 from paimon_index.table.write import INDEX_FILE_SUFFIX, table_options
 from paimon_index.types import DataType, parse_type
 
@@ -118,14 +120,9 @@ __all__ = [
 #: ``<stem>-<n>.index``: the n-th rewritten index file of a data file (Paimon's numbering).
 _NUMBERED = re.compile(r"^(?P<stem>.*)-(?P<n>\d+)" + re.escape(INDEX_FILE_SUFFIX) + "$")
 
-#: pypaimon option pinning a scan to one snapshot.
-SCAN_SNAPSHOT_ID = "scan.snapshot-id"
 
 #: ``ManifestEntry.kind`` of a DELETE entry (0 is ADD).
 DELETE_KIND = 1
-
-#: pypaimon's conflict detection says so when a commit deletes a file the latest snapshot lacks.
-_CONFLICT_MESSAGE = "conflicts detected"
 
 #: Why a file was planned (``RewriteTask.reason``).
 REASON_INDEX_TYPES_CHANGED = "configured (column, index type) set differs from the file's"
@@ -177,6 +174,8 @@ class RewriteTask:
     #: (extra files, embedded index) of this data file's entries already DELETEd in the planned
     #: snapshot's manifests: an ADD with one of them would be invisible (module docstring).
     retired: frozenset[Retired] = frozenset()
+    #: The snapshot this task was planned on: the commit lands exactly as the next one.
+    snapshot_id: int | None = None
 
 
 # ------------------------------------------------------------------------------------------------
@@ -261,15 +260,13 @@ def _partition_filter(table: Any, partitions: PartitionSelection | None
 
         return by_spec
 
-    from pypaimon.schema.data_types import PyarrowFieldParser
-
     from paimon_index.arrow_filter import to_arrow_expression
 
     fields = [f for f in table.table_schema.fields if f.name in keys]
     types = _types(fields)
     bound = bind_predicate(partitions, types) if isinstance(partitions, str) else bind(partitions, types)
     expression = to_arrow_expression(bound, types)
-    arrow = PyarrowFieldParser.from_paimon_schema(fields)
+    arrow = arrow_schema(fields)
     selected_columns = columns_of(bound)
 
     def by_predicate(values: list[tuple[Any, ...]]) -> set[tuple[Any, ...]]:
@@ -321,21 +318,12 @@ def _retired(table: Any, snapshot: Any, keys: set[FileKey]) -> dict[FileKey, set
     and then drop every ADD with one of them, regardless of order: an identifier once deleted can
     never be added again (until a manifest full compaction drops the pair).
     """
-    from pypaimon.manifest.manifest_file_manager import ManifestFileManager
-    from pypaimon.manifest.manifest_list_manager import ManifestListManager
-
-    names = {key[3] for key in keys}
-    reader = ManifestFileManager(table)
     retired: dict[FileKey, set[Retired]] = {}
-    for manifest in ManifestListManager(table).read_all(snapshot):
-        if not manifest.num_deleted_files:
-            continue
-        for entry in reader.read(manifest.file_name,
-                                 lambda e: e.kind == DELETE_KIND and e.file.file_name in names):
-            key = _key(tuple(entry.partition.values or ()), entry.bucket, entry.file)
-            if key in keys:
-                retired.setdefault(key, set()).add((tuple(entry.file.extra_files or ()),
-                                                    entry.file.embedded_index))
+    for partition, bucket, level, name, extras, embedded in deleted_entries(table, snapshot,
+                                                                            {key[3] for key in keys}):
+        key = (partition, bucket, level, name)
+        if key in keys:
+            retired.setdefault(key, set()).add((extras, embedded))
     return retired
 
 
@@ -355,7 +343,7 @@ def plan_rewrite(table: Any, partitions: PartitionSelection | None = None,
     snapshot = table.snapshot_manager().get_latest_snapshot()
     if snapshot is None:
         return []
-    pinned = table.copy({SCAN_SNAPSHOT_ID: str(snapshot.id)})
+    pinned = pinned_table(table, snapshot.id)
     splits = pinned.new_read_builder().new_scan().plan_for_write().splits()
     selected = select(list(dict.fromkeys(tuple(split.partition.values or ()) for split in splits)))
     schemas = _Schemas(table, opts)
@@ -369,7 +357,7 @@ def plan_rewrite(table: Any, partitions: PartitionSelection | None = None,
             if decision is not None:
                 planned.append((partition, split.bucket, meta, *decision))
     retired = _retired(table, snapshot, {_key(p, b, m) for p, b, m, _, _ in planned}) if planned else {}
-    return [RewriteTask(p, b, m, verify, reason, frozenset(retired.get(_key(p, b, m), ())))
+    return [RewriteTask(p, b, m, verify, reason, frozenset(retired.get(_key(p, b, m), ())), snapshot.id)
             for p, b, m, verify, reason in planned]
 
 
@@ -476,8 +464,6 @@ def rewrite_file(table: Any, task: RewriteTask, options: FileIndexOptions | None
 
     A new ``.index`` file, if any, is written here; it becomes visible only with the commit.
     """
-    from pypaimon.write.commit_message import CommitMessage
-
     opts = _options(table, options)
     meta = task.meta
     file_schema = _Schemas(table, opts).of(meta.schema_id)
@@ -496,37 +482,32 @@ def rewrite_file(table: Any, task: RewriteTask, options: FileIndexOptions | None
 # ------------------------------------------------------------------------------------------------
 # commit (driver)
 # ------------------------------------------------------------------------------------------------
-def commit_rewrite(table: Any, messages: Iterable[Any | None]) -> int | None:
-    """Commit the rewritten files as one snapshot; None (nothing committed) when none changed.
+def commit_rewrite(table: Any, messages: Iterable[Any | None], *, snapshot_id: int | None = None
+                   ) -> int | None:
+    """Commit the rewritten files as snapshot ``snapshot_id + 1``; None when none changed.
+
+    ``snapshot_id`` is the snapshot the tasks were planned on (``RewriteTask.snapshot_id``); without
+    it the latest snapshot is taken as the base (the old, inexact behaviour, for callers that lost
+    the plan).
 
     Raises:
         PaimonIndexError: one data file appears in two messages.
-        ConcurrentChangeError: another commit removed or replaced a planned file meanwhile (pypaimon's
-            conflict detection refused the commit; the table is unchanged).
+        ConcurrentChangeError: any commit landed after the plan (it may have removed or replaced a
+            planned file); nothing was committed and the new index files were deleted.
     """
     collected = [m for m in messages if m is not None]
-    if not collected:
-        return None
-    seen: set[tuple[tuple[Any, ...], int, str]] = set()
-    for message in collected:
-        for meta in message.deleted_files:
-            key = (tuple(message.partition), message.bucket, meta.file_name)
-            if key in seen:
-                raise PaimonIndexError(f"data file {meta.file_name} was rewritten twice in one commit")
-            seen.add(key)
-    committer = table.new_batch_write_builder().new_commit()
-    try:
-        committer.commit(collected)
-    except RuntimeError as e:
-        if _CONFLICT_MESSAGE not in str(e):
-            raise
-        # The new index files stay as orphans (as in Paimon): another job may already use a name.
-        raise ConcurrentChangeError(
-            "another commit removed or replaced a data file after rewrite_file_index planned it; "
-            f"nothing was committed, run it again ({e})") from e
-    finally:
-        committer.close()
-    return table.snapshot_manager().get_latest_snapshot().id
+    txn = (Transaction.begin(table, operation="rewrite_file_index") if snapshot_id is None
+           else Transaction.on(table, snapshot_id, operation="rewrite_file_index"))
+    with txn:
+        txn.stage(collected)
+        seen: set[tuple[tuple[Any, ...], int, str]] = set()
+        for message in collected:
+            for meta in message.deleted_files:
+                key = (tuple(message.partition), message.bucket, meta.file_name)
+                if key in seen:
+                    raise PaimonIndexError(f"data file {meta.file_name} was rewritten twice in one commit")
+                seen.add(key)
+        return txn.commit()
 
 
 def rewrite_file_index(table: Any, where: PartitionSelection | None = None,
@@ -543,4 +524,4 @@ def rewrite_file_index(table: Any, where: PartitionSelection | None = None,
         messages.append(rewrite_file(table, task, options))
         if progress is not None:
             progress(done, len(tasks))
-    return commit_rewrite(table, messages)
+    return commit_rewrite(table, messages, snapshot_id=tasks[0].snapshot_id if tasks else None)

@@ -42,10 +42,11 @@ import pyarrow.compute as pc
 
 from paimon_index.deletionvectors.index_file import DELETION_VECTORS_INDEX
 from paimon_index.deletionvectors.maintainer import BucketDvMaintainer
-from paimon_index.errors import InvalidOptionError, PaimonIndexError
+from paimon_index.errors import ConcurrentChangeError, DataError, InvalidOptionError, PaimonIndexError
 from paimon_index.fileindex.options import parse_bool
 from paimon_index.predicate import Predicate
 from paimon_index.sql import bind_predicate
+from paimon_index.table.paimon import CommitMessage, index_entries, latest_snapshot, pinned_table
 from paimon_index.table.read import (
     BUCKET_COLUMN,
     FILE_PATH_COLUMN,
@@ -56,7 +57,8 @@ from paimon_index.table.read import (
     partition_text,
     read_split,
 )
-from paimon_index.table.write import attach_file_indexes, table_options, table_schema, write_with
+from paimon_index.table.transaction import Transaction
+from paimon_index.table.write import table_options, table_schema, write_files
 
 __all__ = [
     "BucketPlan",
@@ -73,10 +75,6 @@ __all__ = [
 DV_ENABLED = "deletion-vectors.enabled"
 DV_BITMAP64 = "deletion-vectors.bitmap64"
 SNAPSHOT_ID = "scan.snapshot-id"
-
-
-class ConcurrentChangeError(PaimonIndexError):
-    """Another commit landed between planning and committing a row-level change."""
 
 
 @dataclass(frozen=True)
@@ -97,6 +95,7 @@ class RowChangePlan:
     snapshot_id: int
     partition_keys: list[str]
     buckets: dict[tuple[str, int], BucketPlan] = field(default_factory=dict)
+    snapshot: Any = None  # the pinned pypaimon Snapshot (driver side), the commit's only allowed base
 
     def bucket(self, partition: str, bucket: int) -> BucketPlan:
         try:
@@ -119,21 +118,18 @@ def _check_table(table: Any) -> dict[str, str]:
 
 def plan_row_change(table: Any) -> RowChangePlan | None:
     """Pin the latest snapshot and collect each bucket's DV entries (None for an empty table)."""
-    from pypaimon.index.index_file_handler import IndexFileHandler
-
     options = _check_table(table)
-    snapshot = table.snapshot_manager().get_latest_snapshot()
+    snapshot = latest_snapshot(table)
     if snapshot is None:
         return None
     keys = list(table.partition_keys or [])
-    plan = RowChangePlan(snapshot.id, keys)
+    plan = RowChangePlan(snapshot.id, keys, snapshot=snapshot)
     bitmap64 = parse_bool(options.get(DV_BITMAP64, "false"), DV_BITMAP64)
     index_dir = str(table.path_factory().index_path())
     entries: dict[tuple[str, int], list[Any]] = {}
-    for entry in IndexFileHandler(table).scan(snapshot):
-        if entry.index_file.index_type == DELETION_VECTORS_INDEX:
-            entries.setdefault((partition_text(keys, entry.partition), entry.bucket), []).append(entry)
-    pinned = table.copy({SNAPSHOT_ID: str(snapshot.id)})
+    for entry in index_entries(table, snapshot, DELETION_VECTORS_INDEX):
+        entries.setdefault((partition_text(keys, entry.partition), entry.bucket), []).append(entry)
+    pinned = pinned_table(table, snapshot.id)
     for split in pinned.new_read_builder().new_scan().plan().splits():
         key = (partition_text(keys, split.partition), split.bucket)
         if key not in plan.buckets:
@@ -142,18 +138,12 @@ def plan_row_change(table: Any) -> RowChangePlan | None:
     return plan
 
 
-def pinned_table(table: Any, plan: RowChangePlan) -> Any:
-    return table.copy({SNAPSHOT_ID: str(plan.snapshot_id)})
-
-
 def mark_deleted(bucket: BucketPlan, rows: pa.Table) -> Any | None:
     """Add the rows (metadata columns file path + row index) to the bucket's vectors.
 
     Writes the bucket's new DV index file and returns its pypaimon ``CommitMessage`` (None when
     nothing changes).
     """
-    from pypaimon.write.commit_message import CommitMessage
-
     def open_index_file(meta: Any) -> str:
         return meta.external_path or posixpath.join(bucket.index_dir, meta.file_name)
 
@@ -174,53 +164,42 @@ def mark_deleted(bucket: BucketPlan, rows: pa.Table) -> Any | None:
 
 def write_rows(table: Any, rows: pa.Table) -> list[Any]:
     """Write rows as new data files with their file indexes; returns the commit messages."""
-    if rows.num_rows == 0:
-        return []
-    writer = table.new_batch_write_builder().new_write()
-    try:
-        write_with(writer, rows)
-        return attach_file_indexes(table, writer.prepare_commit())
-    finally:
-        writer.close()
+    return write_files(table, rows)
 
 
-def commit_row_change(table: Any, plan: RowChangePlan, messages: Iterable[Any]) -> int | None:
-    """Commit all messages as one snapshot, if no other commit landed since ``plan``."""
-    collected = [m for m in messages if m is not None and not m.is_empty()]
-    if not collected:
-        return None
-    latest = table.snapshot_manager().get_latest_snapshot()
-    if latest is None or latest.id != plan.snapshot_id:
-        raise ConcurrentChangeError(f"snapshot {latest.id if latest else None} was committed after this "
-                                    f"change was planned on snapshot {plan.snapshot_id}; nothing was "
-                                    "applied, run it again")
-    committer = table.new_batch_write_builder().new_commit()
-    try:
-        committer.commit(collected)
-    finally:
-        committer.close()
-    return table.snapshot_manager().get_latest_snapshot().id
+def commit_row_change(table: Any, plan: RowChangePlan, messages: Iterable[Any], *,
+                      operation: str = "row-level change") -> int | None:
+    """Commit all messages as snapshot ``plan.snapshot_id + 1``, or raise and delete their files.
+
+    Raises:
+        ConcurrentChangeError: any commit landed after ``plan`` (positions and vectors refer to the
+            planned snapshot); nothing was applied, the new files were deleted.
+    """
+    txn = Transaction(table, plan.snapshot, operation=operation)
+    with txn:
+        txn.stage(messages)
+        return txn.commit()
 
 
 def _matching_rows(table: Any, plan: RowChangePlan, where: Predicate | str) -> pa.Table:
     schema = table_schema(table)
     bound = bind_predicate(where, schema) if isinstance(where, str) else where
-    pinned = pinned_table(table, plan)
+    pinned = pinned_table(table, plan.snapshot_id)
     batches = [b for split in pinned.new_read_builder().new_scan().plan().splits()
                for b in read_split(split, bound, schema, row_ids=plan.partition_keys)]
     return pa.Table.from_batches(batches) if batches else pa.table({c: [] for c in METADATA_COLUMNS})
 
 
-def _mark_all(plan: RowChangePlan, matched: pa.Table) -> list[Any]:
-    messages = []
+def _mark_all(plan: RowChangePlan, matched: pa.Table, txn: Transaction) -> None:
+    """Mark the matched rows deleted, bucket by bucket, staging each bucket's message at once (so
+    a failure in a later bucket still deletes the DV files written for the earlier ones)."""
     if matched.num_rows == 0:
-        return messages
+        return
     keys = pa.table({"p": matched.column(PARTITION_COLUMN), "b": matched.column(BUCKET_COLUMN)})
     for group in keys.group_by(["p", "b"]).aggregate([]).to_pylist():
         mask = pc.and_(pc.equal(matched.column(PARTITION_COLUMN), group["p"]),
                        pc.equal(matched.column(BUCKET_COLUMN), group["b"]))
-        messages.append(mark_deleted(plan.bucket(group["p"], group["b"]), matched.filter(mask)))
-    return messages
+        txn.stage(mark_deleted(plan.bucket(group["p"], group["b"]), matched.filter(mask)))
 
 
 def delete_arrow(table: Any, where: Predicate | str) -> int | None:
@@ -228,7 +207,9 @@ def delete_arrow(table: Any, where: Predicate | str) -> int | None:
     plan = plan_row_change(table)
     if plan is None:
         return None
-    return commit_row_change(table, plan, _mark_all(plan, _matching_rows(table, plan, where)))
+    with Transaction(table, plan.snapshot, operation="delete") as txn:
+        _mark_all(plan, _matching_rows(table, plan, where), txn)
+        return txn.commit()
 
 
 Assignment = Any | Callable[[pa.Table], pa.Array]
@@ -248,12 +229,21 @@ def update_arrow(table: Any, assignments: Mapping[str, Assignment], where: Predi
         raise InvalidOptionError(f"UPDATE sets unknown columns: {sorted(unknown)}")
     if matched.num_rows == 0:
         return None
-    updated = matched.drop_columns(list(METADATA_COLUMNS))
+    before = matched.drop_columns(list(METADATA_COLUMNS))
+    updated = before
     for name, value in assignments.items():
-        column = value(updated) if callable(value) else \
-            pa.array(np.full(updated.num_rows, value, dtype=object))
-        position = updated.schema.get_field_index(name)
-        updated = updated.set_column(position, updated.schema.field(name),
-                                     pa.array(column).cast(updated.schema.field(name).type))
-    messages = _mark_all(plan, matched) + write_rows(table, updated)
-    return commit_row_change(table, plan, messages)
+        # Every assignment sees the rows as they were (SQL: SET a = b, b = a swaps them).
+        field = before.schema.field(name)
+        try:
+            column = value(before) if callable(value) else \
+                pa.array(np.full(before.num_rows, value, dtype=object))
+            column = pa.array(column) if not isinstance(column, pa.Array | pa.ChunkedArray) else column
+            column = column.cast(field.type)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
+            raise DataError(f"UPDATE of table {getattr(table, 'identifier', '?')}: the value for column "
+                            f"{name!r} does not fit its type {field.type}: {e}") from e
+        updated = updated.set_column(before.schema.get_field_index(name), field, column)
+    with Transaction(table, plan.snapshot, operation="update") as txn:
+        _mark_all(plan, matched, txn)
+        txn.stage(write_rows(table, updated))
+        return txn.commit()

@@ -1,6 +1,7 @@
 """Write Arrow data to a Paimon table with the file indexes its options ask for.
 
-    write_arrow(table, data) -> snapshot id
+    write_files(table, data) -> commit messages   (the one file writer; nothing committed)
+    write_arrow(table, data, overwrite=False) -> snapshot id | None
 
 1. pypaimon's batch writer writes the Parquet data files (its file layout, partitions, buckets,
    statistics) and prepares the commit messages;
@@ -13,9 +14,9 @@
 3. a container of at most ``file-index.in-manifest-threshold`` bytes goes into the data file's
    manifest entry (``embedded_index``), a larger one is written beside the data file as
    ``<data-file>.index`` and listed in its ``extra_files`` — as Paimon's ``DataFileIndexWriter`` does;
-4. one pypaimon commit makes it all visible as one snapshot. If anything fails before the commit,
-   nothing is committed (files already written stay as orphans, as in Paimon) and the table's
-   latest snapshot is unchanged.
+4. one :class:`~paimon_index.table.transaction.Transaction` makes it all visible as one snapshot
+   (an append may retry on newer snapshots; an overwrite is exact). If anything fails, nothing is
+   committed, the files written are deleted and the table's latest snapshot is unchanged.
 
 pypaimon internals used (our upgrade surface): ``CommitMessage.new_files`` as ``DataFileMeta`` with
 ``file_name``, ``file_path``, ``embedded_index``, ``extra_files``; ``table.options.options.to_map()``;
@@ -34,13 +35,13 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from paimon_index.errors import PaimonIndexError
+from paimon_index.errors import DataError, PaimonIndexError
 from paimon_index.fileindex.builder import build_file_index
 from paimon_index.fileindex.options import FileIndexOptions
 from paimon_index.types import DataType, parse_type
 
 __all__ = ["INDEX_FILE_SUFFIX", "attach_file_indexes", "conform", "file_container", "store_container",
-           "table_options", "table_schema", "write_arrow", "write_with"]
+           "table_options", "table_schema", "write_arrow", "write_files", "write_with"]
 
 #: Paimon names a data file's index file ``<data-file>.index``.
 INDEX_FILE_SUFFIX = ".index"
@@ -160,31 +161,82 @@ def conform(data: pa.Table, target: pa.Schema) -> pa.Table:
 
 def write_with(writer: Any, data: pa.Table) -> None:
     """Write ``data`` with a pypaimon table writer, conformed to the table's schema first."""
-    writer.write_arrow(conform(data, writer.table_pyarrow_schema))
-
-
-def write_arrow(table: Any, data: pa.Table | pa.RecordBatch) -> int | None:
-    """Append ``data`` with file indexes in one snapshot; returns the new snapshot's id."""
-    builder = table.new_batch_write_builder()
-    writer = builder.new_write()
-    committer = builder.new_commit()
     try:
-        rows = conform(data if isinstance(data, pa.Table) else pa.Table.from_batches([data]),
-                       writer.table_pyarrow_schema)
-        options = FileIndexOptions.from_table_options(table_options(table))
+        writer.write_arrow(conform(data, writer.table_pyarrow_schema))
+    except PaimonIndexError:
+        raise
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, RuntimeError, ValueError) as e:
+        # pypaimon rejects a NULL primary key or bucket key with a bare RuntimeError/ValueError.
+        raise DataError(f"table {_name(writer.table)}: the rows do not fit the table: {e}") from e
+
+
+def _name(table: Any) -> str:
+    return str(getattr(table, "identifier", "?"))
+
+
+def write_files(table: Any, data: pa.Table | pa.RecordBatch, options: FileIndexOptions | None = None
+                ) -> list[Any]:
+    """The one file writer: write ``data`` as new data files with their file indexes.
+
+    Returns pypaimon ``CommitMessage``s to stage in a :class:`~paimon_index.table.transaction
+    .Transaction` (nothing is committed here). The index of a single new file is built from the
+    rows in memory while pypaimon writes it (kept only if the file holds exactly those rows).
+    Files written before a failure here are deleted.
+
+    Raises:
+        DataError: rows that do not fit the table (a missing column, a lossy cast, a NULL key).
+    """
+    rows = data if isinstance(data, pa.Table) else pa.Table.from_batches([data])
+    if rows.num_rows == 0:
+        return []
+    writer = table.new_batch_write_builder().new_write()
+    written: list[Any] = []
+    try:
+        try:
+            rows = conform(rows, writer.table_pyarrow_schema)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
+            raise DataError(f"table {_name(table)}: the rows do not fit the table's schema: {e}") from e
+        opts = options if options is not None else FileIndexOptions.from_table_options(table_options(table))
         schema = table_schema(table)
         with ThreadPoolExecutor(max_workers=1) as pool:
             # Build the index from the rows in memory while pypaimon writes the Parquet file (both
             # release the GIL); it is used only if the file turns out to hold exactly these rows.
             subset = {k: v for k, v in schema.items() if k in rows.schema.names}
-            future = None if options.empty else pool.submit(build_file_index, rows, options, subset)
-            writer.write_arrow(rows)
+            future = None if opts.empty else pool.submit(build_file_index, rows, opts, subset)
+            write_with(writer, rows)
             written = writer.prepare_commit()
             prebuilt = None if future is None else (rows, future.result())
-        messages = attach_file_indexes(table, written, options, prebuilt)
-        committer.commit(messages)
+        return attach_file_indexes(table, written, opts, prebuilt)
+    except BaseException:
+        from paimon_index.table.transaction import Transaction
+
+        # Not one of these files is in a snapshot yet: delete them (and any index written so far).
+        orphan = Transaction(table, None, operation="write")
+        orphan.stage(written)
+        orphan.abort()
+        raise
     finally:
         writer.close()
-        committer.close()
-    snapshot = table.snapshot_manager().get_latest_snapshot()
-    return None if snapshot is None else snapshot.id
+
+
+def write_arrow(table: Any, data: pa.Table | pa.RecordBatch, *, overwrite: bool = False,
+                partition: Mapping[str, Any] | None = None) -> int | None:
+    """Append (or overwrite with) ``data`` and its file indexes in one snapshot.
+
+    An append may land on top of snapshots other writers committed meanwhile (it reads nothing);
+    an overwrite commits exactly on the snapshot it replaces, dropping that snapshot's files and
+    their deletion vectors (in ``partition`` only, when given).
+
+    Returns:
+        The new snapshot's id; None when nothing was committed (no rows to append).
+
+    Raises:
+        DataError: rows that do not fit the table.
+        ConcurrentChangeError: (overwrite) another commit landed after the overwrite started.
+    """
+    from paimon_index.table.transaction import Transaction
+
+    with Transaction.begin(table, exact=overwrite, overwrite=overwrite, partition=partition,
+                           operation="overwrite" if overwrite else "append") as txn:
+        txn.stage(write_files(table, data))
+        return txn.commit()

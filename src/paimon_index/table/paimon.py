@@ -1,0 +1,342 @@
+"""The one module that touches pypaimon: typed views and the few operations the table layer needs.
+
+Everything else in :mod:`paimon_index.table` calls the functions here instead of reaching into
+pypaimon, so a pypaimon upgrade breaks in one named place (``tests/table/test_boundaries.py``
+touches every pypaimon symbol used below and an AST scan keeps other modules from importing
+pypaimon; the modules not yet migrated are an explicit allow-list there).
+
+What is used, and why
+---------------------
+* ``FileStoreCommit`` (``write/file_store_commit.py``) is constructed directly, not through
+  ``BatchTableCommit``: the table commit may take pypaimon's native commit path, which would
+  bypass the two hooks below.
+* **Pinned base**: ``FileStoreCommit._try_commit`` reads ``self.snapshot_manager
+  .get_latest_snapshot()`` as the base of every attempt. :class:`PinnedSnapshotManager` answers
+  with the planned snapshot, so the commit is built on exactly that snapshot; with
+  ``commit_max_retries = 0`` there is one attempt only.
+* **Exclusive snapshot file**: pypaimon's local ``rename`` checks "target exists" and then
+  renames under a *thread* lock, so two processes can both "succeed" and the second snapshot file
+  silently replaces the first (the first writer's rows vanish). :class:`ExclusiveSnapshotCommit`
+  publishes ``snapshot-<id>`` with ``os.link`` (fails atomically with ``EEXIST``) on a local file
+  system; on other file systems it defers to the table's own ``SnapshotCommit`` (a catalog commit
+  or a rename, which object stores must guard with a lock, as in Paimon). A refused attempt's
+  manifest files are deleted (pypaimon leaves them).
+* **Overwrite deletes deletion vectors**: ``FileStoreCommit._overwrite_hash_index_deletes`` is the
+  one place an overwrite collects index entries to drop; pypaimon drops only HASH entries, so the
+  DV entries of the replaced files survived and every later DELETE/UPDATE restored vectors of
+  files the snapshot no longer has. :func:`overwrite_index_deletes` adds the DV entries of the
+  overwritten partitions (as Paimon's Java overwrite does).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import os
+import posixpath
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import pyarrow as pa
+from pypaimon.index.index_file_handler import IndexFileHandler
+from pypaimon.manifest.index_manifest_entry import IndexManifestEntry
+from pypaimon.manifest.manifest_file_manager import ManifestFileManager
+from pypaimon.manifest.manifest_list_manager import ManifestListManager
+from pypaimon.schema.data_types import PyarrowFieldParser
+from pypaimon.snapshot.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
+from pypaimon.snapshot.snapshot_commit import SnapshotCommit
+from pypaimon.write.commit_message import CommitMessage
+from pypaimon.write.file_store_commit import FileStoreCommit
+
+__all__ = [
+    "BATCH_COMMIT_IDENTIFIER",
+    "DELETION_VECTORS",
+    "HASH",
+    "CommitMessage",
+    "DeletedEntry",
+    "ExclusiveSnapshotCommit",
+    "IndexManifestEntry",
+    "PinnedSnapshotManager",
+    "Snapshot",
+    "arrow_schema",
+    "deleted_entries",
+    "index_entries",
+    "index_file_path",
+    "latest_snapshot",
+    "message_written_files",
+    "new_file_store_commit",
+    "overwrite_index_deletes",
+    "pinned_table",
+    "snapshot_by_id",
+    "snapshot_exists",
+]
+
+log = logging.getLogger(__name__)
+
+#: Index types of Paimon's index manifest.
+DELETION_VECTORS = "DELETION_VECTORS"
+HASH = "HASH"
+#: ``IndexManifestEntry.kind`` / ``ManifestEntry.kind`` of a removal.
+KIND_DELETE = 1
+#: pypaimon option pinning a scan to one snapshot.
+SCAN_SNAPSHOT_ID = "scan.snapshot-id"
+
+
+# snapshots ----------------------------------------------------------------------------------------
+
+def latest_snapshot(table: Any) -> Snapshot | None:
+    """The table's latest snapshot (None for a table without one)."""
+    return table.snapshot_manager().get_latest_snapshot()
+
+
+def snapshot_by_id(table: Any, snapshot_id: int) -> Snapshot | None:
+    """Snapshot ``snapshot_id`` (None when it does not exist or was expired)."""
+    manager = table.snapshot_manager()
+    if not table.file_io.exists(manager.get_snapshot_path(snapshot_id)):
+        return None
+    return manager.get_snapshot_by_id(snapshot_id)
+
+
+def snapshot_exists(table: Any, snapshot_id: int) -> bool:
+    return bool(table.file_io.exists(table.snapshot_manager().get_snapshot_path(snapshot_id)))
+
+
+def pinned_table(table: Any, snapshot_id: int) -> Any:
+    """The table read as of ``snapshot_id`` (scans plan that snapshot, not the latest)."""
+    return table.copy({SCAN_SNAPSHOT_ID: str(snapshot_id)})
+
+
+class PinnedSnapshotManager:
+    """A table's snapshot manager whose "latest snapshot" is the planned one (the commit's base)."""
+
+    def __init__(self, manager: Any, pinned: Snapshot | None) -> None:
+        self._manager = manager
+        self._pinned = pinned
+
+    def get_latest_snapshot(self) -> Snapshot | None:
+        return self._pinned
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._manager, name)
+
+
+# the atomic snapshot commit -----------------------------------------------------------------------
+
+class ExclusiveSnapshotCommit(SnapshotCommit):
+    """Publishes a snapshot file only if no snapshot of that id exists, atomically across processes.
+
+    ``expected_id``: refuse any other id (the exact commit of a planned snapshot N lands as N+1 or
+    not at all). After :meth:`commit`, ``landed`` holds the published id, ``refused`` the ids that
+    another writer took, and ``uncertain`` is set when publishing raised (the snapshot may exist).
+    """
+
+    def __init__(self, table: Any, expected_id: int | None) -> None:
+        self._table = table
+        self._manager = table.snapshot_manager()
+        self._file_io = table.file_io
+        self._local = type(self._file_io).__name__ == "LocalFileIO"
+        self._fallback = None if self._local else table.new_snapshot_commit()
+        self.expected_id = expected_id
+        self.landed: int | None = None
+        self.refused: list[int] = []
+        self.uncertain = False
+        self.on_refused: Callable[[Snapshot], None] | None = None
+
+    def commit(self, base_snapshot_uuid: str | None, snapshot: Snapshot, statistics: Any) -> bool:
+        if self.expected_id is not None and snapshot.id != self.expected_id:
+            return self._refuse(snapshot)
+        latest = self._manager.get_latest_snapshot()
+        if latest is not None and latest.id >= snapshot.id:
+            # Taken already — or expired after a newer one landed: never re-create an old id.
+            return self._refuse(snapshot)
+        try:
+            if self._local:
+                published = self._publish_local(snapshot)
+            else:
+                published = bool(self._fallback.commit(base_snapshot_uuid, snapshot, statistics))
+        except BaseException:
+            self.uncertain = True
+            raise
+        if not published:
+            return self._refuse(snapshot)
+        self.landed = snapshot.id
+        return True
+
+    def _refuse(self, snapshot: Snapshot) -> bool:
+        self.refused.append(snapshot.id)
+        if self.on_refused is not None:
+            try:
+                self.on_refused(snapshot)
+            except Exception as e:  # cleanup is best effort: a leftover manifest is only an orphan
+                log.warning("could not delete the manifests of refused snapshot %d: %s", snapshot.id, e)
+        return False
+
+    def _publish_local(self, snapshot: Snapshot) -> bool:
+        from pypaimon.common.json_util import JSON
+
+        target = self._file_io.to_filesystem_path(self._manager.get_snapshot_path(snapshot.id))
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        temp = posixpath.join(os.path.dirname(target), f".{os.path.basename(target)}.{uuid.uuid4()}.tmp")
+        with open(temp, "w", encoding="utf-8") as out:
+            out.write(JSON.to_json(snapshot, indent=2))
+            out.flush()
+            os.fsync(out.fileno())
+        try:
+            # link() never replaces an existing name: of two writers, exactly one wins.
+            os.link(temp, target)
+        except FileExistsError:
+            return False
+        except OSError as e:
+            if e.errno not in (errno.EPERM, errno.ENOTSUP, errno.EXDEV):
+                raise
+            # No hard links here: an exclusive create of the final name is the next best guard.
+            return self._publish_exclusive(target, temp)
+        finally:
+            _unlink_quietly(temp)
+        self._write_latest_hint(snapshot.id)
+        return True
+
+    @staticmethod
+    def _publish_exclusive(target: str, temp: str) -> bool:
+        with open(temp, "rb") as source:
+            content = source.read()
+        try:
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            return False
+        with os.fdopen(fd, "wb") as out:
+            out.write(content)
+        return True
+
+    def _write_latest_hint(self, snapshot_id: int) -> None:
+        # Only a hint: readers reconcile it with a listing, so a lost race here is harmless.
+        try:
+            latest = self._manager.latest_file
+            if not self._file_io.try_to_write_atomic(latest, str(snapshot_id)):
+                self._file_io.write_file(latest, str(snapshot_id), overwrite=True)
+        except Exception as e:
+            log.warning("could not update the LATEST hint to %d: %s", snapshot_id, e)
+
+    def close(self) -> None:
+        if self._fallback is not None:
+            self._fallback.close()
+
+
+def _unlink_quietly(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+
+
+# the commit ---------------------------------------------------------------------------------------
+
+def new_file_store_commit(table: Any, snapshot_commit: ExclusiveSnapshotCommit, commit_user: str, *,
+                          pinned: Snapshot | None, exact: bool, overwrite: bool) -> FileStoreCommit:
+    """pypaimon's committer wired to ``snapshot_commit``; ``exact``: one attempt on ``pinned``."""
+    commit = FileStoreCommit(snapshot_commit, table, commit_user)
+    if exact:
+        commit.snapshot_manager = PinnedSnapshotManager(commit.snapshot_manager, pinned)
+        commit.commit_max_retries = 0
+    previous_index_manifest: dict[int, str | None] = {}
+
+    def clean_refused(snapshot: Snapshot) -> None:
+        base = pinned if exact else snapshot_by_id(table, snapshot.id - 1)
+        previous_index_manifest[snapshot.id] = base.index_manifest if base is not None else None
+        new_index = snapshot.index_manifest if snapshot.index_manifest != previous_index_manifest[
+            snapshot.id] else None
+        commit._clean_up_tmp_manifests(snapshot.base_manifest_list, snapshot.delta_manifest_list,
+                                       snapshot.changelog_manifest_list, new_index)
+
+    snapshot_commit.on_refused = clean_refused
+    if overwrite:
+        hash_deletes = commit._overwrite_hash_index_deletes
+
+        def index_deletes(partition_filter: Any, deletes: list[Any]) -> list[Any]:
+            return overwrite_index_deletes(table, commit.snapshot_manager.get_latest_snapshot(),
+                                           partition_filter, hash_deletes(partition_filter, deletes))
+
+        commit._overwrite_hash_index_deletes = index_deletes
+    return commit
+
+
+def overwrite_index_deletes(table: Any, snapshot: Snapshot | None, partition_filter: Any,
+                            deletes: Sequence[Any]) -> list[Any]:
+    """``deletes`` plus a DELETE of every DV index entry of ``snapshot`` in the overwritten partitions."""
+    by_name = {entry.index_file.file_name: entry for entry in deletes}
+    if snapshot is None:
+        return list(by_name.values())
+    for entry in IndexFileHandler(table).scan(snapshot):
+        if entry.index_file.index_type != DELETION_VECTORS:
+            continue
+        if partition_filter is not None and not partition_filter.test(entry.partition):
+            continue
+        by_name[entry.index_file.file_name] = IndexManifestEntry(
+            kind=KIND_DELETE, partition=entry.partition, bucket=entry.bucket, index_file=entry.index_file)
+    return list(by_name.values())
+
+
+def index_entries(table: Any, snapshot: Snapshot | None, index_type: str | None = None) -> list[Any]:
+    """The index-manifest entries (``IndexManifestEntry``) of ``snapshot``, optionally of one type."""
+    if snapshot is None:
+        return []
+    return [e for e in IndexFileHandler(table).scan(snapshot)
+            if index_type is None or e.index_file.index_type == index_type]
+
+
+def index_file_path(table: Any, partition: Any, bucket: int, index_file: Any) -> str:
+    """Where an index file (DV, hash) of ``(partition, bucket)`` lives."""
+    values = tuple(partition.values) if hasattr(partition, "values") else tuple(partition)
+    return table.path_factory().bucket_index_path(values, bucket, index_file, table.file_io)
+
+
+def message_written_files(table: Any, messages: Iterable[CommitMessage]) -> list[str]:
+    """Every file the messages add that the table did not hold before (the operation wrote them).
+
+    A data file re-added with a new index (``rewrite_file_index``: DELETE + ADD of one name) is
+    not new, nor are the extra files its deleted entry already had; index files added and deleted
+    in one message are not new either.
+    """
+    paths: list[str] = []
+    for message in messages:
+        deleted = {meta.file_name: set(meta.extra_files or ()) for meta in message.deleted_files}
+        for meta in [*message.new_files, *message.changelog_files]:
+            files = meta.collect_files()
+            old_extras = deleted.get(meta.file_name)
+            if old_extras is None:
+                paths.extend(files)
+            else:  # the data file itself exists; only extra files it did not have are new
+                paths.extend(meta.aligned_file_path(name) for name in meta.extra_files or ()
+                             if name not in old_extras)
+        removed = {e.index_file.file_name for e in message.index_deletes}
+        for entry in message.index_adds:
+            if entry.index_file.file_name not in removed:
+                paths.append(index_file_path(table, entry.partition, entry.bucket, entry.index_file))
+    return paths
+
+
+# schemas and manifests ------------------------------------------------------------------------------
+
+def arrow_schema(fields: Sequence[Any]) -> pa.Schema:
+    """The Arrow schema of pypaimon ``DataField``s."""
+    return PyarrowFieldParser.from_paimon_schema(list(fields))
+
+
+#: A DELETE entry of a data file in a snapshot's manifests:
+#: (partition values, bucket, level, file name, extra files, embedded index).
+DeletedEntry = tuple[tuple[Any, ...], int, int, str, tuple[str, ...], bytes | None]
+
+
+def deleted_entries(table: Any, snapshot: Snapshot, file_names: set[str]) -> list[DeletedEntry]:
+    """Every DELETE entry of ``snapshot``'s manifests for a data file named in ``file_names``."""
+    reader = ManifestFileManager(table)
+    found: list[DeletedEntry] = []
+    for manifest in ManifestListManager(table).read_all(snapshot):
+        if not manifest.num_deleted_files:
+            continue
+        for entry in reader.read(manifest.file_name,
+                                 lambda e: e.kind == KIND_DELETE and e.file.file_name in file_names):
+            meta = entry.file
+            found.append((tuple(entry.partition.values or ()), entry.bucket, meta.level, meta.file_name,
+                          tuple(meta.extra_files or ()), meta.embedded_index))
+    return found
