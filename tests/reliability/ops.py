@@ -124,7 +124,7 @@ def run(warehouse: str, op: Mapping[str, Any]) -> int | None:
     if name == "overwrite":
         from paimon_index.table.write import write_arrow
 
-        return write_arrow(table, _rows(op), mode="overwrite")
+        return write_arrow(table, _rows(op), overwrite=True)
     if name == "delete":
         from paimon_index.table.row_level import delete_arrow
 

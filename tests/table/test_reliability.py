@@ -14,6 +14,9 @@ import pytest
 from javaoracle import java_oracle
 from reliability import files, harness, ops
 
+#: Worker number of the rows a test writes before the concurrent ones (ids stay unique).
+SETUP_WORKER = 99
+
 CRASH_OPS = {
     "append-unaware": ("append", "delete", "update", "overwrite"),
     "pk-fixed": ("upsert", "compact"),
@@ -29,7 +32,7 @@ def _setup(tmp_path, kind_name: str, seed: int = 7, steps: int = 4) -> tuple[str
     model: ops.Model = {}
     seeding = ("upsert",) if kind.primary_key else ("append",)
     for counter in range(steps):
-        op = ops.random_op(rng, kind, 0, counter, seeding)
+        op = ops.random_op(rng, kind, SETUP_WORKER, counter, seeding)
         assert ops.run(warehouse, op) is not None
         model = ops.apply_to_model(model, op)
     return warehouse, model, harness.existing_snapshots(warehouse)[-1]
