@@ -54,6 +54,7 @@ from paimon_index.fileindex.options import FileIndexOptions
 from paimon_index.fileindex.result import REMAIN, FileIndexResult, Rows, and_not
 from paimon_index.predicate import ALWAYS_TRUE, Predicate, columns_of
 from paimon_index.sql import bind_predicate
+from paimon_index.table.stats import plan_splits
 from paimon_index.table.write import INDEX_FILE_SUFFIX, table_options, table_schema
 from paimon_index.types import DataType
 
@@ -107,6 +108,7 @@ class ScanReport:
     rows_kept_by_topn: int = 0
     data_bytes_read: int = 0
     index_bytes_read: int = 0
+    files_skipped_by_stats: int = 0
 
     def merge(self, other: ScanReport) -> ScanReport:
         """Add ``other``'s counts to this report (reports of several splits or executors)."""
@@ -302,7 +304,7 @@ def read_arrow(table: Any, predicate: Predicate | str, *, use_index: bool = True
     bound = bind_predicate(predicate, schema) if isinstance(predicate, str) else predicate
     use_index = use_index and FileIndexOptions.from_table_options(options).read_enabled
     report = ScanReport()
-    parts = [batch for split in table.new_read_builder().new_scan().plan().splits()
+    parts = [batch for split in plan_splits(table, bound, schema, report)  # value stats prune first
              for batch in read_split(split, bound, schema, use_index=use_index, report=report,
                                             topn=topn)]
     if not parts:

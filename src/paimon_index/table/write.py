@@ -38,6 +38,7 @@ import pyarrow.parquet as pq
 from paimon_index.errors import DataError, PaimonIndexError
 from paimon_index.fileindex.builder import build_file_index
 from paimon_index.fileindex.options import FileIndexOptions
+from paimon_index.table.stats import attach_value_stats
 from paimon_index.types import DataType, parse_type
 
 __all__ = ["INDEX_FILE_SUFFIX", "attach_file_indexes", "conform", "file_container", "store_container",
@@ -72,6 +73,7 @@ def attach_file_indexes(table: Any, messages: list[Any],
     columns, read back, equal ``rows`` exactly (same values, same order); otherwise — or when they
     differ in any way — the container is built from the file.
     """
+    attach_value_stats(table, messages)  # min/max/null counts as Java writes them (table/stats.py)
     opts = options if isinstance(options, FileIndexOptions) else \
         FileIndexOptions.from_table_options(options if options is not None else table_options(table))
     if opts.empty:

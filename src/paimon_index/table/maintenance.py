@@ -1,0 +1,438 @@
+"""Table maintenance: snapshot expiry and orphan-file removal, both safe against crashes.
+
+    expire_snapshots(table, *, retain_last=None, older_than=None) -> ExpireResult
+    remove_orphan_files(table, *, older_than=DEFAULT_ORPHAN_AGE) -> OrphanResult
+
+**What a snapshot references** (:func:`referenced_files`): its manifest lists (base, delta,
+changelog), the manifest files they list, the data files live in base + delta (ADD entries not
+cancelled by a DELETE entry) with their extra files (``<data-file>.index`` file indexes), the
+changelog files of its changelog manifests, its index manifest and the index files it lists
+(deletion vectors, HASH), and its statistics file. Tags (``tag/tag-NAME``) are snapshots too:
+everything a tag references is kept by both operations.
+
+**Expiry.** A snapshot is expired when it is older than the newest ``retain_last`` (default 1 when
+only ``older_than`` is given) *and*, with ``older_than``, the snapshot after it was committed before
+the cutoff — a reader that planned on a snapshot while it was the latest one, at or after the
+cutoff, still finds it (Paimon's ``snapshot.time-retained``). The order makes a crash at any point
+harmless:
+
+1. plan: the files the expired snapshots reference and no retained snapshot or tag does;
+2. delete the expired snapshot files, oldest first, then move the ``EARLIEST`` hint to the oldest
+   snapshot left — from here no snapshot names a doomed file;
+3. delete the doomed files: data and their extra files, changelog and index files, then the
+   manifests, manifest lists and statistics.
+
+A crash in 2 leaves some expired snapshots, still whole (their files are untouched): the next expiry
+expires them. A crash in 3 leaves files no snapshot references: :func:`remove_orphan_files` removes
+them. (Paimon's ``ExpireSnapshotsImpl`` deletes data files and manifests *before* the snapshot
+files and skips the files it cannot read on the next run; deleting the snapshot first means no
+snapshot a reader can open ever names a missing file.) Every read tolerates what a crashed or
+concurrent expiry removed: a snapshot file that vanished is skipped, and so is a missing manifest of
+an expired snapshot (tables left by an older expiry that deleted files first). Two expiries running
+at once both finish: each deletes what it planned, a file already gone is not an error.
+
+**Orphan files** are files in the table's file directories that no snapshot, tag or changelog
+references, left by failed commits and jobs. As Paimon's ``OrphanFilesClean``: the candidates are
+the files of ``manifest/``, ``index/``, ``statistics/`` and the bucket directories (under the
+partition directories), plus files in ``snapshot/`` and ``changelog/`` that are neither
+snapshot/changelog files nor the ``LATEST``/``EARLIEST`` hints; only files last modified before
+``older_than`` are removed (default: one day ago, Paimon's default), so a concurrent writer's files,
+written but not committed yet, are left alone. Schema files, snapshot files, tags and hints are
+never touched. Snapshots committed while the references were collected are collected too before
+anything is deleted.
+
+pypaimon internals used: ``snapshot_manager().snapshot_dir/get_snapshot_path/get_latest_snapshot``,
+``ManifestListManager(table).read``, ``ManifestFileManager(table).read``, ``IndexFileHandler(table)
+.scan``, ``table.path_factory().index_path()``, ``canonical_data_file_path``, ``JSON.from_json`` for
+snapshot, tag and changelog files.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from paimon_index.errors import CorruptFileError, InvalidOptionError
+
+__all__ = [
+    "DEFAULT_ORPHAN_AGE_SECONDS",
+    "ExpireResult",
+    "OrphanResult",
+    "expire_snapshots",
+    "referenced_files",
+    "remove_orphan_files",
+]
+
+EARLIEST_HINT = "EARLIEST"
+LATEST_HINT = "LATEST"
+SNAPSHOT_PREFIX = "snapshot-"
+CHANGELOG_PREFIX = "changelog-"
+TAG_PREFIX = "tag-"
+BUCKET_PREFIX = "bucket-"
+#: Paimon's ``remove_orphan_files`` procedure removes files older than one day by default.
+DEFAULT_ORPHAN_AGE_SECONDS = 24 * 3600
+#: A cutoff this far past the clock is taken as a mistake (a file written now is never an orphan).
+_CLOCK_SKEW_SECONDS = 1.0
+_ADD = 0
+_SNAPSHOT_FILE = re.compile(r"^snapshot-(\d+)$")
+
+
+@dataclass
+class ExpireResult:
+    """Snapshot ids expired (ascending) and files deleted (absolute local paths)."""
+
+    expired_snapshots: list[int] = field(default_factory=list)
+    deleted_files: list[str] = field(default_factory=list)
+
+
+@dataclass
+class OrphanResult:
+    """Files removed (absolute local paths) and their total size."""
+
+    deleted_files: list[str] = field(default_factory=list)
+    deleted_bytes: int = 0
+
+
+def _local(path: str) -> str:
+    return path[len("file://"):] if path.startswith("file://") else path
+
+
+def _cutoff_seconds(older_than: datetime | float | int, name: str = "older_than") -> float:
+    """``older_than`` as epoch seconds; a naive datetime is local time (as ``datetime.timestamp``)."""
+    if isinstance(older_than, datetime):
+        value = older_than.timestamp()
+    elif isinstance(older_than, int | float) and not isinstance(older_than, bool):
+        value = float(older_than)
+    else:
+        raise InvalidOptionError(f"{name} must be a datetime or epoch seconds, got {older_than!r}")
+    if value > time.time() + _CLOCK_SKEW_SECONDS:
+        raise InvalidOptionError(
+            f"{name} = {datetime.fromtimestamp(value, UTC).isoformat()} is in the future: "
+            "every file would count as old enough, including the files of running writers")
+    return value
+
+
+def _read_json(table: Any, path: str, kind: type) -> Any | None:
+    """A snapshot/tag/changelog JSON file, or None when it is gone (expired meanwhile)."""
+    from pypaimon.common.json_util import JSON
+
+    try:
+        return JSON.from_json(table.file_io.read_file_utf8(path), kind)
+    except FileNotFoundError:
+        return None
+
+
+def _snapshot(table: Any, snapshot_id: int) -> Any | None:
+    """Snapshot ``snapshot_id``, or None when its file does not exist (or vanished while read)."""
+    from pypaimon.snapshot.snapshot import Snapshot
+
+    path = table.snapshot_manager().get_snapshot_path(snapshot_id)
+    return _read_json(table, path, Snapshot)
+
+
+def _snapshot_ids(table: Any) -> list[int]:
+    """Ids of the snapshot files present, ascending (a listing: hints are not trusted)."""
+    directory = _local(table.snapshot_manager().snapshot_dir)
+    if not os.path.isdir(directory):
+        return []
+    return sorted(int(m.group(1)) for name in os.listdir(directory) if (m := _SNAPSHOT_FILE.match(name)))
+
+
+def _tagged_snapshots(table: Any) -> list[Any]:
+    """The snapshots tags point to (their files are kept by expiry and orphan cleaning)."""
+    from pypaimon.snapshot.snapshot import Snapshot
+
+    directory = posixpath.join(_local(str(table.table_path)), "tag")
+    if not os.path.isdir(directory):
+        return []
+    names = sorted(n for n in os.listdir(directory) if n.startswith(TAG_PREFIX))
+    found = (_read_json(table, posixpath.join(directory, n), Snapshot) for n in names)
+    return [s for s in found if s is not None]
+
+
+def _changelogs(table: Any) -> list[Any]:
+    """Changelogs kept beyond their snapshots (``changelog/changelog-N``), read as snapshots."""
+    from pypaimon.snapshot.snapshot import Snapshot
+
+    directory = posixpath.join(_local(str(table.table_path)), "changelog")
+    if not os.path.isdir(directory):
+        return []
+    names = sorted(n for n in os.listdir(directory) if n.startswith(CHANGELOG_PREFIX))
+    found = (_read_json(table, posixpath.join(directory, n), Snapshot) for n in names)
+    return [s for s in found if s is not None]
+
+
+def _data_file_path(table: Any, entry: Any) -> str:
+    from pypaimon.utils.file_store_path_factory import canonical_data_file_path
+
+    meta = entry.file
+    if meta.external_path:
+        return _local(meta.external_path)
+    partition = tuple(entry.partition.values)
+    return _local(canonical_data_file_path(table, partition, entry.bucket, meta.file_name))
+
+
+def _with_extras(path: str, meta: Any) -> Iterable[str]:
+    yield path
+    directory = posixpath.dirname(path)
+    for extra in meta.extra_files or ():
+        yield posixpath.join(directory, extra)
+
+
+def referenced_files(table: Any, snapshot: Any, *, missing_ok: bool = False) -> set[str]:
+    """Every file (absolute local path) ``snapshot`` needs.
+
+    With ``missing_ok`` a manifest list or manifest that does not exist is skipped (what is readable
+    is collected); without it, it raises :class:`CorruptFileError` naming the missing file.
+    """
+    from pypaimon.index.index_file_handler import IndexFileHandler
+    from pypaimon.manifest.manifest_file_manager import ManifestFileManager
+    from pypaimon.manifest.manifest_list_manager import ManifestListManager
+
+    root = _local(str(table.table_path))
+    manifest_dir = posixpath.join(root, "manifest")
+    index_dir = _local(str(table.path_factory().index_path()))
+    lists, manifests = ManifestListManager(table), ManifestFileManager(table)
+    files: set[str] = set()
+
+    def read(what: str, path: str, reader: Any, default: Any) -> Any:
+        try:
+            return reader()
+        except FileNotFoundError as e:
+            if missing_ok:
+                return default
+            raise CorruptFileError(f"snapshot {snapshot.id} names {what} {path}, which does not exist",
+                                   path=path, offset=0, field=what) from e
+
+    def entries(list_name: str | None) -> list[Any]:
+        if not list_name:
+            return []
+        files.add(posixpath.join(manifest_dir, list_name))
+        metas = read("manifest list", posixpath.join(manifest_dir, list_name),
+                     lambda: lists.read(list_name), [])
+        found: list[Any] = []
+        for meta in metas:
+            path = posixpath.join(manifest_dir, meta.file_name)
+            files.add(path)
+            found += read("manifest", path, lambda name=meta.file_name: manifests.read(name), [])
+        return found
+
+    added: dict[tuple, Any] = {}
+    for entry in entries(snapshot.base_manifest_list) + entries(snapshot.delta_manifest_list):
+        key = (tuple(entry.partition.values), entry.bucket, entry.file.level, entry.file.file_name)
+        if entry.kind == _ADD:
+            added[key] = entry
+        else:
+            added.pop(key, None)
+    for entry in added.values():
+        files.update(_with_extras(_data_file_path(table, entry), entry.file))
+    for entry in entries(snapshot.changelog_manifest_list):
+        if entry.kind == _ADD:
+            files.update(_with_extras(_data_file_path(table, entry), entry.file))
+    if snapshot.index_manifest:
+        path = posixpath.join(manifest_dir, snapshot.index_manifest)
+        files.add(path)
+        for entry in read("index manifest", path, lambda: IndexFileHandler(table).scan(snapshot), []):
+            meta = entry.index_file
+            files.add(_local(meta.external_path) if meta.external_path
+                      else posixpath.join(index_dir, meta.file_name))
+    if snapshot.statistics:
+        files.add(posixpath.join(root, "statistics", snapshot.statistics))
+    return files
+
+
+def _remove(path: str) -> bool:
+    """Delete ``path``; False when it was already gone (a crashed or concurrent run took it)."""
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _write_hint(directory: str, name: str, value: int) -> None:
+    hint = posixpath.join(directory, name)
+    tmp = posixpath.join(directory, f".{name}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as out:
+        out.write(str(value))
+    os.replace(tmp, hint)
+
+
+def _repair_earliest_hint(snapshot_dir: str, earliest: int) -> None:
+    """Point ``EARLIEST`` at ``earliest`` unless it already does (Paimon writes it when missing)."""
+    try:
+        with open(posixpath.join(snapshot_dir, EARLIEST_HINT), encoding="utf-8") as hint:
+            if hint.read().strip() == str(earliest):
+                return
+    except FileNotFoundError:
+        pass
+    _write_hint(snapshot_dir, EARLIEST_HINT, earliest)
+
+
+def _deletion_order(path: str, root: str) -> tuple[int, str]:
+    """Data, changelog and index files first, then manifests, manifest lists and statistics."""
+    relative = posixpath.relpath(path, root)
+    return (1 if relative.startswith(("manifest/", "statistics/")) else 0, path)
+
+
+def _plan_expiry(table: Any, ids: list[int], retain_last: int, cutoff_ms: float | None) -> list[int]:
+    latest = ids[-1]
+    candidates = [i for i in ids if i <= latest - retain_last]
+    if cutoff_ms is None:
+        return candidates
+    expire: list[int] = []
+    for snapshot_id in candidates:
+        # A snapshot is needed while it is the latest: keep it if its successor came at/after the cutoff.
+        successor = next((i for i in ids if i > snapshot_id), None)
+        later = None if successor is None else _snapshot(table, successor)
+        if later is not None and later.time_millis >= cutoff_ms:
+            break
+        expire.append(snapshot_id)
+    return expire
+
+
+def expire_snapshots(table: Any, *, retain_last: int | None = None,
+                     older_than: datetime | float | None = None) -> ExpireResult:
+    """Expire old snapshots and delete the files only they referenced.
+
+    Args:
+        table: a pypaimon table.
+        retain_last: keep at least the newest ``retain_last`` snapshots (>= 1; default 1).
+        older_than: datetime or epoch seconds; keep every snapshot that was the latest at or after
+            this time. At least one of the two must be given.
+
+    Returns:
+        :class:`ExpireResult`: the expired ids and the deleted files.
+
+    Raises:
+        InvalidOptionError: neither argument, ``retain_last < 1``, or ``older_than`` in the future.
+        CorruptFileError: a retained snapshot names a manifest that does not exist.
+    """
+    if retain_last is None and older_than is None:
+        raise InvalidOptionError("expire_snapshots needs retain_last or older_than")
+    if retain_last is not None and (isinstance(retain_last, bool) or retain_last < 1):
+        raise InvalidOptionError(f"retain_last must be at least 1, got {retain_last}")
+    cutoff_ms = None if older_than is None else _cutoff_seconds(older_than) * 1000
+    result = ExpireResult()
+    ids = _snapshot_ids(table)
+    if not ids:
+        return result
+    expire = set(_plan_expiry(table, ids, retain_last or 1, cutoff_ms))
+    snapshot_dir = _local(table.snapshot_manager().snapshot_dir)
+    if not expire:
+        _repair_earliest_hint(snapshot_dir, ids[0])  # a crash may have come before the hint moved
+        return result
+    root = _local(str(table.table_path))
+    retained: set[str] = set()
+    for snapshot_id in ids:
+        snapshot = None if snapshot_id in expire else _snapshot(table, snapshot_id)
+        if snapshot is not None:  # None: expired by a concurrent run meanwhile
+            retained |= _referenced_or_expired(table, snapshot)
+    for tagged in _tagged_snapshots(table):
+        retained |= referenced_files(table, tagged)
+    doomed: set[str] = set()
+    for snapshot_id in sorted(expire):
+        snapshot = _snapshot(table, snapshot_id)
+        if snapshot is not None:
+            doomed |= referenced_files(table, snapshot, missing_ok=True)
+    doomed -= retained
+    for snapshot_id in sorted(expire):
+        _remove(posixpath.join(snapshot_dir, f"{SNAPSHOT_PREFIX}{snapshot_id}"))
+        result.expired_snapshots.append(snapshot_id)
+    left = _snapshot_ids(table)
+    if left:
+        _write_hint(snapshot_dir, EARLIEST_HINT, left[0])
+    for path in sorted(doomed, key=lambda p: _deletion_order(p, root)):
+        if _remove(path):
+            result.deleted_files.append(path)
+    return result
+
+
+def _referenced_or_expired(table: Any, snapshot: Any) -> set[str]:
+    """A retained snapshot's files; empty when a concurrent expiry removed it while it was read."""
+    try:
+        return referenced_files(table, snapshot)
+    except CorruptFileError:
+        if _snapshot(table, snapshot.id) is None:
+            return set()
+        raise
+
+
+def _all_referenced(table: Any, seen: set[int]) -> set[str]:
+    """Files of every snapshot not in ``seen`` (added to it), of every tag and changelog."""
+    used: set[str] = set()
+    for snapshot_id in _snapshot_ids(table):
+        if snapshot_id in seen:
+            continue
+        snapshot = _snapshot(table, snapshot_id)
+        if snapshot is not None:
+            used |= referenced_files(table, snapshot, missing_ok=True)
+        seen.add(snapshot_id)
+    for other in (*_tagged_snapshots(table), *_changelogs(table)):
+        used |= referenced_files(table, other, missing_ok=True)
+    return used
+
+
+def _candidate_files(table: Any) -> list[str]:
+    """The files orphan cleaning may remove: Paimon's file directories, hints and metadata excluded."""
+    root = _local(str(table.table_path))
+    data_root = _local(str(table.path_factory().data_file_path()))
+    directories = [posixpath.join(root, "manifest"), _local(str(table.path_factory().index_path())),
+                   posixpath.join(root, "statistics")]
+    level = [data_root]
+    for _ in table.partition_keys:
+        level = [posixpath.join(d, n) for d in level if os.path.isdir(d) for n in sorted(os.listdir(d))
+                 if "=" in n and os.path.isdir(posixpath.join(d, n))]
+    directories += [posixpath.join(d, n) for d in level if os.path.isdir(d) for n in sorted(os.listdir(d))
+                    if n.startswith(BUCKET_PREFIX) and os.path.isdir(posixpath.join(d, n))]
+    files = [posixpath.join(d, n) for d in directories if os.path.isdir(d) for n in sorted(os.listdir(d))
+             if os.path.isfile(posixpath.join(d, n))]
+    for directory, prefix in (("snapshot", SNAPSHOT_PREFIX), ("changelog", CHANGELOG_PREFIX)):
+        path = posixpath.join(root, directory)
+        if os.path.isdir(path):
+            files += [posixpath.join(path, n) for n in sorted(os.listdir(path))
+                      if not n.startswith(prefix) and n not in (EARLIEST_HINT, LATEST_HINT)
+                      and os.path.isfile(posixpath.join(path, n))]
+    return files
+
+
+def remove_orphan_files(table: Any, *, older_than: datetime | float | None = None) -> OrphanResult:
+    """Remove the files no snapshot, tag or changelog references, last modified before ``older_than``.
+
+    Args:
+        table: a pypaimon table.
+        older_than: datetime or epoch seconds (default: one day ago, as Paimon's procedure); a file
+            modified at or after it is kept — a running writer's uncommitted files are that new.
+
+    Returns:
+        :class:`OrphanResult`: the removed files and their bytes.
+
+    Raises:
+        InvalidOptionError: ``older_than`` in the future.
+    """
+    cutoff = time.time() - DEFAULT_ORPHAN_AGE_SECONDS if older_than is None else _cutoff_seconds(older_than)
+    result = OrphanResult()
+    # List first, then collect references: a file committed after the listing is either too new to
+    # be a candidate or referenced by a snapshot collected below.
+    aged: list[tuple[str, int]] = []
+    for path in _candidate_files(table):
+        try:
+            stat = os.stat(path)
+        except FileNotFoundError:
+            continue
+        if stat.st_mtime < cutoff:
+            aged.append((path, stat.st_size))
+    seen: set[int] = set()
+    used = _all_referenced(table, seen)
+    used |= _all_referenced(table, seen)  # snapshots committed while the first pass ran
+    for path, size in aged:
+        if path not in used and _remove(path):
+            result.deleted_files.append(path)
+            result.deleted_bytes += size
+    return result
