@@ -82,9 +82,8 @@ def test_long_concurrent_histories(tmp_path, kind_name, seed):
 def test_sigkill_at_every_commit_point(tmp_path, kind_name, op_name):
     """A job killed anywhere on the commit path leaves the table at the old or the new state,
     readable, not wedged, and — after remove_orphan_files — without a file no snapshot needs."""
-    from paimon_index.table.maintenance import remove_orphan_files
-
     from paimon_index.table.catalog import open_table
+    from paimon_index.table.maintenance import remove_orphan_files
 
     warehouse, model, _ = _setup(tmp_path, kind_name)
     kind = ops.KINDS[kind_name]
