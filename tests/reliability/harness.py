@@ -152,15 +152,16 @@ class KillPoint:
 
 #: Points along the commit path, in the order an operation passes them.
 KILL_POINTS = (
-    KillPoint("data-file-written", "pypaimon.common.file_io:FileIO.write_parquet", "after"),
+    KillPoint("data-file-written", "pypaimon.filesystem.local_file_io:LocalFileIO.write_parquet", "after"),
+    KillPoint("dv-file-written", "paimon_index.deletionvectors.maintainer:DeletionVectorCommit.write_to",
+              "after"),
     KillPoint("before-commit", "pypaimon.write.file_store_commit:FileStoreCommit._try_commit", "before"),
     KillPoint("manifest-list-written",
               "pypaimon.manifest.manifest_list_manager:ManifestListManager.write", "after", nth=2),
-    KillPoint("before-snapshot-file",
-              "pypaimon.snapshot.renaming_snapshot_commit:RenamingSnapshotCommit.commit", "before"),
-    KillPoint("snapshot-file-written",
-              "pypaimon.snapshot.renaming_snapshot_commit:RenamingSnapshotCommit._commit_latest_hint",
+    KillPoint("before-snapshot-file", "paimon_index.table.paimon:ExclusiveSnapshotCommit._publish_local",
               "before"),
+    KillPoint("snapshot-file-written",
+              "paimon_index.table.paimon:ExclusiveSnapshotCommit._write_latest_hint", "before"),
     KillPoint("after-commit", "pypaimon.write.file_store_commit:FileStoreCommit._try_commit", "after"),
 )
 
