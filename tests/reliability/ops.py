@@ -49,9 +49,6 @@ KINDS = {
                                                  "file-index.bitmap.columns": "cat"}),
 }
 
-#: Operations that may not change the rows (their snapshot, if any, keeps the model as it is).
-NO_MODEL_CHANGE = ("compact", "expire", "rewrite")
-
 
 def create(warehouse: str, kind: TableKind) -> None:
     from paimon_index.table.catalog import create_table
@@ -63,8 +60,8 @@ def create(warehouse: str, kind: TableKind) -> None:
 def random_op(rng: random.Random, kind: TableKind, worker: int, counter: int,
               allowed: tuple[str, ...] | None = None) -> dict[str, Any]:
     """One random operation for ``kind`` (ids of appended rows are unique per worker and counter)."""
-    choices = (["upsert"] * 5 + ["compact", "expire"]) if kind.primary_key else \
-        (["append"] * 4 + ["delete", "delete", "update", "update", "overwrite", "expire"])
+    choices = (["upsert"] * 5 + ["compact", "delete", "update", "expire"]) if kind.primary_key else \
+        (["append"] * 4 + ["delete", "delete", "update", "update", "overwrite", "rewrite", "expire"])
     if allowed is not None:
         choices = [c for c in choices if c in allowed] or list(allowed)
     name = rng.choice(choices)
@@ -92,6 +89,8 @@ def random_op(rng: random.Random, kind: TableKind, worker: int, counter: int,
         return {"op": name, "rows": rows}
     if name == "compact":
         return {"op": name, "full": rng.random() < 0.5}
+    if name == "rewrite":
+        return {"op": name, "bloom": rng.choice(["id", "id,v", "v"])}
     if name == "expire":
         return {"op": name, "retain_last": rng.randint(3, 6)}
     raise AssertionError(name)
@@ -112,39 +111,29 @@ def _rows(op: Mapping[str, Any], with_kind: bool = False) -> pa.Table:
 
 
 def run(warehouse: str, op: Mapping[str, Any]) -> int | None:
-    """Apply ``op`` to the table; returns the snapshot id it committed (None: it committed nothing)."""
-    from paimon_index.table.catalog import open_table
+    """Apply ``op`` through the public table API; the snapshot it committed (None: nothing)."""
+    import paimon_index
 
-    table = open_table(warehouse, IDENTIFIER)
+    table = paimon_index.open_table(warehouse, IDENTIFIER)
     name = op["op"]
     if name == "append":
-        from paimon_index.table.write import write_arrow
-
-        return write_arrow(table, _rows(op))
+        return table.write(_rows(op)).snapshot_id
     if name == "overwrite":
-        from paimon_index.table.write import write_arrow
-
-        return write_arrow(table, _rows(op), overwrite=True)
+        return table.write(_rows(op), mode="overwrite").snapshot_id
     if name == "delete":
-        from paimon_index.table.row_level import delete_arrow
-
-        return delete_arrow(table, _where(op))
+        return table.delete(_where(op)).snapshot_id
     if name == "update":
-        from paimon_index.table.row_level import update_arrow
-
-        return update_arrow(table, {"v": op["value"]}, _where(op))
+        return table.update({"v": op["value"]}, _where(op)).snapshot_id
     if name == "upsert":
-        from paimon_index.table.primary_key import upsert_arrow
-
-        return upsert_arrow(table, _rows(op, with_kind=True))
+        return table.upsert(_rows(op, with_kind=True)).snapshot_id
     if name == "compact":
-        from paimon_index.table.primary_key import compact
-
-        return compact(table, full=op["full"])
+        return table.compact(full=op["full"]).snapshot_id
+    if name == "rewrite":
+        # Another index set for the new files, then every old file brought in line with it.
+        table.alter_options(set={"file-index.bloom-filter.columns": op["bloom"]})
+        return paimon_index.open_table(warehouse, IDENTIFIER).rewrite_file_index().snapshot_id
     if name == "expire":
-        from paimon_index.table.expire import expire_snapshots
-
-        expire_snapshots(table, retain_last=op["retain_last"])
+        table.expire_snapshots(retain_last=op["retain_last"])
         return None
     raise AssertionError(name)
 
@@ -176,22 +165,10 @@ def apply_to_model(model: Model, op: Mapping[str, Any]) -> Model:
 
 
 def read_rows(warehouse: str, snapshot_id: int | None = None) -> Model:
-    """The table's rows (at a snapshot) through the project's own read."""
-    from paimon_index.predicate import ALWAYS_TRUE
-    from paimon_index.table.catalog import open_table
+    """The table's rows (at a snapshot) through the project's public read."""
+    import paimon_index
 
-    table = open_table(warehouse, IDENTIFIER)
-    if snapshot_id is not None:
-        table = table.copy({"scan.snapshot-id": str(snapshot_id)})
-    if table.is_primary_key_table:
-        from paimon_index.table.primary_key import read_primary_key
-
-        rows, _ = read_primary_key(table, ALWAYS_TRUE)
-    else:
-        from paimon_index.table.read import read_arrow
-
-        rows, _ = read_arrow(table, ALWAYS_TRUE)
-    return _as_model(rows)
+    return _as_model(paimon_index.open_table(warehouse, IDENTIFIER).read(snapshot_id=snapshot_id))
 
 
 def read_rows_pypaimon(warehouse: str, snapshot_id: int | None = None) -> Model:
