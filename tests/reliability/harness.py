@@ -1,0 +1,218 @@
+"""Real concurrency and real crashes against one table, checked by replaying a model.
+
+``run_concurrently`` starts N processes (spawn: each its own interpreter, no shared state) that
+apply random operations to one table at once and log, per operation, what it reported: the
+snapshot it committed, nothing, a refusal (``ConcurrentChangeError``) or any other error.
+``check_history`` then proves from the log and the table alone:
+
+* no two operations claim one snapshot, and every snapshot that exists was claimed by exactly one
+  operation that reported success (nothing committed behind a reported failure);
+* replaying the successful operations in snapshot order through the model gives, for every snapshot
+  still retained, exactly the rows the project's reader and pypaimon's reader return (no duplicate
+  key, nothing lost, no partial operation);
+* no error other than a refusal was reported.
+
+``crash_once`` runs one operation in a child process that SIGKILLs itself at a chosen point of the
+commit path (the N-th call of a named function, before or after it runs), the way a lost machine
+ends a job. The points are named after pypaimon's and our own functions; they are the only place
+this suite knows those names.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import random
+import signal
+import traceback
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from reliability import ops
+
+#: What an operation reported.
+COMMITTED, NOTHING, REFUSED, FAILED = "committed", "nothing", "refused", "failed"
+#: The only error a concurrent operation may report.
+REFUSAL_ERROR = "ConcurrentChangeError"
+
+
+def _worker(warehouse: str, kind_name: str, worker: int, seed: int, count: int, log: str,
+            allowed: tuple[str, ...] | None) -> None:
+    rng = random.Random(seed * 1000 + worker)
+    kind = ops.KINDS[kind_name]
+    with open(log, "a", encoding="utf-8") as out:
+        for counter in range(count):
+            op = ops.random_op(rng, kind, worker, counter, allowed)
+            entry: dict[str, Any] = {"worker": worker, "counter": counter, "op": op}
+            try:
+                snapshot = ops.run(warehouse, op)
+                entry.update(status=COMMITTED if snapshot is not None else NOTHING, snapshot=snapshot)
+            except Exception as e:
+                status = REFUSED if type(e).__name__ == REFUSAL_ERROR else FAILED
+                entry.update(status=status, error=f"{type(e).__name__}: {e}",
+                             trace="" if status == REFUSED else traceback.format_exc())
+            out.write(json.dumps(entry) + "\n")
+            out.flush()
+
+
+def run_concurrently(warehouse: str, kind_name: str, *, workers: int, ops_per_worker: int, seed: int,
+                     log_dir: Path, allowed: tuple[str, ...] | None = None,
+                     timeout: float = 600) -> list[dict[str, Any]]:
+    """Run the workers at once; returns every logged operation."""
+    context = multiprocessing.get_context("spawn")
+    logs = [str(log_dir / f"worker-{w}.jsonl") for w in range(workers)]
+    procs = [context.Process(target=_worker, args=(warehouse, kind_name, w, seed, ops_per_worker, logs[w],
+                                                    allowed)) for w in range(workers)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout)
+        if p.is_alive():
+            p.kill()
+            raise AssertionError(f"worker {p.name} did not finish in {timeout} s")
+        assert p.exitcode == 0, f"worker {p.name} died with exit code {p.exitcode}"
+    entries = []
+    for log in logs:
+        with open(log, encoding="utf-8") as f:
+            entries += [json.loads(line) for line in f]
+    return entries
+
+
+def existing_snapshots(warehouse: str) -> list[int]:
+    """Ids of the snapshot files of the table (listed from its directory, not from a hint)."""
+    directory = Path(warehouse) / "db.db" / "t" / "snapshot"
+    return sorted(int(p.name.split("-", 1)[1]) for p in directory.glob("snapshot-*"))
+
+
+@dataclass
+class History:
+    entries: list[dict[str, Any]]
+    by_snapshot: dict[int, dict[str, Any]]
+    models: dict[int, ops.Model]  # snapshot id -> the model's rows after it
+
+
+def check_history(warehouse: str, entries: list[dict[str, Any]], *, base: ops.Model | None = None,
+                  base_snapshot: int = 0, read_pypaimon: bool = True) -> History:
+    failures = [e for e in entries if e["status"] == FAILED]
+    assert not failures, "operations failed with errors other than a refusal:\n" + \
+        "\n".join(f"{e['op']['op']}: {e['error']}\n{e['trace']}" for e in failures[:3])
+    by_snapshot: dict[int, dict[str, Any]] = {}
+    for e in entries:
+        if e["status"] != COMMITTED:
+            continue
+        s = e["snapshot"]
+        assert s not in by_snapshot, \
+            f"two operations claim snapshot {s}: {by_snapshot[s]['op']} and {e['op']}"
+        by_snapshot[s] = e
+    on_disk = existing_snapshots(warehouse)
+    latest = max([base_snapshot, *on_disk, *by_snapshot])
+    unclaimed = [s for s in range(base_snapshot + 1, latest + 1) if s not in by_snapshot]
+    assert not unclaimed, f"snapshots {unclaimed} were committed by no operation that reported success"
+    models: dict[int, ops.Model] = {}
+    model = dict(base or {})
+    for s in range(base_snapshot + 1, latest + 1):
+        model = ops.apply_to_model(model, by_snapshot[s]["op"])
+        models[s] = model
+    for s in on_disk:
+        if s <= base_snapshot:
+            continue
+        ours = ops.read_rows(warehouse, s)
+        assert ours == models[s], _diff(f"snapshot {s} (ours)", models[s], ours, by_snapshot[s]["op"])
+        if read_pypaimon:
+            theirs = ops.read_rows_pypaimon(warehouse, s)
+            assert theirs == models[s], \
+                _diff(f"snapshot {s} (pypaimon)", models[s], theirs, by_snapshot[s]["op"])
+    return History(entries, by_snapshot, models)
+
+
+def _diff(label: str, want: ops.Model, got: ops.Model, op: Mapping[str, Any]) -> str:
+    missing = sorted(set(want) - set(got))[:8]
+    extra = sorted(set(got) - set(want))[:8]
+    changed = sorted(k for k in set(want) & set(got) if want[k] != got[k])[:8]
+    return (f"{label} differs from the model after {op['op']}: missing ids {missing}, "
+            f"unexpected ids {extra}, changed {[(k, want[k], got[k]) for k in changed]}")
+
+
+# --------------------------------------------------------------------------------------------------
+# crashes
+# --------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class KillPoint:
+    """SIGKILL at the ``nth`` call of ``target`` (``module:Class.method``), before or after it runs."""
+
+    name: str
+    target: str
+    when: str = "before"  # or "after"
+    nth: int = 1
+    path_contains: str | None = None  # only count calls whose first str argument contains this
+
+
+#: Points along the commit path, in the order an operation passes them.
+KILL_POINTS = (
+    KillPoint("data-file-written", "pypaimon.filesystem.local_file_io:LocalFileIO.write_parquet", "after"),
+    KillPoint("dv-file-written", "paimon_index.deletionvectors.maintainer:DeletionVectorCommit.write_to",
+              "after"),
+    KillPoint("before-commit", "pypaimon.write.file_store_commit:FileStoreCommit._try_commit", "before"),
+    KillPoint("manifest-list-written",
+              "pypaimon.manifest.manifest_list_manager:ManifestListManager.write", "after", nth=2),
+    KillPoint("before-snapshot-file", "paimon_index.table.paimon:ExclusiveSnapshotCommit._publish_local",
+              "before"),
+    KillPoint("snapshot-file-written",
+              "paimon_index.table.paimon:ExclusiveSnapshotCommit._write_latest_hint", "before"),
+    KillPoint("after-commit", "pypaimon.write.file_store_commit:FileStoreCommit._try_commit", "after"),
+)
+
+
+def _resolve(target: str) -> tuple[Any, str]:
+    import importlib
+
+    module_name, attr = target.split(":")
+    owner: Any = importlib.import_module(module_name)
+    parts = attr.split(".")
+    for part in parts[:-1]:
+        owner = getattr(owner, part)
+    return owner, parts[-1]
+
+
+def _install(point: KillPoint) -> None:
+    owner, name = _resolve(point.target)
+    original = getattr(owner, name)
+    calls = {"n": 0}
+
+    def die() -> None:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        counted = point.path_contains is None or any(
+            isinstance(a, str) and point.path_contains in a for a in args)
+        if counted:
+            calls["n"] += 1
+        hit = counted and calls["n"] == point.nth
+        if hit and point.when == "before":
+            die()
+        result = original(*args, **kwargs)
+        if hit and point.when == "after":
+            die()
+        return result
+
+    setattr(owner, name, wrapper)
+
+
+def _crash_child(warehouse: str, op: dict[str, Any], point: KillPoint) -> None:
+    _install(point)
+    ops.run(warehouse, op)
+
+
+def crash_once(warehouse: str, op: dict[str, Any], point: KillPoint, timeout: float = 300) -> bool:
+    """Run ``op`` in a child that kills itself at ``point``; True when it was killed there."""
+    context = multiprocessing.get_context("spawn")
+    proc = context.Process(target=_crash_child, args=(warehouse, op, point))
+    proc.start()
+    proc.join(timeout)
+    if proc.is_alive():
+        proc.kill()
+        raise AssertionError(f"{op['op']} did not finish in {timeout} s")
+    return proc.exitcode == -signal.SIGKILL
