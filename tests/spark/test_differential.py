@@ -5,9 +5,11 @@ live rows, as plain Parquet. Each query shape (tests/differential/queries.py: fi
 aggregates, self-join, scalar and IN subqueries, a temp view reused after a filtered query, a
 DataFrame reused, UNION, ORDER BY ... LIMIT, a filter that prunes every file) runs against three
 temp views: the paimon_index source with indexes, the same with ``file-index.read.enabled=false``,
-and Spark's own Parquet reader, the reference. Results are compared as multisets under Spark's
-equality (NaN = NaN, -0.0 = 0.0), in order for ORDER BY ... LIMIT. A difference a known bug
-explains (tests/differential/known_bugs.py) is xfail; any other fails.
+the same with filter pushdown forced on (single-scan queries only: there the indexes prune files
+through Spark on every version), and Spark's own Parquet reader, the reference. Results are
+compared as multisets under Spark's equality (NaN = NaN, -0.0 = 0.0), in order for ORDER BY ...
+LIMIT. A difference a known bug explains (tests/differential/known_bugs.py) is xfail; any other
+fails.
 
 The CI set is a fixed list of (seed, shape) pairs, two per shape, sharing one Spark session;
 ``slow`` adds hypothesis-drawn tables and queries. The reference evaluator of the Python-API test
@@ -40,7 +42,9 @@ CI_SEEDS = tuple(range(12))
 #: (seed, shape) pairs of the CI set: every shape once, each on another table (a local Spark query
 #: through a Python data source costs seconds; the slow variant draws many more).
 CI_CASES = tuple(zip(CI_SEEDS, SHAPES, strict=False))
-SOURCES = ("parquet", "on", "off")
+#: "pushdown": filter pushdown forced on (``filter-pushdown=true``), so the indexes prune files
+#: through Spark; run only for queries that scan the table once (see docs/spark-pushdown.md).
+SOURCES = ("parquet", "on", "off", "pushdown")
 #: Shapes whose point is to reuse one DataFrame/view across statements.
 REUSE_SHAPES = ("view_reuse", "dataframe_reuse")
 EVALUATOR_SEEDS = (0, 3, 6)
@@ -72,7 +76,17 @@ def load(spark: Any, made: Materialized, source: str) -> Any:
     reader = spark.read.format("paimon_index").option("warehouse", made.warehouse)
     if source == "off":
         reader = reader.option("file-index.read.enabled", "false")
+    if source == "pushdown":
+        reader = reader.option("filter-pushdown", "true")
     return reader.load(made.identifier)
+
+
+def single_scan(query: Query) -> bool:
+    """One statement that reads the table once: where forced pushdown is exact on every Spark."""
+    if query.shape in REUSE_SHAPES or len(query.statements) != 1:
+        return False
+    statement = query.statements[0]
+    return statement[0] != "sql" or str(statement[1]).count("{t}") == 1
 
 
 class StatementError(Exception):
@@ -116,6 +130,8 @@ def compare_query(spark: Any, made: Materialized, query: Query) -> tuple[list[st
         if isinstance(ref, str):
             failures.append(f"reference failed (the generator wrote bad SQL?): {query.statements[k]}: {ref}")
     for source in SOURCES[1:]:
+        if source == "pushdown" and not single_scan(query):
+            continue
         got = run_query(spark, made, query, source)
         for k, (ref, result) in enumerate(zip(want, got, strict=True)):
             if isinstance(ref, str):
@@ -182,10 +198,8 @@ def test_reference_evaluator_matches_spark_sql(spark: Any, made_tables: dict[int
     assert not bad, "\n".join(bad[:20])
 
 
-# -- minimal repros of the known Spark-side bugs (strict: they fail once fixed) --------------------
-@pytest.mark.xfail(strict=True, reason="spark-shared-pushdown: a filtered query leaks its filter into "
-                                       "the next scan of the same view")
-def test_known_bug_shared_pushdown(spark: Any, tmp_path: Path) -> None:
+# -- minimal repros of the Spark-side bugs this suite found (issue 12); each failed before its fix --
+def test_regression_shared_pushdown(spark: Any, tmp_path: Path) -> None:
     table = create_table(str(tmp_path), "db.t", pa.schema([("x", pa.int32())]), options={"bucket": "-1"})
     write_arrow(table, pa.table({"x": pa.array([1, 2, 3], pa.int32())}))
     spark.read.format("paimon_index").option("warehouse", str(tmp_path)).load("db.t") \
@@ -194,8 +208,7 @@ def test_known_bug_shared_pushdown(spark: Any, tmp_path: Path) -> None:
     assert spark.sql("SELECT count(*) FROM repro_shared").collect()[0][0] == 3
 
 
-@pytest.mark.xfail(strict=True, reason="nested-through-spark: a table with a STRUCT column is refused")
-def test_known_bug_nested_columns(spark: Any, tmp_path: Path) -> None:
+def test_regression_nested_columns(spark: Any, tmp_path: Path) -> None:
     schema = pa.schema([("x", pa.int32()), ("st", pa.struct([("a", pa.int32())]))])
     table = create_table(str(tmp_path), "db.t", schema, options={"bucket": "-1"})
     write_arrow(table, pa.table({"x": [1], "st": [{"a": 2}]}, schema=schema))

@@ -115,10 +115,8 @@ def test_reference_evaluator_semantics() -> None:
     assert evaluate(Cmp(i, "<", Lit(decimal.Decimal("1.5"), "decimal")), {"i": 1}) is True
 
 
-# -- minimal repros of the known bugs found by this suite (strict: they fail once fixed) ----------
-@pytest.mark.xfail(strict=True, reason="decimal-literal-precision: a DECIMAL(38,10) literal is "
-                                       "rounded to 28 digits when bound")
-def test_known_bug_decimal_literal_precision(tmp_path: Path) -> None:
+# -- minimal repros of the bugs this suite found (issue 12); each failed before its fix ------------
+def test_regression_decimal_literal_precision(tmp_path: Path) -> None:
     value = decimal.Decimal("-1234567890123456789012345678.1234567890")
     table = create_table(str(tmp_path), "db.t", pa.schema([("x", pa.decimal128(38, 10))]),
                          options={"bucket": "-1"})
@@ -127,18 +125,14 @@ def test_known_bug_decimal_literal_precision(tmp_path: Path) -> None:
     assert got.column("x").to_pylist() == [value]
 
 
-@pytest.mark.xfail(strict=True, reason="int-literal-out-of-range: an integer literal outside SMALLINT "
-                                       "is rejected instead of compared")
-def test_known_bug_int_literal_out_of_range(tmp_path: Path) -> None:
+def test_regression_int_literal_out_of_range(tmp_path: Path) -> None:
     table = create_table(str(tmp_path), "db.t", pa.schema([("x", pa.int16())]), options={"bucket": "-1"})
     write_arrow(table, pa.table({"x": pa.array([1, None], pa.int16())}))
     got, _ = read_arrow(table, "x <= 123456789")
     assert got.column("x").to_pylist() == [1]
 
 
-@pytest.mark.xfail(strict=True, reason="decimal-literal-scale: a DECIMAL literal finer than the column's "
-                                       "scale is rejected instead of compared exactly")
-def test_known_bug_decimal_literal_scale(tmp_path: Path) -> None:
+def test_regression_decimal_literal_scale(tmp_path: Path) -> None:
     table = create_table(str(tmp_path), "db.t", pa.schema([("x", pa.decimal128(10, 2))]),
                          options={"bucket": "-1"})
     write_arrow(table, pa.table({"x": pa.array([decimal.Decimal("1.50")], pa.decimal128(10, 2))}))
@@ -151,8 +145,7 @@ def test_known_bug_decimal_literal_scale(tmp_path: Path) -> None:
     ("d = NaN", ["nan"]),                 # NaN = NaN is TRUE in Spark
     ("d >= -0.0E0", [0.0, 1.5, "nan"]),   # -0.0 = 0.0 (and NaN above)
 ])
-@pytest.mark.xfail(strict=True, reason="nan-negative-zero: NaN is unordered in the exact re-check")
-def test_known_bug_nan_ordering(tmp_path: Path, where: str, want: list[object]) -> None:
+def test_regression_nan_ordering(tmp_path: Path, where: str, want: list[object]) -> None:
     table = create_table(str(tmp_path), "db.t", pa.schema([("d", pa.float64())]), options={"bucket": "-1"})
     write_arrow(table, pa.table({"d": pa.array([0.0, 1.5, float("nan"), None, -1.0])}))
     got, _ = read_arrow(table, where)
@@ -160,9 +153,7 @@ def test_known_bug_nan_ordering(tmp_path: Path, where: str, want: list[object]) 
     assert norm == sorted(want, key=str)
 
 
-@pytest.mark.xfail(strict=True, reason="int-literal-on-decimal: an integer literal on a DECIMAL column "
-                                       "selects the wrong rows")
-def test_known_bug_int_literal_on_decimal(tmp_path: Path) -> None:
+def test_regression_int_literal_on_decimal(tmp_path: Path) -> None:
     table = create_table(str(tmp_path), "db.t", pa.schema([("x", pa.decimal128(10, 2))]),
                          options={"bucket": "-1"})
     values = [decimal.Decimal("1.50"), decimal.Decimal("26.20"), decimal.Decimal("40.00")]
