@@ -353,3 +353,15 @@ def test_catalog_options_are_checked_and_forwarded(tmp_path: Path) -> None:
     assert table.catalog_options == {"fs.s3.region": "us-east-1"}
     with pytest.raises(InvalidOptionError, match="'warehouse' is the warehouse argument"):
         paimon_index.open_table(warehouse, "db.c", catalog_options={"warehouse": "/elsewhere"})
+
+
+def test_primary_key_table_reads_the_snapshot_asked_for(tmp_path: Path) -> None:
+    """Time travel on a primary-key table (it used to read the latest snapshot whatever was asked)."""
+    schema = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.string())])
+    table = paimon_index.create_table(str(tmp_path), "db.pk", schema, primary_keys=["k"],
+                                      options={"bucket": "1", "deletion-vectors.enabled": "true"})
+    first = table.upsert(pa.table({"k": pa.array([1, 2], pa.int64()), "v": ["a", "b"]})).snapshot_id
+    table.upsert(pa.table({"k": pa.array([1], pa.int64()), "v": ["c"]}))
+    assert sorted(table.read(snapshot_id=first).to_pylist(), key=lambda r: r["k"]) == \
+        [{"k": 1, "v": "a"}, {"k": 2, "v": "b"}]
+    assert sorted(table.read().to_pylist(), key=lambda r: r["k"]) == [{"k": 1, "v": "c"}, {"k": 2, "v": "b"}]

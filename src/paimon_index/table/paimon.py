@@ -50,6 +50,8 @@ from pypaimon.snapshot.snapshot_commit import SnapshotCommit
 from pypaimon.write.commit_message import CommitMessage
 from pypaimon.write.file_store_commit import FileStoreCommit
 
+from paimon_index.errors import TableError
+
 __all__ = [
     "BATCH_COMMIT_IDENTIFIER",
     "DELETION_VECTORS",
@@ -211,6 +213,17 @@ def snapshot_exists(table: Any, snapshot_id: int) -> bool:
 def pinned_table(table: Any, snapshot_id: int) -> Any:
     """The table read as of ``snapshot_id`` (scans plan that snapshot, not the latest)."""
     return table.copy({SCAN_SNAPSHOT_ID: str(snapshot_id)})
+
+
+def read_snapshot(table: Any) -> Snapshot | None:
+    """The snapshot a read of ``table`` sees: the pinned one (``scan.snapshot-id``), else the latest."""
+    pinned = table.options.options.to_map().get(SCAN_SNAPSHOT_ID)
+    if pinned is None:
+        return latest_snapshot(table)
+    snapshot = snapshot_by_id(table, int(pinned))
+    if snapshot is None:
+        raise TableError(f"table {table.identifier} has no snapshot {pinned} (never committed or expired)")
+    return snapshot
 
 
 class PinnedSnapshotManager:

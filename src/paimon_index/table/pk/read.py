@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 from paimon_index.fileindex.options import parse_bool
 from paimon_index.predicate import Predicate
 from paimon_index.sql import bind_predicate
+from paimon_index.table.paimon import read_snapshot
 from paimon_index.table.pk.lookup import last_per_key
 from paimon_index.table.pk.plan import (
     DELETING_VALUE_KINDS,
@@ -60,16 +61,15 @@ def check_merge_free(table: Any) -> bool:
 
     Raises PrimaryKeyTableError when level-0 files exist and merge-on-read is not enabled.
     """
-    latest = table.snapshot_manager().get_latest_snapshot()
-    return _merge_free(table, plan_snapshot(table, latest, vectors=False))
+    return _merge_free(table, plan_snapshot(table, read_snapshot(table), vectors=False))
 
 
 def read_primary_key(table: Any, predicate: Predicate | str) -> tuple[pa.Table, ScanReport]:
-    """Read the rows matching ``predicate``, all from one snapshot (the latest)."""
+    """Read the rows matching ``predicate``, all from one snapshot (the pinned one, else the latest)."""
     schema = table_schema(table)
     bound = bind_predicate(predicate, schema) if isinstance(predicate, str) else predicate
     columns = user_columns(table)
-    snapshot = table.snapshot_manager().get_latest_snapshot()
+    snapshot = read_snapshot(table)
     if not _merge_free(table, plan_snapshot(table, snapshot, vectors=False)):
         return _merge_read(table, plan_snapshot(table, snapshot), bound, schema, columns)
     report = ScanReport()
