@@ -41,7 +41,7 @@ pypaimon internals used: ``CatalogFactory.create({"warehouse": ...})``, ``Schema
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -76,7 +76,7 @@ WAREHOUSE = "warehouse"
 FILE_INDEX_PREFIX = "file-index"
 DV_PREFIXES = ("deletion-vectors", "deletion-vector")
 #: The ``deletion-vector(s).*`` keys of Paimon's ``CoreOptions`` -> value checker.
-DELETION_VECTOR_OPTIONS = {
+DELETION_VECTOR_OPTIONS: dict[str, Callable[[str, str], object]] = {
     "deletion-vectors.enabled": parse_bool,
     "deletion-vectors.modifiable": parse_bool,
     "deletion-vectors.merge-on-read": parse_bool,
@@ -130,6 +130,7 @@ def schema_fields(schema: str | Any) -> tuple[Field, ...]:
             return parse_fields(schema, dialect="spark")
         except InvalidPredicateError as e:
             raise InvalidOptionError(f"schema: {e}") from e
+    spark_types: Any
     try:
         from pyspark.sql import types as spark_types
     except ImportError:
@@ -240,7 +241,7 @@ def _check_key_spelling(key: str, value: str) -> None:
     if first not in families:
         low = first.lower().replace("_", "-")
         match = low if low in families else \
-            (difflib.get_close_matches(low, families, n=1, cutoff=PREFIX_TYPO_CUTOFF) or [None])[0]
+            next(iter(difflib.get_close_matches(low, families, n=1, cutoff=PREFIX_TYPO_CUTOFF)), None)
         if match is not None:
             fixed = match + dot + rest
             if match in DV_PREFIXES:

@@ -182,6 +182,8 @@ class PaimonTable(Protocol):
     primary_keys: list[str]
     is_primary_key_table: bool
     table_schema: Any
+    schema_manager: Any
+    fields: Any
     options: Any
 
     def copy(self, dynamic_options: dict[str, str]) -> Any: ...
@@ -270,7 +272,7 @@ class ExclusiveSnapshotCommit(SnapshotCommit):
             # Taken already — or expired after a newer one landed: never re-create an old id.
             return self._refuse(snapshot)
         try:
-            if self._local:
+            if self._fallback is None:
                 published = self._publish_local(snapshot)
             else:
                 published = bool(self._fallback.commit(base_snapshot_uuid, snapshot, statistics))

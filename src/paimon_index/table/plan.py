@@ -73,7 +73,8 @@ class SnapshotPlan:
     snapshot: Snapshot | None
     buckets: Mapping[BucketKey, BucketFiles]
     splits: tuple[Any, ...] = ()
-    table: PaimonTable = None  # pypaimon table pinned to the snapshot (reads see exactly this snapshot)
+    #: pypaimon table pinned to the snapshot (reads see exactly this snapshot)
+    table: PaimonTable | None = None
 
     @property
     def snapshot_id(self) -> int | None:

@@ -214,8 +214,13 @@ def file_value_stats(table: Any, meta: Any, options: Mapping[str, str] | None = 
     opts = options if options is not None else dict(table.options.options.to_map())
     parquet = pq.ParquetFile(meta.file_path)
     columns = {parquet.metadata.schema.column(i).path: i for i in range(parquet.metadata.num_columns)}
-    fields, mins, maxs, nulls, modes = [], [], [], [], []
-    floats_to_check, long_values = [], []
+    fields: list[Any] = []
+    mins: list[Any] = []
+    maxs: list[Any] = []
+    nulls: list[Any] = []
+    modes: list[str] = []
+    floats_to_check: list[int] = []
+    long_values: list[int] = []
     for field in table.fields:
         mode = _mode(opts, field.name)
         if mode == "none":
@@ -247,10 +252,11 @@ def file_value_stats(table: Any, meta: Any, options: Mapping[str, str] | None = 
         data = parquet.read(columns=[fields[i].name for i in long_values])
         for i in long_values:
             bounds = pc.min_max(data.column(fields[i].name))
-            length = int(_TRUNCATE.match(modes[i]).group(1)) if _TRUNCATE.match(modes[i]) else None
+            truncate = _TRUNCATE.match(modes[i])
             lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
-            if length is not None:
-                lo, hi = truncate_min(lo, length), truncate_max(hi, length)
+            if truncate is not None:
+                width = int(truncate.group(1))
+                lo, hi = truncate_min(lo, width), truncate_max(hi, width)
             mins[i], maxs[i] = (lo, hi) if lo is not None and hi is not None else (None, None)
     if floats_to_check:
         # The footer's float min/max skip NaN: a column holding NaN must not claim a max.
@@ -336,6 +342,8 @@ def stats_may_match(predicate: Predicate, stats: Mapping[str, ColumnStats],
         return all(stats_may_match(c, stats, schema) for c in predicate.children)
     if isinstance(predicate, Or):
         return any(stats_may_match(c, stats, schema) for c in predicate.children)
+    if not isinstance(predicate, Leaf):
+        return True
     column = stats.get(predicate.column)
     dtype = schema.get(predicate.column)
     if column is None or dtype is None:

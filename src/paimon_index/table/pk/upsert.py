@@ -189,7 +189,7 @@ def _prepare(table: Any, plan: Plan, messages: list[Any], removed_keys: pa.Table
             trimmed_target.empty_table() if deleted_here is None else deleted_here, trimmed_target)])
         mark_keys(existing, dvs, lookup, skip=new_names | {m.file_name for m in removed}, schema=schema)
         remaining = [m for m in existing.files if m.level > 0]
-        placed = []
+        placed: list[Any] = []
         for new in new_files:
             level = free_level([*remaining, *placed], new, top)
             placed.append(replace(new, level=0 if level is None else level))  # 0: rewritten below
