@@ -21,7 +21,6 @@ NOT_YET_MIGRATED = frozenset({
     "deletionvectors/maintainer.py",
     "spark/datasource.py",
     "table/catalog.py",
-    "table/expire.py",
 })
 
 

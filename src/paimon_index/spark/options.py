@@ -112,8 +112,8 @@ class WriteOptions:
 
 def _catalog_key_spelling() -> dict[str, str]:
     """Lower-cased key -> pypaimon's spelling, for every catalog option pypaimon declares."""
-    import pypaimon.common.options.config as config
-    from pypaimon.common.options.config_option import ConfigOption
+    from paimon_index.table.paimon import ConfigOption
+    from paimon_index.table.paimon import pypaimon_config as config
 
     keys = (value.key() for cls in vars(config).values() if isinstance(cls, type)
             for value in vars(cls).values() if isinstance(value, ConfigOption))

@@ -104,7 +104,7 @@ def create_table(warehouse: str, identifier: str, schema: pa.Schema | Any, *,
         TableExistsError: the table exists already.
         InvalidOptionError: a malformed or unknown option.
     """
-    from pypaimon.catalog.catalog_exception import TableAlreadyExistException
+    from paimon_index.table.paimon import TableAlreadyExistException
 
     try:
         _catalog.create_table(str(warehouse), identifier, schema, partition_keys=list(partition_keys),

@@ -122,7 +122,7 @@ def _cutoff_seconds(older_than: datetime | float | int, name: str = "older_than"
 
 def _read_json(table: Any, path: str, kind: type) -> Any | None:
     """A snapshot/tag/changelog JSON file, or None when it is gone (expired meanwhile)."""
-    from pypaimon.common.json_util import JSON
+    from paimon_index.table.paimon import JSON
 
     try:
         return JSON.from_json(table.file_io.read_file_utf8(path), kind)
@@ -132,7 +132,7 @@ def _read_json(table: Any, path: str, kind: type) -> Any | None:
 
 def _snapshot(table: Any, snapshot_id: int) -> Any | None:
     """Snapshot ``snapshot_id``, or None when its file does not exist (or vanished while read)."""
-    from pypaimon.snapshot.snapshot import Snapshot
+    from paimon_index.table.paimon import Snapshot
 
     path = table.snapshot_manager().get_snapshot_path(snapshot_id)
     return _read_json(table, path, Snapshot)
@@ -148,7 +148,7 @@ def _snapshot_ids(table: Any) -> list[int]:
 
 def _tagged_snapshots(table: Any) -> list[Any]:
     """The snapshots tags point to (their files are kept by expiry and orphan cleaning)."""
-    from pypaimon.snapshot.snapshot import Snapshot
+    from paimon_index.table.paimon import Snapshot
 
     directory = posixpath.join(_local(str(table.table_path)), "tag")
     if not os.path.isdir(directory):
@@ -160,7 +160,7 @@ def _tagged_snapshots(table: Any) -> list[Any]:
 
 def _branch_snapshots(table: Any) -> list[Any]:
     """Snapshots and tags of every branch (``branch/branch-NAME/``): they share the table's files."""
-    from pypaimon.snapshot.snapshot import Snapshot
+    from paimon_index.table.paimon import Snapshot
 
     directory = posixpath.join(_local(str(table.table_path)), "branch")
     if not os.path.isdir(directory):
@@ -178,7 +178,7 @@ def _branch_snapshots(table: Any) -> list[Any]:
 
 def _changelogs(table: Any) -> list[Any]:
     """Changelogs kept beyond their snapshots (``changelog/changelog-N``), read as snapshots."""
-    from pypaimon.snapshot.snapshot import Snapshot
+    from paimon_index.table.paimon import Snapshot
 
     directory = posixpath.join(_local(str(table.table_path)), "changelog")
     if not os.path.isdir(directory):
@@ -189,7 +189,7 @@ def _changelogs(table: Any) -> list[Any]:
 
 
 def _data_file_path(table: Any, entry: Any, memo: dict) -> str:
-    from pypaimon.utils.file_store_path_factory import canonical_data_file_path
+    from paimon_index.table.paimon import canonical_data_file_path
 
     meta = entry.file
     if meta.external_path:
@@ -225,9 +225,7 @@ def referenced_files(table: Any, snapshot: Any, *, missing_ok: bool = False,
     never change once written, and consecutive snapshots share most of them.
     """
     memo = cache if cache is not None else {}
-    from pypaimon.index.index_file_handler import IndexFileHandler
-    from pypaimon.manifest.manifest_file_manager import ManifestFileManager
-    from pypaimon.manifest.manifest_list_manager import ManifestListManager
+    from paimon_index.table.paimon import IndexFileHandler, ManifestFileManager, ManifestListManager
 
     root = _local(str(table.table_path))
     manifest_dir = posixpath.join(root, "manifest")

@@ -40,13 +40,20 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import pyarrow as pa
+import pypaimon.common.options.config as pypaimon_config
+from pypaimon.catalog.catalog_exception import TableAlreadyExistException
+from pypaimon.common.json_util import JSON
+from pypaimon.common.options.config_option import ConfigOption
 from pypaimon.index.index_file_handler import IndexFileHandler
 from pypaimon.manifest.index_manifest_entry import IndexManifestEntry
 from pypaimon.manifest.manifest_file_manager import ManifestFileManager
 from pypaimon.manifest.manifest_list_manager import ManifestListManager
+from pypaimon.manifest.schema.simple_stats import SimpleStats
 from pypaimon.schema.data_types import PyarrowFieldParser
 from pypaimon.snapshot.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
 from pypaimon.snapshot.snapshot_commit import SnapshotCommit
+from pypaimon.table.row.generic_row import GenericRow
+from pypaimon.utils.file_store_path_factory import canonical_data_file_path
 from pypaimon.write.commit_message import CommitMessage
 from pypaimon.write.file_store_commit import FileStoreCommit
 
@@ -56,19 +63,29 @@ __all__ = [
     "BATCH_COMMIT_IDENTIFIER",
     "DELETION_VECTORS",
     "HASH",
+    "JSON",
     "CommitMessage",
+    "ConfigOption",
     "DataFile",
     "DeletedEntry",
     "ExclusiveSnapshotCommit",
+    "GenericRow",
     "IndexEntry",
+    "IndexFileHandler",
     "IndexManifestEntry",
+    "ManifestFileManager",
+    "ManifestListManager",
     "Message",
     "PaimonTable",
     "PinnedSnapshotManager",
+    "PyarrowFieldParser",
+    "SimpleStats",
     "Snapshot",
     "SnapshotView",
     "Split",
+    "TableAlreadyExistException",
     "arrow_schema",
+    "canonical_data_file_path",
     "deleted_entries",
     "delta_file_counts",
     "index_entries",
@@ -78,6 +95,7 @@ __all__ = [
     "new_file_store_commit",
     "overwrite_index_deletes",
     "pinned_table",
+    "pypaimon_config",
     "snapshot_by_id",
     "snapshot_exists",
     "table_name",

@@ -278,7 +278,7 @@ class ReadSchema(dict[str, DataType]):
 
 def read_schema(table: Any) -> ReadSchema:
     """The table's current schema, able to map every older data file's columns to it."""
-    from pypaimon.schema.data_types import PyarrowFieldParser
+    from paimon_index.table.paimon import PyarrowFieldParser
 
     current = table.table_schema
     schema = ReadSchema()

@@ -208,8 +208,7 @@ def _as_stats_value(value: Any, dtype: DataType) -> Any:
 def file_value_stats(table: Any, meta: Any, options: Mapping[str, str] | None = None
                      ) -> tuple[Any, list[str] | None]:
     """``(SimpleStats, value_stats_cols)`` of a data file, from its Parquet footer, as Java writes them."""
-    from pypaimon.manifest.schema.simple_stats import SimpleStats
-    from pypaimon.table.row.generic_row import GenericRow
+    from paimon_index.table.paimon import GenericRow, SimpleStats
 
     opts = options if options is not None else dict(table.options.options.to_map())
     parquet = pq.ParquetFile(meta.file_path)
