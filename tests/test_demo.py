@@ -22,3 +22,5 @@ def test_demo_queries_match_a_full_scan(tmp_path: Path, capsys: pytest.CaptureFi
     assert "region:bloom-filter" in out.split("after:")[1]  # rewrite_file_index applied the new options
     assert "still agree with a full scan" in out
     assert "same as the model and pypaimon" in out  # the primary-key table in DV mode
+    assert "expired snapshots" in out and "orphan files removed" in out
+    assert "the latest snapshots read the same" in out  # maintenance removed nothing the latest needs

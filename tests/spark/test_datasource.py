@@ -78,7 +78,7 @@ def warehouse(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, pa.Table]
 ])
 def test_reads_equal_brute_force(spark, warehouse: tuple[Path, pa.Table], where: str, pushed: bool) -> None:
     root, everything = warehouse
-    # One filter per fresh DataFrame: forced pushdown is exact on every Spark (docs/spark-pushdown.md).
+    # One filter per fresh DataFrame: forced pushdown is exact on every Spark (docs/semantics.md).
     df = (spark.read.format("paimon_index").option("warehouse", str(root)).option("filter-pushdown", "true")
           .load("db.orders"))
     assert df.schema.simpleString() == "struct<id:bigint,status:string,score:int,ts:timestamp_ntz>"

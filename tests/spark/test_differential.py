@@ -43,7 +43,7 @@ CI_SEEDS = tuple(range(12))
 #: through a Python data source costs seconds; the slow variant draws many more).
 CI_CASES = tuple(zip(CI_SEEDS, SHAPES, strict=False))
 #: "pushdown": filter pushdown forced on (``filter-pushdown=true``), so the indexes prune files
-#: through Spark; run only for queries that scan the table once (see docs/spark-pushdown.md).
+#: through Spark; run only for queries that scan the table once (see docs/semantics.md).
 SOURCES = ("parquet", "on", "off", "pushdown")
 #: Shapes whose point is to reuse one DataFrame/view across statements.
 REUSE_SHAPES = ("view_reuse", "dataframe_reuse")

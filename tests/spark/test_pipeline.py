@@ -51,7 +51,7 @@ def pipeline(spark, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]
 
 
 def _read(spark, warehouse: str, table: str, **options: str):
-    # Each DataFrame here is scanned once, by one query: forced pushdown is exact (docs/spark-pushdown.md).
+    # Each DataFrame here is scanned once, by one query: forced pushdown is exact (docs/semantics.md).
     reader = (spark.read.format("paimon_index").option("warehouse", warehouse)
               .option("filter-pushdown", "true"))
     for key, value in options.items():

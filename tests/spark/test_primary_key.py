@@ -17,7 +17,7 @@ ROWS_DDL = DDL + ", _ROW_KIND STRING"
 
 
 def _rows(spark, warehouse: str, where: str | None = None, **options: str) -> list[tuple]:
-    # Each DataFrame here is scanned once, by one query: forced pushdown is exact (docs/spark-pushdown.md).
+    # Each DataFrame here is scanned once, by one query: forced pushdown is exact (docs/semantics.md).
     reader = (spark.read.format("paimon_index").option("warehouse", warehouse)
               .option("filter-pushdown", "true"))
     for key, value in options.items():

@@ -22,7 +22,7 @@ TAGS = ["a", "b", "c", "rare"]
 def _load(spark, warehouse: str, **options: str):
     # A fresh DataFrame per query: Spark 4.3 keeps a Python source's pushed-down read plan on the
     # relation, so reusing a DataFrame after a filtered query would reuse that plan (docs/read-path.md).
-    # Each DataFrame here is scanned once, by one query: forced pushdown is exact (docs/spark-pushdown.md).
+    # Each DataFrame here is scanned once, by one query: forced pushdown is exact (docs/semantics.md).
     reader = (spark.read.format("paimon_index").option("warehouse", warehouse)
               .option("filter-pushdown", "true"))
     for key, value in options.items():

@@ -52,7 +52,7 @@ MESSAGE_SCHEMA = "message binary"
 def read_pinned(spark: SparkSession, warehouse: str, table: str, plan: RowChangePlan) -> DataFrame:
     """The table at the planned snapshot, with the metadata columns."""
     # Pushdown forced on: every scan of this DataFrame (UPDATE scans it twice) pushes the same
-    # filter, so the read plan Spark 4.1-4.3 share between them is right for each (spark-pushdown.md).
+    # filter, so the read plan Spark 4.1-4.3 share between them is right for each (docs/semantics.md).
     return (spark.read.format(SOURCE_NAME).option(WAREHOUSE, warehouse).option(METADATA, "true")
             .option(SNAPSHOT_ID, str(plan.snapshot_id)).option(FILTER_PUSHDOWN, "true").load(table))
 
