@@ -46,9 +46,9 @@ from paimon_index.table.row_level import (
 )
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
-__all__ = ["delete", "delete_rows", "read_pinned", "rewrite_file_index", "update", "update_rows"]
+__all__ = ["assigned", "delete", "delete_rows", "read_pinned", "rewrite_file_index", "update", "update_rows"]
 
 #: What every task returns: its pickled commit messages and how many table rows it marked deleted.
 MESSAGE_SCHEMA = "message binary, rows long"
@@ -129,10 +129,19 @@ def delete(spark: SparkSession, table: str, where: str, *, warehouse: str,
     return delete_rows(spark, table, where, warehouse=warehouse, catalog_options=catalog_options).snapshot_id
 
 
-def update_rows(spark: SparkSession, table: str, assignments: Mapping[str, str], where: str, *,
+def assigned(value: Any) -> Column:
+    """A SET value as a Spark column: a string is SQL expression text (``"'PAID'"`` is the string
+    literal), anything else a constant."""
+    from pyspark.sql import functions as F
+
+    return F.expr(value) if isinstance(value, str) else F.lit(value)
+
+
+def update_rows(spark: SparkSession, table: str, assignments: Mapping[str, Any], where: str, *,
                 warehouse: str, catalog_options: CatalogOptions = None) -> RowChange:
     """``UPDATE table SET col = expr, ... WHERE where``: old rows marked deleted, new rows appended;
-    the new snapshot (None when no row matched) and the number of rows updated."""
+    the new snapshot (None when no row matched) and the number of rows updated. A value is SQL
+    expression text when a string, else a constant (:func:`assigned`)."""
     from pyspark.sql import functions as F
 
     paimon_table = open_table(warehouse, table, catalog_options=catalog_options)
@@ -144,7 +153,7 @@ def update_rows(spark: SparkSession, table: str, assignments: Mapping[str, str],
     if plan is None:
         return RowChange(None, 0)
     matched = read_pinned(spark, warehouse, table, plan, catalog_options).filter(where)
-    new_rows = matched.select(*[F.expr(assignments[c]).cast(matched.schema[c].dataType).alias(c)
+    new_rows = matched.select(*[assigned(assignments[c]).cast(matched.schema[c].dataType).alias(c)
                                 if c in assignments else F.col(c) for c in columns])
     written = new_rows.mapInArrow(_write_task(warehouse, table, catalog_options), MESSAGE_SCHEMA)
     return _commit(paimon_table, plan, _mark_job(matched, plan).unionAll(written))
