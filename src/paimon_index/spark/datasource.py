@@ -44,7 +44,9 @@ default does; set it to ``false`` for the whole table).
 
 Partitioning: one input partition per pypaimon split of the snapshot read (planned on the driver;
 a split carries its data files, their embedded indexes and deletion-vector ranges, and is pickled
-to the executor). The driver drops the files whose *embedded* index answers SKIP, and splits left
+to the executor). With pushed filters, the driver plans without the files whose value statistics
+(min/max/null counts, :func:`paimon_index.table.stats.plan_splits`) prove no row matches, counted
+as ``files_skipped_by_stats``; it drops the files whose *embedded* index answers SKIP, and splits left
 empty (when none is left, Spark reads one empty partition); executors evaluate ``.index`` files,
 open the data files and yield Arrow batches.
 
@@ -311,6 +313,7 @@ class PaimonIndexReader(DataSourceReader):
         from paimon_index.fileindex.options import FileIndexOptions
         from paimon_index.spark.report import write_report
         from paimon_index.table.read import ScanReport, prune_split
+        from paimon_index.table.stats import plan_splits
         from paimon_index.table.write import table_options
 
         table = _open_table(self.options)
@@ -323,9 +326,11 @@ class PaimonIndexReader(DataSourceReader):
             if not check_merge_free(table):
                 raise UnsupportedTableError("level-0 files with merge-on-read: read them with "
                                             "table.primary_key.read_primary_key, or compact first")
-        splits = table.new_read_builder().new_scan().plan().splits()
+        report = ScanReport()
+        # Value statistics first: files whose min/max prove no row matches never become splits.
+        splits = plan_splits(table, self.predicate if use_index else ALWAYS_TRUE, self.layout.index_schema,
+                             report)
         if use_index:
-            report = ScanReport()
             files_before, rows_before = sum(len(s.files) for s in splits), sum(s.row_count for s in splits)
             splits = [p for p in (prune_split(s, self.predicate, self.layout.index_schema, report)
                                   for s in splits) if p is not None]

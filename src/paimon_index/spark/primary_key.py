@@ -1,6 +1,7 @@
 """Primary-key tables in deletion-vectors mode, driven from Spark.
 
     upsert(spark, df, "db.t", warehouse=W)                 df may carry a _ROW_KIND column
+    upsert_rows(spark, df, "db.t", warehouse=W) -> (snapshot id | None, rows written)
     compact(spark, "db.t", warehouse=W, full=False, threshold=0.5)
     expire_snapshots(spark, "db.t", warehouse=W, retain_last=N)
 
@@ -23,12 +24,14 @@ or raises ConcurrentChangeError having deleted every file the tasks wrote.
 
 ``compact`` and ``expire_snapshots`` run on the driver (they rewrite a few files or delete files;
 the work is per bucket and bounded by what changed); the Spark session is taken for symmetry with
-the other jobs and to resolve the table the same way.
+the other jobs and to resolve the table the same way. ``catalog_options`` (``fs.*``) reach the
+driver's catalog, the source's writer and every task. :mod:`paimon_index.spark.jobs` wraps these
+jobs with the Table API's result types.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -42,22 +45,46 @@ from paimon_index.table.catalog import open_table
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["compact", "expire_snapshots", "upsert"]
+__all__ = ["compact", "count_rows", "expire_snapshots", "upsert", "upsert_rows"]
 
 BUCKET = "bucket"
 DYNAMIC_BUCKET = "-1"
 BUCKET_COLUMN = "__paimon_index_bucket__"
 
 
+def count_rows(spark: SparkSession, df: DataFrame) -> tuple[DataFrame, Any]:
+    """``df`` passed through unchanged, and an accumulator that holds its row count once an action
+    ran it (no second scan of ``df``, whose source may not give the same rows twice)."""
+    counter = spark.sparkContext.accumulator(0)
+
+    def count(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            counter.add(batch.num_rows)
+            yield batch
+
+    return df.mapInArrow(count, df.schema), counter
+
+
 def upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
-           partitions: int | None = None) -> int | None:
+           partitions: int | None = None, catalog_options: Mapping[str, str] | None = None) -> int | None:
     """Upsert ``df`` into the primary-key table ``table`` in one snapshot; the new snapshot id."""
-    paimon_table = open_table(warehouse, table)
+    return upsert_rows(spark, df, table, warehouse=warehouse, partitions=partitions,
+                       catalog_options=catalog_options)[0]
+
+
+def upsert_rows(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
+                partitions: int | None = None, catalog_options: Mapping[str, str] | None = None
+                ) -> tuple[int | None, int]:
+    """Upsert ``df`` into the primary-key table ``table`` in one snapshot: the new snapshot id (None
+    when nothing was committed) and the number of rows of ``df`` written."""
+    catalog_options = dict(catalog_options or {})
+    paimon_table = open_table(warehouse, table, catalog_options=catalog_options)
     if not primary_key.dv_mode(paimon_table):
         raise primary_key.PrimaryKeyTableError(f"{table} is not a primary-key table in deletion-vectors mode")
     count = partitions or spark.sparkContext.defaultParallelism
     before = paimon_table.snapshot_manager().get_latest_snapshot()
-    writer_options = {WAREHOUSE: warehouse}
+    df, written = count_rows(spark, df)
+    writer_options = {**catalog_options, WAREHOUSE: warehouse}
     if str(paimon_table.options.options.to_map().get(BUCKET, "-1")) == DYNAMIC_BUCKET:
         # pypaimon assigns dynamic buckets through one HASH index per bucket; two tasks would each
         # extend it (a conflict at commit), so the assignment runs in one task.
@@ -65,7 +92,7 @@ def upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
     else:
         # Shuffle by Paimon's bucket: a task owns whole buckets and looks their keys up itself.
         schema = StructType([*df.schema.fields, StructField(BUCKET_COLUMN, IntegerType())])
-        with_bucket = df.mapInArrow(_add_bucket(warehouse, table), schema)
+        with_bucket = df.mapInArrow(_add_bucket(warehouse, table, catalog_options), schema)
         shuffled = with_bucket.repartition(count, BUCKET_COLUMN, *paimon_table.partition_keys) \
             .drop(BUCKET_COLUMN)
         writer_options[BUCKET_EXCLUSIVE] = "true"
@@ -73,13 +100,17 @@ def upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
     for key, value in writer_options.items():
         writer = writer.option(key, value)
     writer.mode("append").save(table)
-    after = open_table(warehouse, table).snapshot_manager().get_latest_snapshot()
-    return None if after is None or (before is not None and after.id == before.id) else after.id
+    reopened = open_table(warehouse, table, catalog_options=catalog_options)
+    after = reopened.snapshot_manager().get_latest_snapshot()
+    if after is None or (before is not None and after.id == before.id):
+        return None, 0
+    return after.id, int(written.value)
 
 
-def _add_bucket(warehouse: str, table: str) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+def _add_bucket(warehouse: str, table: str, catalog_options: Mapping[str, str]
+                ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     def add(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        opened = open_table(warehouse, table)
+        opened = open_table(warehouse, table, catalog_options=catalog_options)
         for batch in batches:
             _, buckets = primary_key.bucket_of_rows(opened, pa.Table.from_batches([batch]))
             yield batch.append_column(BUCKET_COLUMN, pa.array(buckets, pa.int32()))
@@ -88,13 +119,17 @@ def _add_bucket(warehouse: str, table: str) -> Callable[[Iterator[pa.RecordBatch
 
 
 def compact(spark: SparkSession, table: str, *, warehouse: str, full: bool = False,
-            threshold: float = primary_key.DEFAULT_COMPACTION_THRESHOLD) -> int | None:
+            threshold: float = primary_key.DEFAULT_COMPACTION_THRESHOLD,
+            catalog_options: Mapping[str, str] | None = None) -> int | None:
     """Rewrite files whose deleted fraction passes ``threshold`` (or all of them); one snapshot."""
     del spark
-    return primary_key.compact(open_table(warehouse, table), full=full, threshold=threshold)
+    return primary_key.compact(open_table(warehouse, table, catalog_options=catalog_options), full=full,
+                               threshold=threshold)
 
 
-def expire_snapshots(spark: SparkSession, table: str, *, warehouse: str, retain_last: int) -> Any:
+def expire_snapshots(spark: SparkSession, table: str, *, warehouse: str, retain_last: int,
+                     catalog_options: Mapping[str, str] | None = None) -> Any:
     """Keep the last ``retain_last`` snapshots and delete the files only older ones used."""
     del spark
-    return expire_module.expire_snapshots(open_table(warehouse, table), retain_last=retain_last)
+    return expire_module.expire_snapshots(open_table(warehouse, table, catalog_options=catalog_options),
+                                          retain_last=retain_last)

@@ -1,6 +1,7 @@
 """Row-level changes and index maintenance as Spark jobs over ``paimon_index`` tables.
 
     delete(spark, "db.t", "status = 'CANCELLED'", warehouse=W)          -> snapshot id | None
+    delete_rows(spark, "db.t", where, warehouse=W) -> RowChange(snapshot_id, rows)   (same job)
     update(spark, "db.t", {"status": "'PAID'", "score": "score + 1"}, "id < 100", warehouse=W)
     rewrite_file_index(spark, "db.t", where="dt = '2024-01-01'", warehouse=W)   (see table/rewrite.py)
 
@@ -17,7 +18,9 @@ all as **one** snapshot, exactly on the planned one (:class:`~paimon_index.table
 the files the tasks wrote. A failing task fails the job before anything is committed.
 
 SET values are Spark SQL expressions (``"'PAID'"`` is a string literal, ``"score + 1"`` an
-expression), as in ``UPDATE t SET status = 'PAID'``.
+expression), as in ``UPDATE t SET status = 'PAID'``. ``catalog_options`` (``fs.*``) reach the
+driver's catalog, the source's reads and every task. :mod:`paimon_index.spark.jobs` wraps these
+jobs with the Table API's result types.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from paimon_index.spark.datasource import FILTER_PUSHDOWN, METADATA, SNAPSHOT_ID
 from paimon_index.table.catalog import open_table
 from paimon_index.table.read import BUCKET_COLUMN, METADATA_COLUMNS, PARTITION_COLUMN
 from paimon_index.table.row_level import (
+    RowChange,
     RowChangePlan,
     commit_row_change,
     mark_deleted,
@@ -42,39 +46,49 @@ from paimon_index.table.row_level import (
 )
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
-__all__ = ["delete", "read_pinned", "rewrite_file_index", "update"]
+__all__ = ["assigned", "delete", "delete_rows", "read_pinned", "rewrite_file_index", "update", "update_rows"]
 
-MESSAGE_SCHEMA = "message binary"
+#: What every task returns: its pickled commit messages and how many table rows it marked deleted.
+MESSAGE_SCHEMA = "message binary, rows long"
+CatalogOptions = Mapping[str, str] | None
 
 
-def read_pinned(spark: SparkSession, warehouse: str, table: str, plan: RowChangePlan) -> DataFrame:
+def read_pinned(spark: SparkSession, warehouse: str, table: str, plan: RowChangePlan,
+                catalog_options: CatalogOptions = None) -> DataFrame:
     """The table at the planned snapshot, with the metadata columns."""
     # Pushdown forced on: every scan of this DataFrame (UPDATE scans it twice) pushes the same
     # filter, so the read plan Spark 4.1-4.3 share between them is right for each (docs/semantics.md).
-    return (spark.read.format(SOURCE_NAME).option(WAREHOUSE, warehouse).option(METADATA, "true")
+    return (spark.read.format(SOURCE_NAME).options(**dict(catalog_options or {}))
+            .option(WAREHOUSE, warehouse).option(METADATA, "true")
             .option(SNAPSHOT_ID, str(plan.snapshot_id)).option(FILTER_PUSHDOWN, "true").load(table))
 
 
-def _pickled(messages: list[Any]) -> pa.Table:
-    return pa.table({"message": pa.array([pickle.dumps(m) for m in messages if m is not None], pa.binary())})
+def _pickled(messages: list[Any], rows: int = 0) -> pa.Table:
+    kept: list[bytes | None] = [pickle.dumps(m) for m in messages if m is not None]
+    if rows and not kept:
+        kept = [None]  # the count must still reach the driver
+    # A task's row count rides on its first message.
+    counts = [rows] + [0] * (len(kept) - 1) if kept else []
+    return pa.table({"message": pa.array(kept, pa.binary()), "rows": pa.array(counts, pa.int64())})
 
 
 def _mark_task(plan: RowChangePlan) -> Callable[[tuple[Any, ...], pa.Table], pa.Table]:
     def mark(key: tuple[Any, ...], rows: pa.Table) -> pa.Table:
         partition, bucket = key[0].as_py(), key[1].as_py()
-        return _pickled([mark_deleted(plan.bucket(partition, bucket), rows)])
+        return _pickled([mark_deleted(plan.bucket(partition, bucket), rows)], rows.num_rows)
 
     return mark
 
 
-def _write_task(warehouse: str, table: str) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+def _write_task(warehouse: str, table: str, catalog_options: CatalogOptions
+                ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         rows = [b for b in batches if b.num_rows]
         if rows:
-            yield from _pickled(write_rows(open_table(warehouse, table), pa.Table.from_batches(rows)))\
-                .to_batches()
+            opened = open_table(warehouse, table, catalog_options=catalog_options)
+            yield from _pickled(write_rows(opened, pa.Table.from_batches(rows))).to_batches()
 
     return write
 
@@ -84,42 +98,76 @@ def _mark_job(matched: DataFrame, plan: RowChangePlan) -> DataFrame:
     return positions.groupBy(PARTITION_COLUMN, BUCKET_COLUMN).applyInArrow(_mark_task(plan), MESSAGE_SCHEMA)
 
 
-def _collect(messages: DataFrame) -> list[Any]:
-    return [pickle.loads(row.message) for row in messages.collect()]
+def _collect(messages: DataFrame) -> tuple[list[Any], int]:
+    """The tasks' commit messages and the number of rows they marked deleted."""
+    rows = messages.collect()
+    return ([pickle.loads(row.message) for row in rows if row.message is not None],
+            sum(row.rows for row in rows))
 
 
-def delete(spark: SparkSession, table: str, where: str, *, warehouse: str) -> int | None:
-    """``DELETE FROM table WHERE where`` through deletion vectors; the new snapshot id or None."""
-    paimon_table = open_table(warehouse, table)
+def _commit(paimon_table: Any, plan: RowChangePlan, messages: DataFrame) -> RowChange:
+    collected, rows = _collect(messages)
+    snapshot = commit_row_change(paimon_table, plan, collected)
+    return RowChange(snapshot, rows if snapshot is not None else 0)
+
+
+def delete_rows(spark: SparkSession, table: str, where: str, *, warehouse: str,
+                catalog_options: CatalogOptions = None) -> RowChange:
+    """``DELETE FROM table WHERE where`` through deletion vectors: the new snapshot (None when no
+    row matched) and the number of rows deleted."""
+    paimon_table = open_table(warehouse, table, catalog_options=catalog_options)
     plan = plan_row_change(paimon_table)
     if plan is None:
-        return None
-    matched = read_pinned(spark, warehouse, table, plan).filter(where)
-    return commit_row_change(paimon_table, plan, _collect(_mark_job(matched, plan)))
+        return RowChange(None, 0)
+    matched = read_pinned(spark, warehouse, table, plan, catalog_options).filter(where)
+    return _commit(paimon_table, plan, _mark_job(matched, plan))
 
 
-def update(spark: SparkSession, table: str, assignments: Mapping[str, str], where: str, *,
-           warehouse: str) -> int | None:
-    """``UPDATE table SET col = expr, ... WHERE where``: old rows marked deleted, new rows appended."""
+def delete(spark: SparkSession, table: str, where: str, *, warehouse: str,
+           catalog_options: CatalogOptions = None) -> int | None:
+    """``DELETE FROM table WHERE where`` through deletion vectors; the new snapshot id or None."""
+    return delete_rows(spark, table, where, warehouse=warehouse, catalog_options=catalog_options).snapshot_id
+
+
+def assigned(value: Any) -> Column:
+    """A SET value as a Spark column: a string is SQL expression text (``"'PAID'"`` is the string
+    literal), anything else a constant."""
     from pyspark.sql import functions as F
 
-    paimon_table = open_table(warehouse, table)
+    return F.expr(value) if isinstance(value, str) else F.lit(value)
+
+
+def update_rows(spark: SparkSession, table: str, assignments: Mapping[str, Any], where: str, *,
+                warehouse: str, catalog_options: CatalogOptions = None) -> RowChange:
+    """``UPDATE table SET col = expr, ... WHERE where``: old rows marked deleted, new rows appended;
+    the new snapshot (None when no row matched) and the number of rows updated. A value is SQL
+    expression text when a string, else a constant (:func:`assigned`)."""
+    from pyspark.sql import functions as F
+
+    paimon_table = open_table(warehouse, table, catalog_options=catalog_options)
     columns = [field.name for field in paimon_table.fields]
     unknown = set(assignments) - set(columns)
     if unknown:
         raise InvalidOptionError(f"UPDATE sets unknown columns: {sorted(unknown)}")
     plan = plan_row_change(paimon_table)
     if plan is None:
-        return None
-    matched = read_pinned(spark, warehouse, table, plan).filter(where)
-    new_rows = matched.select(*[F.expr(assignments[c]).cast(matched.schema[c].dataType).alias(c)
+        return RowChange(None, 0)
+    matched = read_pinned(spark, warehouse, table, plan, catalog_options).filter(where)
+    new_rows = matched.select(*[assigned(assignments[c]).cast(matched.schema[c].dataType).alias(c)
                                 if c in assignments else F.col(c) for c in columns])
-    written = new_rows.mapInArrow(_write_task(warehouse, table), MESSAGE_SCHEMA)
-    return commit_row_change(paimon_table, plan, _collect(_mark_job(matched, plan).unionAll(written)))
+    written = new_rows.mapInArrow(_write_task(warehouse, table, catalog_options), MESSAGE_SCHEMA)
+    return _commit(paimon_table, plan, _mark_job(matched, plan).unionAll(written))
+
+
+def update(spark: SparkSession, table: str, assignments: Mapping[str, str], where: str, *,
+           warehouse: str, catalog_options: CatalogOptions = None) -> int | None:
+    """``UPDATE table SET col = expr, ... WHERE where``; the new snapshot id or None."""
+    return update_rows(spark, table, assignments, where, warehouse=warehouse,
+                       catalog_options=catalog_options).snapshot_id
 
 
 def rewrite_file_index(spark: SparkSession, table: str, where: str | None = None, *, warehouse: str,
-                       progress: bool = True) -> int | None:
+                       progress: bool = True, catalog_options: CatalogOptions = None) -> int | None:
     """Rebuild out-of-date file indexes as a Spark job (one task per file), one snapshot.
 
     The driver plans the files (those of the partitions ``where`` selects), executors rebuild and
@@ -129,13 +177,13 @@ def rewrite_file_index(spark: SparkSession, table: str, where: str | None = None
     """
     from paimon_index.table.rewrite import commit_rewrite, plan_rewrite, rewrite_file
 
-    paimon_table = open_table(warehouse, table)
+    paimon_table = open_table(warehouse, table, catalog_options=catalog_options)
     tasks = plan_rewrite(paimon_table, where)
     if not tasks:
         return None
 
     def rebuild(part: Iterator[Any]) -> Iterator[bytes]:
-        opened = open_table(warehouse, table)
+        opened = open_table(warehouse, table, catalog_options=catalog_options)
         for task in part:
             yield pickle.dumps(rewrite_file(opened, task))
 

@@ -58,6 +58,7 @@ from paimon_index.table.read import (
     partition_text,
     read_split,
 )
+from paimon_index.table.stats import plan_splits
 from paimon_index.table.transaction import Transaction
 from paimon_index.table.write import table_options, table_schema, write_files
 
@@ -189,7 +190,8 @@ def _matching_rows(table: PaimonTable, plan: RowChangePlan, where: Predicate | s
     schema = table_schema(table)
     bound = bind_predicate(where, schema) if isinstance(where, str) else where
     pinned = pinned_table(table, plan.snapshot_id)
-    batches = [b for split in pinned.new_read_builder().new_scan().plan().splits()
+    # Value statistics skip the files that cannot hold a matching row before any index is read.
+    batches = [b for split in plan_splits(pinned, bound, schema)
                for b in read_split(split, bound, schema, row_ids=plan.partition_keys)]
     return pa.Table.from_batches(batches) if batches else pa.table({c: [] for c in METADATA_COLUMNS})
 
