@@ -35,12 +35,13 @@ def test_abort_deletes_what_finished_tasks_wrote(tmp_path: Path) -> None:
     """The driver half, called as Spark calls it (tasks' messages in, one of them None). Fails on a
     no-op abort (the old behaviour: written files stayed as orphans)."""
     from paimon_index.spark.datasource import PaimonIndexWriter
+    from paimon_index.spark.options import parse_write_options
 
     warehouse = str(tmp_path)
     create_table(warehouse, "db.t", SCHEMA, options={"bucket": "-1", "file-index.bloom-filter.columns": "id",
                                                      "file-index.in-manifest-threshold": "1"})
     before = _files(warehouse)
-    options = {"warehouse": warehouse, "path": "db.t"}
+    options = parse_write_options({"warehouse": warehouse, "path": "db.t"})
     writer = PaimonIndexWriter(options)
     batch = pa.record_batch({"id": pa.array([1, 2], pa.int64()), "tag": pa.array(["a", "b"])})
     message = writer.write(iter([batch]))
