@@ -236,7 +236,10 @@ def _exact_in_arrow(p: Predicate, schema: dict[str, DataType]) -> bool:
     """Whether our evaluation (indexes, then Arrow compute) gives Spark's answer for ``p``."""
     if isinstance(p, Leaf):
         dtype = schema.get(p.column)
-        return dtype is not None and (dtype.root not in _FLOATS or p.op in _FLOAT_SAFE)
+        # A ROW/ARRAY/MAP column (even under IS NULL) has no index key nor Arrow evaluation here.
+        if dtype is None or dtype.is_nested:
+            return False
+        return dtype.root not in _FLOATS or p.op in _FLOAT_SAFE
     if p in (ALWAYS_TRUE, ALWAYS_FALSE):
         return True
     return all(_exact_in_arrow(c, schema) for c in p.children)
