@@ -57,7 +57,7 @@ on, ``pushFilters`` turns each it can evaluate exactly into our predicate (``=``
 NULL))`` keeps none) and ANDs them; the file indexes answer it, deletion vectors are subtracted and
 the predicate is applied exactly to the rows read, so Spark does not re-check the filters taken.
 Filters on FLOAT/DOUBLE columns other than ``IS [NOT] NULL`` (NaN and -0.0 compare differently in
-Spark), on nested fields, string matches under ``NOT``, and ORs are left to Spark.
+Spark), on nested columns and fields, string matches under ``NOT``, and ORs are left to Spark.
 
 **Where pushdown is on.** Spark 4.1 to 4.3 keep the read plan a Python source makes while filters
 are pushed (the predicate and the pruned splits) on the *relation*, not on the scan: every scan of
