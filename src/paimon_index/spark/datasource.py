@@ -57,7 +57,7 @@ on, ``pushFilters`` turns each it can evaluate exactly into our predicate (``=``
 NULL))`` keeps none) and ANDs them; the file indexes answer it, deletion vectors are subtracted and
 the predicate is applied exactly to the rows read, so Spark does not re-check the filters taken.
 Filters on FLOAT/DOUBLE columns other than ``IS [NOT] NULL`` (NaN and -0.0 compare differently in
-Spark), on nested fields, string matches under ``NOT``, and ORs are left to Spark.
+Spark), on nested columns and fields, string matches under ``NOT``, and ORs are left to Spark.
 
 **Where pushdown is on.** Spark 4.1 to 4.3 keep the read plan a Python source makes while filters
 are pushed (the predicate and the pruned splits) on the *relation*, not on the scan: every scan of
@@ -236,7 +236,10 @@ def _exact_in_arrow(p: Predicate, schema: dict[str, DataType]) -> bool:
     """Whether our evaluation (indexes, then Arrow compute) gives Spark's answer for ``p``."""
     if isinstance(p, Leaf):
         dtype = schema.get(p.column)
-        return dtype is not None and (dtype.root not in _FLOATS or p.op in _FLOAT_SAFE)
+        # A ROW/ARRAY/MAP column (even under IS NULL) has no index key nor Arrow evaluation here.
+        if dtype is None or dtype.is_nested:
+            return False
+        return dtype.root not in _FLOATS or p.op in _FLOAT_SAFE
     if p in (ALWAYS_TRUE, ALWAYS_FALSE):
         return True
     return all(_exact_in_arrow(c, schema) for c in p.children)
