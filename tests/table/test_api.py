@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -365,3 +366,26 @@ def test_primary_key_table_reads_the_snapshot_asked_for(tmp_path: Path) -> None:
     assert sorted(table.read(snapshot_id=first).to_pylist(), key=lambda r: r["k"]) == \
         [{"k": 1, "v": "a"}, {"k": 2, "v": "b"}]
     assert sorted(table.read().to_pylist(), key=lambda r: r["k"]) == [{"k": 1, "v": "c"}, {"k": 2, "v": "b"}]
+
+
+def test_primary_key_update_is_refused_when_a_delete_lands_after_its_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """UPDATE reads the matching rows, then upserts them: a DELETE committed in between must refuse the
+    UPDATE, not be undone by it (found by the reliability suite: deleted keys came back)."""
+    schema = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.string())])
+    table = paimon_index.create_table(str(tmp_path), "db.pk", schema, primary_keys=["k"],
+                                      options={"bucket": "1", "deletion-vectors.enabled": "true"})
+    table.upsert(pa.table({"k": pa.array([1, 2], pa.int64()), "v": ["a", "b"]}))
+    other = paimon_index.open_table(str(tmp_path), "db.pk")
+    read = paimon_index.Table.read
+
+    def read_then_another_writer_deletes(self: paimon_index.Table, *args: Any, **kwargs: Any) -> pa.Table:
+        rows = read(self, *args, **kwargs)
+        monkeypatch.setattr(paimon_index.Table, "read", read)  # once: the UPDATE's own read
+        assert other.delete("k = 1").snapshot_id is not None
+        return rows
+
+    monkeypatch.setattr(paimon_index.Table, "read", read_then_another_writer_deletes)
+    with pytest.raises(ConcurrentChangeError):
+        table.update({"v": "'z'"}, "k >= 1")
+    assert table.read().to_pylist() == [{"k": 2, "v": "b"}]

@@ -50,6 +50,7 @@ from paimon_index.fileindex.base import SortOrder, TopN
 from paimon_index.predicate import ALWAYS_TRUE, Predicate
 from paimon_index.table import catalog as _catalog
 from paimon_index.table.paimon import delta_file_counts, latest_snapshot, pinned_table, snapshot_exists
+from paimon_index.table.pk.upsert import LATEST as UPSERT_LATEST
 from paimon_index.table.read import ScanReport
 
 __all__ = ["CommitResult", "MaintenanceResult", "Table", "create_table", "open_table"]
@@ -206,7 +207,8 @@ class Table:
         rows = _as_table(data)
         return self._result("upsert", self._upsert(rows), rows.num_rows)
 
-    def _upsert(self, rows: pa.Table) -> int | None:
+    def _upsert(self, rows: pa.Table, planned: int | object | None = UPSERT_LATEST) -> int | None:
+        """Upsert ``rows``; ``planned``: the snapshot they were read from (commit exactly on it)."""
         from paimon_index.table.primary_key import ROW_KIND_COLUMN, dv_mode, upsert_arrow
         from paimon_index.table.write import write_arrow
 
@@ -217,9 +219,13 @@ class Table:
             if ROW_KIND_COLUMN in rows.column_names:
                 raise TableError(f"deleting keys of {self.identifier} needs deletion vectors: set "
                                  "'deletion-vectors.enabled' = 'true'")
+            if planned is not UPSERT_LATEST:
+                raise TableError(f"UPDATE of {self.identifier} by predicate needs deletion vectors (a "
+                                 "plain append cannot commit on the snapshot it read): set "
+                                 "'deletion-vectors.enabled' = 'true', or upsert the new rows")
             return write_arrow(self._paimon, rows)
         try:
-            return upsert_arrow(self._paimon, rows)
+            return upsert_arrow(self._paimon, rows, planned=planned)
         except PaimonIndexError:
             raise
         except (pa.ArrowInvalid, pa.ArrowTypeError, RuntimeError, ValueError) as e:
@@ -281,7 +287,12 @@ class Table:
         keys = list(self._paimon.primary_keys)
         if assignments is not None and set(assignments) & set(keys):
             raise InvalidOptionError(f"UPDATE of {self.identifier} cannot change primary-key columns {keys}")
-        matched = self.read(where)
+        # Read and commit on one snapshot: a change landing in between refuses this one
+        # (ConcurrentChangeError) instead of being undone by it.
+        planned = self.snapshot_id
+        if planned is None:
+            return CommitResult(operation, None)
+        matched = self.read(where, snapshot_id=planned)
         if matched.num_rows == 0:
             return CommitResult(operation, None)
         if assignments is None:
@@ -297,7 +308,7 @@ class Table:
                     raise DataError(f"UPDATE of {self.identifier}: the value for column {name!r} does not "
                                     f"fit its type {field_.type}: {e}") from e
                 rows = rows.set_column(matched.schema.get_field_index(name), field_, column)
-        return self._result(operation, self._upsert(rows), matched.num_rows)
+        return self._result(operation, self._upsert(rows, planned), matched.num_rows)
 
     def compact(self, full: bool = False) -> CommitResult:
         """Compact a primary-key table's files (``full``: everything into the highest level)."""

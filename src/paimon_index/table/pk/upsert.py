@@ -104,7 +104,11 @@ def _level0_rows(bucket: Bucket, plan: Plan, columns: list[str]) -> pa.Table | N
     return rows.select(columns).append_column(ROW_KIND_COLUMN, pa.array(kinds.astype(object), pa.string()))
 
 
-def upsert_arrow(table: Any, data: pa.Table) -> int | None:
+#: ``upsert_arrow(planned=...)`` default: plan on the latest snapshot.
+LATEST = object()
+
+
+def upsert_arrow(table: Any, data: pa.Table, *, planned: int | object | None = LATEST) -> int | None:
     """Insert or replace rows by key (and delete keys with row kind ``-D``/``-U``), one snapshot.
 
     Returns the new snapshot's id (None when there was nothing to do).
@@ -118,7 +122,12 @@ def upsert_arrow(table: Any, data: pa.Table) -> int | None:
     keys = list(table.primary_keys)
     columns = user_columns(table)
     target = pa.schema([*arrow_fields(table), pa.field(ROW_KIND_COLUMN, pa.string())])
-    with begin(table, _UPSERT) as txn:
+    # ``planned``: the snapshot the caller read ``data`` from (DELETE/UPDATE by predicate); the
+    # upsert then plans and commits on exactly that snapshot, so a change that landed after the read
+    # makes it fail instead of being overwritten.
+    txn = begin(table, _UPSERT) if planned is LATEST else \
+        on_snapshot(table, planned, _UPSERT)  # type: ignore[arg-type]
+    with txn:
         plan = plan_snapshot(table, txn.snapshot)
         # Level-0 files (plain pypaimon writes) are older than this batch: folded in first.
         older = [t for t in (_level0_rows(b, plan, columns) for b in plan.buckets.values()) if t is not None]
