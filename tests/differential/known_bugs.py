@@ -17,10 +17,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import pytest
+
 from differential.expr import Expr
 from differential.generate import TableSpec
 
-__all__ = ["KNOWN_BUGS", "Case", "KnownBug", "claimed_by"]
+__all__ = ["KNOWN_BUGS", "Case", "KnownBug", "claimed_by", "report_differences"]
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,14 @@ class KnownBug:
 #: Empty: every bug this suite found was fixed (their repros are the ``test_regression_*`` tests).
 #: A new difference the suite finds gets an entry here (with a matcher) until it is fixed.
 KNOWN_BUGS: tuple[KnownBug, ...] = ()
+
+
+def report_differences(description: str, failures: list[str], claimed: list[str]) -> None:
+    """Fail on any unexplained difference; xfail when every difference is a known bug's."""
+    if failures:
+        pytest.fail(f"{description}\n" + "\n".join(failures + claimed), pytrace=False)
+    if claimed:
+        pytest.xfail("known bugs: " + "; ".join(sorted({c.split(":", 1)[0] for c in claimed})))
 
 
 def claimed_by(case: Case) -> KnownBug | None:

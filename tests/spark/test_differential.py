@@ -31,7 +31,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from differential.compare import diff_rows, normalize
 from differential.expr import SPARK, evaluate
 from differential.generate import Materialized, generate_table, materialize, tables
-from differential.known_bugs import Case, claimed_by
+from differential.known_bugs import Case, claimed_by, report_differences
 from differential.queries import SHAPES, Query, generate_queries, generate_where
 from paimon_index.table.catalog import create_table
 from paimon_index.table.write import write_arrow
@@ -150,19 +150,12 @@ def compare_query(spark: Any, made: Materialized, query: Query) -> tuple[list[st
     return failures, claimed
 
 
-def _report(made: Materialized, failures: list[str], claimed: list[str]) -> None:
-    if failures:
-        pytest.fail(f"{made.spec.describe()}\n" + "\n".join(failures + claimed), pytrace=False)
-    if claimed:
-        pytest.xfail("known bugs: " + "; ".join(sorted({c.split(":", 1)[0] for c in claimed})))
-
-
 @pytest.mark.parametrize(("seed", "shape"), CI_CASES, ids=[f"seed{s}-{q}" for s, q in CI_CASES])
 def test_paimon_index_matches_spark_parquet(spark: Any, made_tables: dict[int, Materialized], seed: int,
                                             shape: str) -> None:
     made = made_tables[seed]
     (query,) = generate_queries(random.Random(f"{seed}-{shape}"), made.spec, (shape,))
-    _report(made, *compare_query(spark, made, query))
+    report_differences(made.spec.describe(), *compare_query(spark, made, query))
 
 
 @pytest.mark.slow

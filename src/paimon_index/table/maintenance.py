@@ -146,16 +146,21 @@ def _snapshot_ids(table: Any) -> list[int]:
     return sorted(int(m.group(1)) for name in os.listdir(directory) if (m := _SNAPSHOT_FILE.match(name)))
 
 
-def _tagged_snapshots(table: Any) -> list[Any]:
-    """The snapshots tags point to (their files are kept by expiry and orphan cleaning)."""
+def _snapshot_files(table: Any, folder: str, prefix: str) -> list[Any]:
+    """The snapshots stored as ``<table>/<folder>/<prefix>*`` files (unreadable ones left out)."""
     from paimon_index.table.paimon import Snapshot
 
-    directory = posixpath.join(_local(str(table.table_path)), "tag")
+    directory = posixpath.join(_local(str(table.table_path)), folder)
     if not os.path.isdir(directory):
         return []
-    names = sorted(n for n in os.listdir(directory) if n.startswith(TAG_PREFIX))
+    names = sorted(n for n in os.listdir(directory) if n.startswith(prefix))
     found = (_read_json(table, posixpath.join(directory, n), Snapshot) for n in names)
     return [s for s in found if s is not None]
+
+
+def _tagged_snapshots(table: Any) -> list[Any]:
+    """The snapshots tags point to (their files are kept by expiry and orphan cleaning)."""
+    return _snapshot_files(table, "tag", TAG_PREFIX)
 
 
 def _branch_snapshots(table: Any) -> list[Any]:
@@ -178,14 +183,7 @@ def _branch_snapshots(table: Any) -> list[Any]:
 
 def _changelogs(table: Any) -> list[Any]:
     """Changelogs kept beyond their snapshots (``changelog/changelog-N``), read as snapshots."""
-    from paimon_index.table.paimon import Snapshot
-
-    directory = posixpath.join(_local(str(table.table_path)), "changelog")
-    if not os.path.isdir(directory):
-        return []
-    names = sorted(n for n in os.listdir(directory) if n.startswith(CHANGELOG_PREFIX))
-    found = (_read_json(table, posixpath.join(directory, n), Snapshot) for n in names)
-    return [s for s in found if s is not None]
+    return _snapshot_files(table, "changelog", CHANGELOG_PREFIX)
 
 
 def _data_file_path(table: Any, entry: Any, memo: dict) -> str:
