@@ -1,0 +1,257 @@
+"""The one seam for every byte a table path reads or writes: the table's pypaimon ``FileIO``.
+
+A warehouse may be a local directory, ``s3://``, ``oss://`` or ``hdfs://``; pypaimon's catalog
+gives each table a ``file_io`` for its scheme (built from the catalog options, ``fs.s3.endpoint``
+...). Everything in paimon-index that touches a file of a table -- index containers, Parquet data
+files, deletion-vector and hash-index files, snapshot listings, orphan removal -- goes through a
+:class:`TableIO` over that ``file_io``, never ``open()``, ``os.*`` or a bare path given to pyarrow.
+
+Object stores charge per request and per round trip, so the seam counts both
+(:class:`IOCounters`), and reads by range: :class:`FileIOSource` is a
+:class:`paimon_index.binary.Source` that keeps one input stream open, serves ``read_at`` from
+spans fetched earlier by :meth:`FileIOSource.prefetch` (near ranges coalesced into one request),
+and otherwise issues one ranged read per call.
+
+Only the duck-typed ``FileIO`` surface is used (``new_input_stream``, ``new_output_stream``,
+``exists``, ``delete``, ``list_status``, ``get_file_status``, ``mkdirs``); nothing here imports
+pypaimon.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from paimon_index.errors import CorruptFileError
+
+__all__ = ["COALESCE_GAP_BYTES", "FileIOSource", "FileStatus", "IOCounters", "TableIO"]
+
+#: Two wanted ranges closer than this are fetched as one request (the gap is read and dropped):
+#: on an object store a round trip costs far more than 1 MiB of transfer.
+COALESCE_GAP_BYTES = 1 << 20
+#: One coalesced request never spans more than this.
+COALESCE_MAX_SPAN_BYTES = 64 << 20
+
+
+@dataclass
+class IOCounters:
+    """Requests and bytes through one :class:`TableIO` (thread-safe; summed over its sources)."""
+
+    read_requests: int = 0
+    bytes_read: int = 0
+    write_requests: int = 0
+    bytes_written: int = 0
+    list_requests: int = 0
+    other_requests: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, **counts: int) -> None:
+        with self._lock:
+            for name, value in counts.items():
+                setattr(self, name, getattr(self, name) + value)
+
+    def as_dict(self) -> dict[str, int]:
+        return {name: getattr(self, name) for name in ("read_requests", "bytes_read", "write_requests",
+                                                        "bytes_written", "list_requests", "other_requests")}
+
+    def __getstate__(self) -> dict[str, int]:
+        return self.as_dict()
+
+    def __setstate__(self, state: dict[str, int]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class FileStatus:
+    """One entry of a directory listing."""
+
+    path: str
+    name: str
+    size: int | None
+    is_dir: bool
+    #: Modification time in seconds since the epoch (None when the store does not say).
+    mtime: float | None
+
+
+def _mtime(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value.timestamp()
+    return float(value)
+
+
+def coalesce(ranges: Iterable[tuple[int, int]], gap: int = COALESCE_GAP_BYTES,
+             max_span: int = COALESCE_MAX_SPAN_BYTES) -> list[tuple[int, int]]:
+    """Sorted ``(offset, length)`` spans covering ``ranges``, near ones merged into one."""
+    spans: list[list[int]] = []
+    for offset, length in sorted((o, n) for o, n in ranges if n > 0):
+        end = offset + length
+        if spans and offset - spans[-1][1] <= gap and end - spans[-1][0] <= max_span:
+            spans[-1][1] = max(spans[-1][1], end)
+        else:
+            spans.append([offset, end])
+    return [(start, end - start) for start, end in spans]
+
+
+class FileIOSource:
+    """A :class:`paimon_index.binary.Source` over one file of a ``FileIO``, read by range."""
+
+    def __init__(self, io: TableIO, path: str, size: int | None = None) -> None:
+        self.name = path
+        self._io = io
+        self._stream: Any = None
+        self.size = size if size is not None else io.size(path)
+        #: Bytes handed out to the parser so far.
+        self.bytes_read = 0
+        self._spans: list[tuple[int, bytes]] = []
+
+    def _open(self) -> Any:
+        if self._stream is None:
+            self._stream = self._io.file_io.new_input_stream(self.name)
+        return self._stream
+
+    def _fetch(self, offset: int, length: int) -> bytes:
+        stream = self._open()
+        stream.seek(offset)
+        data = stream.read(length)
+        self._io.counters.add(read_requests=1, bytes_read=len(data))
+        if len(data) != length:
+            raise CorruptFileError(f"file ended after {len(data)} of {length} bytes",
+                                   path=self.name, offset=offset + len(data))
+        return bytes(data)
+
+    def prefetch(self, ranges: Iterable[tuple[int, int]]) -> None:
+        """Fetch ``ranges`` now, near ones in one request; later ``read_at`` inside them is free."""
+        wanted = [(o, n) for o, n in ranges if not self._cached(o, n)]
+        for offset, length in coalesce(wanted):
+            length = min(length, self.size - offset)
+            if length > 0:
+                self._spans.append((offset, self._fetch(offset, length)))
+
+    def _cached(self, offset: int, length: int) -> bytes | None:
+        for start, data in self._spans:
+            if start <= offset and offset + length <= start + len(data):
+                return data[offset - start: offset - start + length]
+        return None
+
+    def read_at(self, offset: int, length: int) -> bytes:
+        data = self._cached(offset, length)
+        if data is None:
+            data = self._fetch(offset, length)
+        self.bytes_read += len(data)
+        return data
+
+    def close(self) -> None:
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
+        self._spans = []
+
+    def __enter__(self) -> FileIOSource:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class TableIO:
+    """A table's ``FileIO`` with request counting: read, write, list, delete by path."""
+
+    def __init__(self, file_io: Any, counters: IOCounters | None = None) -> None:
+        self.file_io = file_io
+        self.counters = counters if counters is not None else IOCounters()
+
+    @classmethod
+    def of(cls, table: Any) -> TableIO:
+        """The seam over a pypaimon table's ``file_io``."""
+        return cls(table.file_io)
+
+    @property
+    def is_local(self) -> bool:
+        """Whether paths are on the local file system (where ``os.link`` gives an atomic create)."""
+        return type(self.file_io).__name__ == "LocalFileIO"
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    def source(self, path: str, size: int | None = None) -> FileIOSource:
+        """A ranged-read :class:`~paimon_index.binary.Source` (``size`` known saves a request)."""
+        return FileIOSource(self, path, size)
+
+    def read_bytes(self, path: str) -> bytes:
+        with self.file_io.new_input_stream(path) as stream:
+            data = bytes(stream.read())
+        self.counters.add(read_requests=1, bytes_read=len(data))
+        return data
+
+    def read_ranges(self, path: str, ranges: Sequence[tuple[int, int]],
+                    size: int | None = None) -> list[bytes]:
+        """The bytes of each ``(offset, length)`` of one file, near ranges fetched together."""
+        end = size if size is not None else max((o + n for o, n in ranges), default=0)
+        with self.source(path, end) as src:
+            src.prefetch(ranges)
+            return [src.read_at(o, n) for o, n in ranges]
+
+    @contextmanager
+    def parquet(self, path: str) -> Iterator[pq.ParquetFile]:
+        """A Parquet reader over the file's stream (footer and column chunks by range), closed after."""
+        stream = self.file_io.new_input_stream(path)
+        self.counters.add(other_requests=1)
+        try:
+            yield pq.ParquetFile(stream)
+        finally:
+            stream.close()
+
+    # -- metadata --------------------------------------------------------------------------------
+
+    def size(self, path: str) -> int:
+        self.counters.add(other_requests=1)
+        status = self.file_io.get_file_status(path)
+        return int(status.size)
+
+    def exists(self, path: str) -> bool:
+        self.counters.add(other_requests=1)
+        return bool(self.file_io.exists(path))
+
+    def list(self, directory: str) -> list[FileStatus]:
+        """The entries directly in ``directory`` (empty when it does not exist), sorted by name."""
+        self.counters.add(list_requests=1)
+        entries = []
+        for status in self.file_io.list_status(directory) or ():
+            name = getattr(status, "base_name", None) or posixpath.basename(str(status.path).rstrip("/"))
+            is_dir = getattr(status.type, "name", str(status.type)) == "Directory"
+            entries.append(FileStatus(path=posixpath.join(directory, name), name=name,
+                                      size=None if is_dir else status.size, is_dir=is_dir,
+                                      mtime=_mtime(getattr(status, "mtime", None))))
+        return sorted(entries, key=lambda e: e.name)
+
+    # -- writing ---------------------------------------------------------------------------------
+
+    def write_bytes(self, path: str, data: bytes | bytearray | memoryview, *,
+                    overwrite: bool = False) -> None:
+        """Write a whole file (refuses an existing one unless ``overwrite``)."""
+        if not overwrite and self.exists(path):
+            raise FileExistsError(path)
+        with self.file_io.new_output_stream(path) as out:
+            out.write(data)
+        self.counters.add(write_requests=1, bytes_written=len(data))
+
+    def delete(self, path: str) -> bool:
+        """Delete one file; False when it was not there."""
+        self.counters.add(other_requests=1)
+        try:
+            return bool(self.file_io.delete(path, False))
+        except FileNotFoundError:
+            return False
+
+    def delete_quietly(self, path: str) -> None:
+        self.counters.add(other_requests=1)
+        self.file_io.delete_quietly(path)

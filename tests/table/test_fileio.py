@@ -1,0 +1,58 @@
+"""The FileIO seam over a real pypaimon table's ``file_io`` (local here; S3 in tests/objectstore)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from paimon_index.errors import CorruptFileError
+from paimon_index.table.catalog import create_table
+from paimon_index.table.fileio import TableIO, coalesce
+
+
+@pytest.fixture()
+def io(tmp_path: Path) -> TableIO:
+    table = create_table(str(tmp_path), "db.t", pa.schema([("id", pa.int64())]))
+    return TableIO.of(table)
+
+
+def test_coalesce_merges_near_ranges_only() -> None:
+    assert coalesce([(100, 10), (0, 10), (5000, 1)], gap=100) == [(0, 110), (5000, 1)]
+    assert coalesce([(0, 10), (5, 10)], gap=0) == [(0, 15)]
+    assert coalesce([(0, 0)]) == []
+
+
+def test_ranges_are_read_in_one_request_and_sliced(io: TableIO, tmp_path: Path) -> None:
+    path = str(tmp_path / "blob")
+    payload = bytes(range(256)) * 64
+    io.write_bytes(path, payload)
+    with pytest.raises(FileExistsError):
+        io.write_bytes(path, b"x")
+    before = io.counters.read_requests
+    parts = io.read_ranges(path, [(10, 5), (4000, 100), (20, 3)])
+    assert parts == [payload[10:15], payload[4000:4100], payload[20:23]]
+    assert io.counters.read_requests - before == 1
+
+
+def test_short_file_is_a_corrupt_file_error_naming_it(io: TableIO, tmp_path: Path) -> None:
+    path = str(tmp_path / "short")
+    io.write_bytes(path, b"abc")
+    with io.source(path) as source, pytest.raises(CorruptFileError, match="short"):
+        source.read_at(1, 10)
+
+
+def test_list_parquet_and_delete(io: TableIO, tmp_path: Path) -> None:
+    pq.write_table(pa.table({"x": [1, 2, 3]}), tmp_path / "d.parquet")
+    (tmp_path / "sub").mkdir()
+    names = {e.name: e for e in io.list(str(tmp_path))}
+    assert names["d.parquet"].size == (tmp_path / "d.parquet").stat().st_size
+    assert not names["d.parquet"].is_dir
+    assert names["sub"].is_dir and names["d.parquet"].mtime is not None
+    with io.parquet(str(tmp_path / "d.parquet")) as parquet:
+        assert parquet.read().column("x").to_pylist() == [1, 2, 3]
+    assert io.delete(str(tmp_path / "d.parquet")) and not io.exists(str(tmp_path / "d.parquet"))
+    assert not io.delete(str(tmp_path / "d.parquet"))
+    assert io.list(str(tmp_path / "missing")) == []
