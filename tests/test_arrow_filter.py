@@ -109,6 +109,12 @@ def spark_rows(text: str) -> list[int]:
     ("a = 99.999", []),
     ("a IN (99, 1)", [0, 4]),
     ("w = 1234567890123456789012345678.0123456789", [0]),
+    # a NULL bound: BETWEEN is never TRUE; under NOT only the other bound's range is left
+    ("a BETWEEN 0 AND NULL", []),
+    ("a BETWEEN NULL AND 200", []),
+    ("NOT (a BETWEEN 0 AND NULL)", [5]),
+    ("NOT (a BETWEEN NULL AND 50)", [0, 1, 3, 6]),
+    ("i BETWEEN NULL AND 5", []),
     ("w < 0", [4]),
     ("w > 1.5", [0, 5, 6, 7]),
     # integers against fractions

@@ -99,6 +99,8 @@ def _leaf(leaf: Leaf, schema: Mapping[str, DataType]) -> pc.Expression:
                 return pc.scalar(False)  # x NOT IN (..., NULL) is never TRUE
             return ~field.isin(non_null) & field.is_valid()
         case Op.BETWEEN:
+            if None in lits:
+                return pc.scalar(False)  # x BETWEEN NULL AND y is never TRUE (and NULL has no Arrow type)
             lo, hi = lits
             return (field >= lo) & (field <= hi)
         case Op.STARTS_WITH:
