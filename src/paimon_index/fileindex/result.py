@@ -119,7 +119,8 @@ class Rows(FileIndexResult):
 
     @property
     def exact(self) -> bool:
-        return self._exact
+        # An empty superset of the matches is exactly them (once the bitmap is known).
+        return self._exact or (self._bitmap is not None and not self._bitmap)
 
     def _with_exact(self, exact: bool) -> Rows:
         if exact == self._exact:
