@@ -21,7 +21,8 @@ from paimon_index.types import parse_schema
 
 SCHEMA = parse_schema("i_bm INT, i_rb INT, i_bsi BIGINT, d_bm DOUBLE, d_rb DOUBLE, s_bm STRING, "
                       "s_rb STRING, dec_rb DECIMAL(10, 2), i_bf INT, ts9 TIMESTAMP(9)")
-OPTIONS = {"file-index.bitmap.columns": "i_bm,d_bm,s_bm", "file-index.range-bitmap.columns": "i_rb,d_rb,s_rb,dec_rb",
+OPTIONS = {"file-index.bitmap.columns": "i_bm,d_bm,s_bm",
+           "file-index.range-bitmap.columns": "i_rb,d_rb,s_rb,dec_rb",
            "file-index.bsi.columns": "i_bsi", "file-index.bloom-filter.columns": "i_bf"}
 INTS = [None, -3, 0, 1, 2, 7]
 DOUBLES = [None, -0.0, 0.0, 1.5, -2.0, float("nan"), float("inf")]
@@ -38,7 +39,8 @@ def _table(rng: random.Random) -> pa.Table:
     types = {"i_bm": pa.int32(), "i_rb": pa.int32(), "i_bsi": pa.int64(), "d_bm": pa.float64(),
              "d_rb": pa.float64(), "s_bm": pa.string(), "s_rb": pa.string(), "dec_rb": pa.decimal128(10, 2),
              "i_bf": pa.int32()}
-    columns = {name: pa.array([rng.choice(DOMAIN[name]) for _ in range(ROWS)], t) for name, t in types.items()}
+    columns = {name: pa.array([rng.choice(DOMAIN[name]) for _ in range(ROWS)], t)
+               for name, t in types.items()}
     columns["ts9"] = pa.array([None] * ROWS, pa.timestamp("ns"))
     return pa.table(columns)
 
@@ -99,7 +101,8 @@ def test_exact_answers_are_the_matching_rows(seed: int) -> None:
 
 @pytest.fixture
 def evaluator():
-    table = pa.table({"i_bm": pa.array([1, None, 2, 1], pa.int32()), "i_bf": pa.array([1, 2, 3, 4], pa.int32()),
+    table = pa.table({"i_bm": pa.array([1, None, 2, 1], pa.int32()),
+                      "i_bf": pa.array([1, 2, 3, 4], pa.int32()),
                       "d_rb": pa.array([-0.0, 0.0, float("nan"), None]),
                       "ts9": pa.array([1, 2, None, 4], pa.timestamp("ns"))})
     opts = {"file-index.bitmap.columns": "i_bm,ts9", "file-index.bloom-filter.columns": "i_bf",
