@@ -139,17 +139,17 @@ def file_pairs(table: Any, bound: Predicate, schema: Mapping[str, DataType], use
     return pairs
 
 
-def _deleted(deletion_file: Any, row_count: int) -> BitMap:
-    """The file's deleted positions (empty without a vector), checked against its row count."""
+def _deleted_count(deletion_file: Any, row_count: int) -> int:
+    """How many rows the file's vector deletes (0 without one), checked against its row count."""
     if deletion_file is None:
-        return BitMap()
+        return 0
     vector = read_vector(deletion_file.dv_index_path, deletion_file.offset, deletion_file.length)
-    positions = vector.positions()
+    positions = vector.positions()  # sorted, distinct
     if len(positions) and int(positions[-1]) >= row_count:
         raise CorruptFileError(f"deletion vector holds row {int(positions[-1])} of a {row_count}-row file",
                                path=deletion_file.dv_index_path, offset=deletion_file.offset,
                                field="deletion vector")
-    return BitMap(positions.astype(np.uint32))
+    return len(positions)
 
 
 def _identity(schema: Mapping[str, DataType], meta: Any) -> bool:
@@ -183,44 +183,55 @@ def count_from_index(meta: Any, deletion_file: Any, bound: Predicate, schema: Ma
                      report: AggregateReport, use_index: bool = True) -> int | None:
     """The file's count from its row count, deletion vector and index alone; None when they cannot
     tell (:func:`count_by_reading` then counts it)."""
+    return _index_count(meta, deletion_file, bound, schema, report, use_index)[0]
+
+
+def _index_count(meta: Any, deletion_file: Any, bound: Predicate, schema: Mapping[str, DataType],
+                 report: AggregateReport, use_index: bool) -> tuple[int | None, FileIndexResult | None]:
+    """(the count when the index answers it, else None; the index's candidates when it has any)."""
     if bound is ALWAYS_TRUE:
         report.files_answered_by_index += 1
-        return int(meta.row_count) - len(_deleted(deletion_file, meta.row_count))
+        return int(meta.row_count) - _deleted_count(deletion_file, meta.row_count), None
     if bound is ALWAYS_FALSE:
         report.files_answered_by_index += 1
-        return 0
+        return 0, None
     if not use_index:
-        return None
+        return None, None
     if not _identity(schema, meta):
         # An evolved file: only "no row can match" is taken from its index (or its schema).
         if _evaluate(meta, container_source(meta), bound, schema, report.scan).remain:
-            return None
+            return None, None
         report.files_answered_by_index += 1
         report.scan.files_skipped_by_index += 1
-        return 0
+        return 0, None
     result, container = _index_answer(meta, bound, schema, report.scan)
     _close(container, report.scan)
     if not result.remain:
         report.files_answered_by_index += 1
         report.scan.files_skipped_by_index += 1
-        return 0
+        return 0, None
     if not (isinstance(result, Rows) and result.exact):
-        return None
+        return None, result
     report.files_answered_by_index += 1
     report.scan.rows_selected_by_index += len(result.bitmap)
     if deletion_file is not None:
         result = _subtract_deleted(result, deletion_file, meta.row_count, report.scan)
     assert isinstance(result, Rows)
-    return len(result.bitmap)
+    return len(result.bitmap), None
 
 
 def count_by_reading(meta: Any, deletion_file: Any, bound: Predicate, schema: Mapping[str, DataType],
-                     report: AggregateReport, use_index: bool = True) -> int:
-    """The file's exact count: the index's candidates (all rows without an index) minus the
-    deletion vector, then the predicate applied to its columns of those rows."""
+                     report: AggregateReport, use_index: bool = True,
+                     candidates: FileIndexResult | None = None) -> int:
+    """The file's exact count: the index's candidates (all rows without an index; ``candidates``
+    when the caller has them already) minus the deletion vector, then the predicate applied to its
+    columns of those rows."""
     report.files_read += 1
-    source = container_source(meta) if use_index else None
-    candidates = _evaluate(meta, source, bound, schema, report.scan, None, deletion_file)
+    if candidates is None:
+        source = container_source(meta) if use_index else None
+        candidates = _evaluate(meta, source, bound, schema, report.scan, None, deletion_file)
+    elif candidates.remain and deletion_file is not None:
+        candidates = _subtract_deleted(candidates, deletion_file, meta.row_count, report.scan)
     if not candidates.remain:
         return 0
     return len(_matching(meta, candidates, bound, schema, report.scan, []))
@@ -251,9 +262,9 @@ def count_rows(table: Any, where: Predicate | str | None = None, *, use_index: b
     report = AggregateReport()
     total = 0
     for meta, deletion_file in file_pairs(table, bound, schema, use_index, report):
-        count = count_from_index(meta, deletion_file, bound, schema, report, use_index)
+        count, candidates = _index_count(meta, deletion_file, bound, schema, report, use_index)
         if count is None:
-            count = count_by_reading(meta, deletion_file, bound, schema, report, use_index)
+            count = count_by_reading(meta, deletion_file, bound, schema, report, use_index, candidates)
         total += count
     return total, report
 
