@@ -47,6 +47,7 @@ from pyroaring import BitMap
 
 from paimon_index.arrow_filter import to_arrow_expression
 from paimon_index.deletionvectors.index_file import read_vector
+from paimon_index.deletionvectors.vector import BitmapDeletionVector
 from paimon_index.errors import CorruptFileError, InvalidOptionError
 from paimon_index.fileindex.evaluate import FileIndexEvaluator
 from paimon_index.fileindex.format import ContainerReader
@@ -139,17 +140,19 @@ def file_pairs(table: Any, bound: Predicate, schema: Mapping[str, DataType], use
     return pairs
 
 
-def _deleted_count(deletion_file: Any, row_count: int) -> int:
-    """How many rows the file's vector deletes (0 without one), checked against its row count."""
+def _deleted(deletion_file: Any, row_count: int) -> BitMap:
+    """The file's deleted positions (empty without a vector), checked against its row count."""
     if deletion_file is None:
-        return 0
+        return BitMap()
     vector = read_vector(deletion_file.dv_index_path, deletion_file.offset, deletion_file.length)
-    positions = vector.positions()  # sorted, distinct
-    if len(positions) and int(positions[-1]) >= row_count:
-        raise CorruptFileError(f"deletion vector holds row {int(positions[-1])} of a {row_count}-row file",
+    # A 32-bit vector is a bitmap already; a 64-bit one is rebuilt from its positions.
+    deleted = vector.bitmap if isinstance(vector, BitmapDeletionVector) \
+        else BitMap(vector.positions().astype(np.uint32))
+    if deleted and deleted.max() >= row_count:
+        raise CorruptFileError(f"deletion vector holds row {deleted.max()} of a {row_count}-row file",
                                path=deletion_file.dv_index_path, offset=deletion_file.offset,
                                field="deletion vector")
-    return len(positions)
+    return deleted
 
 
 def _identity(schema: Mapping[str, DataType], meta: Any) -> bool:
@@ -191,7 +194,7 @@ def _index_count(meta: Any, deletion_file: Any, bound: Predicate, schema: Mappin
     """(the count when the index answers it, else None; the index's candidates when it has any)."""
     if bound is ALWAYS_TRUE:
         report.files_answered_by_index += 1
-        return int(meta.row_count) - _deleted_count(deletion_file, meta.row_count), None
+        return int(meta.row_count) - len(_deleted(deletion_file, meta.row_count)), None
     if bound is ALWAYS_FALSE:
         report.files_answered_by_index += 1
         return 0, None
@@ -213,11 +216,12 @@ def _index_count(meta: Any, deletion_file: Any, bound: Predicate, schema: Mappin
     if not (isinstance(result, Rows) and result.exact):
         return None, result
     report.files_answered_by_index += 1
-    report.scan.rows_selected_by_index += len(result.bitmap)
-    if deletion_file is not None:
-        result = _subtract_deleted(result, deletion_file, meta.row_count, report.scan)
-    assert isinstance(result, Rows)
-    return len(result.bitmap), None
+    selected = result.bitmap
+    # |selection - deleted| without building the difference.
+    removed = selected.intersection_cardinality(_deleted(deletion_file, meta.row_count))
+    report.scan.rows_selected_by_index += len(selected)
+    report.scan.rows_removed_by_deletion_vectors += removed
+    return len(selected) - removed, None
 
 
 def count_by_reading(meta: Any, deletion_file: Any, bound: Predicate, schema: Mapping[str, DataType],
