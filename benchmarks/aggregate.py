@@ -17,6 +17,9 @@ alternate, best of ``--repeat``):
     Spark count WHERE        (``--spark``) Spark's own ``spark.read.parquet(files).filter(w).count()``
                              over the same data files (no deletion vectors applied: an upper bound
                              on Spark's work), against our index-only count
+    jobs.count               (``--spark``) ``jobs.count`` on an indexed WHERE (driver only) and on
+                             an unindexed one (files counted by Spark tasks), against
+                             ``Table.count`` (everything in the driver's Python)
 
 Reported: seconds, rows/s (table rows per second of answer time), bytes read, and the speed-up
 (reference time / ours). Every answer is checked equal to its reference before it is timed.
@@ -150,6 +153,19 @@ def spark_counts(table: paimon_index.Table, n: int, repeat: int) -> None:
         print(f"Spark count WHERE {where!r}: Spark {best_spark:.3f}s ({n / best_spark:,.0f} rows/s, "
               f"{spark_all:,} rows incl. deleted) vs index-only {best_ours:.4f}s ({ours:,} live rows; "
               f"read path agrees: {deleted == ours}): {best_spark / best_ours:.1f}x")
+    from paimon_index.spark import jobs
+
+    identifier = table.identifier
+    for where in ("status = 'PAID'", "amount < 10"):
+        best_job = best_python = float("inf")
+        for _ in range(repeat):
+            t_job, by_job = timed(lambda w=where: jobs.count(spark, identifier, w, warehouse=table.warehouse))
+            t_python, by_python = timed(lambda w=where: table.count(w))
+            if by_job != by_python:
+                raise SystemExit(f"jobs.count {where!r}: {by_job} != Table.count {by_python}")
+            best_job, best_python = min(best_job, t_job), min(best_python, t_python)
+        print(f"jobs.count WHERE {where!r}: {best_job:.3f}s vs Table.count {best_python:.3f}s "
+              f"({by_job:,} rows)")
     spark.stop()
 
 
