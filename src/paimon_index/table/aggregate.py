@@ -3,6 +3,8 @@ cannot tell.
 
     count_rows(table, where=None, *, use_index=True) -> (int, AggregateReport)
     min_max(table, column, where=None, *, use_index=True) -> ((min, max), AggregateReport)
+    plan_aggregate(table, where, use_index) -> (bound, schema, use_index)
+    file_pairs(table, bound, schema, use_index, report) -> [(data file, deletion file | None)]
     count_from_index(meta, deletion_file, bound, schema, report) -> int | None   (per file, driver)
     count_by_reading(meta, deletion_file, bound, schema, report) -> int          (per file, anywhere)
 
@@ -116,8 +118,14 @@ class AggregateReport:
 
 # -- planning ------------------------------------------------------------------------------------
 
-def plan_aggregate(table: Any, where: Predicate | str | None, use_index: bool
-          ) -> tuple[Predicate, Mapping[str, DataType], bool]:
+def plan_aggregate(table: Any, where: Predicate | str | None,
+                   use_index: bool) -> tuple[Predicate, Mapping[str, DataType], bool]:
+    """(the bound predicate, the read schema, whether indexes are used) for an aggregate of ``table``.
+
+    Raises:
+        UnsupportedTableError: a primary-key table.
+        InvalidPredicateError: ``where`` does not parse or does not fit the schema.
+    """
     if table.is_primary_key_table:
         raise UnsupportedTableError("index-only aggregates read append tables only (a primary-key "
                                     "table needs a merge first)")
