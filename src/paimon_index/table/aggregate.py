@@ -400,12 +400,28 @@ def _min_max_from_index(meta: Any, deletion_file: Any, ranged: RangeBitmapReader
         found = selection.bitmap if isinstance(selection, Rows) else None
     if found is not None and not found:
         return None, None
-    low = ranged.top_n(1, ascending=True, nulls_first=False, found=found, strict=True)
-    high = ranged.top_n(1, ascending=False, nulls_first=False, found=found, strict=True)
-    positions = np.array(sorted(set(low) | set(high)), dtype=np.int64)
+    # The file's smallest (largest) value is the answer when a selected row holds it: no data read.
+    header = ranged.header
+    low, high = (_natural(span[0], dtype) if _holds(ranged.eq(header.min), found) else None,
+                 _natural(span[1], dtype) if _holds(ranged.eq(header.max), found) else None)
+    if low is not None and high is not None:
+        return low, high
+    # Otherwise the range bitmap's TopN finds the row of each end; only their row groups are read.
+    rows = BitMap()
+    if low is None:
+        rows |= ranged.top_n(1, ascending=True, nulls_first=False, found=found, strict=True)
+    if high is None:
+        rows |= ranged.top_n(1, ascending=False, nulls_first=False, found=found, strict=True)
+    positions = np.frombuffer(rows.to_array(), dtype=np.uint32).astype(np.int64)
     values = _read_file(meta, positions, report.scan, mapping_of(schema, meta), [column]).column(column)
     report.scan.rows_read += len(values)
-    return spark_min_max(values)
+    read_low, read_high = spark_min_max(values)
+    return (read_low if low is None else low), (read_high if high is None else high)
+
+
+def _holds(rows: BitMap, found: BitMap | None) -> bool:
+    """Whether a selected row (every row when ``found`` is None) is among ``rows``."""
+    return bool(rows) if found is None else rows.intersect(found)
 
 
 def min_max(table: Any, column: str, where: Predicate | str | None = None, *, use_index: bool = True
