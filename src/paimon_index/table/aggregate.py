@@ -27,7 +27,8 @@ and no deleted row, the index header's min/max (no data read); with a predicate 
 exact selection (from the index, or from the predicate's columns) and the range bitmap's TopN give
 the row of the smallest and of the largest value, and only those rows' row groups of that one
 column are read; without a range bitmap, the column is read for the matching rows. Value statistics
-are not used for min/max (a truncated string or a NaN hides behind them).
+are not used for min/max: a truncated string or a NaN hides behind them, and pypaimon's plan does
+not keep them on the files it returns (only its manifest filter sees them).
 
 :class:`AggregateReport` says how many files the indexes (and metadata) answered alone and what
 was read for the others. Append tables only (primary-key tables need a merge first).
