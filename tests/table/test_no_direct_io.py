@@ -41,7 +41,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("table/paimon.py", "os.fdopen"): "exclusive snapshot publish on a local warehouse (O_EXCL fallback)",
     ("table/paimon.py", "os.unlink"): "exclusive snapshot publish on a local warehouse (temp file)",
     ("spark/session.py", "os.path.isfile"): "finds the local java binary for Spark, not table data",
-    ("fileindex/format.py", "open_source"): "ContainerReader given a local path (CLI); tables pass a FileIOSource",
+    ("fileindex/format.py", "open_source"): "a local path (the CLI); tables pass a FileIOSource",
     ("deletionvectors/index_file.py", "open_source"): "a local path (CLI, tests); tables pass a FileIOSource",
     # TODO(objectstore): converted to the seam on the objectstore branch; drop after its merge.
     ("deletionvectors/index_file.py", "Path"): "TODO objectstore: DV index file writing",
@@ -111,7 +111,7 @@ def test_the_allow_list_holds_no_stale_entry() -> None:
 
 
 def test_the_scan_finds_what_it_looks_for() -> None:
-    source = "import os\nopen(p)\nos.remove(p)\nos.path.exists(p)\npq.ParquetFile(p)\nPath(p).write_bytes(b'')\n" \
-             "os.path.join(a, b)\nio.read_bytes(p)\n"
+    source = ("import os\nopen(p)\nos.remove(p)\nos.path.exists(p)\npq.ParquetFile(p)\n"
+              "Path(p).write_bytes(b'')\nos.path.join(a, b)\nio.read_bytes(p)\n")
     assert [name for name, _ in _direct_io(ast.parse(source))] == \
         ["open", "os.remove", "os.path.exists", "pq.ParquetFile", "Path"]
