@@ -315,27 +315,18 @@ def _evaluate(io: TableIO | None, meta: Any, source: bytes | str | None, bound: 
     container = None
     tally = IOCounters()
     try:
-        if isinstance(source, str) and io is None:
-            raise ValueError("an index file is read through the table's FileIO: pass io")
         if source is not None:
+            # Only embedded bytes come without the seam (the driver's prune_split).
+            assert io is not None or isinstance(source, bytes), "an .index file is read through io"
             container = open_container(io, meta, source, tally)  # type: ignore[arg-type]
         if container is not None:
             result = FileIndexEvaluator(container, file_types).evaluate(file_bound)
         if result.remain and deletion_file is not None:
-            if vectors is None:
-                if io is None:
-                    raise ValueError("a deletion vector is read through the table's FileIO: pass io")
-                vectors = SplitVectors(io, [deletion_file], report)
-                try:
-                    result = _subtract_deleted(result, deletion_file, meta.row_count, report, vectors)
-                finally:
-                    vectors.close()
-            else:
-                result = _subtract_deleted(result, deletion_file, meta.row_count, report, vectors)
+            assert vectors is not None, "read_split passes the split's vectors with its deletion files"
+            result = _subtract_deleted(result, deletion_file, meta.row_count, report, vectors)
         if topn is not None and container is not None and result.remain:
             if bound is not ALWAYS_TRUE:
-                if io is None:
-                    raise ValueError("data files are read through the table's FileIO: pass io")
+                assert io is not None, "TopN reads data files through io"
                 exact = to_arrow_expression(bound, schema)
                 result = _exact_selection(io, meta, result, bound, exact, report, mapping)
             result = FileIndexEvaluator(container, file_types).evaluate_topn(topn, result)
