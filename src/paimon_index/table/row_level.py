@@ -46,6 +46,7 @@ from paimon_index.errors import ConcurrentChangeError, DataError, InvalidOptionE
 from paimon_index.fileindex.options import parse_bool
 from paimon_index.predicate import Predicate
 from paimon_index.sql import bind_predicate
+from paimon_index.table.fileio import TableIO
 from paimon_index.table.paimon import CommitMessage, PaimonTable, pinned_table, table_name
 from paimon_index.table.plan import plan_snapshot
 from paimon_index.table.read import (
@@ -192,7 +193,7 @@ def _matching_rows(table: PaimonTable, plan: RowChangePlan, where: Predicate | s
     pinned = pinned_table(table, plan.snapshot_id)
     # Value statistics skip the files that cannot hold a matching row before any index is read.
     batches = [b for split in plan_splits(pinned, bound, schema)
-               for b in read_split(split, bound, schema, row_ids=plan.partition_keys)]
+               for b in read_split(split, bound, schema, io=TableIO.of(pinned), row_ids=plan.partition_keys)]
     return pa.Table.from_batches(batches) if batches else pa.table({c: [] for c in METADATA_COLUMNS})
 
 
