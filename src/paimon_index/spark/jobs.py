@@ -50,6 +50,7 @@ from paimon_index.spark import row_level as spark_row_level
 from paimon_index.spark.datasource import SOURCE_NAME, WAREHOUSE
 from paimon_index.table.aggregate import AggregateReport
 from paimon_index.table.api import APPEND, OVERWRITE, CommitResult, MaintenanceResult, open_table
+from paimon_index.table.fileio import TableIO
 from paimon_index.table.paimon import delta_file_counts, latest_snapshot
 
 if TYPE_CHECKING:
@@ -251,8 +252,9 @@ def count(spark: SparkSession, table: str, where: str | None = None, *, warehous
     bound, schema, use_index = aggregate.plan_aggregate(paimon_table, where, use_index)
     total = 0
     remaining = []
+    io = TableIO.of(paimon_table)
     for meta, deletion_file in aggregate.file_pairs(paimon_table, bound, schema, use_index, report):
-        answered = aggregate.count_from_index(meta, deletion_file, bound, schema, report, use_index)
+        answered = aggregate.count_from_index(meta, deletion_file, bound, schema, report, use_index, io=io)
         if answered is None:
             remaining.append((meta, deletion_file))
         else:
@@ -264,7 +266,8 @@ def count(spark: SparkSession, table: str, where: str | None = None, *, warehous
     def count_files(part: Iterable[list[tuple[Any, Any]]]) -> Iterator[bytes]:
         for chunk in part:
             task_report = AggregateReport()
-            found = sum(aggregate.count_by_reading(meta, deletion_file, bound, schema, task_report, use_index)
+            found = sum(aggregate.count_by_reading(meta, deletion_file, bound, schema, task_report, use_index,
+                                                   io=io)
                         for meta, deletion_file in chunk)
             yield pickle.dumps((found, task_report))
 

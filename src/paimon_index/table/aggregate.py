@@ -39,7 +39,8 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,14 +60,17 @@ from paimon_index.fileindex.range_bitmap import RangeBitmapIndex, RangeBitmapRea
 from paimon_index.fileindex.result import REMAIN, FileIndexResult, Rows
 from paimon_index.predicate import ALWAYS_FALSE, ALWAYS_TRUE, Predicate, columns_of
 from paimon_index.sql import bind_predicate
+from paimon_index.table.fileio import TableIO
 from paimon_index.table.read import (
     ScanReport,
+    SplitVectors,
     UnsupportedTableError,
     _evaluate,
     _exact_selection,
     _read_file,
     _subtract_deleted,
     container_source,
+    open_container,
 )
 from paimon_index.table.schemas import mapping_of
 from paimon_index.table.stats import plan_splits
@@ -149,11 +153,12 @@ def file_pairs(table: Any, bound: Predicate, schema: Mapping[str, DataType], use
     return pairs
 
 
-def _deleted(deletion_file: Any, row_count: int) -> BitMap:
+def _deleted(io: TableIO, deletion_file: Any, row_count: int) -> BitMap:
     """The file's deleted positions (empty without a vector), checked against its row count."""
     if deletion_file is None:
         return BitMap()
-    vector = read_vector(deletion_file.dv_index_path, deletion_file.offset, deletion_file.length)
+    with io.source(deletion_file.dv_index_path) as source:
+        vector = read_vector(source, deletion_file.offset, deletion_file.length)
     # A 32-bit vector is a bitmap already; a 64-bit one is rebuilt from its positions.
     deleted = vector.bitmap if isinstance(vector, BitmapDeletionVector) \
         else BitMap(vector.positions().astype(np.uint32))
@@ -164,18 +169,27 @@ def _deleted(deletion_file: Any, row_count: int) -> BitMap:
     return deleted
 
 
+@contextmanager
+def _vectors(io: TableIO, deletion_file: Any, report: ScanReport) -> Iterator[SplitVectors]:
+    """The file's deletion vector source (one DV index file read once), closed after use."""
+    vectors = SplitVectors(io, [deletion_file], report)
+    try:
+        yield vectors
+    finally:
+        vectors.close()
+
+
 def _identity(schema: Mapping[str, DataType], meta: Any) -> bool:
     mapping = mapping_of(schema, meta)
     return mapping is None or mapping.identity
 
 
-def _index_answer(meta: Any, bound: Predicate, schema: Mapping[str, DataType],
+def _index_answer(io: TableIO, meta: Any, bound: Predicate, schema: Mapping[str, DataType],
                   report: ScanReport) -> tuple[FileIndexResult, ContainerReader | None]:
     """The container's answer for ``bound`` (REMAIN without a container), and the open container."""
-    source = container_source(meta)
-    if source is None:
+    container = open_container(io, meta)
+    if container is None:
         return REMAIN, None
-    container = ContainerReader(source, meta.file_path)
     try:
         return FileIndexEvaluator(container, schema, exact_answers=True).evaluate(bound), container
     except BaseException:
@@ -192,18 +206,18 @@ def _close(container: ContainerReader | None, report: ScanReport) -> None:
 # -- count -----------------------------------------------------------------------------------------
 
 def count_from_index(meta: Any, deletion_file: Any, bound: Predicate, schema: Mapping[str, DataType],
-                     report: AggregateReport, use_index: bool = True) -> int | None:
+                     report: AggregateReport, use_index: bool = True, *, io: TableIO) -> int | None:
     """The file's count from its row count, deletion vector and index alone; None when they cannot
     tell (:func:`count_by_reading` then counts it)."""
-    return _index_count(meta, deletion_file, bound, schema, report, use_index)[0]
+    return _index_count(io, meta, deletion_file, bound, schema, report, use_index)[0]
 
 
-def _index_count(meta: Any, deletion_file: Any, bound: Predicate, schema: Mapping[str, DataType],
+def _index_count(io: TableIO, meta: Any, deletion_file: Any, bound: Predicate, schema: Mapping[str, DataType],
                  report: AggregateReport, use_index: bool) -> tuple[int | None, FileIndexResult | None]:
     """(the count when the index answers it, else None; the index's candidates when it has any)."""
     if bound is ALWAYS_TRUE:
         report.files_answered_by_index += 1
-        return int(meta.row_count) - len(_deleted(deletion_file, meta.row_count)), None
+        return int(meta.row_count) - len(_deleted(io, deletion_file, meta.row_count)), None
     if bound is ALWAYS_FALSE:
         report.files_answered_by_index += 1
         return 0, None
@@ -211,12 +225,12 @@ def _index_count(meta: Any, deletion_file: Any, bound: Predicate, schema: Mappin
         return None, None
     if not _identity(schema, meta):
         # An evolved file: only "no row can match" is taken from its index (or its schema).
-        if _evaluate(meta, container_source(meta), bound, schema, report.scan).remain:
+        if _evaluate(io, meta, container_source(meta), bound, schema, report.scan).remain:
             return None, None
         report.files_answered_by_index += 1
         report.scan.files_skipped_by_index += 1
         return 0, None
-    result, container = _index_answer(meta, bound, schema, report.scan)
+    result, container = _index_answer(io, meta, bound, schema, report.scan)
     _close(container, report.scan)
     if not result.remain:
         report.files_answered_by_index += 1
@@ -227,7 +241,7 @@ def _index_count(meta: Any, deletion_file: Any, bound: Predicate, schema: Mappin
     report.files_answered_by_index += 1
     selected = result.bitmap
     # |selection - deleted| without building the difference.
-    removed = selected.intersection_cardinality(_deleted(deletion_file, meta.row_count))
+    removed = selected.intersection_cardinality(_deleted(io, deletion_file, meta.row_count))
     report.scan.rows_selected_by_index += len(selected)
     report.scan.rows_removed_by_deletion_vectors += removed
     return len(selected) - removed, None
@@ -235,23 +249,24 @@ def _index_count(meta: Any, deletion_file: Any, bound: Predicate, schema: Mappin
 
 def count_by_reading(meta: Any, deletion_file: Any, bound: Predicate, schema: Mapping[str, DataType],
                      report: AggregateReport, use_index: bool = True,
-                     candidates: FileIndexResult | None = None) -> int:
+                     candidates: FileIndexResult | None = None, *, io: TableIO) -> int:
     """The file's exact count: the index's candidates (all rows without an index; ``candidates``
     when the caller has them already) minus the deletion vector, then the predicate applied to its
     columns of those rows."""
     report.files_read += 1
-    if candidates is None:
-        source = container_source(meta) if use_index else None
-        candidates = _evaluate(meta, source, bound, schema, report.scan, None, deletion_file)
-    elif candidates.remain and deletion_file is not None:
-        candidates = _subtract_deleted(candidates, deletion_file, meta.row_count, report.scan)
+    with _vectors(io, deletion_file, report.scan) as vectors:
+        if candidates is None:
+            source = container_source(meta) if use_index else None
+            candidates = _evaluate(io, meta, source, bound, schema, report.scan, None, deletion_file, vectors)
+        elif candidates.remain and deletion_file is not None:
+            candidates = _subtract_deleted(candidates, deletion_file, meta.row_count, report.scan, vectors)
     if not candidates.remain:
         return 0
-    return len(_matching(meta, candidates, bound, schema, report.scan, []))
+    return len(_matching(io, meta, candidates, bound, schema, report.scan, []))
 
 
-def _matching(meta: Any, candidates: FileIndexResult, bound: Predicate, schema: Mapping[str, DataType],
-              report: ScanReport, extra: list[str]) -> pa.Table:
+def _matching(io: TableIO, meta: Any, candidates: FileIndexResult, bound: Predicate,
+              schema: Mapping[str, DataType], report: ScanReport, extra: list[str]) -> pa.Table:
     """The rows of ``candidates`` that satisfy ``bound``: its columns plus ``extra`` ones."""
     positions = None
     if isinstance(candidates, Rows):
@@ -261,7 +276,7 @@ def _matching(meta: Any, candidates: FileIndexResult, bound: Predicate, schema: 
     if not wanted:  # TRUE with deleted rows: no column needed, only the positions
         assert positions is not None
         return pa.table({"position": pa.array(positions)})
-    rows = _read_file(meta, positions, report, mapping_of(schema, meta), wanted)
+    rows = _read_file(io, meta, positions, report, mapping_of(schema, meta), wanted)
     report.rows_read += rows.num_rows
     kept = rows if bound is ALWAYS_TRUE else rows.filter(to_arrow_expression(bound, schema))
     report.rows_returned += kept.num_rows
@@ -272,12 +287,13 @@ def count_rows(table: Any, where: Predicate | str | None = None, *, use_index: b
                ) -> tuple[int, AggregateReport]:
     """``SELECT count(*) FROM table WHERE where`` on the latest snapshot of ``table`` (pypaimon)."""
     bound, schema, use_index = plan_aggregate(table, where, use_index)
+    io = TableIO.of(table)
     report = AggregateReport()
     total = 0
     for meta, deletion_file in file_pairs(table, bound, schema, use_index, report):
-        count, candidates = _index_count(meta, deletion_file, bound, schema, report, use_index)
+        count, candidates = _index_count(io, meta, deletion_file, bound, schema, report, use_index)
         if count is None:
-            count = count_by_reading(meta, deletion_file, bound, schema, report, use_index, candidates)
+            count = count_by_reading(meta, deletion_file, bound, schema, report, use_index, candidates, io=io)
         total += count
     return total, report
 
@@ -344,19 +360,18 @@ def _range_bitmap(container: ContainerReader | None, evaluator: FileIndexEvaluat
     return None
 
 
-def _file_min_max(meta: Any, deletion_file: Any, column: str, bound: Predicate,
+def _file_min_max(io: TableIO, meta: Any, deletion_file: Any, column: str, bound: Predicate,
                   schema: Mapping[str, DataType], report: AggregateReport,
                   use_index: bool) -> tuple[Any, Any]:
     container = None
     try:
         if use_index and _identity(schema, meta):
-            source = container_source(meta)
-            container = None if source is None else ContainerReader(source, meta.file_path)
+            container = open_container(io, meta)
             evaluator = None if container is None \
                 else FileIndexEvaluator(container, schema, exact_answers=True)
             ranged = _range_bitmap(container, evaluator, column)
             if ranged is not None and evaluator is not None:
-                answer = _min_max_from_index(meta, deletion_file, ranged, evaluator, column, bound,
+                answer = _min_max_from_index(io, meta, deletion_file, ranged, evaluator, column, bound,
                                              schema, report)
                 if answer is not None:
                     return answer
@@ -364,14 +379,15 @@ def _file_min_max(meta: Any, deletion_file: Any, column: str, bound: Predicate,
         _close(container, report.scan)
     report.files_read += 1
     source = container_source(meta) if use_index else None
-    candidates = _evaluate(meta, source, bound, schema, report.scan, None, deletion_file)
+    with _vectors(io, deletion_file, report.scan) as vectors:
+        candidates = _evaluate(io, meta, source, bound, schema, report.scan, None, deletion_file, vectors)
     if not candidates.remain:
         return None, None
-    rows = _matching(meta, candidates, bound, schema, report.scan, [column])
+    rows = _matching(io, meta, candidates, bound, schema, report.scan, [column])
     return spark_min_max(rows.column(column))
 
 
-def _min_max_from_index(meta: Any, deletion_file: Any, ranged: RangeBitmapReader,
+def _min_max_from_index(io: TableIO, meta: Any, deletion_file: Any, ranged: RangeBitmapReader,
                         evaluator: FileIndexEvaluator, column: str, bound: Predicate,
                         schema: Mapping[str, DataType], report: AggregateReport) -> tuple[Any, Any] | None:
     """The file's (min, max) through its range bitmap; None when the index path cannot answer."""
@@ -388,14 +404,16 @@ def _min_max_from_index(meta: Any, deletion_file: Any, ranged: RangeBitmapReader
     selection = REMAIN if bound is ALWAYS_TRUE else evaluator.evaluate(bound)
     exact = bound is ALWAYS_TRUE or selection.exact
     if selection.remain and deletion_file is not None:
-        selection = _subtract_deleted(selection, deletion_file, meta.row_count, report.scan)
+        with _vectors(io, deletion_file, report.scan) as vectors:
+            selection = _subtract_deleted(selection, deletion_file, meta.row_count, report.scan, vectors)
     if not selection.remain:
         report.files_answered_by_index += 1
         return None, None
     if not exact:  # the predicate's columns decide which candidates match
         report.files_read += 1
-        found: BitMap | None = _exact_selection(meta, selection, bound, to_arrow_expression(bound, schema),
-                                                report.scan, mapping_of(schema, meta)).bitmap
+        exact_filter = to_arrow_expression(bound, schema)
+        found: BitMap | None = _exact_selection(io, meta, selection, bound, exact_filter, report.scan,
+                                                mapping_of(schema, meta)).bitmap
     else:
         report.files_answered_by_index += 1
         found = selection.bitmap if isinstance(selection, Rows) else None
@@ -414,7 +432,7 @@ def _min_max_from_index(meta: Any, deletion_file: Any, ranged: RangeBitmapReader
     if high is None:
         rows |= ranged.top_n(1, ascending=False, nulls_first=False, found=found, strict=True)
     positions = np.frombuffer(rows.to_array(), dtype=np.uint32).astype(np.int64)
-    values = _read_file(meta, positions, report.scan, mapping_of(schema, meta), [column]).column(column)
+    values = _read_file(io, meta, positions, report.scan, mapping_of(schema, meta), [column]).column(column)
     report.scan.rows_read += len(values)
     read_low, read_high = spark_min_max(values)
     return (read_low if low is None else low), (read_high if high is None else high)
@@ -433,8 +451,9 @@ def min_max(table: Any, column: str, where: Predicate | str | None = None, *, us
         raise InvalidOptionError(f"min/max: unknown or non-scalar column {column!r} "
                                  f"(columns: {', '.join(schema)})")
     report = AggregateReport()
+    io = TableIO.of(table)
     answer: tuple[Any, Any] = (None, None)
     for meta, deletion_file in file_pairs(table, bound, schema, use_index, report):
-        answer = _combine(answer, _file_min_max(meta, deletion_file, column, bound, schema, report,
+        answer = _combine(answer, _file_min_max(io, meta, deletion_file, column, bound, schema, report,
                                                 use_index))
     return answer, report
