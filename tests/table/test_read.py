@@ -13,6 +13,7 @@ from pypaimon import CatalogFactory, Schema
 
 from paimon_index.arrow_filter import to_arrow_expression
 from paimon_index.sql import bind_predicate
+from paimon_index.table.fileio import TableIO
 from paimon_index.table.read import ScanReport, UnsupportedTableError, read_arrow, read_positions
 from paimon_index.table.write import table_schema, write_arrow
 
@@ -152,7 +153,7 @@ def test_deletion_vectors_are_applied_after_the_index(tmp_path: Path, bitmap64: 
             maintainer.notify_new_deletions(meta.file_name, positions)
             file_ids = pq.read_table(meta.file_path).column("id").to_numpy()
             deleted_ids.update(file_ids[positions].tolist())
-    commit = maintainer.commit_to(t.path_factory().index_path())
+    commit = maintainer.commit_to(str(t.path_factory().index_path()), write=TableIO.of(t).write_new)
     message = CommitMessage(partition=(), bucket=splits[0].bucket, new_files=[],
                             index_adds=list(commit.added), index_deletes=list(commit.deleted))
     committer = t.new_batch_write_builder().new_commit()

@@ -46,6 +46,7 @@ from paimon_index.errors import ConcurrentChangeError, DataError, InvalidOptionE
 from paimon_index.fileindex.options import parse_bool
 from paimon_index.predicate import Predicate
 from paimon_index.sql import bind_predicate
+from paimon_index.table.fileio import TableIO
 from paimon_index.table.paimon import CommitMessage, PaimonTable, pinned_table, table_name
 from paimon_index.table.plan import plan_snapshot
 from paimon_index.table.read import (
@@ -93,6 +94,9 @@ class BucketPlan:
     bitmap64: bool
     #: The bucket's data files in the planned snapshot: vectors of other files are not restored.
     live_files: frozenset[str] | None = None
+    #: The table's store (pickled with the plan): an executor writes the new DV index file there,
+    #: never next to itself.
+    io: TableIO | None = None
 
 
 @dataclass
@@ -133,9 +137,11 @@ def plan_row_change(table: PaimonTable) -> RowChangePlan | None:
     plan = RowChangePlan(planned.snapshot.id, keys, snapshot=planned.snapshot)
     bitmap64 = parse_bool(options.get(DV_BITMAP64, "false"), DV_BITMAP64)
     index_dir = str(table.path_factory().index_path())
+    io = TableIO.of(table)
     for bucket in planned.buckets.values():
         plan.buckets[(partition_text(keys, bucket.partition_row), bucket.bucket)] = BucketPlan(
-            bucket.partition_row, bucket.bucket, bucket.dv_entries, index_dir, bitmap64, bucket.file_names)
+            bucket.partition_row, bucket.bucket, bucket.dv_entries, index_dir, bitmap64, bucket.file_names,
+            io=io)
     return plan
 
 
@@ -160,7 +166,10 @@ def mark_deleted(bucket: BucketPlan, rows: pa.Table) -> Any | None:
     indices = encoded.indices.to_numpy(zero_copy_only=False)
     for code, path in enumerate(encoded.dictionary.to_pylist()):
         maintainer.notify_new_deletions(posixpath.basename(path), np.sort(positions[indices == code]))
-    commit = maintainer.commit_to(bucket.index_dir)
+    if bucket.io is None:
+        raise PaimonIndexError(f"bucket {bucket.bucket}: a plan without the table's store cannot write "
+                               "deletion vectors")
+    commit = maintainer.commit_to(bucket.index_dir, write=bucket.io.write_new)
     if commit.is_empty:
         return None
     return CommitMessage(partition=tuple(bucket.partition.values), bucket=bucket.bucket, new_files=[],

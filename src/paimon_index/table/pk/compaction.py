@@ -89,9 +89,9 @@ def _compact_on(table: Any, txn: Any, plan: Plan, full: bool, threshold: float, 
         txn.track(*written_paths([], plan.index_dir, placed))
         # Also commits a bucket whose index held vectors of files no longer live (restore dropped them).
         dv = dvs.prepare_commit()
-        stored = dv.write_to(plan.index_dir)
+        stored = dv.write_to(plan.index_dir, write=plan.io.write_new)
         if stored is not None:
-            txn.track(str(stored))
+            txn.track(stored)
         if placed or removed or not dv.is_empty:
             txn.stage(CommitMessage(partition=partition, bucket=bucket_id, new_files=placed,
                                     deleted_files=removed, index_adds=list(dv.added),

@@ -33,6 +33,7 @@ import pyarrow.parquet as pq
 from paimon_index.deletionvectors.maintainer import BucketDvMaintainer
 from paimon_index.errors import ConcurrentChangeError, DataError, InvalidOptionError, PaimonIndexError
 from paimon_index.fileindex.options import parse_bool, parse_int
+from paimon_index.table.fileio import TableIO
 from paimon_index.table.read import UnsupportedTableError
 from paimon_index.table.row_level import DV_BITMAP64, DV_ENABLED
 from paimon_index.table.write import table_options
@@ -150,6 +151,8 @@ class Plan:
     buckets: dict[BucketKey, Bucket]
     index_dir: str
     bitmap64: bool
+    #: The table's store: new DV index files are written there (on an executor too).
+    io: TableIO
 
     def level0(self) -> list[Any]:
         return [m for b in self.buckets.values() for m in b.files if m.level == 0]
@@ -163,7 +166,7 @@ def plan_snapshot(table: Any, snapshot: Any | None, *, vectors: bool = True) -> 
     options = table_options(table)
     index_dir = str(table.path_factory().index_path())
     bitmap64 = parse_bool(options.get(DV_BITMAP64, "false"), DV_BITMAP64)
-    plan = Plan(None if snapshot is None else int(snapshot.id), {}, index_dir, bitmap64)
+    plan = Plan(None if snapshot is None else int(snapshot.id), {}, index_dir, bitmap64, TableIO.of(table))
     if snapshot is None:
         return plan
     try:
