@@ -111,4 +111,4 @@ def test_a_store_without_atomic_create_is_refused_before_anything_is_written(
     with pytest.raises(NoAtomicCreateError, match="oss://"):
         TableIO.of(table).create_exclusive(f"s3://{s3.bucket}/x", b"")
     assert check_snapshot_store(open_table(s3.warehouse, "db.t", catalog_options={
-        **s3.catalog_options, "paimon-index.commit.allow-non-atomic": "true"})) is None
+        **s3.catalog_options, "fs.allow-non-atomic-commit": "true"})) is None

@@ -23,7 +23,7 @@ only if no file of that name exists, atomically across processes and machines. L
 boto3 because pyarrow's S3 file system cannot set the header — boto3 is the optional extra ``s3``.
 Any other store (``oss://``, ``hdfs://``, ``gs://`` through pypaimon's check-then-rename) has no
 atomic create here: :class:`NoAtomicCreateError`, unless the catalog option
-``paimon-index.commit.allow-non-atomic`` is ``true`` (the user vouches for a single writer).
+``fs.allow-non-atomic-commit`` is ``true`` (the user vouches for a single writer).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ __all__ = ["ALLOW_NON_ATOMIC_OPTION", "COALESCE_GAP_BYTES", "FileIOSource", "Fil
            "NoAtomicCreateError", "TableIO"]
 
 #: Catalog option: publish snapshots on a store without an atomic create anyway (one writer only).
-ALLOW_NON_ATOMIC_OPTION = "paimon-index.commit.allow-non-atomic"
+ALLOW_NON_ATOMIC_OPTION = "fs.allow-non-atomic-commit"
 #: URI schemes served by S3's API with conditional PUT (pypaimon's PyArrowFileIO takes the same three).
 S3_SCHEMES = frozenset({"s3", "s3a", "s3n"})
 #: Prefixes pypaimon accepts for the S3 options (``fs.s3.endpoint``, ``s3.endpoint`` ...).
