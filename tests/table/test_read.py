@@ -10,6 +10,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from pypaimon import CatalogFactory, Schema
+from pypaimon.filesystem.local_file_io import LocalFileIO
 
 from paimon_index.arrow_filter import to_arrow_expression
 from paimon_index.sql import bind_predicate
@@ -99,10 +100,12 @@ def test_only_row_groups_holding_selected_rows_are_read(tmp_path: Path) -> None:
     pq.write_table(data, path, row_group_size=1_000)  # ten row groups
     positions = np.array([5, 2_500, 2_999, 7_001], dtype=np.int64)
     report = ScanReport()
-    rows = read_positions(str(path), positions, report)
+    io = TableIO(LocalFileIO())
+    rows = read_positions(str(path), positions, report, io=io)
     assert rows.column("x").to_pylist() == positions.tolist()
     assert (report.row_groups_planned, report.row_groups_read) == (10, 3)
-    everything = read_positions(str(path), None, ScanReport())
+    assert report.files_opened == 1 and 1 <= report.data_requests <= 4  # footer + wanted chunks
+    everything = read_positions(str(path), None, ScanReport(), io=io)
     assert everything.num_rows == 10_000
 
 

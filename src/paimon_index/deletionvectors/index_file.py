@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 import posixpath
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,6 +61,7 @@ __all__ = [
     "local_write",
     "new_index_file_name",
     "opened_source",
+    "prefetch_vectors",
     "read_vector",
     "read_vectors",
     "serialize_index_file",
@@ -218,6 +219,21 @@ def opened_source(source: Source | bytes | bytearray | memoryview | str | os.Pat
             src.close()
 
 
+def prefetch_vectors(source: Source, ranges: Iterable[tuple[int, int | None]]) -> None:
+    """Over a source read by range: fetch the version byte and the frames at ``(offset, recorded
+    length)`` in one coalesced request, so reading them one by one costs no more requests.
+
+    A superset is fetched (the recorded length plus the frame overhead); nothing is checked here.
+    """
+    prefetch = getattr(source, "prefetch", None)
+    if prefetch is None:
+        return
+    wanted = [(0, VERSION_BYTES)]
+    for offset, length in ranges:
+        wanted.append((offset, source.size - offset if length is None else length + FRAME_OVERHEAD_BYTES))
+    prefetch(wanted)
+
+
 def read_vector(source: Source | bytes | str | os.PathLike[str], offset: int,
                 length: int | None = None) -> DeletionVector:
     """The vector whose frame starts at ``offset``, reading only its bytes (and the version byte).
@@ -258,6 +274,7 @@ def read_vectors(source: Source | bytes | str | os.PathLike[str],
                  ranges: Mapping[str, DeletionVectorMeta]) -> dict[str, DeletionVector]:
     """The vectors of the given data files (Java ``readAllDeletionVectors``), by their ranges."""
     with opened_source(source) as src:
+        prefetch_vectors(src, [(meta.offset, meta.length) for meta in ranges.values()])
         return {data_file: _read_vector(src, meta.offset, meta.length) for data_file, meta in ranges.items()}
 
 

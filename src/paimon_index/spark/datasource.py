@@ -277,6 +277,9 @@ class SplitPartition(InputPartition):
     predicate: Predicate
     use_index: bool
     apply_topn: bool
+    #: The table's FileIO seam (its pypaimon ``file_io`` pickles), so the task reads what the
+    #: driver planned from the same warehouse, local or object store.
+    io: Any = None
 
 
 class PaimonIndexReader(DataSourceReader):
@@ -315,6 +318,7 @@ class PaimonIndexReader(DataSourceReader):
     def partitions(self) -> Sequence[InputPartition]:
         from paimon_index.fileindex.options import FileIndexOptions
         from paimon_index.spark.report import write_report
+        from paimon_index.table.fileio import TableIO
         from paimon_index.table.read import ScanReport, prune_split
         from paimon_index.table.stats import plan_splits
         from paimon_index.table.write import table_options
@@ -345,7 +349,8 @@ class PaimonIndexReader(DataSourceReader):
                 write_report(self.options.scan_report, report)
         apply_topn = self.all_filters_taken and self.options.topn is not None
         # No split left: an empty list (Spark then reads one empty InputPartition, see read()).
-        return [SplitPartition(s, self.predicate, use_index, apply_topn) for s in splits]
+        io = TableIO.of(table)
+        return [SplitPartition(s, self.predicate, use_index, apply_topn, io) for s in splits]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         from pyspark.sql.pandas.types import to_arrow_schema
@@ -359,7 +364,7 @@ class PaimonIndexReader(DataSourceReader):
         report = ScanReport()
         topn = self.options.topn if partition.apply_topn and partition.use_index else None
         for batch in read_split(partition.split, partition.predicate, self.layout.index_schema,
-                                use_index=partition.use_index, report=report, topn=topn,
+                                io=partition.io, use_index=partition.use_index, report=report, topn=topn,
                                 row_ids=self.layout.row_ids):
             yield _as_spark_arrow(batch.select(target.names), target)
         if self.options.scan_report:

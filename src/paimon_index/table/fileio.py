@@ -10,7 +10,12 @@ Object stores charge per request and per round trip, so the seam counts both
 (:class:`IOCounters`), and reads by range: :class:`FileIOSource` is a
 :class:`paimon_index.binary.Source` that keeps one input stream open, serves ``read_at`` from
 spans fetched earlier by :meth:`FileIOSource.prefetch` (near ranges coalesced into one request),
-and otherwise issues one ranged read per call.
+and otherwise issues one ranged read per call. Parquet files are read through a counting stream
+(footer and column chunks by range, chunks coalesced by pyarrow's ``pre_buffer``).
+
+Every reading call takes an optional ``tally`` (another :class:`IOCounters`) that counts the same
+requests again, so a caller (a scan, one task) can see its own share while the table's counters
+sum everything.
 
 Only the duck-typed ``FileIO`` surface is used (``new_input_stream``, ``new_output_stream``,
 ``exists``, ``delete``, ``list_status``, ``get_file_status``, ``mkdirs``, ``properties``); nothing
@@ -47,7 +52,7 @@ import pyarrow.parquet as pq
 from paimon_index.errors import CommitError, CorruptFileError, EnvironmentCheckError
 
 __all__ = ["ALLOW_NON_ATOMIC_OPTION", "COALESCE_GAP_BYTES", "FileIOSource", "FileStatus", "IOCounters",
-           "NoAtomicCreateError", "TableIO"]
+           "NoAtomicCreateError", "TableIO", "coalesce"]
 
 #: Catalog option: publish snapshots on a store without an atomic create anyway (one writer only).
 ALLOW_NON_ATOMIC_OPTION = "fs.allow-non-atomic-commit"
@@ -85,6 +90,11 @@ class IOCounters:
         with self._lock:
             for name, value in counts.items():
                 setattr(self, name, getattr(self, name) + value)
+
+    @property
+    def requests(self) -> int:
+        """Every request counted: reads, writes, listings, opens and other metadata calls."""
+        return self.read_requests + self.write_requests + self.list_requests + self.other_requests
 
     def as_dict(self) -> dict[str, int]:
         return {name: getattr(self, name) for name in ("read_requests", "bytes_read", "write_requests",
@@ -134,46 +144,61 @@ def coalesce(ranges: Iterable[tuple[int, int]], gap: int = COALESCE_GAP_BYTES,
 class FileIOSource:
     """A :class:`paimon_index.binary.Source` over one file of a ``FileIO``, read by range."""
 
-    def __init__(self, io: TableIO, path: str, size: int | None = None) -> None:
+    def __init__(self, io: TableIO, path: str, size: int | None = None,
+                 tally: IOCounters | None = None) -> None:
         self.name = path
         self._io = io
+        self._tally = tally
         self._stream: Any = None
-        self.size = size if size is not None else io.size(path)
         #: Bytes handed out to the parser so far.
         self.bytes_read = 0
+        #: Requests this source issued (ranged reads; the open counts in ``other_requests``).
+        self.requests = 0
         self._spans: list[tuple[int, bytes]] = []
+        # Unknown size: the opened stream knows it (an object store's open is the HEAD request
+        # that learns it), so no separate status call.
+        self.size = size if size is not None else _stream_size(self._open())
+
+    def _count(self, **counts: int) -> None:
+        self._io.counters.add(**counts)
+        if self._tally is not None:
+            self._tally.add(**counts)
 
     def _open(self) -> Any:
         if self._stream is None:
             self._stream = self._io.file_io.new_input_stream(self.name)
+            self._count(other_requests=1)
         return self._stream
 
     def _fetch(self, offset: int, length: int) -> bytes:
         stream = self._open()
         stream.seek(offset)
         data = stream.read(length)
-        self._io.counters.add(read_requests=1, bytes_read=len(data))
+        self.requests += 1
+        self._count(read_requests=1, bytes_read=len(data))
         if len(data) != length:
             raise CorruptFileError(f"file ended after {len(data)} of {length} bytes",
                                    path=self.name, offset=offset + len(data))
         return bytes(data)
 
     def prefetch(self, ranges: Iterable[tuple[int, int]]) -> None:
-        """Fetch ``ranges`` now, near ones in one request; later ``read_at`` inside them is free."""
-        wanted = [(o, n) for o, n in ranges if not self._cached(o, n)]
-        for offset, length in coalesce(wanted):
-            length = min(length, self.size - offset)
-            if length > 0:
-                self._spans.append((offset, self._fetch(offset, length)))
+        """Fetch ``ranges`` now, near ones in one request; later ``read_at`` inside them is free.
 
-    def _cached(self, offset: int, length: int) -> bytes | None:
+        Ranges are clipped to the file (a caller may ask for "up to n bytes from here").
+        """
+        wanted = [(o, min(n, self.size - o)) for o, n in ranges if 0 <= o < self.size]
+        wanted = [(o, n) for o, n in wanted if n > 0 and self._cached(o, n) is None]
+        for offset, length in coalesce(wanted):
+            self._spans.append((offset, self._fetch(offset, length)))
+
+    def _cached(self, offset: int, length: int) -> memoryview | None:
         for start, data in self._spans:
             if start <= offset and offset + length <= start + len(data):
-                return data[offset - start: offset - start + length]
+                return memoryview(data)[offset - start: offset - start + length]
         return None
 
-    def read_at(self, offset: int, length: int) -> bytes:
-        data = self._cached(offset, length)
+    def read_at(self, offset: int, length: int) -> memoryview | bytes:
+        data: memoryview | bytes | None = self._cached(offset, length)
         if data is None:
             data = self._fetch(offset, length)
         self.bytes_read += len(data)
@@ -192,6 +217,53 @@ class FileIOSource:
         self.close()
 
 
+def _stream_size(stream: Any) -> int:
+    """The size of an open input stream: pyarrow's ``NativeFile.size()``, else seek to the end."""
+    size = getattr(stream, "size", None)
+    if callable(size):
+        return int(size())
+    at = stream.tell()
+    end = stream.seek(0, 2)
+    stream.seek(at)
+    return int(end)
+
+
+class _CountingStream:
+    """A read-only file object over an input stream that counts every read (for pyarrow)."""
+
+    def __init__(self, stream: Any, count: Any) -> None:
+        self._stream = stream
+        self._count = count
+        self.closed = False
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def writable(self) -> bool:
+        return False
+
+    def read(self, n: int = -1) -> bytes:
+        data = self._stream.read() if n is None or n < 0 else self._stream.read(n)
+        self._count(read_requests=1, bytes_read=len(data))
+        return bytes(data) if not isinstance(data, bytes) else data
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return int(self._stream.seek(offset, whence))
+
+    def tell(self) -> int:
+        return int(self._stream.tell())
+
+    def size(self) -> int:
+        return _stream_size(self._stream)
+
+    def close(self) -> None:
+        self.closed = True
+        self._stream.close()
+
+
 class TableIO:
     """A table's ``FileIO`` with request counting: read, write, list, delete by path."""
 
@@ -204,6 +276,15 @@ class TableIO:
         """The seam over a pypaimon table's ``file_io``."""
         return cls(table.file_io)
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Shipped to executors with a split: the file_io pickles (pypaimon's FileIOs do); the
+        # counters start afresh there (each task reports its own).
+        return {"file_io": self.file_io}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.file_io = state["file_io"]
+        self.counters = IOCounters()
+
     @property
     def is_local(self) -> bool:
         """Whether paths are on the local file system (where ``os.link`` gives an atomic create)."""
@@ -211,9 +292,9 @@ class TableIO:
 
     # -- reading ---------------------------------------------------------------------------------
 
-    def source(self, path: str, size: int | None = None) -> FileIOSource:
+    def source(self, path: str, size: int | None = None, tally: IOCounters | None = None) -> FileIOSource:
         """A ranged-read :class:`~paimon_index.binary.Source` (``size`` known saves a request)."""
-        return FileIOSource(self, path, size)
+        return FileIOSource(self, path, size, tally)
 
     def read_bytes(self, path: str) -> bytes:
         with self.file_io.new_input_stream(path) as stream:
@@ -227,15 +308,24 @@ class TableIO:
         end = size if size is not None else max((o + n for o, n in ranges), default=0)
         with self.source(path, end) as src:
             src.prefetch(ranges)
-            return [src.read_at(o, n) for o, n in ranges]
+            return [bytes(src.read_at(o, n)) for o, n in ranges]
 
     @contextmanager
-    def parquet(self, path: str) -> Iterator[pq.ParquetFile]:
-        """A Parquet reader over the file's stream (footer and column chunks by range), closed after."""
-        stream = self.file_io.new_input_stream(path)
-        self.counters.add(other_requests=1)
+    def parquet(self, path: str, tally: IOCounters | None = None) -> Iterator[pq.ParquetFile]:
+        """A Parquet reader over the file's stream (footer and column chunks by range), closed after.
+
+        Every read pyarrow makes is counted (``read_requests``/``bytes_read``); ``pre_buffer``
+        lets pyarrow fetch the column chunks of a read in few coalesced requests.
+        """
+        def count(**counts: int) -> None:
+            self.counters.add(**counts)
+            if tally is not None:
+                tally.add(**counts)
+
+        stream = _CountingStream(self.file_io.new_input_stream(path), count)
+        count(other_requests=1)
         try:
-            yield pq.ParquetFile(stream)
+            yield pq.ParquetFile(stream, pre_buffer=True)
         finally:
             stream.close()
 

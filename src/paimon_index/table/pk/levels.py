@@ -60,7 +60,8 @@ def rewrite(table: Any, dvs: BucketDvMaintainer, files: list[Any], level: int) -
     stored are deleted at once (no snapshot will reference them).
     """
     columns = user_columns(table)
-    parts = [live_rows(m, dvs, [VALUE_KIND_COLUMN, *columns]) for m in files]
+    io = TableIO.of(table)
+    parts = [live_rows(m, dvs, [VALUE_KIND_COLUMN, *columns], io=io) for m in files]
     rows = pa.concat_tables(parts, promote_options="permissive") if parts else pa.table({})
     if rows.num_rows:
         live = pc.invert(pc.is_in(rows[VALUE_KIND_COLUMN], pa.array(DELETING_VALUE_KINDS, pa.int8())))
