@@ -30,7 +30,7 @@ class S3Warehouse:
     def catalog_options(self) -> dict[str, str]:
         return self.server.catalog_options()
 
-    def keys(self, prefix: str = "") -> list[str]:
+    def objects(self, prefix: str = "") -> list[str]:
         return self.server.keys(self.bucket, prefix)
 
 

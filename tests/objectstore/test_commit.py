@@ -82,7 +82,7 @@ def test_two_processes_on_one_planned_snapshot_exactly_one_lands(s3: S3Warehouse
     assert latest_snapshot(table).id == 2
     expected = sorted([(i, "base") for i in range(5)] + [(winner + i, f"w{winner}") for i in range(5)])
     assert table_rows(table) == expected
-    keys = set(s3.keys())
+    keys = set(s3.objects())
     for _, _, _, written in (r for r in results if r[0] == "refused"):
         leftovers = [p for p in written if p.split("/", 3)[3] in keys]
         assert not leftovers, f"a refused writer left {leftovers}"
