@@ -116,7 +116,7 @@ def main() -> None:
             print(f"object store: {args.rows:,} rows in {args.files} files, best of {args.repeat}; "
                   f"local warehouse vs s3:// on moto at {server.endpoint}")
             print(f"{'shape':<13} {'rows':>6} | {'local s':>8} {'seam req':>8} {'seam bytes':>11} | "
-                  f"{'s3 s':>7} {'seam req':>8} {'server req':>10} {'GET/HEAD/PUT/LIST/DEL':>22} "
+                  f"{'s3 s':>7} {'seam req':>8} {'server req':>10} {'GET/HEAD/LIST/PUT/POST/DEL':>26} "
                   f"{'bytes out':>10} {'bytes in':>9} | {'s3/local':>8}")
             for name, run in shapes(args.rows):
                 got_local, got_s3 = [], []
@@ -126,11 +126,11 @@ def main() -> None:
                     assert got_local[-1]["rows"] == got_s3[-1]["rows"], name
                 lo = min(got_local, key=lambda m: m["s"])
                 re = min(got_s3, key=lambda m: m["s"])
-                methods = "/".join(str(re["methods"].get(k, 0)) for k in ("GET", "HEAD", "PUT", "LIST",
-                                                                         "DELETE"))
+                methods = "/".join(str(re["methods"].get(k, 0)) for k in ("GET", "HEAD", "LIST", "PUT",
+                                                                         "POST", "DELETE"))
                 print(f"{name:<13} {lo['rows']:>6} | {lo['s']:>8.3f} {lo['seam']:>8} "
                       f"{_n(lo['seam_bytes']):>11} | "
-                      f"{re['s']:>7.3f} {re['seam']:>8} {re['requests']:>10} {methods:>22} "
+                      f"{re['s']:>7.3f} {re['seam']:>8} {re['requests']:>10} {methods:>26} "
                       f"{re['bytes_out']:>10,} {re['bytes_in']:>9,} | {re['s'] / lo['s']:>8.1f}")
     finally:
         server.stop()
