@@ -166,7 +166,7 @@ class FileIOSource:
 
     def _open(self) -> Any:
         if self._stream is None:
-            self._stream = self._io.file_io.new_input_stream(self.name)
+            self._stream = self._io.input_stream(self.name)
             self._count(other_requests=1)
         return self._stream
 
@@ -186,10 +186,30 @@ class FileIOSource:
 
         Ranges are clipped to the file (a caller may ask for "up to n bytes from here").
         """
-        wanted = [(o, min(n, self.size - o)) for o, n in ranges if 0 <= o < self.size]
-        wanted = [(o, n) for o, n in wanted if n > 0 and self._cached(o, n) is None]
+        wanted = []
+        for offset, length in ranges:
+            end = min(offset + length, self.size)
+            offset = max(offset, 0)
+            for start, data in sorted(self._spans):  # skip what is already here
+                if start <= offset < start + len(data):
+                    offset = start + len(data)
+            if offset < end:
+                wanted.append((offset, end - offset))
         for offset, length in coalesce(wanted):
             self._spans.append((offset, self._fetch(offset, length)))
+        self._merge_spans()
+
+    def _merge_spans(self) -> None:
+        """Join touching or overlapping spans, so a read across their border is served too."""
+        merged: list[tuple[int, bytes]] = []
+        for start, data in sorted(self._spans, key=lambda span: span[0]):
+            if merged and start <= merged[-1][0] + len(merged[-1][1]):
+                first, head = merged[-1]
+                tail = data[first + len(head) - start:]
+                merged[-1] = (first, head + tail if tail else head)
+            else:
+                merged.append((start, data))
+        self._spans = merged
 
     def _cached(self, offset: int, length: int) -> memoryview | None:
         for start, data in self._spans:
@@ -296,8 +316,18 @@ class TableIO:
         """A ranged-read :class:`~paimon_index.binary.Source` (``size`` known saves a request)."""
         return FileIOSource(self, path, size, tally)
 
+    def input_stream(self, path: str) -> Any:
+        """The FileIO's input stream of ``path``; a missing file is a ``FileNotFoundError`` whose
+        ``filename`` is the path (FileIOs differ in how they say it)."""
+        try:
+            return self.file_io.new_input_stream(path)
+        except FileNotFoundError as e:
+            if e.filename:
+                raise
+            raise FileNotFoundError(errno.ENOENT, f"no such file ({e})", path) from e
+
     def read_bytes(self, path: str) -> bytes:
-        with self.file_io.new_input_stream(path) as stream:
+        with self.input_stream(path) as stream:
             data = bytes(stream.read())
         self.counters.add(read_requests=1, bytes_read=len(data))
         return data
@@ -322,7 +352,7 @@ class TableIO:
             if tally is not None:
                 tally.add(**counts)
 
-        stream = _CountingStream(self.file_io.new_input_stream(path), count)
+        stream = _CountingStream(self.input_stream(path), count)
         count(other_requests=1)
         try:
             yield pq.ParquetFile(stream, pre_buffer=True)
