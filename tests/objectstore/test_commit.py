@@ -4,13 +4,15 @@ lands — real processes against the real (moto) server; pypaimon's own read is 
 from __future__ import annotations
 
 import multiprocessing
+import sys
 from typing import Any
 
 import pyarrow as pa
 import pytest
 
 from objectstore.conftest import S3Warehouse
-from paimon_index.errors import ConcurrentChangeError
+from paimon_index.errors import ConcurrentChangeError, EnvironmentCheckError
+from paimon_index.table import fileio
 from paimon_index.table.catalog import create_table, open_table
 from paimon_index.table.fileio import NoAtomicCreateError, TableIO
 from paimon_index.table.paimon import check_snapshot_store, latest_snapshot, snapshot_by_id
@@ -112,3 +114,16 @@ def test_a_store_without_atomic_create_is_refused_before_anything_is_written(
         TableIO.of(table).create_exclusive(f"s3://{s3.bucket}/x", b"")
     assert check_snapshot_store(open_table(s3.warehouse, "db.t", catalog_options={
         **s3.catalog_options, "fs.allow-non-atomic-commit": "true"})) is None
+
+
+def test_without_boto3_an_s3_commit_names_the_extra(s3: S3Warehouse, monkeypatch: pytest.MonkeyPatch) -> None:
+    table = create_table(s3.warehouse, "db.t", SCHEMA, catalog_options=s3.catalog_options)
+    fileio._s3_client.cache_clear()
+    try:
+        with monkeypatch.context() as patched, \
+                pytest.raises(EnvironmentCheckError, match=r"pip install 'paimon-index\[s3\]'"):
+            patched.setitem(sys.modules, "boto3", None)  # import boto3 -> ImportError
+            TableIO.of(table).create_exclusive(f"s3://{s3.bucket}/wh/probe", b"x")
+    finally:
+        fileio._s3_client.cache_clear()
+    assert "wh/probe" not in s3.objects()
