@@ -19,7 +19,7 @@ from paimon_index.table.paimon import check_snapshot_store, latest_snapshot, sna
 from paimon_index.table.transaction import Transaction
 
 SCHEMA = pa.schema([("id", pa.int64()), ("tag", pa.string())])
-WRITERS = 3
+WRITERS = 2
 
 
 def rows(first: int, tag: str) -> pa.Table:

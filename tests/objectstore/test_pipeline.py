@@ -34,8 +34,7 @@ ORDER_OPTIONS = {"bucket": "-1", "deletion-vectors.enabled": "true",
                  "file-index.bloom-filter.columns": "id", "file-index.bitmap.columns": "status",
                  "file-index.in-manifest-threshold": "400"}
 CUSTOMER_OPTIONS = {"bucket": "2", "deletion-vectors.enabled": "true"}
-QUERIES = ["id = 7", "id IN (3, 1500, 2999)", "status = 'c'", "status <> 'a' AND score >= 50",
-           "score IS NULL", "id >= 1000 AND id < 1010"]
+QUERIES = ["id IN (7, 1500, 2999)", "status <> 'a' AND score >= 50", "score IS NULL OR id >= 2990"]
 
 
 def orders(first: int, n: int) -> pa.Table:
@@ -65,7 +64,7 @@ def answers(t: paimon_index.Table, queries: bool = True) -> dict[str, list[tuple
 
 Step = tuple[str, Callable[[paimon_index.Table, paimon_index.Table], Any]]
 #: After these steps every query is compared (after the others: all rows), to keep the run short.
-QUERY_CHECKPOINTS = {"write .index", "update", "rewrite_file_index", "overwrite"}
+QUERY_CHECKPOINTS = {"write .index", "update", "rewrite_file_index"}
 
 STEPS: list[Step] = [
     ("write embedded", lambda o, c: o.write(orders(0, 40)).rows_affected),
