@@ -120,10 +120,12 @@ def test_without_boto3_an_s3_commit_names_the_extra(s3: S3Warehouse, monkeypatch
     table = create_table(s3.warehouse, "db.t", SCHEMA, catalog_options=s3.catalog_options)
     fileio._s3_client.cache_clear()
     try:
-        with monkeypatch.context() as patched, \
-                pytest.raises(EnvironmentCheckError, match=r"pip install 'paimon-index\[s3\]'"):
+        with monkeypatch.context() as patched:
             patched.setitem(sys.modules, "boto3", None)  # import boto3 -> ImportError
-            TableIO.of(table).create_exclusive(f"s3://{s3.bucket}/wh/probe", b"x")
+            with pytest.raises(EnvironmentCheckError, match=r"pip install 'paimon-index\[s3\]'"):
+                Transaction.begin(table)  # refused before the operation writes any file
+            with pytest.raises(EnvironmentCheckError, match="boto3"):
+                TableIO.of(table).create_exclusive(f"s3://{s3.bucket}/wh/probe", b"x")
     finally:
         fileio._s3_client.cache_clear()
     assert "wh/probe" not in s3.objects()

@@ -453,6 +453,20 @@ class TableIO:
     def supports_atomic_create(self) -> bool:
         return self.is_local or self.scheme in S3_SCHEMES
 
+    def check_atomic_create(self) -> None:
+        """Raise now what :meth:`create_exclusive` would raise (before an operation writes files).
+
+        Raises:
+            NoAtomicCreateError: no atomic create on this store and no opt-out.
+            EnvironmentCheckError: an ``s3://`` table without boto3.
+        """
+        if self.is_local or self.allows_non_atomic():
+            return
+        if self.scheme in S3_SCHEMES:
+            _s3_client(tuple(sorted(self._s3_settings().items())))
+            return
+        raise self._no_atomic_create()
+
     def allows_non_atomic(self) -> bool:
         """The user set :data:`ALLOW_NON_ATOMIC_OPTION` (a single writer)."""
         return str(self._properties().get(ALLOW_NON_ATOMIC_OPTION, "false")).lower() == "true"
@@ -474,12 +488,16 @@ class TableIO:
         elif self.allows_non_atomic():
             created = self._create_check_then_write(path, data)
         else:
-            raise NoAtomicCreateError(
-                f"cannot publish {path}: a '{self.scheme}://' store has no atomic create-if-absent here, "
-                "so two writers could both publish the same snapshot and one would be lost. Use a local "
-                f"or s3:// warehouse, or set the catalog option '{ALLOW_NON_ATOMIC_OPTION}' = 'true' if "
-                "only one writer ever commits to this table")
+            raise self._no_atomic_create(path)
         return created
+
+    def _no_atomic_create(self, path: str | None = None) -> NoAtomicCreateError:
+        what = f"cannot publish {path}: a" if path else "A"
+        return NoAtomicCreateError(
+            f"{what} '{self.scheme}://' store has no atomic create-if-absent here, so two writers could "
+            "both publish the same snapshot and one would be lost. Use a local or s3:// warehouse, or set "
+            f"the catalog option '{ALLOW_NON_ATOMIC_OPTION}' = 'true' if only one writer ever commits to "
+            "this table")
 
     def _create_local(self, target: str, data: bytes) -> bool:
         os.makedirs(os.path.dirname(target), exist_ok=True)

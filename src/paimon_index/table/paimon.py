@@ -55,7 +55,7 @@ from pypaimon.write.commit_message import CommitMessage
 from pypaimon.write.file_store_commit import FileStoreCommit
 
 from paimon_index.errors import TableError
-from paimon_index.table.fileio import ALLOW_NON_ATOMIC_OPTION, NoAtomicCreateError, TableIO
+from paimon_index.table.fileio import NoAtomicCreateError, TableIO
 
 __all__ = [
     "BATCH_COMMIT_IDENTIFIER",
@@ -340,17 +340,15 @@ def check_snapshot_store(table: Any) -> None:
     Raises:
         NoAtomicCreateError: a file-system catalog on a store without an atomic create (see
             :mod:`paimon_index.table.fileio`), and the user did not opt out.
+        EnvironmentCheckError: an ``s3://`` table without boto3 (the conditional PUT needs it).
     """
     io = TableIO(table.file_io)
-    if io.supports_atomic_create() or io.allows_non_atomic():
-        return
-    if not isinstance(table.new_snapshot_commit(), RenamingSnapshotCommit):
-        return  # the catalog publishes snapshots itself
-    raise NoAtomicCreateError(
-        f"table {table_name(table)} is on a '{io.scheme}://' store without an atomic create-if-absent: "
-        "two writers could both publish the same snapshot and one would be lost. Use a local or s3:// "
-        f"warehouse, or set the catalog option '{ALLOW_NON_ATOMIC_OPTION}' = 'true' if only one writer "
-        "ever commits to this table")
+    if io.is_local or not isinstance(table.new_snapshot_commit(), RenamingSnapshotCommit):
+        return  # os.link; or the catalog publishes snapshots itself
+    try:
+        io.check_atomic_create()
+    except NoAtomicCreateError as e:
+        raise NoAtomicCreateError(f"table {table_name(table)}: {e}") from None
 
 
 # the commit ---------------------------------------------------------------------------------------
