@@ -156,7 +156,7 @@ def test_deletion_vectors_are_applied_after_the_index(tmp_path: Path, bitmap64: 
             maintainer.notify_new_deletions(meta.file_name, positions)
             file_ids = pq.read_table(meta.file_path).column("id").to_numpy()
             deleted_ids.update(file_ids[positions].tolist())
-    commit = maintainer.commit_to(t.path_factory().index_path())
+    commit = maintainer.commit_to(str(t.path_factory().index_path()), write=TableIO.of(t).write_new)
     message = CommitMessage(partition=(), bucket=splits[0].bucket, new_files=[],
                             index_adds=list(commit.added), index_deletes=list(commit.deleted))
     committer = t.new_batch_write_builder().new_commit()

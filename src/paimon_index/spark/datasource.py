@@ -457,10 +457,10 @@ def _as_spark_arrow(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
 
 
 def _open_table(options: ReadOptions | WriteOptions) -> Any:
-    from pypaimon import CatalogFactory
+    from paimon_index.table.catalog import open_table
 
-    catalog = CatalogFactory.create({WAREHOUSE: options.warehouse, **dict(options.catalog)})
-    table = catalog.get_table(options.table)
+    # The catalog options are checked there (a misspelt fs.s3.* key names the nearest one).
+    table = open_table(options.warehouse, options.table, catalog_options=dict(options.catalog))
     snapshot = getattr(options, "snapshot_id", None)
     return table if snapshot is None else table.copy({SNAPSHOT_ID: str(snapshot)})
 

@@ -70,8 +70,9 @@ def rewrite(table: Any, dvs: BucketDvMaintainer, files: list[Any], level: int) -
         dvs.remove_deletion_vector_of(meta.file_name)
     messages = write_rows(table, rows) if rows.num_rows else []
     index_dir = str(table.path_factory().index_path())
+    io = TableIO.of(table)
     for entry in (e for m in messages for e in m.index_adds):
         meta = entry.index_file
-        table.file_io.delete_quietly(meta.external_path or posixpath.join(index_dir, meta.file_name))
+        io.delete_quietly(meta.external_path or posixpath.join(index_dir, meta.file_name))
     written = [f for m in messages for f in m.new_files]
     return [replace(f, level=level) for f in written], files

@@ -150,7 +150,8 @@ class Plan:
     buckets: dict[BucketKey, Bucket]
     index_dir: str
     bitmap64: bool
-    #: The table's FileIO seam: every data and DV index file of the plan is read through it.
+    #: The table's FileIO seam: every data and DV index file of the plan is read through it, and
+    #: new DV index files are written there (on an executor too).
     io: TableIO
 
     def level0(self) -> list[Any]:

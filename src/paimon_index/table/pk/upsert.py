@@ -213,9 +213,9 @@ def _prepare(table: Any, plan: Plan, messages: list[Any], removed_keys: pa.Table
         dv = dvs.prepare_commit()
         if key not in plan.buckets and not dv.is_empty:
             raise PrimaryKeyTableError(f"internal: deletion vectors for new bucket {key}")
-        stored = dv.write_to(plan.index_dir)
+        stored = dv.write_to(plan.index_dir, write=plan.io.write_new)
         if stored is not None:
-            prepared.written.append(str(stored))
+            prepared.written.append(stored)
         index_adds = [e for m in produced for e in m.index_adds] + list(dv.added)
         index_deletes = [e for m in produced for e in m.index_deletes] + list(dv.deleted)
         if placed or removed or index_adds or index_deletes:
