@@ -59,6 +59,9 @@ def answers(t: paimon_index.Table, queries: bool = True) -> dict[str, list[tuple
         out[str(where)] = sorted(zip(*(rows.column(c).to_pylist() for c in rows.column_names), strict=True),
                                  key=lambda r: r[0] if r[0] is not None else -1)
         assert len({r[0] for r in out[str(where)]}) == len(out[str(where)]), f"{key} twice"
+        if queries and not t.is_primary_key_table:  # the index-only answers read through the store too
+            out[f"count {where}"] = [(t.count(where),)]
+            out[f"min_max score {where}"] = [t.min_max("score", where)]
     return out
 
 
