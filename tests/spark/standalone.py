@@ -8,6 +8,7 @@ executors, :meth:`Standalone.stop` kills whatever is left (only the processes st
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -81,8 +82,8 @@ class Standalone:
         port = _free_port()
         self.url = f"spark://127.0.0.1:{port}"
         # No REST submission server: it takes a fixed port (6066) another cluster may hold.
-        self.master = self._spawn("master", ["-Dspark.master.rest.enabled=false", MASTER_CLASS, "--host", "127.0.0.1", "--port", str(port),
-                                             "--webui-port", "0"], env)
+        self.master = self._spawn("master", ["-Dspark.master.rest.enabled=false", MASTER_CLASS, "--host",
+                                             "127.0.0.1", "--port", str(port), "--webui-port", "0"], env)
         self._wait(lambda: _listening(port), "the master to listen")
         for i in range(workers):
             self.workers.append(self._spawn(f"worker-{i}", [
@@ -121,11 +122,7 @@ def _listening(port: int) -> bool:
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     if proc.poll() is None:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)  # the group this helper created for the process
-        except ProcessLookupError:
-            pass
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        pass
