@@ -37,7 +37,7 @@ APPEND_SCHEMA = pa.schema([("id", pa.int64()), ("status", pa.string()), ("region
                            ("score", pa.int32())])
 PK_SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("name", pa.string()),
                        ("score", pa.int32())])
-QUERIES = ("status = 'RARE'", "id = 1234", "score >= 990", "region = 'ap' AND score < 20",
+QUERIES = ("status = 'ORDERED'", "id = 1234", "score >= 990", "region = 'ap' AND score < 20",
            "status IS NULL")
 SLOW_TASK_S = 4.0
 
@@ -52,7 +52,10 @@ def _orders(spark: Any, first: int, count: int) -> Any:
     ids = spark.range(first, first + count, numPartitions=FILES)
     return ids.select(
         F.col("id"),
-        F.when(F.col("id") % 997 == 0, F.lit("RARE")).when(F.col("id") % 13 == 0, F.lit(None))
+        # ORDERED sorts between OPEN and PAID: only the first file holds it, and only its bitmap (not
+        # the min/max statistics) rules the other files out.
+        F.when((F.col("id") % 97 == 0) & (F.col("id") < ROWS // FILES), F.lit("ORDERED"))
+        .when(F.col("id") % 13 == 0, F.lit(None))
         .otherwise(F.element_at(F.array(F.lit("PAID"), F.lit("OPEN")), (F.col("id") % 2 + 1).cast("int")))
         .alias("status"),
         F.element_at(F.array(F.lit("eu"), F.lit("us"), F.lit("ap")), (F.col("id") % 3 + 1).cast("int"))
@@ -151,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from pyspark.sql import SparkSession
 
-    from paimon_index.spark.session import SESSION_CONF, configure
+    from paimon_index.spark.session import SESSION_CONF, check_executors, configure
 
     builder = SparkSession.builder.master(args.master).appName("paimon-index-cluster-test")
     for key, value in SESSION_CONF.items():
@@ -162,6 +165,9 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     configure(spark, python=sys.executable)
     answers: dict[str, Any] = {"configure_s": time.monotonic() - started}
+    started = time.monotonic()
+    check_executors(spark)  # again, on executors and Python workers that are up
+    answers["check_warm_s"] = time.monotonic() - started
     answers["pipeline"] = run_pipeline(spark, args.warehouse)
     if args.kill_worker is not None:
         answers["killed_write"] = write_while_killing(spark, args.warehouse + "-kill", args.kill_worker)

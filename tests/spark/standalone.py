@@ -67,11 +67,11 @@ class Standalone:
         return cluster
 
     def _spawn(self, name: str, args: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
-        log = open(self.workdir / f"{name}.log", "wb")  # noqa: SIM115  (kept open by the child)
         cmd = [_java(), "-Xmx512m", "-cp", str(_spark_home() / "jars" / "*"), *args]
-        # Own process group: a kill reaches the worker's executors too, and nothing else.
-        return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.workdir,
-                                start_new_session=True)
+        with open(self.workdir / f"{name}.log", "wb") as log:  # the child keeps its own descriptor
+            # Own process group: a kill reaches the worker's executors too, and nothing else.
+            return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.workdir,
+                                    start_new_session=True)
 
     def _start(self, workers: int, cores: int, memory: str, env: dict[str, str]) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)

@@ -67,9 +67,10 @@ def test_pipeline_on_a_standalone_cluster_equals_local_mode(spark, cluster: Stan
     assert [local[s]["snapshot"] for s in steps] == [1, 2, 3, 4]  # one snapshot per job
     assert [local[s]["snapshot"] for s in ("pk_load", "pk_upsert")] == [1, 2]
     assert local["snapshots"] == [4, 2]
-    assert any(r["files_skipped_by_index"] for r in local["reads"].values())  # reports did arrive
+    assert local["reads"]["status = 'ORDERED'"]["files_skipped_by_index"] == 3  # reports did arrive
 
     killed = answers["killed_write"]
     assert killed["killed"], "the worker was not killed while tasks ran"
     assert (killed["snapshot"], killed["latest"], killed["rows"], killed["count"]) == (1, 1, ROWS, ROWS)
-    print(f"configure(spark) with the executor check on the cluster: {answers['configure_s']:.2f} s")
+    print(f"configure(spark) with the executor check on a fresh cluster application: "
+          f"{answers['configure_s']:.2f} s; the check again: {answers['check_warm_s']:.2f} s")
