@@ -25,6 +25,7 @@ from paimon_index.bucket.hash_index import (
     serialize_hash_index,
     write_hash_index,
 )
+from paimon_index.deletionvectors.index_file import local_write
 from paimon_index.errors import CorruptFileError
 
 
@@ -55,7 +56,7 @@ def test_round_trip_is_the_set_of_hashes(hashes: list[int]) -> None:
 
 
 def test_write_to_directory(tmp_path: Path) -> None:
-    meta = write_hash_index(tmp_path, [3, 1, 2], name_factory=lambda: "index-h-0")
+    meta = write_hash_index(tmp_path, [3, 1, 2], write=local_write, name_factory=lambda: "index-h-0")
     assert (meta.index_type, meta.file_name) == (HASH_INDEX, "index-h-0")
     assert (meta.file_size, meta.row_count) == (12, 3)
     assert meta.dv_ranges is None

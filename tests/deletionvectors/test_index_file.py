@@ -17,6 +17,7 @@ from paimon_index.deletionvectors.index_file import (
     DELETION_VECTORS_INDEX,
     check_version,
     iter_vectors,
+    local_write,
     read_vector,
     read_vectors,
     serialize_index_file,
@@ -194,7 +195,8 @@ def test_single_file_and_empty_inputs() -> None:
 def test_write_index_files_to_a_directory(tmp_path: Path) -> None:
     vectors = _vectors([500, 500, 500, 5], bitmap64=True)
     names = iter(["index-a-0", "index-b-0", "index-c-0"])
-    metas = write_index_files(tmp_path, vectors, target_size=1500, name_factory=lambda: next(names))
+    metas = write_index_files(tmp_path, vectors, write=local_write, target_size=1500,
+                              name_factory=lambda: next(names))
     assert [m.file_name for m in metas] == ["index-a-0", "index-b-0"]
     restored: dict[str, DeletionVector] = {}
     for meta in metas:
@@ -202,7 +204,8 @@ def test_write_index_files_to_a_directory(tmp_path: Path) -> None:
         assert meta.file_size == path.stat().st_size and meta.row_count == len(meta.dv_ranges)
         restored.update(read_vectors(path, meta.dv_ranges))
     assert restored == vectors
-    (single,) = write_index_files(tmp_path, {}, target_size=None, name_factory=lambda: "index-empty-0")
+    (single,) = write_index_files(tmp_path, {}, write=local_write, target_size=None,
+                                  name_factory=lambda: "index-empty-0")
     assert (tmp_path / "index-empty-0").read_bytes() == b"\x01" and single.row_count == 0
 
 

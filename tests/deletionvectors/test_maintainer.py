@@ -16,7 +16,7 @@ from pypaimon.schema.data_types import AtomicType, DataField
 from pypaimon.table.row.generic_row import GenericRow
 from pypaimon.table.source.deletion_file import DeletionFile
 
-from paimon_index.deletionvectors.index_file import DELETION_VECTORS_INDEX, iter_vectors
+from paimon_index.deletionvectors.index_file import DELETION_VECTORS_INDEX, iter_vectors, local_write
 from paimon_index.deletionvectors.maintainer import KIND_ADD, KIND_DELETE, BucketDvMaintainer
 from paimon_index.deletionvectors.vector import Bitmap64DeletionVector, BitmapDeletionVector
 from paimon_index.errors import CorruptFileError
@@ -32,7 +32,7 @@ def opener(directory: Path):
 
 def committed(directory: Path, maintainer: BucketDvMaintainer,
               name: str | None = None) -> list[IndexManifestEntry]:
-    return maintainer.commit_to(directory, name).entries
+    return maintainer.commit_to(directory, name, write=local_write).entries
 
 
 def model_of(maintainer: BucketDvMaintainer) -> dict[str, list[int]]:
@@ -44,7 +44,7 @@ def test_first_commit_writes_one_file_and_an_add_entry(tmp_path: Path) -> None:
     assert maintainer.notify_new_deletion("data-1.parquet", 5) is True
     assert maintainer.notify_new_deletion("data-1.parquet", 5) is False
     assert maintainer.notify_new_deletions("data-2.parquet", np.arange(100, 200)) == 100
-    commit = maintainer.commit_to(tmp_path, "index-first-0")
+    commit = maintainer.commit_to(tmp_path, "index-first-0", write=local_write)
     (add,) = commit.entries
     assert (add.kind, add.partition, add.bucket) == (KIND_ADD, PARTITION, BUCKET)
     meta = add.index_file
@@ -69,7 +69,7 @@ def test_restore_change_and_replace(tmp_path: Path) -> None:
     restored.notify_new_deletion("b.parquet", 8)
     assert restored.retain_data_files(["b.parquet", "c.parquet"]) == ["a.parquet"]
 
-    commit = restored.commit_to(tmp_path, "index-2-0")
+    commit = restored.commit_to(tmp_path, "index-2-0", write=local_write)
     assert [e.kind for e in commit.entries] == [KIND_DELETE, KIND_ADD]
     assert commit.deleted[0].index_file == entries[0].index_file
     assert commit.added[0].index_file.file_name == "index-2-0"
@@ -90,7 +90,7 @@ def test_restore_keeps_only_vectors_of_live_data_files(tmp_path: Path) -> None:
                                           live_files=["live.parquet", "new.parquet"])
     assert model_of(restored) == {"live.parquet": [4]}
     assert restored.modified
-    commit = restored.commit_to(tmp_path, "index-2-0")
+    commit = restored.commit_to(tmp_path, "index-2-0", write=local_write)
     assert [e.kind for e in commit.entries] == [KIND_DELETE, KIND_ADD]
     assert set(commit.added[0].index_file.dv_ranges) == {"live.parquet"}
     # All live: nothing to rewrite.
@@ -105,7 +105,7 @@ def test_empty_result_removes_the_old_file(tmp_path: Path) -> None:
     assert maintainer.remove_deletion_vector_of("a.parquet") is True
     assert maintainer.remove_deletion_vector_of("a.parquet") is False
     before = set(tmp_path.iterdir())
-    commit = maintainer.commit_to(tmp_path)
+    commit = maintainer.commit_to(tmp_path, write=local_write)
     assert commit.new_file is None and commit.new_file_name is None
     assert [(e.kind, e.index_file) for e in commit.entries] == [(KIND_DELETE, old[0].index_file)]
     assert set(tmp_path.iterdir()) == before
@@ -222,7 +222,7 @@ def test_random_operations_survive_commit_and_restore(tmp_path: Path, ops, bitma
         elif op == "remove":
             assert maintainer.remove_deletion_vector_of(name) == (model.pop(name, None) is not None)
         else:
-            commit = maintainer.commit_to(directory)
+            commit = maintainer.commit_to(directory, write=local_write)
             deleted = {e.index_file.file_name for e in commit.deleted}
             assert deleted == {e.index_file.file_name for e in live} or commit.is_empty
             if not commit.is_empty:

@@ -158,7 +158,7 @@ KILL_POINTS = (
     KillPoint("before-commit", "pypaimon.write.file_store_commit:FileStoreCommit._try_commit", "before"),
     KillPoint("manifest-list-written",
               "pypaimon.manifest.manifest_list_manager:ManifestListManager.write", "after", nth=2),
-    KillPoint("before-snapshot-file", "paimon_index.table.paimon:ExclusiveSnapshotCommit._publish_local",
+    KillPoint("before-snapshot-file", "paimon_index.table.paimon:ExclusiveSnapshotCommit._publish",
               "before"),
     KillPoint("snapshot-file-written",
               "paimon_index.table.paimon:ExclusiveSnapshotCommit._write_latest_hint", "before"),

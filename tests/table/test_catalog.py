@@ -419,3 +419,23 @@ def test_indexes_on_ddl_typed_columns_are_built_and_used_by_java(tmp_path: Path)
     assert java["rows"] == ours.num_rows == 32
     # Java's FileIndexEvaluator reads our bitmap (CHAR) and range bitmap (DECIMAL) to the exact rows.
     assert [f["index_verdict"] for f in java["per_file"]] == ["ROWS 32"]
+
+
+@pytest.mark.parametrize(("key", "nearest"), [
+    ("fs.s3.endpiont", "fs.s3.endpoint"),            # a typo under a file-system family
+    ("fs.s3.accesskeyid", "fs.s3.accessKeyId"),      # pypaimon matches keys with case
+    ("fs.oss.endpont", "fs.oss.endpoint"),
+    ("metastre", "metastore"),                       # within a typo of a catalog key
+])
+def test_misspelt_catalog_option_names_the_nearest_key(tmp_path: Path, key: str, nearest: str) -> None:
+    with pytest.raises(InvalidOptionError, match=f"{key}.*did you mean '{nearest}'"):
+        create_table(str(tmp_path), "db.t", pa.schema([("id", pa.int64())]), catalog_options={key: "x"})
+    assert not any(tmp_path.iterdir())  # refused before the catalog touched the warehouse
+
+
+def test_catalog_options_pypaimon_reads_are_accepted(tmp_path: Path) -> None:
+    options = {"fs.s3.path-style-access": "true", "s3.endpoint": "http://h",
+               "fs.viewfs.mounttable.c.link./a": "x", "my-connector.setting": "kept",
+               "fs.allow-non-atomic-commit": "false"}
+    table = create_table(str(tmp_path), "db.t", pa.schema([("id", pa.int64())]), catalog_options=options)
+    assert table.file_io.properties.to_map()["my-connector.setting"] == "kept"

@@ -56,3 +56,18 @@ def test_list_parquet_and_delete(io: TableIO, tmp_path: Path) -> None:
     assert io.delete(str(tmp_path / "d.parquet")) and not io.exists(str(tmp_path / "d.parquet"))
     assert not io.delete(str(tmp_path / "d.parquet"))
     assert io.list(str(tmp_path / "missing")) == []
+
+
+def test_prefetch_fetches_only_what_is_missing_and_serves_reads_across_spans(io: TableIO,
+                                                                            tmp_path: Path) -> None:
+    path = str(tmp_path / "spans")
+    payload = bytes(range(256)) * 8
+    io.write_bytes(path, payload)
+    with io.source(path) as source:
+        source.prefetch([(0, 100)])
+        before = io.counters.as_dict()
+        source.prefetch([(50, 100), (2000, 500)])  # half cached; the tail clipped to the file
+        assert io.counters.read_requests - before["read_requests"] == 1
+        assert io.counters.bytes_read - before["bytes_read"] == 2048 - 100
+        assert bytes(source.read_at(0, 2048)) == payload  # one span now: no request
+        assert io.counters.read_requests - before["read_requests"] == 1

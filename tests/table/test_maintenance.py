@@ -220,12 +220,13 @@ def test_two_interleaved_expiries_both_finish(tmp_path: Path) -> None:
         real = maintenance._remove
         calls = [0]
 
-        def interleaved(path: str, inner: int = inner, real=real, calls=calls, warehouse=warehouse) -> bool:
+        def interleaved(io, path: str, inner: int = inner, real=real, calls=calls,
+                        warehouse=warehouse) -> bool:
             calls[0] += 1
             if calls[0] == 1:  # the outer expiry has planned; a whole other expiry runs now
                 maintenance._remove = real
                 expire_snapshots(open_table(warehouse, "db.t"), retain_last=inner)
-            return real(path)
+            return real(io, path)
 
         maintenance._remove = interleaved
         try:

@@ -10,9 +10,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from pypaimon import CatalogFactory, Schema
+from pypaimon.filesystem.local_file_io import LocalFileIO
 
 from paimon_index.arrow_filter import to_arrow_expression
 from paimon_index.sql import bind_predicate
+from paimon_index.table.fileio import TableIO
 from paimon_index.table.read import ScanReport, UnsupportedTableError, read_arrow, read_positions
 from paimon_index.table.write import table_schema, write_arrow
 
@@ -98,10 +100,12 @@ def test_only_row_groups_holding_selected_rows_are_read(tmp_path: Path) -> None:
     pq.write_table(data, path, row_group_size=1_000)  # ten row groups
     positions = np.array([5, 2_500, 2_999, 7_001], dtype=np.int64)
     report = ScanReport()
-    rows = read_positions(str(path), positions, report)
+    io = TableIO(LocalFileIO())
+    rows = read_positions(str(path), positions, report, io=io)
     assert rows.column("x").to_pylist() == positions.tolist()
     assert (report.row_groups_planned, report.row_groups_read) == (10, 3)
-    everything = read_positions(str(path), None, ScanReport())
+    assert report.files_opened == 1 and 1 <= report.data_requests <= 4  # footer + wanted chunks
+    everything = read_positions(str(path), None, ScanReport(), io=io)
     assert everything.num_rows == 10_000
 
 
@@ -152,7 +156,7 @@ def test_deletion_vectors_are_applied_after_the_index(tmp_path: Path, bitmap64: 
             maintainer.notify_new_deletions(meta.file_name, positions)
             file_ids = pq.read_table(meta.file_path).column("id").to_numpy()
             deleted_ids.update(file_ids[positions].tolist())
-    commit = maintainer.commit_to(t.path_factory().index_path())
+    commit = maintainer.commit_to(str(t.path_factory().index_path()), write=TableIO.of(t).write_new)
     message = CommitMessage(partition=(), bucket=splits[0].bucket, new_files=[],
                             index_adds=list(commit.added), index_deletes=list(commit.deleted))
     committer = t.new_batch_write_builder().new_commit()

@@ -124,6 +124,7 @@ def test_an_index_built_in_memory_is_used_only_for_a_file_holding_exactly_those_
     """write_arrow builds the container while pypaimon writes; the file's rows decide if it is used."""
     from paimon_index.fileindex.builder import build_file_index
     from paimon_index.fileindex.options import FileIndexOptions
+    from paimon_index.table.fileio import TableIO
     from paimon_index.table.read import container_source
     from paimon_index.table.write import attach_file_indexes, file_container
 
@@ -133,7 +134,8 @@ def test_an_index_built_in_memory_is_used_only_for_a_file_holding_exactly_those_
     options = FileIndexOptions.from_table_options(OPTIONS)
     schema = table_schema(table)
     (meta,) = [m for s in table.new_read_builder().new_scan().plan().splits() for m in s.files]
-    assert bytes(meta.embedded_index) == file_container(meta, options, schema)  # same bytes either way
+    io = TableIO.of(table)
+    assert bytes(meta.embedded_index) == file_container(meta, options, schema, io=io)  # same bytes either way
 
     # Rows in another order than the file's: the prebuilt container must be ignored.
     builder = table.new_batch_write_builder()
@@ -147,4 +149,4 @@ def test_an_index_built_in_memory_is_used_only_for_a_file_holding_exactly_those_
     (new,) = messages[0].new_files
     source = container_source(new)
     stored = Path(source).read_bytes() if isinstance(source, str) else source
-    assert stored == file_container(new, options, schema) != bogus
+    assert stored == file_container(new, options, schema, io=io) != bogus

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -42,7 +41,7 @@ from pypaimon.table.row.generic_row import GenericRow, GenericRowSerializer
 from pypaimon.table.row.internal_row import RowKind
 
 from paimon_index.binary import ByteReader, Source
-from paimon_index.deletionvectors.index_file import new_index_file_name, opened_source
+from paimon_index.deletionvectors.index_file import WriteFile, file_path, new_index_file_name, opened_source
 
 __all__ = [
     "HASH_INDEX",
@@ -109,11 +108,13 @@ def hash_index_meta(file_name: str, data: bytes, external_path: str | None = Non
 
 
 def write_hash_index(directory: str | os.PathLike[str], hashes: Iterable[int] | np.ndarray, *,
+                     write: WriteFile,
                      name_factory: Callable[[], str] = new_index_file_name) -> IndexFileMeta:
-    """Write a hash index file into ``directory``; returns its manifest metadata."""
+    """Write a hash index file into ``directory`` with ``write`` (the table's store, see
+    :data:`paimon_index.deletionvectors.index_file.WriteFile`); returns its manifest metadata."""
     data = serialize_hash_index(hashes)
     name = name_factory()
-    (Path(directory) / name).write_bytes(data)
+    write(file_path(directory, name), data)
     return hash_index_meta(name, data)
 
 

@@ -27,8 +27,9 @@ the version byte and that vector's bytes.
 from __future__ import annotations
 
 import os
+import posixpath
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,10 +54,14 @@ __all__ = [
     "VERSION_V1",
     "IndexFileContent",
     "StoredVector",
+    "WriteFile",
     "check_version",
+    "file_path",
     "iter_vectors",
+    "local_write",
     "new_index_file_name",
     "opened_source",
+    "prefetch_vectors",
     "read_vector",
     "read_vectors",
     "serialize_index_file",
@@ -153,10 +158,29 @@ def new_index_file_name() -> str:
     return f"{INDEX_FILE_PREFIX}{uuid.uuid4()}-0"
 
 
+#: Stores one whole new file, ``write(path, data)``. A table passes its store's writer
+#: (``TableIO.write_new``: local disk, S3, OSS, HDFS alike); :func:`local_write` is for files
+#: outside any table (the CLI, tests).
+WriteFile = Callable[[str, bytes], object]
+
+
+def local_write(path: str, data: bytes) -> None:
+    """Write ``data`` to a local file, creating its directory (a table's index/ folder appears with
+    its first file). Not for tables: their files go through the table's store."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(data)
+
+
+def file_path(directory: str | os.PathLike[str], name: str) -> str:
+    """``directory/name`` for a local path or a URI (``Path`` would fold ``s3://`` into ``s3:/``)."""
+    return posixpath.join(os.fspath(directory), name)
+
+
 def write_index_files(directory: str | os.PathLike[str], vectors: Mapping[str, DeletionVector], *,
-                      target_size: int | None = DEFAULT_TARGET_SIZE,
+                      write: WriteFile, target_size: int | None = DEFAULT_TARGET_SIZE,
                       name_factory: Callable[[], str] = new_index_file_name) -> list[IndexFileMeta]:
-    """Write vectors into ``directory`` and return the manifest metadata of each file written.
+    """Write vectors into ``directory`` with ``write`` and return each file's manifest metadata.
 
     ``target_size=None`` writes exactly one file (also for no vectors), like Java's single-file
     writer that bucketed tables use; otherwise files roll as in :func:`serialize_index_files`.
@@ -166,7 +190,7 @@ def write_index_files(directory: str | os.PathLike[str], vectors: Mapping[str, D
     metas = []
     for content in contents:
         name = name_factory()
-        (Path(directory) / name).write_bytes(content.data)
+        write(file_path(directory, name), content.data)
         metas.append(content.to_meta(name))
     return metas
 
@@ -193,6 +217,21 @@ def opened_source(source: Source | bytes | bytearray | memoryview | str | os.Pat
     finally:
         if isinstance(src, FileSource):
             src.close()
+
+
+def prefetch_vectors(source: Source, ranges: Iterable[tuple[int, int | None]]) -> None:
+    """Over a source read by range: fetch the version byte and the frames at ``(offset, recorded
+    length)`` in one coalesced request, so reading them one by one costs no more requests.
+
+    A superset is fetched (the recorded length plus the frame overhead); nothing is checked here.
+    """
+    prefetch = getattr(source, "prefetch", None)
+    if prefetch is None:
+        return
+    wanted = [(0, VERSION_BYTES)]
+    for offset, length in ranges:
+        wanted.append((offset, source.size - offset if length is None else length + FRAME_OVERHEAD_BYTES))
+    prefetch(wanted)
 
 
 def read_vector(source: Source | bytes | str | os.PathLike[str], offset: int,
@@ -235,6 +274,7 @@ def read_vectors(source: Source | bytes | str | os.PathLike[str],
                  ranges: Mapping[str, DeletionVectorMeta]) -> dict[str, DeletionVector]:
     """The vectors of the given data files (Java ``readAllDeletionVectors``), by their ranges."""
     with opened_source(source) as src:
+        prefetch_vectors(src, [(meta.offset, meta.length) for meta in ranges.values()])
         return {data_file: _read_vector(src, meta.offset, meta.length) for data_file, meta in ranges.items()}
 
 

@@ -31,7 +31,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import MappingProxyType
 
 import numpy as np
@@ -44,6 +43,8 @@ from paimon_index.binary import Source
 from paimon_index.deletionvectors.index_file import (
     DELETION_VECTORS_INDEX,
     IndexFileContent,
+    WriteFile,
+    file_path,
     new_index_file_name,
     opened_source,
     read_vector,
@@ -82,13 +83,13 @@ class DeletionVectorCommit:
     def deleted(self) -> list[IndexManifestEntry]:
         return [e for e in self.entries if e.kind == KIND_DELETE]
 
-    def write_to(self, directory: str | os.PathLike[str]) -> Path | None:
-        """Store the new index file (if there is one) in ``directory``; returns its path."""
+    def write_to(self, directory: str | os.PathLike[str], *, write: WriteFile) -> str | None:
+        """Store the new index file (if there is one) in ``directory`` with ``write`` (the table's
+        store: on S3 a bare path would land on the local disk of whoever runs this); returns its path."""
         if self.new_file is None or self.new_file_name is None:
             return None
-        path = Path(directory) / self.new_file_name
-        path.parent.mkdir(parents=True, exist_ok=True)  # a table's index/ folder appears with its first file
-        path.write_bytes(self.new_file.data)
+        path = file_path(directory, self.new_file_name)
+        write(path, self.new_file.data)
         return path
 
 
@@ -242,7 +243,8 @@ class BucketDvMaintainer:
         """Serialize the vectors for one commit; an empty commit when nothing changed.
 
         The new file (if any vector is left) is named ``file_name`` or a fresh ``index-<uuid>-0``;
-        the caller stores it (:meth:`DeletionVectorCommit.write_to`) before committing the entries.
+        the caller stores it (:meth:`DeletionVectorCommit.write_to`, in the table's store) before
+        committing the entries.
         """
         if not self._modified:
             return DeletionVectorCommit()
@@ -259,9 +261,9 @@ class BucketDvMaintainer:
         self._modified = False
         return commit
 
-    def commit_to(self, directory: str | os.PathLike[str],
-                  file_name: str | None = None) -> DeletionVectorCommit:
-        """:meth:`prepare_commit`, then store the new index file in ``directory``."""
+    def commit_to(self, directory: str | os.PathLike[str], file_name: str | None = None, *,
+                  write: WriteFile) -> DeletionVectorCommit:
+        """:meth:`prepare_commit`, then store the new index file in ``directory`` with ``write``."""
         commit = self.prepare_commit(file_name)
-        commit.write_to(directory)
+        commit.write_to(directory, write=write)
         return commit

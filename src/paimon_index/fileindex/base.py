@@ -21,7 +21,11 @@ from paimon_index.fileindex.result import REMAIN, FileIndexResult
 from paimon_index.predicate import Leaf, Op
 from paimon_index.types import CanonicalColumn, DataType, TypeRoot
 
-__all__ = ["IndexReader", "IndexType", "IndexWriter", "SortOrder", "TopN"]
+__all__ = ["PREFETCH_PREFIX_BYTES", "IndexReader", "IndexType", "IndexWriter", "SortOrder", "TopN"]
+
+#: What an index that reads its body piecewise (a head, then the one block or bitmap a query
+#: needs) asks to have fetched up front: its head and, for a small index, all of it.
+PREFETCH_PREFIX_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +58,15 @@ class IndexReader:
         self.source = source
         self.start = start
         self.length = length
+
+    def prefetch_ranges(self) -> list[tuple[int, int]]:
+        """The ``(offset, length)`` ranges a query will read first (fetched together beforehand
+        when the container is read by range); by default the whole body."""
+        return [(self.start, self.length)]
+
+    def prefix_range(self) -> list[tuple[int, int]]:
+        """The first :data:`PREFETCH_PREFIX_BYTES` of the body (for :meth:`prefetch_ranges`)."""
+        return [(self.start, min(self.length, PREFETCH_PREFIX_BYTES))]
 
     # -- dispatch -------------------------------------------------------------------------------
     def evaluate(self, leaf: Leaf) -> FileIndexResult:

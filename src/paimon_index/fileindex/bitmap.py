@@ -251,6 +251,11 @@ class BitmapReader(IndexReader):
         self._parsed = False
         self._cache: dict[object, BitMap] = {}
 
+    def prefetch_ranges(self) -> list[tuple[int, int]]:
+        # A query reads the head, then the one V2 block and the bitmaps of its literals: fetch the
+        # head (and, for a small index, everything) up front.
+        return self.prefix_range()
+
     # -- head -----------------------------------------------------------------------------------
     def _parse(self) -> None:
         if self._parsed:
@@ -405,7 +410,29 @@ class BitmapReader(IndexReader):
 
     def in_bitmap(self, literals: Sequence[object]) -> BitMap:
         self._parse()
+        if len(literals) > 1:
+            self._prefetch(literals)
         return BitMap.union(BitMap(), *(self._bitmap_of(lit) for lit in literals))
+
+    def _prefetch(self, literals: Sequence[object]) -> None:
+        """Over a ranged source: the V2 blocks, then the bitmaps of several literals, each in one
+        request (parsing and every check happen later, as for one literal)."""
+        prefetch = getattr(self.source, "prefetch", None)
+        if prefetch is None:
+            return
+        if self.version == VERSION_2:
+            blocks = {_search(self.block_keys, sort_key(lit, self.kind), "right") - 1
+                      for lit in literals if lit is not None} - {-1} - set(self._blocks)
+            ends = [*self.block_offsets[1:], self.blocks_end - self.blocks_start]
+            prefetch([(self.blocks_start + self.block_offsets[b], ends[b] - self.block_offsets[b])
+                      for b in sorted(blocks)])
+        ranges = []
+        for lit in literals:
+            entry = self._find(lit)
+            if entry is not None and entry.offset >= 0:
+                length = entry.length if entry.length >= 0 else self.start + self.length - self.body_start
+                ranges.append((self.body_start + entry.offset, length))
+        prefetch(ranges)
 
     # -- visitors -------------------------------------------------------------------------------
     def visit_eq(self, literal: Any) -> FileIndexResult:

@@ -250,51 +250,91 @@ def parse_entries(r: ByteReader, count: int, kind: KeyKind, n_ints: int, what: s
         ints = np.stack([rec[f"i{j}"].astype(np.int64) for j in range(n_ints)], axis=1) if count \
             else np.zeros((0, n_ints), dtype=np.int64)
         return Entries(sort_keys, ints, start + np.arange(count, dtype=np.int64) * dtype.itemsize)
-    # Byte strings: i32 length | bytes | i32 * n_ints, sequential by nature ...
+    # Byte strings: i32 length | bytes | i32 * n_ints, sequential by nature. Read through a window
+    # that grows only as entries need it, so a block index or one block never pulls in the rest of
+    # the index (the bitmaps after it) from a file read by range.
     start = r.pos
-    buf = r.read_view(r.remaining, what)  # zero-copy over in-memory bytes
-    fixed = _fixed_width_entries(buf, count, n_ints)
-    if fixed is not None:  # ... unless every key has the same length: then it is a matrix
-        r.seek(start + fixed[2], what)
+    tail = 4 * n_ints
+    fixed = _fixed_width_entries(r, count, n_ints)
+    if fixed is not None:  # every key has the same length: a matrix, no loop
         keys, ints, size = fixed
         return Entries(keys, ints, start + np.arange(count, dtype=np.int64) * (size // count))
     unpack_len = STRUCT_I32.unpack_from
     unpack_ints = struct.Struct(">" + "i" * n_ints).unpack_from
-    tail = 4 * n_ints
-    pos, end = 0, len(buf)
+    total = r.end - start  # bytes left for the entries (error messages count against these)
+    window = _Window(r, start, count * (STRING_LENGTH_BYTES + tail + ENTRY_KEY_GUESS_BYTES))
     keys_out: list[bytes] = []
     ints_out: list[tuple[int, ...]] = []
     positions: list[int] = []
+    at = 0  # offset from ``start``
     for i in range(count):
-        if end - pos < STRING_LENGTH_BYTES + tail:
+        left = total - at
+        if left < STRING_LENGTH_BYTES + tail:
             raise r.error(f"truncated: entry needs at least {STRING_LENGTH_BYTES + tail} bytes, "
-                          f"only {end - pos} remain", f"{what} entry {i}", start + pos)
+                          f"only {left} remain", f"{what} entry {i}", start + at)
+        buf, pos = window.at(at, STRING_LENGTH_BYTES)
         (n,) = unpack_len(buf, pos)
-        if n < 0 or n > end - pos - STRING_LENGTH_BYTES - tail:
-            raise r.error(f"string length {n} does not fit in the {end - pos} bytes left",
-                          f"{what} entry {i} key", start + pos)
-        positions.append(start + pos)
+        if n < 0 or n > left - STRING_LENGTH_BYTES - tail:
+            raise r.error(f"string length {n} does not fit in the {left} bytes left",
+                          f"{what} entry {i} key", start + at)
+        positions.append(start + at)
+        buf, pos = window.at(at, STRING_LENGTH_BYTES + n + tail)
         key_end = pos + STRING_LENGTH_BYTES + n
         keys_out.append(bytes(buf[pos + STRING_LENGTH_BYTES : key_end]))
         ints_out.append(unpack_ints(buf, key_end))
-        pos = key_end + tail
-    r.seek(start + pos, what)
+        at += STRING_LENGTH_BYTES + n + tail
+    r.seek(start + at, what)
     ints_arr = np.array(ints_out, dtype=np.int64).reshape(count, n_ints)
     return Entries(keys_out, ints_arr, np.array(positions, dtype=np.int64))
 
 
-def _fixed_width_entries(buf: memoryview | bytes, count: int,
+#: Key bytes per entry guessed for the first read of byte-string entries (the window then doubles).
+ENTRY_KEY_GUESS_BYTES = 16
+#: The smallest first read of byte-string entries.
+MIN_WINDOW_BYTES = 4096
+
+
+class _Window:
+    """A reader's bytes from ``start`` on, loaded in growing windows (never past the reader's end)."""
+
+    def __init__(self, r: ByteReader, start: int, guess: int) -> None:
+        self._r = r
+        self._start = start
+        self._base = 0
+        self._buf: memoryview | bytes = b""
+        self._next = max(guess, MIN_WINDOW_BYTES)
+
+    def at(self, offset: int, need: int) -> tuple[memoryview | bytes, int]:
+        """A buffer and the position in it of ``need`` bytes at ``offset`` (bounds checked by the caller)."""
+        rel = offset - self._base
+        if rel + need > len(self._buf):
+            size = min(max(need, self._next), self._r.end - self._start - offset)
+            self._r.seek(self._start + offset)
+            self._buf = self._r.read_view(size, "entries")
+            self._base, rel = offset, 0
+            self._next = 2 * size
+        return self._buf, rel
+
+
+def _fixed_width_entries(r: ByteReader, count: int,
                          n_ints: int) -> tuple[FixedWidthKeys, np.ndarray, int] | None:
-    """Keys, ints and byte size of ``count`` entries whose keys all have the first key's length."""
-    if count == 0 or len(buf) < STRING_LENGTH_BYTES:
+    """Keys, ints and byte size of ``count`` entries whose keys all have the first key's length.
+
+    Reads only those entries' bytes; on None the cursor is back where it was.
+    """
+    start = r.pos
+    if count == 0 or r.remaining < STRING_LENGTH_BYTES:
         return None
-    (length,) = STRUCT_I32.unpack_from(buf, 0)
+    (length,) = STRUCT_I32.unpack_from(r.read_view(STRING_LENGTH_BYTES, "entries"), 0)
+    r.seek(start)
     stride = STRING_LENGTH_BYTES + length + 4 * n_ints
-    if length < 0 or count * stride > len(buf):
+    if length < 0 or count * stride > r.remaining:
         return None
+    buf = r.read_view(count * stride, "entries")
     fields = [("n", ">i4"), ("key", np.uint8, (length,))] + [(f"i{j}", ">i4") for j in range(n_ints)]
     rec = np.frombuffer(buf, dtype=np.dtype(fields), count=count)
     if not np.all(rec["n"] == length):
+        r.seek(start)
         return None
     ints = np.stack([rec[f"i{j}"].astype(np.int64) for j in range(n_ints)], axis=1)
     return FixedWidthKeys(rec["key"].reshape(count, length)), ints, count * stride

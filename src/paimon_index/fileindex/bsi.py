@@ -251,6 +251,10 @@ class BsiReader(IndexReader):
         super().__init__(dtype, source, start, length)
         self._body: _Body | None = None
 
+    def prefetch_ranges(self) -> list[tuple[int, int]]:
+        # A query reads the head, then only what its literals need: fetch the head up front.
+        return self.prefix_range()
+
     @property
     def body(self) -> _Body:
         if self._body is None:

@@ -26,16 +26,17 @@ answers REMAIN (always a correct superset), a warning is logged and :attr:`corru
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Literal
 
-from paimon_index.errors import CorruptFileError
+from paimon_index.errors import CorruptFileError, PaimonIndexError
 from paimon_index.fileindex.base import IndexReader, TopN
 from paimon_index.fileindex.format import ContainerReader, IndexEntry
 from paimon_index.fileindex.registry import find_index_type
 from paimon_index.fileindex.result import REMAIN, SKIP, FileIndexResult, Rows
-from paimon_index.predicate import ALWAYS_FALSE, ALWAYS_TRUE, And, Leaf, Op, Or, Predicate, and_
+from paimon_index.predicate import ALWAYS_FALSE, ALWAYS_TRUE, And, Leaf, Op, Or, Predicate, and_, columns_of
 from paimon_index.types import DataType, KeyKind
 
 __all__ = ["EMPTY_INDEX_SKIPS", "FileIndexEvaluator", "java_float_leaf"]
@@ -128,17 +129,44 @@ class FileIndexEvaluator:
                     dtype, self.container.source, entry.start, entry.length, entry.column)
         return self._readers[key]
 
+    def prefetch(self, columns: Iterable[str]) -> None:
+        """Fetch what the indexes of ``columns`` read first, in one request over a ranged source.
+
+        Only a hint: a failure here is left for the evaluation to meet (and the corrupt-index
+        policy to decide), so the first error is still reported where it belongs.
+        """
+        if getattr(self.container.source, "prefetch", None) is None:
+            return
+        ranges: list[tuple[int, int]] = []
+        for column in dict.fromkeys(columns):
+            for entry in self.container.column_entries(column):
+                try:
+                    reader = None if entry.empty else self.reader(entry)
+                except PaimonIndexError:
+                    continue
+                if reader is not None:
+                    ranges.extend(reader.prefetch_ranges())
+        with contextlib.suppress(PaimonIndexError):
+            self.container.prefetch(ranges)
+
     def evaluate(self, predicate: Predicate, *, java_order: bool = False) -> FileIndexResult:
         """The answer for a bound predicate (see :func:`paimon_index.predicate.bind`).
 
         ``java_order=True`` (internal): float leaves are already rewritten for Java's key order.
+        At the top level, the index parts of every column the predicate names are prefetched
+        together first (see :meth:`prefetch`).
         """
+        if not java_order:
+            self.prefetch(columns_of(predicate))
+        return self._evaluate(predicate, java_order)
+
+    def _evaluate(self, predicate: Predicate, java_order: bool) -> FileIndexResult:
         if isinstance(predicate, Leaf):
             return self._leaf(predicate, java_order)
         if isinstance(predicate, And):
             result: FileIndexResult = REMAIN
             for i, child in enumerate(predicate.children):
-                r = self.evaluate(child, java_order=java_order)
+                r = self._evaluate(child, java_order)
                 result = r if i == 0 else result & r
                 if not result.remain:
                     return result
@@ -146,7 +174,7 @@ class FileIndexEvaluator:
         if isinstance(predicate, Or):
             result = SKIP
             for i, child in enumerate(predicate.children):
-                r = self.evaluate(child, java_order=java_order)
+                r = self._evaluate(child, java_order)
                 result = r if i == 0 else result | r
             return result
         if predicate == ALWAYS_FALSE:
@@ -159,7 +187,7 @@ class FileIndexEvaluator:
         if not java_order and dtype is not None and dtype.key_kind in _FLOAT_KINDS:
             java = java_float_leaf(leaf)
             if java is not leaf:
-                return self.evaluate(java, java_order=True)
+                return self._evaluate(java, True)
         if dtype is not None and dtype.is_timestamp \
                 and (dtype.precision or 0) > MAX_EXACT_TIMESTAMP_PRECISION:
             leaf = floored_timestamp_leaf(leaf)
@@ -193,6 +221,7 @@ class FileIndexEvaluator:
         if isinstance(result, Rows) and len(result.bitmap) <= topn.limit:
             return result
         column = topn.orders[0].column
+        self.prefetch([column])
         for entry in self.container.column_entries(column):
             if entry.empty:
                 continue

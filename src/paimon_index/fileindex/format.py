@@ -24,7 +24,10 @@ Order: Paimon fills a ``HashMap<column, HashMap<type, bytes>>`` and writes it in
 :func:`write_container` reproduces that order by default (see :mod:`paimon_index.javacompat`).
 
 The :class:`ContainerReader` is lazy: it reads and checks the head only; index bodies are read by
-the index readers when a query needs them. Checked: magic, version, head length within the file,
+the index readers when a query needs them. Over a source read by range (an object store), the
+head comes in one request (the first :data:`HEAD_CHUNK_BYTES`, a second request only for a longer
+head) and :meth:`ContainerReader.prefetch` fetches the parts of several bodies a query will need
+in one coalesced request before they are parsed. Checked: magic, version, head length within the file,
 non-negative counts that fit, every (start, length) inside the body region, no trailing head bytes
 beyond the redundant bytes. Not checked: that bodies do not overlap (Paimon never writes overlap).
 """
@@ -61,6 +64,9 @@ MIN_HEAD_BYTES = FIXED_PREFIX_BYTES + 4 + 4
 MIN_INDEX_ENTRY_BYTES = 2 + 4 + 4
 #: smallest encoding of one column: empty UTF name + index count
 MIN_COLUMN_BYTES = 2 + 4
+#: The first request of a ranged source: enough for the heads Paimon writes (a few columns, each
+#: a few dozen bytes), and small containers come whole.
+HEAD_CHUNK_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,13 +141,16 @@ class ContainerReader:
     """Reads a container's head; hands out index entries whose bodies are read on demand.
 
     Args:
-        source: bytes, a path, or an open :class:`~paimon_index.binary.Source`.
+        source: bytes, a local path (the CLI), or an open :class:`~paimon_index.binary.Source`
+            (a table's files: :class:`paimon_index.table.fileio.FileIOSource`).
         name: label for error messages when ``source`` is bytes.
+        owns_source: close ``source`` with this reader (default: only what it opened itself).
     """
 
     def __init__(self, source: Source | bytes | bytearray | memoryview | str | os.PathLike[str],
-                 name: str | None = None) -> None:
-        self._owns_source = isinstance(source, bytes | bytearray | memoryview | str | os.PathLike)
+                 name: str | None = None, *, owns_source: bool = False) -> None:
+        self._owns_source = owns_source or isinstance(source, bytes | bytearray | memoryview | str
+                                                      | os.PathLike)
         if isinstance(source, bytes | bytearray | memoryview | str | os.PathLike):
             source = open_source(source, name)
         self.source: Source = source
@@ -165,7 +174,18 @@ class ContainerReader:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _prefetch(self, ranges: list[tuple[int, int]]) -> None:
+        """Fetch ``ranges`` in one go when the source reads by range (no-op for bytes)."""
+        prefetch = getattr(self.source, "prefetch", None)
+        if prefetch is not None:
+            prefetch(ranges)
+
+    def prefetch(self, ranges: list[tuple[int, int]]) -> None:
+        """Fetch body ranges (absolute offsets) now, near ones in one request, before parsing."""
+        self._prefetch(ranges)
+
     def _read_head(self) -> None:
+        self._prefetch([(0, HEAD_CHUNK_BYTES)])
         r = ByteReader(self.source)
         magic = r.i64("magic")
         if magic != MAGIC:
@@ -179,6 +199,8 @@ class ContainerReader:
         if head_len < MIN_HEAD_BYTES or head_len > self.source.size:
             raise r.error(f"head length {head_len} outside [{MIN_HEAD_BYTES}, file size "
                           f"{self.source.size}]", "head length", at)
+        if head_len > HEAD_CHUNK_BYTES:
+            self._prefetch([(0, head_len)])
         head = ByteReader(self.source, r.pos, head_len)
         n_columns = head.count("column count", min_item_bytes=MIN_COLUMN_BYTES)
         seen: set[tuple[str, str]] = set()

@@ -164,6 +164,10 @@ class RangeBitmapReader(IndexReader):
         self._bsi: BitSliceReader | None = None
 
     # -- lazy parts -----------------------------------------------------------------------------
+    def prefetch_ranges(self) -> list[tuple[int, int]]:
+        # A query reads the head, then only what its literals need: fetch the head up front.
+        return self.prefix_range()
+
     @property
     def header(self) -> _Header:
         if self._header is None:

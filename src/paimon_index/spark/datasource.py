@@ -278,6 +278,9 @@ class SplitPartition(InputPartition):
     predicate: Predicate
     use_index: bool
     apply_topn: bool
+    #: The table's FileIO seam (its pypaimon ``file_io`` pickles), so the task reads what the
+    #: driver planned from the same warehouse, local or object store.
+    io: Any = None
     #: What the driver pruned while planning (first partition only, with a ``scan-report``): the
     #: planning runs in no task, so the first task reports it.
     planned: Any = None
@@ -318,6 +321,7 @@ class PaimonIndexReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         from paimon_index.fileindex.options import FileIndexOptions
+        from paimon_index.table.fileio import TableIO
         from paimon_index.table.read import ScanReport, prune_split
         from paimon_index.table.stats import plan_splits
         from paimon_index.table.write import table_options
@@ -345,11 +349,12 @@ class PaimonIndexReader(DataSourceReader):
             report.files_skipped_by_index = report.files_planned
             report.rows_planned = rows_before - sum(s.row_count for s in splits)
         apply_topn = self.all_filters_taken and self.options.topn is not None
-        partitions = [SplitPartition(s, self.predicate, use_index, apply_topn) for s in splits]
+        io = TableIO.of(table)
+        partitions = [SplitPartition(s, self.predicate, use_index, apply_topn, io) for s in splits]
         if self.options.scan_report:
             # Always one partition at least, so the planning counts reach a task.
             first = partitions[0].split if partitions else None
-            partitions[:1] = [SplitPartition(first, self.predicate, use_index, apply_topn, report)]
+            partitions[:1] = [SplitPartition(first, self.predicate, use_index, apply_topn, io, report)]
         # No split left and no report: an empty list (Spark then reads one empty InputPartition).
         return partitions
 
@@ -366,8 +371,8 @@ class PaimonIndexReader(DataSourceReader):
         topn = self.options.topn if partition.apply_topn and partition.use_index else None
         if partition.split is not None:
             for batch in read_split(partition.split, partition.predicate, self.layout.index_schema,
-                                    use_index=partition.use_index, report=report, topn=topn,
-                                    row_ids=self.layout.row_ids):
+                                    io=partition.io, use_index=partition.use_index, report=report,
+                                    topn=topn, row_ids=self.layout.row_ids):
                 yield _as_spark_arrow(batch.select(target.names), target)
         if self.options.scan_report:
             if partition.planned is not None:
@@ -461,10 +466,10 @@ def _as_spark_arrow(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
 
 
 def _open_table(options: ReadOptions | WriteOptions) -> Any:
-    from pypaimon import CatalogFactory
+    from paimon_index.table.catalog import open_table
 
-    catalog = CatalogFactory.create({WAREHOUSE: options.warehouse, **dict(options.catalog)})
-    table = catalog.get_table(options.table)
+    # The catalog options are checked there (a misspelt fs.s3.* key names the nearest one).
+    table = open_table(options.warehouse, options.table, catalog_options=dict(options.catalog))
     snapshot = getattr(options, "snapshot_id", None)
     return table if snapshot is None else table.copy({SNAPSHOT_ID: str(snapshot)})
 

@@ -65,8 +65,10 @@ __all__ = [
     "alter_table_options",
     "arrow_schema",
     "catalog",
+    "catalog_config",
     "column_types",
     "create_table",
+    "known_catalog_options",
     "open_table",
     "schema_fields",
     "validate_table_options",
@@ -90,15 +92,61 @@ PREFIX_TYPO_CUTOFF = 0.8
 SPARK_TIMESTAMP_PRECISION = 6
 
 
+#: Catalog key families read only under fixed names: a key there that pypaimon does not read (a
+#: misspelt ``fs.s3.endpiont``) would silently leave the store unconfigured, so it is an error.
+STRICT_CATALOG_PREFIXES = ("fs.s3.", "fs.s3a.", "s3.", "s3a.", "fs.oss.")
+#: Keys pypaimon builds at run time under these prefixes (HDFS mount tables, OSS user agent).
+OPEN_CATALOG_PREFIXES = ("fs.viewfs.", "fs.oss.user.agent.")
+#: The S3 settings pypaimon's file system reads under each of the S3 prefixes (``s3.endpoint``...).
+S3_SETTING_NAMES = ("endpoint", "region", "access-key", "access.key", "secret-key", "secret.key",
+                    "session-token", "session.token", "security-token", "security.token",
+                    "path-style-access", "path.style.access")
+#: Another key this close (difflib ratio) to a known one is taken for a typo of it.
+CATALOG_TYPO_CUTOFF = 0.85
+
+
+def known_catalog_options() -> frozenset[str]:
+    """Every catalog key pypaimon (or paimon-index) reads, with pypaimon's spelling."""
+    from paimon_index.table.fileio import ALLOW_NON_ATOMIC_OPTION, S3_OPTION_PREFIXES
+    from paimon_index.table.paimon import ConfigOption
+    from paimon_index.table.paimon import pypaimon_config as config
+
+    declared = {value.key() for cls in vars(config).values() if isinstance(cls, type)
+                for value in vars(cls).values() if isinstance(value, ConfigOption)}
+    variants = {prefix + name for prefix in S3_OPTION_PREFIXES for name in S3_SETTING_NAMES}
+    return frozenset(declared | variants | {ALLOW_NON_ATOMIC_OPTION})
+
+
+def _check_catalog_key(key: str, known: frozenset[str]) -> None:
+    if key in known or key.startswith(OPEN_CATALOG_PREFIXES):
+        return
+    same_but_case = next((k for k in known if k.lower() == key.lower()), None)
+    strict = key.startswith(STRICT_CATALOG_PREFIXES)
+    guess = same_but_case or (nearest(key, known) if strict else next(iter(
+        difflib.get_close_matches(key, list(known), n=1, cutoff=CATALOG_TYPO_CUTOFF)), None))
+    if guess is None and not strict:
+        return  # a key of its own (connectors and users store theirs), as Paimon accepts
+    hint = f"; did you mean {guess!r}?" if guess else ""
+    raise InvalidOptionError(f"catalog option {key!r} is not one pypaimon reads{hint}")
+
+
 def catalog_config(warehouse: str, catalog_options: Mapping[str, str] | None = None) -> dict[str, str]:
     """The catalog's options: ``warehouse`` plus ``catalog_options`` (pypaimon's spellings, e.g.
-    ``fs.s3.endpoint``), every key and value a string; ``warehouse`` cannot be given twice."""
+    ``fs.s3.endpoint``), every key and value a string; ``warehouse`` cannot be given twice.
+
+    Raises:
+        InvalidOptionError: a key under ``fs.s3.``/``s3.``/``fs.oss.`` ... that pypaimon does not
+            read, or any key within a typo of one it reads, naming the nearest valid key.
+    """
     config = {WAREHOUSE: str(warehouse)}
+    known: frozenset[str] | None = None
     for key, value in (catalog_options or {}).items():
         if not isinstance(key, str) or not key:
             raise InvalidOptionError(f"catalog option names must be non-empty strings, got {key!r}")
         if key == WAREHOUSE:
             raise InvalidOptionError("catalog option 'warehouse' is the warehouse argument; do not repeat it")
+        known = known if known is not None else known_catalog_options()
+        _check_catalog_key(key, known)
         config[key] = str(value)
     return config
 

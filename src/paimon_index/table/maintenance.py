@@ -42,6 +42,10 @@ written but not committed yet, are left alone. Schema files, snapshot files, tag
 never touched. Snapshots committed while the references were collected are collected too before
 anything is deleted.
 
+Every listing, read, write and delete goes through the table's store
+(:class:`~paimon_index.table.fileio.TableIO`), so both work on ``s3://`` warehouses as on local ones;
+orphan ages are the modification times the store's listing reports (no request per file).
+
 pypaimon internals used: ``snapshot_manager().snapshot_dir/get_snapshot_path/get_latest_snapshot``,
 ``ManifestListManager(table).read``, ``ManifestFileManager(table).read``, ``IndexFileHandler(table)
 .scan``, ``table.path_factory().index_path()``, ``canonical_data_file_path``, ``JSON.from_json`` for
@@ -50,17 +54,16 @@ snapshot, tag and changelog files.
 
 from __future__ import annotations
 
-import os
 import posixpath
 import re
 import time
-import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from paimon_index.errors import CorruptFileError, InvalidOptionError
+from paimon_index.table.fileio import FileStatus, TableIO
 
 __all__ = [
     "DEFAULT_ORPHAN_AGE_SECONDS",
@@ -87,7 +90,7 @@ _SNAPSHOT_FILE = re.compile(r"^snapshot-(\d+)$")
 
 @dataclass
 class ExpireResult:
-    """Snapshot ids expired (ascending) and files deleted (absolute local paths)."""
+    """Snapshot ids expired (ascending) and files deleted (absolute paths or URIs)."""
 
     expired_snapshots: list[int] = field(default_factory=list)
     deleted_files: list[str] = field(default_factory=list)
@@ -95,7 +98,7 @@ class ExpireResult:
 
 @dataclass
 class OrphanResult:
-    """Files removed (absolute local paths) and their total size."""
+    """Files removed (absolute paths or URIs) and their total size."""
 
     deleted_files: list[str] = field(default_factory=list)
     deleted_bytes: int = 0
@@ -124,10 +127,8 @@ def _read_json(table: Any, path: str, kind: type) -> Any | None:
     """A snapshot/tag/changelog JSON file, or None when it is gone (expired meanwhile)."""
     from paimon_index.table.paimon import JSON
 
-    try:
-        return JSON.from_json(table.file_io.read_file_utf8(path), kind)
-    except FileNotFoundError:
-        return None
+    text = TableIO.of(table).read_text(path)
+    return None if text is None else JSON.from_json(text, kind)
 
 
 def _snapshot(table: Any, snapshot_id: int) -> Any | None:
@@ -140,21 +141,17 @@ def _snapshot(table: Any, snapshot_id: int) -> Any | None:
 
 def _snapshot_ids(table: Any) -> list[int]:
     """Ids of the snapshot files present, ascending (a listing: hints are not trusted)."""
-    directory = _local(table.snapshot_manager().snapshot_dir)
-    if not os.path.isdir(directory):
-        return []
-    return sorted(int(m.group(1)) for name in os.listdir(directory) if (m := _SNAPSHOT_FILE.match(name)))
+    listing = TableIO.of(table).list(_local(table.snapshot_manager().snapshot_dir))
+    return sorted(int(m.group(1)) for e in listing if not e.is_dir and (m := _SNAPSHOT_FILE.match(e.name)))
 
 
 def _snapshot_files(table: Any, folder: str, prefix: str) -> list[Any]:
     """The snapshots stored as ``<table>/<folder>/<prefix>*`` files (unreadable ones left out)."""
     from paimon_index.table.paimon import Snapshot
 
-    directory = posixpath.join(_local(str(table.table_path)), folder)
-    if not os.path.isdir(directory):
-        return []
-    names = sorted(n for n in os.listdir(directory) if n.startswith(prefix))
-    found = (_read_json(table, posixpath.join(directory, n), Snapshot) for n in names)
+    listing = TableIO.of(table).list(posixpath.join(_local(str(table.table_path)), folder))
+    found = (_read_json(table, e.path, Snapshot) for e in listing
+             if not e.is_dir and e.name.startswith(prefix))
     return [s for s in found if s is not None]
 
 
@@ -167,17 +164,14 @@ def _branch_snapshots(table: Any) -> list[Any]:
     """Snapshots and tags of every branch (``branch/branch-NAME/``): they share the table's files."""
     from paimon_index.table.paimon import Snapshot
 
-    directory = posixpath.join(_local(str(table.table_path)), "branch")
-    if not os.path.isdir(directory):
-        return []
+    io = TableIO.of(table)
     found = []
-    for branch in sorted(os.listdir(directory)):
+    for branch in io.list(posixpath.join(_local(str(table.table_path)), "branch")):
+        if not branch.is_dir:
+            continue
         for sub, prefix in (("snapshot", SNAPSHOT_PREFIX), ("tag", TAG_PREFIX)):
-            path = posixpath.join(directory, branch, sub)
-            if os.path.isdir(path):
-                names = [n for n in sorted(os.listdir(path))
-                         if n.startswith(prefix) and not n.endswith(".tmp")]
-                found += [_read_json(table, posixpath.join(path, n), Snapshot) for n in names]
+            found += [_read_json(table, e.path, Snapshot) for e in io.list(posixpath.join(branch.path, sub))
+                      if not e.is_dir and e.name.startswith(prefix) and not e.name.endswith(".tmp")]
     return [s for s in found if s is not None]
 
 
@@ -215,7 +209,7 @@ def _identifier(entry: Any) -> tuple:
 
 def referenced_files(table: Any, snapshot: Any, *, missing_ok: bool = False,
                      cache: dict[str, Any] | None = None) -> set[str]:
-    """Every file (absolute local path) ``snapshot`` needs.
+    """Every file (absolute path or URI, as the table names it) ``snapshot`` needs.
 
     With ``missing_ok`` a manifest list or manifest that does not exist is skipped (what is readable
     is collected); without it, it raises :class:`CorruptFileError` naming the missing file.
@@ -280,32 +274,22 @@ def referenced_files(table: Any, snapshot: Any, *, missing_ok: bool = False,
     return files
 
 
-def _remove(path: str) -> bool:
+def _remove(io: TableIO, path: str) -> bool:
     """Delete ``path``; False when it was already gone (a crashed or concurrent run took it)."""
-    try:
-        os.remove(path)
-    except FileNotFoundError:
-        return False
-    return True
+    return io.delete(path)
 
 
-def _write_hint(directory: str, name: str, value: int) -> None:
-    hint = posixpath.join(directory, name)
-    tmp = posixpath.join(directory, f".{name}.{uuid.uuid4().hex}.tmp")  # unique per writer and thread
-    with open(tmp, "w", encoding="utf-8") as out:
-        out.write(str(value))
-    os.replace(tmp, hint)
+def _write_hint(io: TableIO, directory: str, name: str, value: int) -> None:
+    # Replaced whole in one step (a rename locally, one PUT on an object store): never half-written.
+    io.write_text(posixpath.join(directory, name), str(value))
 
 
-def _repair_earliest_hint(snapshot_dir: str, earliest: int) -> None:
+def _repair_earliest_hint(io: TableIO, snapshot_dir: str, earliest: int) -> None:
     """Point ``EARLIEST`` at ``earliest`` unless it already does (Paimon writes it when missing)."""
-    try:
-        with open(posixpath.join(snapshot_dir, EARLIEST_HINT), encoding="utf-8") as hint:
-            if hint.read().strip() == str(earliest):
-                return
-    except FileNotFoundError:
-        pass
-    _write_hint(snapshot_dir, EARLIEST_HINT, earliest)
+    text = io.read_text(posixpath.join(snapshot_dir, EARLIEST_HINT))
+    if text is not None and text.strip() == str(earliest):
+        return
+    _write_hint(io, snapshot_dir, EARLIEST_HINT, earliest)
 
 
 def _deletion_order(path: str, root: str) -> tuple[int, str]:
@@ -353,13 +337,14 @@ def expire_snapshots(table: Any, *, retain_last: int | None = None,
         raise InvalidOptionError(f"retain_last must be at least 1, got {retain_last}")
     cutoff_ms = None if older_than is None else _cutoff_seconds(older_than) * 1000
     result = ExpireResult()
+    io = TableIO.of(table)
     ids = _snapshot_ids(table)
     if not ids:
         return result
     expire = set(_plan_expiry(table, ids, retain_last or 1, cutoff_ms))
     snapshot_dir = _local(table.snapshot_manager().snapshot_dir)
     if not expire:
-        _repair_earliest_hint(snapshot_dir, ids[0])  # a crash may have come before the hint moved
+        _repair_earliest_hint(io, snapshot_dir, ids[0])  # a crash may have come before the hint moved
         return result
     root = _local(str(table.table_path))
     retained: set[str] = set()
@@ -377,13 +362,13 @@ def expire_snapshots(table: Any, *, retain_last: int | None = None,
             doomed |= referenced_files(table, snapshot, missing_ok=True, cache=cache)
     doomed -= retained
     for snapshot_id in sorted(expire):
-        _remove(posixpath.join(snapshot_dir, f"{SNAPSHOT_PREFIX}{snapshot_id}"))
+        _remove(io, posixpath.join(snapshot_dir, f"{SNAPSHOT_PREFIX}{snapshot_id}"))
         result.expired_snapshots.append(snapshot_id)
     left = _snapshot_ids(table)
     if left:
-        _write_hint(snapshot_dir, EARLIEST_HINT, left[0])
+        _write_hint(io, snapshot_dir, EARLIEST_HINT, left[0])
     for path in sorted(doomed, key=lambda p: _deletion_order(p, root)):
-        if _remove(path):
+        if _remove(io, path):
             result.deleted_files.append(path)
     return result
 
@@ -413,26 +398,26 @@ def _all_referenced(table: Any, seen: set[int], cache: dict[str, Any]) -> set[st
     return used
 
 
-def _candidate_files(table: Any) -> list[str]:
-    """The files orphan cleaning may remove: Paimon's file directories, hints and metadata excluded."""
+def _candidate_files(table: Any) -> list[FileStatus]:
+    """The files orphan cleaning may remove: Paimon's file directories, hints and metadata excluded.
+
+    One listing per directory; each entry carries the size and modification time the store reports.
+    """
+    io = TableIO.of(table)
     root = _local(str(table.table_path))
     data_root = _local(str(table.path_factory().data_file_path()))
     directories = [posixpath.join(root, "manifest"), _local(str(table.path_factory().index_path())),
                    posixpath.join(root, "statistics")]
     level = [data_root]
     for _ in table.partition_keys:
-        level = [posixpath.join(d, n) for d in level if os.path.isdir(d) for n in sorted(os.listdir(d))
-                 if "=" in n and os.path.isdir(posixpath.join(d, n))]
-    directories += [posixpath.join(d, n) for d in level if os.path.isdir(d) for n in sorted(os.listdir(d))
-                    if n.startswith(BUCKET_PREFIX) and os.path.isdir(posixpath.join(d, n))]
-    files = [posixpath.join(d, n) for d in directories if os.path.isdir(d) for n in sorted(os.listdir(d))
-             if os.path.isfile(posixpath.join(d, n))]
+        level = [e.path for d in level for e in io.list(d) if e.is_dir and "=" in e.name]
+    directories += [e.path for d in level for e in io.list(d)
+                    if e.is_dir and e.name.startswith(BUCKET_PREFIX)]
+    files = [e for d in directories for e in io.list(d) if not e.is_dir]
     for directory, prefix in (("snapshot", SNAPSHOT_PREFIX), ("changelog", CHANGELOG_PREFIX)):
-        path = posixpath.join(root, directory)
-        if os.path.isdir(path):
-            files += [posixpath.join(path, n) for n in sorted(os.listdir(path))
-                      if not n.startswith(prefix) and n not in (EARLIEST_HINT, LATEST_HINT)
-                      and os.path.isfile(posixpath.join(path, n))]
+        files += [e for e in io.list(posixpath.join(root, directory))
+                  if not e.is_dir and not e.name.startswith(prefix)
+                  and e.name not in (EARLIEST_HINT, LATEST_HINT)]
     return files
 
 
@@ -454,20 +439,16 @@ def remove_orphan_files(table: Any, *, older_than: datetime | float | None = Non
     result = OrphanResult()
     # List first, then collect references: a file committed after the listing is either too new to
     # be a candidate or referenced by a snapshot collected below.
-    aged: list[tuple[str, int]] = []
-    for path in _candidate_files(table):
-        try:
-            stat = os.stat(path)
-        except FileNotFoundError:
-            continue
-        if stat.st_mtime < cutoff:
-            aged.append((path, stat.st_size))
+    # A file without a modification time in the listing is kept: its age is unknown.
+    aged = [(e.path, e.size or 0) for e in _candidate_files(table)
+            if e.mtime is not None and e.mtime < cutoff]
     seen: set[int] = set()
     cache: dict[str, Any] = {}
     used = _all_referenced(table, seen, cache)
     used |= _all_referenced(table, seen, cache)  # snapshots committed while the first pass ran
+    io = TableIO.of(table)
     for path, size in aged:
-        if path not in used and _remove(path):
+        if path not in used and _remove(io, path):
             result.deleted_files.append(path)
             result.deleted_bytes += size
     return result

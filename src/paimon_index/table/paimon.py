@@ -16,10 +16,11 @@ What is used, and why
   ``commit_max_retries = 0`` there is one attempt only.
 * **Exclusive snapshot file**: pypaimon's local ``rename`` checks "target exists" and then
   renames under a *thread* lock, so two processes can both "succeed" and the second snapshot file
-  silently replaces the first (the first writer's rows vanish). :class:`ExclusiveSnapshotCommit`
-  publishes ``snapshot-<id>`` with ``os.link`` (fails atomically with ``EEXIST``) on a local file
-  system; on other file systems it defers to the table's own ``SnapshotCommit`` (a catalog commit
-  or a rename, which object stores must guard with a lock, as in Paimon). A refused attempt's
+  silently replaces the first (the first writer's rows vanish); on an object store its rename is a
+  copy and a delete, so two writers can both "win" there too. :class:`ExclusiveSnapshotCommit`
+  publishes ``snapshot-<id>`` with an atomic create-if-absent (``os.link`` locally, a conditional
+  PUT on S3: :meth:`paimon_index.table.fileio.TableIO.create_exclusive`) and refuses stores that
+  have none; a catalog that commits snapshots itself (REST) is deferred to. A refused attempt's
   manifest files are deleted (pypaimon leaves them).
 * **Overwrite deletes deletion vectors**: ``FileStoreCommit._overwrite_hash_index_deletes`` is the
   one place an overwrite collects index entries to drop; pypaimon drops only HASH entries, so the
@@ -30,12 +31,7 @@ What is used, and why
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import logging
-import os
-import posixpath
-import uuid
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -50,6 +46,7 @@ from pypaimon.manifest.manifest_file_manager import ManifestFileManager
 from pypaimon.manifest.manifest_list_manager import ManifestListManager
 from pypaimon.manifest.schema.simple_stats import SimpleStats
 from pypaimon.schema.data_types import PyarrowFieldParser
+from pypaimon.snapshot.renaming_snapshot_commit import RenamingSnapshotCommit
 from pypaimon.snapshot.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
 from pypaimon.snapshot.snapshot_commit import SnapshotCommit
 from pypaimon.table.row.generic_row import GenericRow
@@ -58,6 +55,7 @@ from pypaimon.write.commit_message import CommitMessage
 from pypaimon.write.file_store_commit import FileStoreCommit
 
 from paimon_index.errors import TableError
+from paimon_index.table.fileio import ALLOW_NON_ATOMIC_OPTION, NoAtomicCreateError, TableIO
 
 __all__ = [
     "BATCH_COMMIT_IDENTIFIER",
@@ -86,6 +84,7 @@ __all__ = [
     "TableAlreadyExistException",
     "arrow_schema",
     "canonical_data_file_path",
+    "check_snapshot_store",
     "deleted_entries",
     "delta_file_counts",
     "index_entries",
@@ -268,14 +267,19 @@ class ExclusiveSnapshotCommit(SnapshotCommit):
     ``expected_id``: refuse any other id (the exact commit of a planned snapshot N lands as N+1 or
     not at all). After :meth:`commit`, ``landed`` holds the published id, ``refused`` the ids that
     another writer took, and ``uncertain`` is set when publishing raised (the snapshot may exist).
+
+    A file-system catalog's table publishes with :meth:`TableIO.create_exclusive` (``os.link``
+    locally, a conditional PUT on ``s3://``; other stores refuse unless the user opted out, see
+    :mod:`paimon_index.table.fileio`). A table whose catalog commits snapshots itself (a REST
+    catalog: not pypaimon's ``RenamingSnapshotCommit``) defers to it: the catalog server decides.
     """
 
     def __init__(self, table: Any, expected_id: int | None) -> None:
         self._table = table
         self._manager = table.snapshot_manager()
-        self._file_io = table.file_io
-        self._local = type(self._file_io).__name__ == "LocalFileIO"
-        self._fallback = None if self._local else table.new_snapshot_commit()
+        self._io = TableIO(table.file_io)
+        own = table.new_snapshot_commit()
+        self._fallback = None if isinstance(own, RenamingSnapshotCommit) else own
         self.expected_id = expected_id
         self.landed: int | None = None
         self.refused: list[int] = []
@@ -291,7 +295,7 @@ class ExclusiveSnapshotCommit(SnapshotCommit):
             return self._refuse(snapshot)
         try:
             if self._fallback is None:
-                published = self._publish_local(snapshot)
+                published = self._publish(snapshot)
             else:
                 published = bool(self._fallback.commit(base_snapshot_uuid, snapshot, statistics))
         except BaseException:
@@ -311,47 +315,17 @@ class ExclusiveSnapshotCommit(SnapshotCommit):
                 log.warning("could not delete the manifests of refused snapshot %d: %s", snapshot.id, e)
         return False
 
-    def _publish_local(self, snapshot: Snapshot) -> bool:
-        from pypaimon.common.json_util import JSON
-
-        target = self._file_io.to_filesystem_path(self._manager.get_snapshot_path(snapshot.id))
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        temp = posixpath.join(os.path.dirname(target), f".{os.path.basename(target)}.{uuid.uuid4()}.tmp")
-        with open(temp, "w", encoding="utf-8") as out:
-            out.write(JSON.to_json(snapshot, indent=2))  # no fsync: as durable as Paimon's own commit
-        try:
-            # link() never replaces an existing name: of two writers, exactly one wins.
-            os.link(temp, target)
-        except FileExistsError:
+    def _publish(self, snapshot: Snapshot) -> bool:
+        path = self._manager.get_snapshot_path(snapshot.id)
+        if not self._io.create_exclusive(path, JSON.to_json(snapshot, indent=2).encode("utf-8")):
             return False
-        except OSError as e:
-            if e.errno not in (errno.EPERM, errno.ENOTSUP, errno.EXDEV):
-                raise
-            # No hard links here: an exclusive create of the final name is the next best guard.
-            return self._publish_exclusive(target, temp)
-        finally:
-            _unlink_quietly(temp)
         self._write_latest_hint(snapshot.id)
-        return True
-
-    @staticmethod
-    def _publish_exclusive(target: str, temp: str) -> bool:
-        with open(temp, "rb") as source:
-            content = source.read()
-        try:
-            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:
-            return False
-        with os.fdopen(fd, "wb") as out:
-            out.write(content)
         return True
 
     def _write_latest_hint(self, snapshot_id: int) -> None:
         # Only a hint: readers reconcile it with a listing, so a lost race here is harmless.
         try:
-            latest = self._manager.latest_file
-            if not self._file_io.try_to_write_atomic(latest, str(snapshot_id)):
-                self._file_io.write_file(latest, str(snapshot_id), overwrite=True)
+            self._io.write_text(self._manager.latest_file, str(snapshot_id))
         except Exception as e:
             log.warning("could not update the LATEST hint to %d: %s", snapshot_id, e)
 
@@ -360,9 +334,23 @@ class ExclusiveSnapshotCommit(SnapshotCommit):
             self._fallback.close()
 
 
-def _unlink_quietly(path: str) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(path)
+def check_snapshot_store(table: Any) -> None:
+    """Raise before anything is written when ``table``'s snapshots cannot be published safely.
+
+    Raises:
+        NoAtomicCreateError: a file-system catalog on a store without an atomic create (see
+            :mod:`paimon_index.table.fileio`), and the user did not opt out.
+    """
+    io = TableIO(table.file_io)
+    if io.supports_atomic_create() or io.allows_non_atomic():
+        return
+    if not isinstance(table.new_snapshot_commit(), RenamingSnapshotCommit):
+        return  # the catalog publishes snapshots itself
+    raise NoAtomicCreateError(
+        f"table {table_name(table)} is on a '{io.scheme}://' store without an atomic create-if-absent: "
+        "two writers could both publish the same snapshot and one would be lost. Use a local or s3:// "
+        f"warehouse, or set the catalog option '{ALLOW_NON_ATOMIC_OPTION}' = 'true' if only one writer "
+        "ever commits to this table")
 
 
 # the commit ---------------------------------------------------------------------------------------

@@ -30,8 +30,16 @@ Driver-side pruning (:func:`prune_split`): files whose *embedded* index (or sche
 above) answers SKIP are dropped from a split before it is shipped to an executor; ``.index``
 files are read where the data is.
 
+I/O (:mod:`paimon_index.table.fileio`): every byte comes through the table's ``FileIO``
+(``io=TableIO.of(table)``; executors get it pickled with their split), so a warehouse on an object
+store reads the same way. Per data file of a split: one open and a first request for a ``.index``
+file's head (small containers come whole), one coalesced request for the index parts the
+predicate's columns need, and only then the bitmap block or bitmaps a literal needs; each DV index
+file is read once per split (the split's vectors in it fetched in one coalesced request); a
+Parquet file's footer and wanted column chunks (``pre_buffer``). :class:`ScanReport` counts them.
+
 Scope so far: append tables, with or without deletion vectors (primary-key tables are refused:
-their reads need a merge this reader does not do yet); data files on the local filesystem.
+their reads need a merge this reader does not do yet).
 ``file-index.read.enabled = false`` in the table options, or ``use_index=False``, turns index use
 off.
 
@@ -54,7 +62,8 @@ import pyarrow.parquet as pq
 from pyroaring import BitMap
 
 from paimon_index.arrow_filter import to_arrow_expression
-from paimon_index.deletionvectors.index_file import read_vector
+from paimon_index.deletionvectors.index_file import prefetch_vectors, read_vector
+from paimon_index.deletionvectors.vector import DeletionVector
 from paimon_index.errors import CorruptFileError, PaimonIndexError
 from paimon_index.fileindex.base import TopN
 from paimon_index.fileindex.evaluate import FileIndexEvaluator
@@ -63,6 +72,7 @@ from paimon_index.fileindex.options import FileIndexOptions
 from paimon_index.fileindex.result import REMAIN, SKIP, FileIndexResult, Rows, and_not
 from paimon_index.predicate import ALWAYS_FALSE, ALWAYS_TRUE, Predicate, columns_of
 from paimon_index.sql import bind_predicate
+from paimon_index.table.fileio import IOCounters, TableIO
 from paimon_index.table.schemas import FileMapping, mapping_of
 from paimon_index.table.stats import plan_splits
 from paimon_index.table.write import INDEX_FILE_SUFFIX, table_options, table_schema
@@ -71,8 +81,10 @@ from paimon_index.types import DataType
 __all__ = [
     "METADATA_COLUMNS",
     "ScanReport",
+    "SplitVectors",
     "UnsupportedTableError",
     "container_source",
+    "open_container",
     "partition_text",
     "prune_split",
     "read_arrow",
@@ -120,6 +132,12 @@ class ScanReport:
     index_bytes_read: int = 0
     files_skipped_by_schema: int = 0
     files_skipped_by_stats: int = 0
+    #: Ranged read requests to ``.index`` files, DV index files and Parquet data files.
+    index_requests: int = 0
+    dv_requests: int = 0
+    data_requests: int = 0
+    #: Files opened for reading (on an object store, each open is a HEAD request).
+    files_opened: int = 0
 
     def merge(self, other: ScanReport) -> ScanReport:
         """Add ``other``'s counts to this report (reports of several splits or executors)."""
@@ -141,6 +159,18 @@ def container_source(meta: Any) -> bytes | str | None:
     return None
 
 
+def open_container(io: TableIO, meta: Any, source: bytes | str | None = None,
+                   tally: IOCounters | None = None) -> ContainerReader | None:
+    """The data file's index container (head read), embedded or its ``.index`` file through ``io``;
+    None when the file has none. Close it after use."""
+    source = container_source(meta) if source is None else source
+    if source is None:
+        return None
+    if isinstance(source, bytes):
+        return ContainerReader(source, meta.file_path)
+    return ContainerReader(io.source(source, tally=tally), owns_source=True)
+
+
 def _group_bytes(parquet: pq.ParquetFile, group: int, columns: list[str] | None) -> int:
     meta = parquet.metadata.row_group(group)
     chunks = (meta.column(c) for c in range(meta.num_columns))
@@ -149,9 +179,19 @@ def _group_bytes(parquet: pq.ParquetFile, group: int, columns: list[str] | None)
 
 
 def read_positions(path: str, positions: np.ndarray | None, report: ScanReport,
-                   columns: list[str] | None = None) -> pa.Table:
+                   columns: list[str] | None = None, *, io: TableIO) -> pa.Table:
     """The rows at ``positions`` (all rows when None), reading only the row groups holding them."""
-    parquet = pq.ParquetFile(path)
+    tally = IOCounters()
+    try:
+        with io.parquet(path, tally) as parquet:
+            return _read_groups(parquet, positions, report, columns)
+    finally:
+        report.data_requests += tally.read_requests
+        report.files_opened += tally.other_requests
+
+
+def _read_groups(parquet: pq.ParquetFile, positions: np.ndarray | None, report: ScanReport,
+                 columns: list[str] | None) -> pa.Table:
     groups = parquet.metadata.num_row_groups
     report.row_groups_planned += groups
     if positions is None:
@@ -177,10 +217,44 @@ def read_positions(path: str, positions: np.ndarray | None, report: ScanReport,
     return data.take(pa.array(local))
 
 
+class SplitVectors:
+    """The deletion vectors of one split's data files, each DV index file read once.
+
+    The first vector asked of an index file fetches every range this split needs from that file
+    in one coalesced request (vectors are small; a round trip is not).
+    """
+
+    def __init__(self, io: TableIO, deletion_files: Sequence[Any], report: ScanReport) -> None:
+        self._io = io
+        self._report = report
+        self._tally = IOCounters()
+        self._ranges: dict[str, list[tuple[int, int]]] = {}
+        for d in deletion_files:
+            if d is not None:
+                self._ranges.setdefault(d.dv_index_path, []).append((d.offset, d.length))
+        self._sources: dict[str, Any] = {}
+
+    def read(self, deletion_file: Any) -> DeletionVector:
+        path = deletion_file.dv_index_path
+        source = self._sources.get(path)
+        if source is None:
+            source = self._sources[path] = self._io.source(path, tally=self._tally)
+            prefetch_vectors(source, self._ranges.get(path, []))
+        return read_vector(source, deletion_file.offset, deletion_file.length)
+
+    def close(self) -> None:
+        for source in self._sources.values():
+            source.close()
+        self._sources.clear()
+        self._report.dv_requests += self._tally.read_requests
+        self._report.files_opened += self._tally.other_requests
+        self._tally = IOCounters()
+
+
 def _subtract_deleted(result: FileIndexResult, deletion_file: Any, row_count: int,
-                      report: ScanReport) -> FileIndexResult:
+                      report: ScanReport, vectors: SplitVectors) -> FileIndexResult:
     """The result AND-NOT the file's deletion vector (32- or 64-bit, read by its range)."""
-    vector = read_vector(deletion_file.dv_index_path, deletion_file.offset, deletion_file.length)
+    vector = vectors.read(deletion_file)
     positions = vector.positions()
     if len(positions) and int(positions[-1]) >= row_count:
         raise CorruptFileError(f"deletion vector holds row {int(positions[-1])} of a {row_count}-row file",
@@ -200,28 +274,29 @@ def _positions(result: FileIndexResult) -> np.ndarray | None:
     return np.frombuffer(result.bitmap.to_array(), dtype=np.uint32).astype(np.int64)
 
 
-def _read_file(meta: Any, positions: np.ndarray | None, report: ScanReport, mapping: FileMapping | None,
-               columns: list[str] | None = None) -> pa.Table:
+def _read_file(io: TableIO, meta: Any, positions: np.ndarray | None, report: ScanReport,
+               mapping: FileMapping | None, columns: list[str] | None = None) -> pa.Table:
     """The rows at ``positions`` of a data file under the current schema (``columns`` of it, or all)."""
     if mapping is None:
-        return read_positions(meta.file_path, positions, report, columns=columns)
-    rows = read_positions(meta.file_path, positions, report, columns=mapping.file_columns(columns))
+        return read_positions(meta.file_path, positions, report, columns=columns, io=io)
+    rows = read_positions(meta.file_path, positions, report, columns=mapping.file_columns(columns), io=io)
     return mapping.evolve(rows, columns, path=meta.file_path)
 
 
-def _exact_selection(meta: Any, result: FileIndexResult, bound: Predicate, exact: Any,
+def _exact_selection(io: TableIO, meta: Any, result: FileIndexResult, bound: Predicate, exact: Any,
                      report: ScanReport, mapping: FileMapping | None = None) -> Rows:
     """The rows of ``result`` that satisfy ``bound`` exactly, reading only its columns."""
     positions = _positions(result)
     if positions is None:
         positions = np.arange(meta.row_count, dtype=np.int64)
-    rows = _read_file(meta, positions, report, mapping, columns_of(bound))
+    rows = _read_file(io, meta, positions, report, mapping, columns_of(bound))
     matching = rows.append_column(_POSITION, pa.array(positions)).filter(exact).column(_POSITION)
     return Rows(BitMap(matching.to_numpy().astype(np.uint32)))
 
 
-def _evaluate(meta: Any, source: bytes | str | None, bound: Predicate, schema: Mapping[str, DataType],
-              report: ScanReport, topn: TopN | None = None, deletion_file: Any = None) -> FileIndexResult:
+def _evaluate(io: TableIO | None, meta: Any, source: bytes | str | None, bound: Predicate,
+              schema: Mapping[str, DataType], report: ScanReport, topn: TopN | None = None,
+              deletion_file: Any = None, vectors: SplitVectors | None = None) -> FileIndexResult:
     """What the index (and the deletion vector, and TopN) leave of one data file.
 
     ``bound`` and ``schema`` are the current schema's; a file written with another schema version
@@ -238,23 +313,40 @@ def _evaluate(meta: Any, source: bytes | str | None, bound: Predicate, schema: M
             return SKIP
     result: FileIndexResult = REMAIN
     container = None
+    tally = IOCounters()
     try:
+        if isinstance(source, str) and io is None:
+            raise ValueError("an index file is read through the table's FileIO: pass io")
         if source is not None:
-            container = ContainerReader(source, meta.file_path)
+            container = open_container(io, meta, source, tally)  # type: ignore[arg-type]
+        if container is not None:
             result = FileIndexEvaluator(container, file_types).evaluate(file_bound)
         if result.remain and deletion_file is not None:
-            result = _subtract_deleted(result, deletion_file, meta.row_count, report)
+            if vectors is None:
+                if io is None:
+                    raise ValueError("a deletion vector is read through the table's FileIO: pass io")
+                vectors = SplitVectors(io, [deletion_file], report)
+                try:
+                    result = _subtract_deleted(result, deletion_file, meta.row_count, report, vectors)
+                finally:
+                    vectors.close()
+            else:
+                result = _subtract_deleted(result, deletion_file, meta.row_count, report, vectors)
         if topn is not None and container is not None and result.remain:
             if bound is not ALWAYS_TRUE:
+                if io is None:
+                    raise ValueError("data files are read through the table's FileIO: pass io")
                 exact = to_arrow_expression(bound, schema)
-                result = _exact_selection(meta, result, bound, exact, report, mapping)
+                result = _exact_selection(io, meta, result, bound, exact, report, mapping)
             result = FileIndexEvaluator(container, file_types).evaluate_topn(topn, result)
             if isinstance(result, Rows):
                 report.rows_kept_by_topn += len(result.bitmap)
     finally:
         if container is not None:
-            report.index_bytes_read += getattr(container.source, "bytes_read", 0)
             container.close()
+        report.index_bytes_read += tally.bytes_read
+        report.index_requests += tally.read_requests
+        report.files_opened += tally.other_requests
     return result
 
 
@@ -268,7 +360,7 @@ def prune_split(split: Any, bound: Predicate, schema: Mapping[str, DataType],
         if not meta.embedded_index and (mapping is None or mapping.identity):
             return True
         source = bytes(meta.embedded_index) if meta.embedded_index else None
-        if _evaluate(meta, source, bound, schema, ScanReport()).remain:
+        if _evaluate(None, meta, source, bound, schema, ScanReport()).remain:
             return True
         report.files_skipped_on_driver += 1
         return False
@@ -301,11 +393,12 @@ def _with_row_ids(rows: pa.Table, meta: Any, positions: np.ndarray | None, parti
     return rows
 
 
-def read_split(split: Any, bound: Predicate, schema: Mapping[str, DataType], *, use_index: bool = True,
-               report: ScanReport | None = None, topn: TopN | None = None,
+def read_split(split: Any, bound: Predicate, schema: Mapping[str, DataType], *, io: TableIO,
+               use_index: bool = True, report: ScanReport | None = None, topn: TopN | None = None,
                row_ids: Sequence[str] | None = None) -> Iterator[pa.RecordBatch]:
     """The rows of one pypaimon split matching the bound predicate, as Arrow batches.
 
+    ``io`` is the table's FileIO seam (:meth:`TableIO.of`); every file is read through it.
     ``row_ids`` (the table's partition keys) adds the metadata columns :data:`METADATA_COLUMNS`:
     each row's data file, its position in that file, its partition (``k=v/...``) and bucket.
     """
@@ -313,24 +406,29 @@ def read_split(split: Any, bound: Predicate, schema: Mapping[str, DataType], *, 
     partition = None if row_ids is None else partition_text(row_ids, split.partition)
     exact = to_arrow_expression(bound, schema)
     deletion_files = split.data_deletion_files or [None] * len(split.files)
-    for meta, deletion_file in zip(split.files, deletion_files, strict=True):
-        report.files_planned += 1
-        report.rows_planned += meta.row_count
-        source = container_source(meta) if use_index else None
-        result = _evaluate(meta, source, bound, schema, report, topn if use_index else None, deletion_file)
-        if not result.remain:
-            report.files_skipped_by_index += 1
-            continue
-        positions = _positions(result)
-        if positions is not None:
-            report.rows_selected_by_index += len(positions)
-        rows = _read_file(meta, positions, report, mapping_of(schema, meta))
-        report.rows_read += rows.num_rows
-        if partition is not None:
-            rows = _with_row_ids(rows, meta, positions, partition, split.bucket)
-        kept = rows.filter(exact)
-        report.rows_returned += kept.num_rows
-        yield from kept.to_batches()
+    vectors = SplitVectors(io, deletion_files, report)
+    try:
+        for meta, deletion_file in zip(split.files, deletion_files, strict=True):
+            report.files_planned += 1
+            report.rows_planned += meta.row_count
+            source = container_source(meta) if use_index else None
+            result = _evaluate(io, meta, source, bound, schema, report, topn if use_index else None,
+                               deletion_file, vectors)
+            if not result.remain:
+                report.files_skipped_by_index += 1
+                continue
+            positions = _positions(result)
+            if positions is not None:
+                report.rows_selected_by_index += len(positions)
+            rows = _read_file(io, meta, positions, report, mapping_of(schema, meta))
+            report.rows_read += rows.num_rows
+            if partition is not None:
+                rows = _with_row_ids(rows, meta, positions, partition, split.bucket)
+            kept = rows.filter(exact)
+            report.rows_returned += kept.num_rows
+            yield from kept.to_batches()
+    finally:
+        vectors.close()
 
 
 def read_arrow(table: Any, predicate: Predicate | str, *, use_index: bool = True,
@@ -343,10 +441,11 @@ def read_arrow(table: Any, predicate: Predicate | str, *, use_index: bool = True
     bound = bind_predicate(predicate, schema) if isinstance(predicate, str) else predicate
     use_index = use_index and FileIndexOptions.from_table_options(options).read_enabled
     report = ScanReport()
+    io = TableIO.of(table)
     # Value stats prune first (use_index=False: every file, the plain baseline).
     parts = [batch for split in plan_splits(table, bound if use_index else ALWAYS_TRUE, schema, report)
-             for batch in read_split(split, bound, schema, use_index=use_index, report=report,
-                                            topn=topn)]
+             for batch in read_split(split, bound, schema, io=io, use_index=use_index, report=report,
+                                     topn=topn)]
     if not parts:
         return pa.schema([]).empty_table(), report
     # Files of different schema versions may differ in nullability only (NOT NULL dropped since).

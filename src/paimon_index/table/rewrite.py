@@ -89,7 +89,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from paimon_index.errors import CorruptFileError, InvalidPredicateError, PaimonIndexError
 from paimon_index.fileindex.builder import build_file_index
@@ -97,9 +96,10 @@ from paimon_index.fileindex.format import ContainerReader, write_container
 from paimon_index.fileindex.options import FileIndexOptions, IndexSpec
 from paimon_index.predicate import Predicate, bind, columns_of
 from paimon_index.sql import bind_predicate
+from paimon_index.table.fileio import TableIO
 from paimon_index.table.paimon import CommitMessage, PaimonTable, arrow_schema, deleted_entries
 from paimon_index.table.plan import plan_snapshot
-from paimon_index.table.read import container_source
+from paimon_index.table.read import container_source, open_container
 from paimon_index.table.transaction import Transaction
 from paimon_index.table.write import INDEX_FILE_SUFFIX, table_options
 from paimon_index.types import DataType, parse_type
@@ -281,24 +281,24 @@ def _partition_filter(table: PaimonTable, partitions: PartitionSelection | None
     return by_predicate
 
 
-def _container_pairs(meta: Any) -> frozenset[Pair] | None:
+def _container_pairs(meta: Any, io: TableIO) -> frozenset[Pair] | None:
     """The (column, index type) pairs in the file's current container (None: no container).
 
     Raises:
         CorruptFileError, OSError: the container cannot be read.
     """
-    source = container_source(meta)
-    if source is None:
+    container = open_container(io, meta)
+    if container is None:
         return None
-    with ContainerReader(source, meta.file_path) as container:  # reads the head only
+    with container:  # reads the head only
         return frozenset((entry.column, entry.index_type) for entry in container.entries)
 
 
-def _task(partition: tuple[Any, ...], bucket: int, meta: Any, wanted: frozenset[Pair]
+def _task(partition: tuple[Any, ...], bucket: int, meta: Any, wanted: frozenset[Pair], io: TableIO
           ) -> tuple[bool, str] | None:
     """(verify, reason) of the file's task, or None when it needs none."""
     try:
-        current = _container_pairs(meta)
+        current = _container_pairs(meta, io)
     except (CorruptFileError, OSError):
         return False, REASON_INDEX_UNREADABLE
     if current is None and not wanted:
@@ -348,13 +348,14 @@ def plan_rewrite(table: PaimonTable, partitions: PartitionSelection | None = Non
     splits = plan.splits
     selected = select(list(dict.fromkeys(tuple(split.partition.values or ()) for split in splits)))
     schemas = _Schemas(table, opts)
+    io = TableIO.of(table)
     planned = []
     for split in splits:
         partition = tuple(split.partition.values or ())
         if partition not in selected:
             continue
         for meta in split.files:
-            decision = _task(partition, split.bucket, meta, schemas.of(meta.schema_id).pairs)
+            decision = _task(partition, split.bucket, meta, schemas.of(meta.schema_id).pairs, io)
             if decision is not None:
                 planned.append((partition, split.bucket, meta, *decision))
     retired = _retired(table, snapshot, {_key(p, b, m) for p, b, m, _, _ in planned}) if planned else {}
@@ -369,20 +370,20 @@ def build_current_container(table: PaimonTable, meta: Any,
                             options: FileIndexOptions | None = None) -> bytes | None:
     """The container the table's current options ask for, built from the data file's own rows."""
     file_schema = _Schemas(table, _options(table, options)).of(meta.schema_id)
-    return _build(meta, file_schema)
+    return _build(meta, file_schema, TableIO.of(table))
 
 
-def _build(meta: Any, file_schema: _FileSchema) -> bytes | None:
+def _build(meta: Any, file_schema: _FileSchema, io: TableIO) -> bytes | None:
     if file_schema.options.empty:
         return None
-    parquet = pq.ParquetFile(meta.file_path)
-    present = set(parquet.schema_arrow.names)
-    specs = tuple(spec for spec in file_schema.options.specs if spec.column in present)
-    if not specs:
-        return None
-    columns = sorted({spec.column for spec in specs})
-    # Exactly the file's rows in file order (ParquetFile: a partition folder is not a column here).
-    rows = parquet.read(columns=columns)
+    with io.parquet(meta.file_path) as parquet:
+        present = set(parquet.schema_arrow.names)
+        specs = tuple(spec for spec in file_schema.options.specs if spec.column in present)
+        if not specs:
+            return None
+        columns = sorted({spec.column for spec in specs})
+        # Exactly the file's rows in file order (a partition folder is not a column here).
+        rows = parquet.read(columns=columns)
     options = FileIndexOptions(specs, file_schema.options.in_manifest_threshold)
     return build_file_index(rows, options, {c: t for c, t in file_schema.types.items() if c in columns})
 
@@ -394,12 +395,11 @@ def _pairs(container: bytes | None) -> frozenset[Pair]:
         return frozenset((entry.column, entry.index_type) for entry in reader.entries)
 
 
-def _current_bytes(meta: Any) -> bytes | None:
+def _current_bytes(meta: Any, io: TableIO) -> bytes | None:
     source = container_source(meta)
     if source is None or isinstance(source, bytes):
         return source
-    with open(source, "rb") as f:
-        return f.read()
+    return io.read_bytes(source)
 
 
 def _other_extras(meta: Any) -> tuple[str, ...]:
@@ -423,7 +423,7 @@ def _storage(meta: Any, wanted: bytes | None, threshold: int, retired: frozenset
     return STORE_FILE, EMPTY_CONTAINER if wanted is None else wanted
 
 
-def _up_to_date(meta: Any, storage: str, container: bytes | None) -> bool:
+def _up_to_date(meta: Any, storage: str, container: bytes | None, io: TableIO) -> bool:
     has_file = any(name.endswith(INDEX_FILE_SUFFIX) for name in meta.extra_files or ())
     if storage == STORE_NONE:
         return not has_file and not meta.embedded_index
@@ -432,7 +432,7 @@ def _up_to_date(meta: Any, storage: str, container: bytes | None) -> bool:
     if meta.embedded_index or not has_file:
         return False
     try:
-        return _current_bytes(meta) == container
+        return _current_bytes(meta, io) == container
     except OSError:
         return False
 
@@ -471,12 +471,13 @@ def rewrite_file(table: PaimonTable, task: RewriteTask,
     opts = _options(table, options)
     meta = task.meta
     file_schema = _Schemas(table, opts).of(meta.schema_id)
-    wanted = _build(meta, file_schema)
+    io = TableIO.of(table)
+    wanted = _build(meta, file_schema, io)
     storage, container = _storage(meta, wanted, opts.in_manifest_threshold, task.retired)
     # A task planned because the index types differ is rewritten without reading the old bytes,
     # unless the build came out with other types than planned (a column missing from the file).
     compare = task.verify or _pairs(wanted) != file_schema.pairs
-    if (compare or storage == STORE_NONE) and _up_to_date(meta, storage, container):
+    if (compare or storage == STORE_NONE) and _up_to_date(meta, storage, container, io):
         return None
     new_meta = _store(table, meta, storage, container, task.retired)
     return CommitMessage(partition=task.partition, bucket=task.bucket, new_files=[new_meta],

@@ -46,6 +46,7 @@ from paimon_index.errors import ConcurrentChangeError, DataError, InvalidOptionE
 from paimon_index.fileindex.options import parse_bool
 from paimon_index.predicate import Predicate
 from paimon_index.sql import bind_predicate
+from paimon_index.table.fileio import FileIOSource, TableIO
 from paimon_index.table.paimon import CommitMessage, PaimonTable, pinned_table, table_name
 from paimon_index.table.plan import plan_snapshot
 from paimon_index.table.read import (
@@ -93,6 +94,9 @@ class BucketPlan:
     bitmap64: bool
     #: The bucket's data files in the planned snapshot: vectors of other files are not restored.
     live_files: frozenset[str] | None = None
+    #: The table's store (pickled with the plan): an executor writes the new DV index file there,
+    #: never next to itself.
+    io: TableIO | None = None
 
 
 @dataclass
@@ -133,9 +137,11 @@ def plan_row_change(table: PaimonTable) -> RowChangePlan | None:
     plan = RowChangePlan(planned.snapshot.id, keys, snapshot=planned.snapshot)
     bitmap64 = parse_bool(options.get(DV_BITMAP64, "false"), DV_BITMAP64)
     index_dir = str(table.path_factory().index_path())
+    io = TableIO.of(table)
     for bucket in planned.buckets.values():
         plan.buckets[(partition_text(keys, bucket.partition_row), bucket.bucket)] = BucketPlan(
-            bucket.partition_row, bucket.bucket, bucket.dv_entries, index_dir, bitmap64, bucket.file_names)
+            bucket.partition_row, bucket.bucket, bucket.dv_entries, index_dir, bitmap64, bucket.file_names,
+            io=io)
     return plan
 
 
@@ -145,22 +151,36 @@ def mark_deleted(bucket: BucketPlan, rows: pa.Table) -> Any | None:
     Writes the bucket's new DV index file and returns its pypaimon ``CommitMessage`` (None when
     nothing changes).
     """
-    def open_index_file(meta: Any) -> str:
-        return meta.external_path or posixpath.join(bucket.index_dir, meta.file_name)
+    if bucket.io is None:
+        raise PaimonIndexError(f"bucket {bucket.bucket}: a plan without the table's store cannot read or "
+                               "write deletion vectors")
+    io = bucket.io
+    opened: list[FileIOSource] = []
+
+    def open_index_file(meta: Any) -> FileIOSource:
+        # The old DV index file, by range through the table's store (never a local open).
+        path = meta.external_path or posixpath.join(bucket.index_dir, meta.file_name)
+        opened.append(io.source(path, size=meta.file_size))
+        return opened[-1]
 
     extra: dict[str, Any] = {}
     restore_takes_live_files = "live_files" in inspect.signature(BucketDvMaintainer.restore).parameters
     if bucket.live_files is not None and restore_takes_live_files:
         extra["live_files"] = bucket.live_files  # drop vectors of files the snapshot no longer holds
-    maintainer = BucketDvMaintainer.restore(bucket.dv_entries, open_index_file, partition=bucket.partition,
-                                            bucket=bucket.bucket, bitmap64=bucket.bitmap64, **extra)
+    try:
+        maintainer = BucketDvMaintainer.restore(bucket.dv_entries, open_index_file,
+                                                partition=bucket.partition, bucket=bucket.bucket,
+                                                bitmap64=bucket.bitmap64, **extra)
+    finally:
+        for source in opened:
+            source.close()
     paths = rows.column(FILE_PATH_COLUMN).combine_chunks()
     positions = rows.column(ROW_INDEX_COLUMN).to_numpy()
     encoded = paths.dictionary_encode()
     indices = encoded.indices.to_numpy(zero_copy_only=False)
     for code, path in enumerate(encoded.dictionary.to_pylist()):
         maintainer.notify_new_deletions(posixpath.basename(path), np.sort(positions[indices == code]))
-    commit = maintainer.commit_to(bucket.index_dir)
+    commit = maintainer.commit_to(bucket.index_dir, write=io.write_new)
     if commit.is_empty:
         return None
     return CommitMessage(partition=tuple(bucket.partition.values), bucket=bucket.bucket, new_files=[],
@@ -192,7 +212,7 @@ def _matching_rows(table: PaimonTable, plan: RowChangePlan, where: Predicate | s
     pinned = pinned_table(table, plan.snapshot_id)
     # Value statistics skip the files that cannot hold a matching row before any index is read.
     batches = [b for split in plan_splits(pinned, bound, schema)
-               for b in read_split(split, bound, schema, row_ids=plan.partition_keys)]
+               for b in read_split(split, bound, schema, io=TableIO.of(pinned), row_ids=plan.partition_keys)]
     return pa.Table.from_batches(batches) if batches else pa.table({c: [] for c in METADATA_COLUMNS})
 
 

@@ -64,6 +64,7 @@ import pyarrow.parquet as pq
 
 from paimon_index.errors import InvalidOptionError
 from paimon_index.predicate import ALWAYS_FALSE, ALWAYS_TRUE, And, Leaf, Op, Or, Predicate
+from paimon_index.table.fileio import TableIO
 from paimon_index.types import DataType, TypeRoot, canonical_literal, parse_type
 
 __all__ = [
@@ -208,10 +209,15 @@ def _as_stats_value(value: Any, dtype: DataType) -> Any:
 def file_value_stats(table: Any, meta: Any, options: Mapping[str, str] | None = None
                      ) -> tuple[Any, list[str] | None]:
     """``(SimpleStats, value_stats_cols)`` of a data file, from its Parquet footer, as Java writes them."""
+    opts = options if options is not None else dict(table.options.options.to_map())
+    with TableIO.of(table).parquet(meta.file_path) as parquet:  # the footer, and columns only when needed
+        return _parquet_value_stats(table, meta, opts, parquet)
+
+
+def _parquet_value_stats(table: Any, meta: Any, opts: Mapping[str, str], parquet: pq.ParquetFile
+                         ) -> tuple[Any, list[str] | None]:
     from paimon_index.table.paimon import GenericRow, SimpleStats
 
-    opts = options if options is not None else dict(table.options.options.to_map())
-    parquet = pq.ParquetFile(meta.file_path)
     columns = {parquet.metadata.schema.column(i).path: i for i in range(parquet.metadata.num_columns)}
     fields: list[Any] = []
     mins: list[Any] = []

@@ -23,9 +23,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from paimon_index.fileindex.format import ContainerReader
+from paimon_index.table.fileio import TableIO
 from paimon_index.table.paimon import PaimonTable
-from paimon_index.table.read import container_source, partition_text
+from paimon_index.table.read import container_source, open_container, partition_text
 
 __all__ = ["FILE_INDEXES_SCHEMA", "file_indexes"]
 
@@ -40,6 +40,7 @@ FILE_INDEXES_SCHEMA = pa.schema([
 def file_indexes(table: PaimonTable) -> pa.Table:
     """Every file index of the latest snapshot's data files (schema: module docstring)."""
     rows: dict[str, list[Any]] = {name: [] for name in FILE_INDEXES_SCHEMA.names}
+    io = TableIO.of(table)
     for split in table.new_read_builder().new_scan().plan().splits():
         partition = partition_text(table.partition_keys or [], split.partition)
         for meta in split.files:
@@ -47,7 +48,9 @@ def file_indexes(table: PaimonTable) -> pa.Table:
             if source is None:
                 continue
             embedded = isinstance(source, bytes)
-            with ContainerReader(source, meta.file_path) as container:
+            container = open_container(io, meta, source)
+            assert container is not None
+            with container:
                 for entry in container.entries:
                     for name, value in (
                         ("partition", partition), ("bucket", split.bucket), ("file_path", meta.file_path),

@@ -45,10 +45,12 @@ from types import TracebackType
 from typing import Any
 
 from paimon_index.errors import CommitError, ConcurrentChangeError, PaimonIndexError
+from paimon_index.table.fileio import TableIO
 from paimon_index.table.paimon import (
     BATCH_COMMIT_IDENTIFIER,
     ExclusiveSnapshotCommit,
     PaimonTable,
+    check_snapshot_store,
     latest_snapshot,
     message_written_files,
     new_file_store_commit,
@@ -88,6 +90,7 @@ class Transaction:
                  partition: Mapping[str, Any] | None = None, operation: str = "commit") -> None:
         if overwrite and not exact:
             raise PaimonIndexError("an overwrite reads the table it replaces: it must commit exactly")
+        check_snapshot_store(table)  # before any file is written for a commit that could not be safe
         self.table = table
         self.snapshot = snapshot
         self.exact = exact
@@ -256,10 +259,10 @@ class Transaction:
         self._state = _FAILED
 
     def _delete_written(self) -> None:
-        file_io = self.table.file_io
+        io = TableIO(self.table.file_io)
         for path in self.written_files():
             try:
-                file_io.delete_quietly(path)
+                io.delete_quietly(path)
             except Exception as e:  # an undeletable leftover is an orphan, never a wrong answer
                 log.warning("%s: could not delete %s: %s", self._what(), path, e)
 

@@ -34,11 +34,11 @@ from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from paimon_index.errors import DataError, PaimonIndexError
 from paimon_index.fileindex.builder import build_file_index
 from paimon_index.fileindex.options import FileIndexOptions
+from paimon_index.table.fileio import TableIO
 from paimon_index.table.paimon import PaimonTable
 from paimon_index.table.schemas import ReadSchema, read_schema
 from paimon_index.table.stats import attach_value_stats
@@ -80,13 +80,14 @@ def attach_file_indexes(table: PaimonTable, messages: list[Any],
     if opts.empty:
         return messages
     schema = table_schema(table)
+    io = TableIO.of(table)
     metas = [meta for message in messages for meta in message.new_files]
     for meta in metas:
         if prebuilt is not None and len(metas) == 1 and meta.row_count == prebuilt[0].num_rows:
-            stored = store_container(table, meta, _verified(meta, opts, schema, *prebuilt), opts)
+            stored = store_container(table, meta, _verified(io, meta, opts, schema, *prebuilt), opts)
             meta.embedded_index, meta.extra_files = stored.embedded_index, stored.extra_files
         else:
-            _attach(table, meta, opts, schema)
+            _attach(table, meta, opts, schema, io)
     return messages
 
 
@@ -94,30 +95,32 @@ def _indexed_columns(options: FileIndexOptions, names: list[str]) -> list[str]:
     return [c for c in sorted({spec.column for spec in options.specs}) if c in names]
 
 
-def _verified(meta: Any, options: FileIndexOptions, schema: Mapping[str, DataType], rows: pa.Table,
-              container: bytes | None) -> bytes | None:
+def _verified(io: TableIO, meta: Any, options: FileIndexOptions, schema: Mapping[str, DataType],
+              rows: pa.Table, container: bytes | None) -> bytes | None:
     """``container`` if the file's indexed columns equal ``rows``'; else one built from the file."""
-    parquet = pq.ParquetFile(meta.file_path)
-    columns = _indexed_columns(options, parquet.schema_arrow.names)
-    if columns and columns == _indexed_columns(options, rows.schema.names):
-        stored = parquet.read(columns=columns)
+    with io.parquet(meta.file_path) as parquet:  # read back through the table's FileIO
+        columns = _indexed_columns(options, parquet.schema_arrow.names)
+        stored = parquet.read(columns=columns) \
+            if columns and columns == _indexed_columns(options, rows.schema.names) else None
+    if stored is not None:
         try:
             same = stored.cast(rows.select(columns).schema).equals(rows.select(columns))
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             same = False
         if same:
             return container
-    return file_container(meta, options, schema)
+    return file_container(meta, options, schema, io=io)
 
 
-def file_container(meta: Any, options: FileIndexOptions, schema: Mapping[str, DataType]) -> bytes | None:
+def file_container(meta: Any, options: FileIndexOptions, schema: Mapping[str, DataType], *,
+                   io: TableIO) -> bytes | None:
     """The container ``options`` ask for, built from the data file's own rows (None: no index)."""
     wanted = sorted({spec.column for spec in options.specs})
-    parquet = pq.ParquetFile(meta.file_path)
-    present = [c for c in wanted if c in parquet.schema_arrow.names]
-    # Exactly the file's rows, in file order. ParquetFile, not read_table: the latter would treat a
-    # partition folder such as dt=2024-01-01/ as a column and clash with the one in the file.
-    rows = parquet.read(columns=present) if present else parquet.read()
+    with io.parquet(meta.file_path) as parquet:
+        present = [c for c in wanted if c in parquet.schema_arrow.names]
+        # Exactly the file's rows, in file order. A ParquetFile, not read_table: the latter would
+        # treat a partition folder such as dt=2024-01-01/ as a column and clash with the file's.
+        rows = parquet.read(columns=present) if present else parquet.read()
     return build_file_index(rows, options, {k: v for k, v in schema.items() if k in rows.schema.names})
 
 
@@ -139,8 +142,9 @@ def store_container(table: PaimonTable, meta: Any, container: bytes | None, opti
     return replace(meta, extra_files=[*extras, name], embedded_index=None)
 
 
-def _attach(table: PaimonTable, meta: Any, options: FileIndexOptions, schema: Mapping[str, DataType]) -> None:
-    stored = store_container(table, meta, file_container(meta, options, schema), options)
+def _attach(table: PaimonTable, meta: Any, options: FileIndexOptions, schema: Mapping[str, DataType],
+            io: TableIO) -> None:
+    stored = store_container(table, meta, file_container(meta, options, schema, io=io), options)
     meta.embedded_index, meta.extra_files = stored.embedded_index, stored.extra_files
 
 

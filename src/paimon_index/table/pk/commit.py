@@ -18,6 +18,7 @@ import posixpath
 from collections.abc import Iterable
 from typing import Any
 
+from paimon_index.table.fileio import TableIO
 from paimon_index.table.transaction import Transaction
 
 __all__ = ["abandon", "begin", "delete_discarded", "on_snapshot", "written_paths"]
@@ -35,8 +36,9 @@ def on_snapshot(table: Any, snapshot_id: int | None, operation: str) -> Transact
 
 def delete_discarded(table: Any, index_dir: str, discarded: Iterable[Any]) -> None:
     """After a commit: delete the files the operation wrote and then rewrote away (no snapshot has them)."""
+    io = TableIO.of(table)
     for path in written_paths([], index_dir, discarded):
-        table.file_io.delete_quietly(path)
+        io.delete_quietly(path)
 
 
 def abandon(table: Any, paths: Iterable[str], operation: str) -> None:

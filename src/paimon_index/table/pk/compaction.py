@@ -13,6 +13,7 @@ with ConcurrentChangeError and deletes what it wrote — it never brings overwri
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from paimon_index.errors import ConcurrentChangeError, InvalidOptionError
@@ -89,9 +90,9 @@ def _compact_on(table: Any, txn: Any, plan: Plan, full: bool, threshold: float, 
         txn.track(*written_paths([], plan.index_dir, placed))
         # Also commits a bucket whose index held vectors of files no longer live (restore dropped them).
         dv = dvs.prepare_commit()
-        stored = dv.write_to(plan.index_dir)
+        stored = dv.write_to(plan.index_dir, write=plan.io.write_new)
         if stored is not None:
-            txn.track(str(stored))
+            txn.track(stored)
         if placed or removed or not dv.is_empty:
             txn.stage(CommitMessage(partition=partition, bucket=bucket_id, new_files=placed,
                                     deleted_files=removed, index_adds=list(dv.added),
@@ -99,11 +100,12 @@ def _compact_on(table: Any, txn: Any, plan: Plan, full: bool, threshold: float, 
     return txn.commit()
 
 
-def set_deletion_vectors(warehouse: str, identifier: str, enabled: bool) -> Any:
+def set_deletion_vectors(warehouse: str, identifier: str, enabled: bool, *,
+                         catalog_options: Mapping[str, str] | None = None) -> Any:
     """Turn deletion-vectors mode on or off; only after a full compaction (seed 004, compatibility)."""
     from paimon_index.table.catalog import alter_table_options, open_table
 
-    table = open_table(warehouse, identifier)
+    table = open_table(warehouse, identifier, catalog_options=catalog_options)
     plan = plan_snapshot(table, table.snapshot_manager().get_latest_snapshot())
     files = [m for b in plan.buckets.values() for m in b.files]
     vectors = [e for b in plan.buckets.values() for e in b.dv_entries]
@@ -113,4 +115,5 @@ def set_deletion_vectors(warehouse: str, identifier: str, enabled: bool) -> Any:
             f"switching deletion-vectors mode {'on' if enabled else 'off'} needs a full compaction first: "
             f"{len(files)} data files, {len(vectors)} deletion-vector index files "
             "(run compact(table, full=True))")
-    return alter_table_options(warehouse, identifier, set_options={DV_ENABLED: str(enabled).lower()})
+    return alter_table_options(warehouse, identifier, set_options={DV_ENABLED: str(enabled).lower()},
+                               catalog_options=catalog_options)

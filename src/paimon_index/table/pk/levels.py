@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_index.deletionvectors.maintainer import BucketDvMaintainer
+from paimon_index.table.fileio import TableIO
 from paimon_index.table.pk.lookup import key_tuple, overlaps
 from paimon_index.table.pk.plan import DELETING_VALUE_KINDS, VALUE_KIND_COLUMN, live_rows, user_columns
 from paimon_index.table.write import attach_file_indexes, write_with
@@ -59,7 +60,8 @@ def rewrite(table: Any, dvs: BucketDvMaintainer, files: list[Any], level: int) -
     stored are deleted at once (no snapshot will reference them).
     """
     columns = user_columns(table)
-    parts = [live_rows(m, dvs, [VALUE_KIND_COLUMN, *columns]) for m in files]
+    io = TableIO.of(table)
+    parts = [live_rows(m, dvs, [VALUE_KIND_COLUMN, *columns], io=io) for m in files]
     rows = pa.concat_tables(parts, promote_options="permissive") if parts else pa.table({})
     if rows.num_rows:
         live = pc.invert(pc.is_in(rows[VALUE_KIND_COLUMN], pa.array(DELETING_VALUE_KINDS, pa.int8())))
@@ -68,8 +70,9 @@ def rewrite(table: Any, dvs: BucketDvMaintainer, files: list[Any], level: int) -
         dvs.remove_deletion_vector_of(meta.file_name)
     messages = write_rows(table, rows) if rows.num_rows else []
     index_dir = str(table.path_factory().index_path())
+    io = TableIO.of(table)
     for entry in (e for m in messages for e in m.index_adds):
         meta = entry.index_file
-        table.file_io.delete_quietly(meta.external_path or posixpath.join(index_dir, meta.file_name))
+        io.delete_quietly(meta.external_path or posixpath.join(index_dir, meta.file_name))
     written = [f for m in messages for f in m.new_files]
     return [replace(f, level=level) for f in written], files

@@ -21,14 +21,13 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from paimon_index.deletionvectors.maintainer import BucketDvMaintainer
 from paimon_index.fileindex.evaluate import FileIndexEvaluator
-from paimon_index.fileindex.format import ContainerReader
 from paimon_index.predicate import Leaf, Op, bind
+from paimon_index.table.fileio import TableIO
 from paimon_index.table.pk.plan import KEY_PREFIX, POSITION, Bucket, live_rows, trimmed_keys
-from paimon_index.table.read import container_source
+from paimon_index.table.read import container_source, open_container
 from paimon_index.table.write import conform
 
 __all__ = ["file_keys", "key_range", "key_tuple", "keys_of_partition", "last_per_key", "mark_keys",
@@ -77,7 +76,7 @@ def keys_of_partition(keys: pa.Table, table: Any, partition: tuple[Any, ...]) ->
     return selected.select(trimmed)
 
 
-def index_rules_out(meta: Any, keys: pa.Table, schema: Mapping[str, Any]) -> bool:
+def index_rules_out(meta: Any, keys: pa.Table, schema: Mapping[str, Any], io: TableIO) -> bool:
     """True when the file's index on a (single-column) key proves none of ``keys`` is in the file."""
     if keys.num_columns != 1 or keys.num_rows > LOOKUP_INDEX_MAX_KEYS:
         return False
@@ -86,13 +85,15 @@ def index_rules_out(meta: Any, keys: pa.Table, schema: Mapping[str, Any]) -> boo
     if source is None or column not in schema:
         return False
     predicate = bind(Leaf(Op.IN, column, tuple(keys.column(0).to_pylist())), schema)
-    with ContainerReader(source, meta.file_path) as container:
+    container = open_container(io, meta, source)
+    assert container is not None
+    with container:
         # A corrupt index must not lose a deletion: it answers REMAIN and the file is read.
         return not FileIndexEvaluator(container, schema, on_corrupt="remain").evaluate(predicate).remain
 
 
 def mark_keys(bucket: Bucket, dvs: BucketDvMaintainer, keys: pa.Table, skip: set[str],
-              schema: Mapping[str, Any] | None = None) -> int:
+              schema: Mapping[str, Any] | None = None, *, io: TableIO) -> int:
     """Mark every live row of ``keys`` (columns = trimmed primary keys) in the bucket's files.
 
     Files are read only when their key range can hold a key and, for a single-column key with a
@@ -108,18 +109,23 @@ def mark_keys(bucket: Bucket, dvs: BucketDvMaintainer, keys: pa.Table, skip: set
     for meta in bucket.files:
         if meta.file_name in skip or not overlaps(meta, low, high):
             continue
-        if schema is not None and index_rules_out(meta, keys, schema):
+        if schema is not None and index_rules_out(meta, keys, schema, io):
             continue
-        existing = live_rows(meta, dvs, key_columns)
+        existing = live_rows(meta, dvs, key_columns, io=io)
         hits = existing.join(probe, keys=key_columns, join_type="inner")
         if hits.num_rows:
             marked += dvs.notify_new_deletions(meta.file_name, np.sort(hits[POSITION].to_numpy()))
     return marked
 
 
-def file_keys(files: Iterable[Any], target: pa.Schema) -> pa.Table:
+def _read_columns(io: TableIO, path: str, columns: list[str]) -> pa.Table:
+    with io.parquet(path) as parquet:
+        return parquet.read(columns=columns)
+
+
+def file_keys(files: Iterable[Any], target: pa.Schema, *, io: TableIO) -> pa.Table:
     """The keys of data files of one bucket; ``target`` = the trimmed keys' schema."""
     names = target.names
-    parts = [conform(pq.ParquetFile(f.file_path).read(columns=[KEY_PREFIX + k for k in names])
+    parts = [conform(_read_columns(io, f.file_path, [KEY_PREFIX + k for k in names])
                      .rename_columns(names), target) for f in files]
     return pa.concat_tables(parts) if parts else target.empty_table()

@@ -28,11 +28,11 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from paimon_index.deletionvectors.maintainer import BucketDvMaintainer
 from paimon_index.errors import ConcurrentChangeError, DataError, InvalidOptionError, PaimonIndexError
 from paimon_index.fileindex.options import parse_bool, parse_int
+from paimon_index.table.fileio import FileIOSource, TableIO
 from paimon_index.table.read import UnsupportedTableError
 from paimon_index.table.row_level import DV_BITMAP64, DV_ENABLED
 from paimon_index.table.write import table_options
@@ -150,6 +150,9 @@ class Plan:
     buckets: dict[BucketKey, Bucket]
     index_dir: str
     bitmap64: bool
+    #: The table's FileIO seam: every data and DV index file of the plan is read through it, and
+    #: new DV index files are written there (on an executor too).
+    io: TableIO
 
     def level0(self) -> list[Any]:
         return [m for b in self.buckets.values() for m in b.files if m.level == 0]
@@ -163,7 +166,7 @@ def plan_snapshot(table: Any, snapshot: Any | None, *, vectors: bool = True) -> 
     options = table_options(table)
     index_dir = str(table.path_factory().index_path())
     bitmap64 = parse_bool(options.get(DV_BITMAP64, "false"), DV_BITMAP64)
-    plan = Plan(None if snapshot is None else int(snapshot.id), {}, index_dir, bitmap64)
+    plan = Plan(None if snapshot is None else int(snapshot.id), {}, index_dir, bitmap64, TableIO.of(table))
     if snapshot is None:
         return plan
     try:
@@ -180,17 +183,28 @@ def plan_snapshot(table: Any, snapshot: Any | None, *, vectors: bool = True) -> 
 def maintainer(plan: Plan, bucket: Bucket) -> BucketDvMaintainer:
     """The bucket's vectors, restricted to its live data files (a vector of a file the snapshot no
     longer holds is dropped, never committed again)."""
-    def open_index_file(meta: Any) -> str:
-        return meta.external_path or posixpath.join(plan.index_dir, meta.file_name)
+    opened: list[FileIOSource] = []
 
-    return BucketDvMaintainer.restore(bucket.dv_entries, open_index_file, partition=bucket.partition,
-                                      bucket=bucket.bucket, bitmap64=plan.bitmap64,
-                                      live_files={m.file_name for m in bucket.files})
+    def open_index_file(meta: Any) -> FileIOSource:
+        # By range through the seam (its vectors fetched in one request), size from the manifest.
+        path = meta.external_path or posixpath.join(plan.index_dir, meta.file_name)
+        opened.append(plan.io.source(path, size=meta.file_size))
+        return opened[-1]
+
+    try:
+        return BucketDvMaintainer.restore(bucket.dv_entries, open_index_file, partition=bucket.partition,
+                                          bucket=bucket.bucket, bitmap64=plan.bitmap64,
+                                          live_files={m.file_name for m in bucket.files})
+    finally:
+        for source in opened:
+            source.close()
 
 
-def live_rows(meta: Any, dvs: BucketDvMaintainer, columns: list[str] | None = None) -> pa.Table:
+def live_rows(meta: Any, dvs: BucketDvMaintainer, columns: list[str] | None = None, *,
+              io: TableIO) -> pa.Table:
     """A data file's rows not deleted by its vector, with their positions (column ``POSITION``)."""
-    rows = pq.ParquetFile(meta.file_path).read(columns=columns)
+    with io.parquet(meta.file_path) as parquet:
+        rows = parquet.read(columns=columns)
     rows = rows.append_column(POSITION, pa.array(np.arange(rows.num_rows, dtype=np.int64)))
     vector = dvs.deletion_vector_of(meta.file_name)
     if vector is not None:

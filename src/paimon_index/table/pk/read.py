@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 from paimon_index.fileindex.options import parse_bool
 from paimon_index.predicate import Predicate
 from paimon_index.sql import bind_predicate
+from paimon_index.table.fileio import TableIO
 from paimon_index.table.paimon import read_snapshot
 from paimon_index.table.pk.lookup import last_per_key
 from paimon_index.table.pk.plan import (
@@ -77,7 +78,7 @@ def read_primary_key(table: Any, predicate: Predicate | str) -> tuple[pa.Table, 
         return pa.schema(arrow_fields(table)).empty_table(), report
     pinned = table.copy({"scan.snapshot-id": str(snapshot.id)})
     batches = [b.select(columns) for split in pinned.new_read_builder().new_scan().plan().splits()
-               for b in read_split(split, bound, schema, report=report)]
+               for b in read_split(split, bound, schema, io=TableIO.of(table), report=report)]
     if not batches:
         return pa.schema(arrow_fields(table)).empty_table(), report
     return pa.Table.from_batches(batches), report
@@ -95,7 +96,7 @@ def _merge_read(table: Any, plan: Plan, bound: Predicate, schema: Mapping[str, A
         for meta in bucket.files:
             report.files_planned += 1
             report.rows_planned += meta.row_count
-            parts.append(live_rows(meta, dvs, [SEQUENCE_COLUMN, VALUE_KIND_COLUMN, *columns])
+            parts.append(live_rows(meta, dvs, [SEQUENCE_COLUMN, VALUE_KIND_COLUMN, *columns], io=plan.io)
                          .drop_columns([POSITION]))
     if not parts:
         return pa.schema(arrow_fields(table)).empty_table(), report

@@ -38,6 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_index.errors import ConcurrentChangeError, InvalidOptionError
+from paimon_index.table.fileio import TableIO
 from paimon_index.table.paimon import CommitMessage
 from paimon_index.table.pk.commit import abandon, begin, delete_discarded, on_snapshot, written_paths
 from paimon_index.table.pk.levels import free_level, rewrite, write_rows
@@ -98,7 +99,7 @@ def _level0_rows(bucket: Bucket, plan: Plan, columns: list[str]) -> pa.Table | N
     if not level0:
         return None
     dvs = maintainer(plan, bucket)
-    parts = [live_rows(m, dvs, [SEQUENCE_COLUMN, VALUE_KIND_COLUMN, *columns]) for m in level0]
+    parts = [live_rows(m, dvs, [SEQUENCE_COLUMN, VALUE_KIND_COLUMN, *columns], io=plan.io) for m in level0]
     rows = pa.concat_tables(parts).sort_by([(SEQUENCE_COLUMN, "ascending")])
     kinds = np.where(np.isin(rows[VALUE_KIND_COLUMN].to_numpy(), DELETING_VALUE_KINDS), "-D", "+I")
     return rows.select(columns).append_column(ROW_KIND_COLUMN, pa.array(kinds.astype(object), pa.string()))
@@ -194,9 +195,10 @@ def _prepare(table: Any, plan: Plan, messages: list[Any], removed_keys: pa.Table
         for meta in removed:
             dvs.remove_deletion_vector_of(meta.file_name)
         deleted_here = removed_of.get(key[0]) if key in searched else None
-        lookup = pa.concat_tables([file_keys(new_files, trimmed_target), conform(
+        lookup = pa.concat_tables([file_keys(new_files, trimmed_target, io=plan.io), conform(
             trimmed_target.empty_table() if deleted_here is None else deleted_here, trimmed_target)])
-        mark_keys(existing, dvs, lookup, skip=new_names | {m.file_name for m in removed}, schema=schema)
+        mark_keys(existing, dvs, lookup, skip=new_names | {m.file_name for m in removed}, schema=schema,
+                  io=plan.io)
         remaining = [m for m in existing.files if m.level > 0]
         placed: list[Any] = []
         for new in new_files:
@@ -211,9 +213,9 @@ def _prepare(table: Any, plan: Plan, messages: list[Any], removed_keys: pa.Table
         dv = dvs.prepare_commit()
         if key not in plan.buckets and not dv.is_empty:
             raise PrimaryKeyTableError(f"internal: deletion vectors for new bucket {key}")
-        stored = dv.write_to(plan.index_dir)
+        stored = dv.write_to(plan.index_dir, write=plan.io.write_new)
         if stored is not None:
-            prepared.written.append(str(stored))
+            prepared.written.append(stored)
         index_adds = [e for m in produced for e in m.index_adds] + list(dv.added)
         index_deletes = [e for m in produced for e in m.index_deletes] + list(dv.deleted)
         if placed or removed or index_adds or index_deletes:
@@ -295,7 +297,7 @@ def commit_upsert(table: Any, messages: list[Any], removed_keys: list[pa.Table])
         for message in messages:
             per_bucket.setdefault((tuple(message.partition), message.bucket), []).extend(message.new_files)
         for (_, bucket), files in per_bucket.items():
-            bucket_keys = file_keys(files, trimmed_target)
+            bucket_keys = file_keys(files, trimmed_target, io=TableIO.of(table))
             if bucket_keys.group_by(trimmed).aggregate([]).num_rows != bucket_keys.num_rows:
                 raise PrimaryKeyTableError(
                     f"a key was written by two tasks into bucket {bucket}: repartition the data by the "
