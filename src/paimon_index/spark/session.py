@@ -148,13 +148,18 @@ def _probe(_: object) -> Probe:
     # to unpickle the task, which check_executors reports as the same problem. A partial install
     # (no pypaimon, no pyarrow) is caught here.
     try:
-        import pypaimon  # noqa: F401
-
-        import paimon_index
-        import paimon_index.spark.datasource  # pyarrow and pyspark's data source API
+        # pyarrow and pyspark's data source API; pypaimon (through its boundary module)
+        import paimon_index.spark.datasource
+        import paimon_index.table.paimon  # noqa: F401
     except ImportError as e:
         return sys.executable, None, f"{type(e).__name__}: {e}"
-    return sys.executable, paimon_index.__version__, None
+    return sys.executable, _version(), None
+
+
+def _version() -> str:
+    # The package's __init__ has run before any of its modules; its version is read from there
+    # rather than imported (the application layer's names are not this layer's to import).
+    return str(getattr(sys.modules[__name__.split(".")[0]], "__version__", "unknown"))
 
 
 def check_executors(spark: SparkSession, tasks: int | None = None) -> list[Probe]:
@@ -165,8 +170,6 @@ def check_executors(spark: SparkSession, tasks: int | None = None) -> list[Probe
         EnvironmentCheckError: a task could not import it, imported another version than the
             driver's, or the job failed (for instance the configured Python does not exist there).
     """
-    import paimon_index
-
     sc = spark.sparkContext
     count = tasks or max(1, sc.defaultParallelism)
     try:
@@ -179,7 +182,7 @@ def check_executors(spark: SparkSession, tasks: int | None = None) -> list[Probe
         if error is not None:
             raise EnvironmentCheckError(f"Spark executors (python {executable!r}) cannot import "
                                         f"paimon-index: {error}; {_FIX}")
-        if version != paimon_index.__version__:
+        if version != _version():
             raise EnvironmentCheckError(f"Spark executors (python {executable!r}) import paimon-index "
-                                        f"{version}, the driver {paimon_index.__version__}: {_FIX}")
+                                        f"{version}, the driver {_version()}: {_FIX}")
     return answers
