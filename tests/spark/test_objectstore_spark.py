@@ -14,8 +14,9 @@ import json
 from pathlib import Path
 
 import pytest
-from objectstore.conftest import S3Warehouse, s3, s3_server  # noqa: F401  (fixtures)
 from tests.spark.cluster_pipeline import APPEND, PK, run_pipeline
+
+from objectstore.conftest import S3Warehouse, s3, s3_server  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.spark
 
@@ -29,7 +30,7 @@ def test_spark_pipeline_on_s3_equals_local(spark, s3: S3Warehouse, tmp_path: Pat
     assert on_s3["snapshots"] == [4, 2]  # one snapshot per job
     for table in (APPEND, PK):
         database, name = table.split(".")
-        keys = s3.keys(f"wh/{database}.db/{name}/")
+        keys = s3.objects(f"wh/{database}.db/{name}/")
         assert any(k.endswith(".parquet") for k in keys), keys[:10]
         assert any("/snapshot/snapshot-" in k for k in keys), keys[:10]
     assert not [p for p in tmp_path.rglob("*") if "s3" in p.name or p.name == "wh"]  # no local copy
