@@ -19,7 +19,8 @@ process, absolute numbers; no reference -- the reference is "what a cluster's dr
 
 Planning is measured at each ``--files`` count (tables of that many data files: ``--bucket-files``
 files per commit, one per bucket) and extrapolated linearly to 100,000 files from the largest.
-Reported: wall-clock and CPU seconds, files or rows per wall second, and the extrapolation.
+Reported: wall-clock and CPU seconds, files or rows per wall and per CPU second, and the
+extrapolation of both to 100,000 files.
 """
 
 from __future__ import annotations
@@ -118,9 +119,10 @@ def bench_dynamic_upsert(root: Path, n: int) -> tuple[Timing, Timing]:
 
 
 def line(step: str, size: int, unit: str, t: Timing, extrapolate: bool = False) -> str:
-    at_target = f"{t.wall * TARGET_FILES / size:>10.1f} s" if extrapolate else ""
+    scale = TARGET_FILES / size
+    at_target = f"{t.wall * scale:>8.0f} / {t.cpu * scale:<6.0f}" if extrapolate else ""
     return (f"{step:<26} {size:>9,} {unit:<9} {t.wall:>8.2f} {t.cpu:>8.2f} "
-            f"{size / t.wall:>10,.0f} {at_target:>13}")
+            f"{size / t.wall:>10,.0f} {size / t.cpu:>10,.0f}  {at_target}")
 
 
 def main() -> None:
@@ -131,8 +133,8 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=200_000)
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="paimon-index-driver-"))
-    lines = [f"{'step':<26} {'size':>19} {'wall s':>8} {'cpu s':>8} {'per wall s':>10} "
-             f"{'at 100k files':>13}"]
+    lines = [f"{'step':<26} {'size':>19} {'wall s':>8} {'cpu s':>8} {'per wall s':>10} {'per cpu s':>10}"
+             f"  100k files: wall / cpu s"]
     try:
         for files in (int(f) for f in args.files.split(",")):
             build, table = timed(lambda files=files: many_files(root, files, args.bucket_files))
