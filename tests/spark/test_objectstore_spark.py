@@ -6,6 +6,10 @@ by the ``fs.s3.*`` catalog options every job and read passes on. Every step of
 ``cluster_pipeline.run_pipeline`` (write with indexes, filtered reads with scan reports, DELETE,
 UPDATE, rewrite_file_index, a primary-key load and upsert) gives the same rows, reports, snapshot
 ids and rows affected on ``s3://`` as on a local directory, and the table's files are in the bucket.
+
+Marked ``slow``: two whole pipelines are some thirty Spark jobs (about 15 minutes on 2 loaded cores,
+a minute or two on idle ones); ``pytest --run-slow tests/spark/test_objectstore_spark.py``. CI keeps
+the Python pipeline on S3 and a Spark DELETE on S3 (``tests/objectstore``).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from tests.spark.cluster_pipeline import APPEND, PK, run_pipeline
 
 from objectstore.conftest import S3Warehouse, s3, s3_server  # noqa: F401  (fixtures)
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
 def test_spark_pipeline_on_s3_equals_local(spark, s3: S3Warehouse, tmp_path: Path,  # noqa: F811
