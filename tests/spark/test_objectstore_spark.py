@@ -9,7 +9,8 @@ ids and rows affected on ``s3://`` as on a local directory, and the table's file
 
 Marked ``slow``: two whole pipelines are some thirty Spark jobs (about 15 minutes on 2 loaded cores,
 a minute or two on idle ones); ``pytest --run-slow tests/spark/test_objectstore_spark.py``. CI keeps
-the Python pipeline on S3 and a Spark DELETE on S3 (``tests/objectstore``).
+the Python pipeline on S3 (``tests/objectstore``) and a Spark DELETE on S3
+(``test_objectstore_row_level.py``).
 """
 
 from __future__ import annotations
