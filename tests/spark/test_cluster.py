@@ -11,7 +11,7 @@ snapshot per job) and rows affected. Then a slow write loses one worker (its pro
 killed while tasks run): Spark reruns the tasks on the other and the write still commits exactly
 one snapshot with every row.
 
-Marked ``cluster`` and ``slow`` (a few minutes on 2 cores): ``pytest -m cluster
+Marked ``cluster`` and ``slow`` (11 minutes measured on 2 shared cores): ``pytest --run-slow -m cluster
 tests/spark/test_cluster.py``; skipped when the cluster cannot start.
 """
 
