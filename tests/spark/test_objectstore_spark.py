@@ -7,8 +7,8 @@ by the ``fs.s3.*`` catalog options every job and read passes on. Every step of
 UPDATE, rewrite_file_index, a primary-key load and upsert) gives the same rows, reports, snapshot
 ids and rows affected on ``s3://`` as on a local directory, and the table's files are in the bucket.
 
-Marked ``slow``: two whole pipelines are some thirty Spark jobs (15 minutes measured on 2 cores shared
-with other test runs); ``pytest --run-slow tests/spark/test_objectstore_spark.py``. CI keeps
+Marked ``slow``: two whole pipelines are some thirty Spark jobs (2 to 15 minutes measured on 2 cores,
+with more or fewer other test runs); ``pytest --run-slow tests/spark/test_objectstore_spark.py``. CI keeps
 the Python pipeline on S3 (``tests/objectstore``) and a Spark DELETE on S3
 (``test_objectstore_row_level.py``).
 """
