@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+import paimon_index
 from paimon_index.errors import EnvironmentCheckError
 from paimon_index.spark import session as spark_session
 
@@ -30,3 +31,16 @@ def test_missing_java_is_reported_with_what_to_install(monkeypatch: pytest.Monke
     monkeypatch.setattr(spark_session.shutil, "which", lambda _: None)
     with pytest.raises(EnvironmentCheckError, match="Spark needs Java 17"):
         spark_session.java_version()
+
+
+def test_configure_checks_that_executors_import_paimon_index(spark) -> None:
+    answers = spark_session.check_executors(spark, tasks=2)
+    assert answers == [(sys.executable, paimon_index.__version__, None)] * 2
+    try:
+        # A session whose executors run another Python (here: none at all) fails in configure(),
+        # naming the setting, not in the first query.
+        with pytest.raises(EnvironmentCheckError, match="PYSPARK_PYTHON"):
+            spark_session.configure(spark, python="/nonexistent/python3")
+    finally:
+        spark_session.configure(spark, python=sys.executable, check=False)
+    assert spark.sparkContext.pythonExec == sys.executable

@@ -24,8 +24,9 @@ error naming the nearest valid key, see :mod:`paimon_index.spark.options`):
 - ``metadata-columns`` (``true`` adds ``__paimon_file_path``, ``__paimon_row_index``,
   ``__paimon_partition``, ``__paimon_bucket``: where each row lives, the key of row-level changes);
 - ``scan.snapshot-id`` (a positive integer: read that snapshot instead of the latest);
-- ``scan-report`` (a directory: every task writes what it pruned there as JSON, summed by
-  :func:`paimon_index.spark.report.collect_scan_report`);
+- ``scan-report`` (the ``name`` of :func:`paimon_index.spark.report.scan_report`: the driver's
+  planning and every task add what they pruned to that Spark accumulator -- works on a cluster; or,
+  in local mode, a directory every task writes a JSON report to);
 - catalog options: every key starting ``fs.`` (``fs.s3.endpoint``, ``fs.s3.accessKeyId`` ...) is
   passed to pypaimon's catalog, with pypaimon's spelling of the key.
 
@@ -273,13 +274,16 @@ class TableLayout:
 class SplitPartition(InputPartition):
     """One pypaimon split and what to do with it (pickled to an executor)."""
 
-    split: Any
+    split: Any  # None: nothing left to read, the partition only carries ``planned``
     predicate: Predicate
     use_index: bool
     apply_topn: bool
     #: The table's FileIO seam (its pypaimon ``file_io`` pickles), so the task reads what the
     #: driver planned from the same warehouse, local or object store.
     io: Any = None
+    #: What the driver pruned while planning (first partition only, with a ``scan-report``): the
+    #: planning runs in no task, so the first task reports it.
+    planned: Any = None
 
 
 class PaimonIndexReader(DataSourceReader):
@@ -317,7 +321,6 @@ class PaimonIndexReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         from paimon_index.fileindex.options import FileIndexOptions
-        from paimon_index.spark.report import write_report
         from paimon_index.table.fileio import TableIO
         from paimon_index.table.read import ScanReport, prune_split
         from paimon_index.table.stats import plan_splits
@@ -345,17 +348,20 @@ class PaimonIndexReader(DataSourceReader):
             report.files_planned = files_before - sum(len(s.files) for s in splits)
             report.files_skipped_by_index = report.files_planned
             report.rows_planned = rows_before - sum(s.row_count for s in splits)
-            if self.options.scan_report:
-                write_report(self.options.scan_report, report)
         apply_topn = self.all_filters_taken and self.options.topn is not None
-        # No split left: an empty list (Spark then reads one empty InputPartition, see read()).
         io = TableIO.of(table)
-        return [SplitPartition(s, self.predicate, use_index, apply_topn, io) for s in splits]
+        partitions = [SplitPartition(s, self.predicate, use_index, apply_topn, io) for s in splits]
+        if self.options.scan_report:
+            # Always one partition at least, so the planning counts reach a task.
+            first = partitions[0].split if partitions else None
+            partitions[:1] = [SplitPartition(first, self.predicate, use_index, apply_topn, io, report)]
+        # No split left and no report: an empty list (Spark then reads one empty InputPartition).
+        return partitions
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         from pyspark.sql.pandas.types import to_arrow_schema
 
-        from paimon_index.spark.report import write_report
+        from paimon_index.spark.report import add_task_report
         from paimon_index.table.read import ScanReport, read_split
 
         if not isinstance(partition, SplitPartition):
@@ -363,12 +369,15 @@ class PaimonIndexReader(DataSourceReader):
         target = to_arrow_schema(self.layout.spark_schema, timezone=SPARK_ARROW_TIMEZONE)
         report = ScanReport()
         topn = self.options.topn if partition.apply_topn and partition.use_index else None
-        for batch in read_split(partition.split, partition.predicate, self.layout.index_schema,
-                                io=partition.io, use_index=partition.use_index, report=report, topn=topn,
-                                row_ids=self.layout.row_ids):
-            yield _as_spark_arrow(batch.select(target.names), target)
+        if partition.split is not None:
+            for batch in read_split(partition.split, partition.predicate, self.layout.index_schema,
+                                    io=partition.io, use_index=partition.use_index, report=report,
+                                    topn=topn, row_ids=self.layout.row_ids):
+                yield _as_spark_arrow(batch.select(target.names), target)
         if self.options.scan_report:
-            write_report(self.options.scan_report, report)
+            if partition.planned is not None:
+                report.merge(partition.planned)
+            add_task_report(self.options.scan_report, report)
 
 
 @dataclass(frozen=True)

@@ -188,8 +188,9 @@ def update(spark: SparkSession, table: str, set: Mapping[str, Any], where: str |
 
 def rewrite_file_index(spark: SparkSession, table: str, where: str | None = None, *, warehouse: str,
                        catalog_options: CatalogOptions = None, progress: bool = False) -> CommitResult:
-    """Rebuild the file indexes the table's ``file-index.*`` options ask for, one task per file
-    (``where``: partitions), committed as one snapshot; ``progress`` prints a bar on stderr."""
+    """Rebuild the file indexes the table's ``file-index.*`` options ask for, as one Spark job
+    (tasks balanced by file bytes; ``where``: partitions), committed as one snapshot; ``progress``
+    prints a bar on stderr."""
     snapshot = spark_row_level.rewrite_file_index(spark, table, where, warehouse=warehouse, progress=progress,
                                                   catalog_options=catalog_options)
     return _result(warehouse, table, catalog_options, "rewrite_file_index", snapshot, 0)

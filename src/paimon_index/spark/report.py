@@ -1,16 +1,33 @@
-"""Scan reports of Spark queries over ``paimon_index`` tables.
+"""Scan reports of Spark queries over ``paimon_index`` tables, gathered through a Spark accumulator.
 
-A Spark query runs its reads in Python workers on executors; what they pruned comes back through
-a directory given as the read option ``scan-report``: the driver (files dropped while planning)
-and every task write one small JSON file there, and :func:`collect_scan_report` sums them::
+A Spark query runs its reads in Python workers on executors; what they pruned comes back to the
+driver with the tasks' results, as a Spark accumulator's updates do -- no storage shared between
+driver and executors is needed, so it works on a cluster as in local mode::
 
-    with scan_report_dir() as where:
-        spark.read.format("paimon_index").option("warehouse", W).option("scan-report", where) \\
-            .load("db.orders").filter("status = 'PAID'").count()
-        report = collect_scan_report(where)
+    report = scan_report(spark)                      # registers an accumulator on the driver
+    df = (spark.read.format("paimon_index").option("warehouse", W)
+          .option("scan-report", report.name).load("db.orders"))
+    df.filter("status = 'PAID'").count()
+    report.value                                     # ScanReport: files skipped, rows read, ...
+    report.reset()                                   # zero it before the next query
 
-A file per task (named by a fresh UUID) needs no coordination between executors; on a cluster the
-directory must be on storage every executor can write (a local path works in local mode).
+How the counts travel: ``report.name`` (``paimon-index-scan-report:<id>``) names the accumulator.
+Every read task (:meth:`ScanReportAccumulator.add_from_task`) registers the accumulator of that id
+in its Python worker, as Spark does when it unpickles an accumulator captured by a closure, and adds
+its :class:`~paimon_index.table.read.ScanReport`; Spark sends the update back with the task's result
+and the driver's accumulator sums them. The source plans its splits in a Python worker the JVM
+starts on the driver (``DataSourceReader.partitions``), which is no task and sends no update, so the
+counts of that step (files dropped by statistics and embedded indexes) ride in the first partition
+and are added by its task.
+
+What the report counts: the tasks that ran (a ``limit`` may stop Spark before every partition ran),
+each query that scanned the DataFrame (a second ``count()`` adds again; :meth:`reset` between
+queries), and -- as every Spark accumulator updated inside a transformation -- a task Spark ran again
+after a lost executor may be counted twice.
+
+The older form, ``scan-report`` = a directory every task writes a JSON file to
+(:func:`scan_report_dir`, :func:`collect_scan_report`), still works where driver and executors share
+that directory (local mode); on a cluster use the accumulator.
 """
 
 from __future__ import annotations
@@ -23,13 +40,84 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from paimon_index.errors import PaimonIndexError
+from pyspark.accumulators import AccumulatorParam
+
+from paimon_index.errors import InvalidOptionError, PaimonIndexError
 from paimon_index.table.read import ScanReport
 
-__all__ = ["collect_scan_report", "scan_report_dir", "write_report"]
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["ACCUMULATOR_PREFIX", "ScanReportAccumulator", "add_task_report", "collect_scan_report",
+           "scan_report", "scan_report_dir", "write_report"]
 
 REPORT_SUFFIX = ".scan.json"
+#: ``scan-report`` values naming an accumulator start so; any other value is a directory.
+ACCUMULATOR_PREFIX = "paimon-index-scan-report:"
+
+
+class ScanReportParam(AccumulatorParam[ScanReport]):
+    """Sums :class:`ScanReport` counters (Spark's accumulator protocol)."""
+
+    def zero(self, value: ScanReport) -> ScanReport:
+        return ScanReport()
+
+    def addInPlace(self, value1: ScanReport, value2: ScanReport) -> ScanReport:
+        return value1.merge(value2)
+
+
+class ScanReportAccumulator:
+    """One report, summed over the driver's planning and every read task of the queries that use
+    ``name`` as their ``scan-report`` option."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self._accumulator = spark.sparkContext.accumulator(ScanReport(), ScanReportParam())
+
+    @property
+    def name(self) -> str:
+        """The ``scan-report`` option value of the reads to count."""
+        return f"{ACCUMULATOR_PREFIX}{self._accumulator.aid}"
+
+    @property
+    def value(self) -> ScanReport:
+        """The counts so far (a copy)."""
+        return ScanReport().merge(self._accumulator.value)
+
+    def reset(self) -> None:
+        self._accumulator.value = ScanReport()
+
+
+def scan_report(spark: SparkSession) -> ScanReportAccumulator:
+    """A fresh report on ``spark``'s driver; pass ``report.name`` as the ``scan-report`` read option."""
+    return ScanReportAccumulator(spark)
+
+
+def _accumulator_id(option: str) -> int | None:
+    """The accumulator id a ``scan-report`` value names, or None for a directory."""
+    if not option.startswith(ACCUMULATOR_PREFIX):
+        return None
+    text = option[len(ACCUMULATOR_PREFIX):]
+    if not text.isdigit():
+        raise InvalidOptionError(f"option 'scan-report' = {option!r}: expected the name of "
+                                 "paimon_index.spark.report.scan_report(spark)")
+    return int(text)
+
+
+def add_task_report(option: str, report: ScanReport) -> None:
+    """Add one task's ``report`` where the ``scan-report`` option says: the named accumulator (in
+    a Spark task) or a directory."""
+    aid = _accumulator_id(option)
+    if aid is None:
+        write_report(option, report)
+        return
+    from pyspark.accumulators import _deserialize_accumulator
+
+    # What unpickling an accumulator does in a task: register it in this worker, whose updates
+    # Spark sends to the driver with the task's result (the registry is cleared per task).
+    accumulator: Any = _deserialize_accumulator(aid, ScanReport(), ScanReportParam())
+    accumulator.add(report)
 
 
 def write_report(directory: str, report: ScanReport) -> None:
@@ -55,7 +143,7 @@ def collect_scan_report(directory: str | Path) -> ScanReport:
 
 @contextmanager
 def scan_report_dir() -> Iterator[str]:
-    """A fresh temporary directory for one query's reports, removed afterwards."""
+    """A fresh temporary directory for one query's reports, removed afterwards (local mode)."""
     where = tempfile.mkdtemp(prefix="paimon-index-scan-")
     try:
         yield where

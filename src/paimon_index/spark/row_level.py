@@ -3,7 +3,7 @@
     delete(spark, "db.t", "status = 'CANCELLED'", warehouse=W)          -> snapshot id | None
     delete_rows(spark, "db.t", where, warehouse=W) -> RowChange(snapshot_id, rows)   (same job)
     update(spark, "db.t", {"status": "'PAID'", "score": "score + 1"}, "id < 100", warehouse=W)
-    rewrite_file_index(spark, "db.t", where="dt = '2024-01-01'", warehouse=W)   (see table/rewrite.py)
+    rewrite_file_index(spark, "db.t", where="dt = '2024-01-01'", warehouse=W)   (one job; table/rewrite.py)
 
 The jobs follow Paimon's Spark connector. The driver pins the latest snapshot and the DV state of
 every bucket (:func:`paimon_index.table.row_level.plan_row_change`); the table is read at that
@@ -25,9 +25,11 @@ jobs with the Table API's result types.
 
 from __future__ import annotations
 
+import heapq
 import pickle
 import sys
-from collections.abc import Callable, Iterator, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -48,7 +50,8 @@ from paimon_index.table.row_level import (
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-__all__ = ["assigned", "delete", "delete_rows", "read_pinned", "rewrite_file_index", "update", "update_rows"]
+__all__ = ["assigned", "balanced_groups", "delete", "delete_rows", "read_pinned", "rewrite_file_index",
+           "update", "update_rows"]
 
 #: What every task returns: its pickled commit messages and how many table rows it marked deleted.
 MESSAGE_SCHEMA = "message binary, rows long"
@@ -168,12 +171,15 @@ def update(spark: SparkSession, table: str, assignments: Mapping[str, str], wher
 
 def rewrite_file_index(spark: SparkSession, table: str, where: str | None = None, *, warehouse: str,
                        progress: bool = True, catalog_options: CatalogOptions = None) -> int | None:
-    """Rebuild out-of-date file indexes as a Spark job (one task per file), one snapshot.
+    """Rebuild out-of-date file indexes as **one** Spark job, committed as one snapshot.
 
-    The driver plans the files (those of the partitions ``where`` selects), executors rebuild and
-    compare each file's container (:func:`paimon_index.table.rewrite.rewrite_file`), and the driver
-    commits the changed ones together. ``progress`` prints ``files checked / total`` on stderr as
-    tasks finish.
+    The driver plans the files (those of the partitions ``where`` selects) and packs them into
+    tasks of about equal bytes (:func:`balanced_groups`: ``min(files, 2 x defaultParallelism)``
+    tasks, so one large file does not leave the other cores idle behind it); executors rebuild and
+    compare each file's container (:func:`paimon_index.table.rewrite.rewrite_file`); one ``collect``
+    brings the commit messages back, and the driver commits the changed ones together.
+    ``progress`` prints ``files checked / total`` on stderr as tasks finish (an accumulator of
+    files done, polled while the job runs).
     """
     from paimon_index.table.rewrite import commit_rewrite, plan_rewrite, rewrite_file
 
@@ -181,19 +187,82 @@ def rewrite_file_index(spark: SparkSession, table: str, where: str | None = None
     tasks = plan_rewrite(paimon_table, where)
     if not tasks:
         return None
+    sc = spark.sparkContext
+    slots = min(len(tasks), max(1, sc.defaultParallelism) * TASKS_PER_CORE)
+    groups = [[tasks[i] for i in group]
+              for group in balanced_groups([_file_bytes(t.meta) for t in tasks], slots)]
+    files_done = sc.accumulator(0)
 
-    def rebuild(part: Iterator[Any]) -> Iterator[bytes]:
+    def rebuild(part: Iterator[list[Any]]) -> Iterator[bytes]:
         opened = open_table(warehouse, table, catalog_options=catalog_options)
-        for task in part:
-            yield pickle.dumps(rewrite_file(opened, task))
+        for group in part:
+            for task in group:
+                yield pickle.dumps(rewrite_file(opened, task))
+            files_done.add(len(group))
 
-    results = spark.sparkContext.parallelize(tasks, len(tasks)).mapPartitions(rebuild)
-    messages = []
-    for done, pickled in enumerate(results.toLocalIterator(prefetchPartitions=True), 1):
-        messages.append(pickle.loads(pickled))
-        if progress:
-            _progress("rewrite_file_index", done, len(tasks))
+    # One element per partition: parallelize slices a list of n elements into n partitions evenly.
+    job = sc.parallelize(groups, len(groups)).mapPartitions(rebuild)
+    if progress:
+        with _ProgressWhile(lambda: int(files_done.value), len(tasks), "rewrite_file_index"):
+            pickled = job.collect()
+    else:
+        pickled = job.collect()
+    messages = [pickle.loads(p) for p in pickled]
     return commit_rewrite(paimon_table, messages, snapshot_id=tasks[0].snapshot_id)
+
+
+#: Tasks per core of ``rewrite_file_index``: a little more than one, so a core that finishes early
+#: takes another group instead of idling behind the slowest one.
+TASKS_PER_CORE = 2
+
+
+def _file_bytes(meta: Any) -> int:
+    return max(1, int(getattr(meta, "file_size", 0) or 0))  # an unknown size still weighs
+
+
+def balanced_groups(sizes: Sequence[int], groups: int) -> list[list[int]]:
+    """The indexes of ``sizes`` in at most ``groups`` groups of about equal total size.
+
+    Largest first, each onto the group lightest so far (LPT scheduling: the heaviest group weighs
+    at most 4/3 of the best possible split); empty groups are dropped. Runs on the driver over
+    the planned files: one sort and one heap operation per file.
+    """
+    if groups < 1:
+        raise ValueError(f"groups must be positive, got {groups}")
+    order = sorted(range(len(sizes)), key=lambda i: -sizes[i])
+    heap = [(0, g) for g in range(min(groups, len(sizes)))]
+    members: list[list[int]] = [[] for _ in heap]
+    for i in order:
+        load, g = heapq.heappop(heap)
+        members[g].append(i)
+        heapq.heappush(heap, (load + sizes[i], g))
+    return [m for m in members if m]
+
+
+PROGRESS_INTERVAL_S = 0.5
+
+
+class _ProgressWhile:
+    """Prints ``done() / total`` on stderr every :data:`PROGRESS_INTERVAL_S` while the block runs."""
+
+    def __init__(self, done: Callable[[], int], total: int, label: str) -> None:
+        self.done, self.total, self.label = done, total, label
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(PROGRESS_INTERVAL_S):
+            _progress(self.label, min(self.done(), self.total - 1), self.total)
+
+    def __enter__(self) -> _ProgressWhile:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        if exc[0] is None:
+            _progress(self.label, self.total, self.total)
 
 
 PROGRESS_WIDTH = 30

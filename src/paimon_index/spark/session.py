@@ -1,9 +1,10 @@
-"""A local SparkSession set up the way paimon-index needs it.
+"""A SparkSession set up the way paimon-index needs it.
 
     local_session()            local[*] session (embedded default), or the one already running,
                                with the ``paimon_index`` data source registered
     configure(spark)           apply the settings and register the source on a session someone
-                               else created
+                               else created (a cluster's); checks that executors import paimon-index
+    check_executors(spark)     that check alone: one small job, EnvironmentCheckError naming the fix
     java_version()             the major version of the Java Spark will use
 
 Settings: Python data-source filter pushdown on (``spark.sql.python.filterPushdown.enabled``: Spark
@@ -14,6 +15,16 @@ and Python workers running the interpreter of the current environment (``PYSPARK
 executors import the same paimon-index, pyarrow and pypaimon as the driver. Spark 4 needs Java 17 or
 newer; without it, :func:`local_session` raises :class:`~paimon_index.errors.EnvironmentCheckError`
 saying what to install, instead of Spark's own stack trace.
+
+Which Python the executors run is fixed per Python function when Spark ships it: PySpark takes
+``PYSPARK_PYTHON`` from the environment when the SparkContext starts (``python3`` without it; the
+``spark.pyspark.python`` setting only reaches ``spark-submit``, not a session built in a running
+interpreter) and stamps it on every function it wraps -- the data source when it is registered,
+UDFs and RDD functions when they run. So on a session someone else created, :func:`configure` can
+still point everything it registers from then on at another interpreter (``python=``), and checks
+with one small job (:func:`check_executors`) that the executors import this version of paimon-index,
+raising :class:`~paimon_index.errors.EnvironmentCheckError` that names the setting to fix instead of
+a Python worker's crash in the first query. See docs/clusters.md.
 """
 
 from __future__ import annotations
@@ -31,10 +42,11 @@ from paimon_index.errors import EnvironmentCheckError
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["MIN_JAVA", "configure", "java_version", "local_session"]
+__all__ = ["MIN_JAVA", "check_executors", "configure", "java_version", "local_session"]
 
 MIN_JAVA = 17
 DEFAULT_MASTER = "local[*]"
+LOCAL_MASTER_PREFIX = "local"
 SESSION_CONF = {
     "spark.sql.python.filterPushdown.enabled": "true",
     "spark.ui.enabled": "false",
@@ -88,15 +100,89 @@ def local_session(app_name: str = "paimon-index", *, master: str = DEFAULT_MASTE
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
-    configure(spark)
+    # Local executors are Python workers of this machine started with PYSPARK_PYTHON (set above) and
+    # this environment; a local master skips the check's job.
+    configure(spark, check=not master.startswith(LOCAL_MASTER_PREFIX))
     return spark
 
 
-def configure(spark: SparkSession) -> SparkSession:
-    """Apply the settings that can change at runtime and register the ``paimon_index`` source."""
+def configure(spark: SparkSession, *, python: str | None = None, check: bool = True) -> SparkSession:
+    """Apply the settings that can change at runtime and register the ``paimon_index`` source.
+
+    Args:
+        spark: a running session (any master).
+        python: the Python executable the executors run for everything shipped from now on (the
+            source registered here, UDFs, RDD functions): a path that exists on every worker, with
+            paimon-index installed. None keeps the session's (``PYSPARK_PYTHON`` when it started).
+        check: run :func:`check_executors` (one small job: about a second on a warm session, the
+            Python workers' start on a fresh one).
+
+    Raises:
+        EnvironmentCheckError: (``check``) the executors cannot import paimon-index, or import
+            another version.
+    """
     from paimon_index.spark.datasource import PaimonIndexDataSource
 
     for key in RUNTIME_CONF:
         spark.conf.set(key, SESSION_CONF[key])
+    if python is not None:
+        # PySpark stamps this on every function it wraps from now on (see the module docstring).
+        spark.sparkContext.pythonExec = python
     spark.dataSource.register(PaimonIndexDataSource)
+    if check:
+        check_executors(spark)
     return spark
+
+
+#: What a probe task sends back: its interpreter, and the paimon-index version it imported or the
+#: import error.
+Probe = tuple[str, str | None, str | None]
+_FIX = ("install paimon-index (with pyarrow and pypaimon) in the Python every worker runs and start "
+        "the session with PYSPARK_PYTHON (or spark-submit's spark.pyspark.python) naming it, or pass "
+        "configure(spark, python=...); or ship the package with spark-submit --py-files / "
+        "spark.executorEnv.PYTHONPATH (docs/clusters.md)")
+
+
+def _probe(_: object) -> Probe:
+    # Shipped by reference (a module-level function): an executor without paimon-index already fails
+    # to unpickle the task, which check_executors reports as the same problem. A partial install
+    # (no pypaimon, no pyarrow) is caught here.
+    try:
+        # pyarrow and pyspark's data source API; pypaimon (through its boundary module)
+        import paimon_index.spark.datasource
+        import paimon_index.table.paimon  # noqa: F401
+    except ImportError as e:
+        return sys.executable, None, f"{type(e).__name__}: {e}"
+    return sys.executable, _version(), None
+
+
+def _version() -> str:
+    # The package's __init__ has run before any of its modules; its version is read from there
+    # rather than imported (the application layer's names are not this layer's to import).
+    return str(getattr(sys.modules[__name__.split(".")[0]], "__version__", "unknown"))
+
+
+def check_executors(spark: SparkSession, tasks: int | None = None) -> list[Probe]:
+    """Run one small job of ``tasks`` tasks (default: Spark's parallelism) that imports
+    paimon-index on the executors; their (python, version, error) answers.
+
+    Raises:
+        EnvironmentCheckError: a task could not import it, imported another version than the
+            driver's, or the job failed (for instance the configured Python does not exist there).
+    """
+    sc = spark.sparkContext
+    count = tasks or max(1, sc.defaultParallelism)
+    try:
+        answers: list[Probe] = sc.parallelize(range(count), count).map(_probe).collect()
+    except Exception as e:  # Py4JJavaError / PythonException: the workers' Python failed
+        first = next((line for line in str(e).splitlines() if "Error" in line), str(e)[:300])
+        raise EnvironmentCheckError(f"Spark executors (python {sc.pythonExec!r}) cannot run "
+                                    f"paimon-index: {first.strip()[:300]}; {_FIX}") from e
+    for executable, version, error in answers:
+        if error is not None:
+            raise EnvironmentCheckError(f"Spark executors (python {executable!r}) cannot import "
+                                        f"paimon-index: {error}; {_FIX}")
+        if version != _version():
+            raise EnvironmentCheckError(f"Spark executors (python {executable!r}) import paimon-index "
+                                        f"{version}, the driver {_version()}: {_FIX}")
+    return answers
