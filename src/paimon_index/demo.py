@@ -181,7 +181,7 @@ def run_demo(warehouse: str | Path = "demo-warehouse", rows: int = 3_000_000, sp
 
 
 def _spark_queries(root: Path) -> Any:
-    from paimon_index.spark.report import collect_scan_report, scan_report_dir
+    from paimon_index.spark.report import scan_report
     from paimon_index.spark.session import local_session
 
     print("\nthe same table through the paimon_index PySpark source (local Spark):")
@@ -206,11 +206,11 @@ def _spark_queries(root: Path) -> Any:
     print(f"{'query (Spark)':<62} {'rows':>8} {'files skipped':>13} {'rows read':>10} "
           f"{'ms index':>9} {'ms no index':>12}")
     for text in QUERIES:
-        with scan_report_dir() as reports:
-            start = time.perf_counter()
-            count = load(**{"scan-report": reports}).filter(text).count()
-            with_index = (time.perf_counter() - start) * 1000
-            report = collect_scan_report(reports)
+        reports = scan_report(session)
+        start = time.perf_counter()
+        count = load(**{"scan-report": reports.name}).filter(text).count()
+        with_index = (time.perf_counter() - start) * 1000
+        report = reports.value
         start = time.perf_counter()
         count_off = load(**{"file-index.read.enabled": "false"}).filter(text).count()
         without = (time.perf_counter() - start) * 1000

@@ -16,7 +16,7 @@ import pytest
 
 import paimon_index
 from paimon_index.spark import jobs
-from paimon_index.spark.report import collect_scan_report, scan_report_dir
+from paimon_index.spark.report import scan_report
 from paimon_index.table.catalog import open_table as open_paimon
 
 pytestmark = pytest.mark.spark
@@ -57,11 +57,11 @@ def test_spark_read_skips_files_by_value_statistics(spark, tmp_path: Path) -> No
         table.write(chunk)
         chunks.append(chunk)
     where = "id >= 120 AND id < 135 AND n <> 3"
-    with scan_report_dir() as reports:
-        df = (spark.read.format("paimon_index").option("warehouse", warehouse)
-              .option("filter-pushdown", "true").option("scan-report", reports).load("db.stats"))
-        rows = sorted(tuple(r) for r in df.filter(where).collect())
-        report = collect_scan_report(reports)
+    reports = scan_report(spark)
+    df = (spark.read.format("paimon_index").option("warehouse", warehouse)
+          .option("filter-pushdown", "true").option("scan-report", reports.name).load("db.stats"))
+    rows = sorted(tuple(r) for r in df.filter(where).collect())
+    report = reports.value
     parquet = str(tmp_path / "reference.parquet")
     pq.write_table(pa.concat_tables(chunks), parquet)
     expected = sorted(tuple(r) for r in spark.read.parquet(parquet).filter(where).collect())

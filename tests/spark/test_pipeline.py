@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 from paimon_index.errors import InvalidOptionError
-from paimon_index.spark.report import collect_scan_report, scan_report_dir
+from paimon_index.spark.report import scan_report
 from paimon_index.table.catalog import alter_table_options, create_table, open_table
 from paimon_index.table.system import file_indexes
 
@@ -98,10 +98,10 @@ def test_both_storages_are_written_and_listed(pipeline) -> None:
                                    "score >= 9990", "tag IS NULL", "tag <> 'common'"])
 def test_selective_queries_read_only_the_files_that_match(spark, pipeline, where: str) -> None:
     warehouse, table = pipeline
-    with scan_report_dir() as where_reports:
-        got = sorted(r.id for r in _read(spark, warehouse, table, **{"scan-report": where_reports})
-                     .filter(where).select("id").collect())
-        report = collect_scan_report(where_reports)
+    reports = scan_report(spark)
+    got = sorted(r.id for r in _read(spark, warehouse, table, **{"scan-report": reports.name})
+                 .filter(where).select("id").collect())
+    report = reports.value
     plain = sorted(r.id for r in _read(spark, warehouse, table, **{"file-index.read.enabled": "false"})
                    .filter(where).select("id").collect())
     pypaimon_ids = sorted(_pypaimon_read(open_table(*pipeline)).filter(_exact(where, pipeline))["id"]
@@ -125,12 +125,12 @@ def test_topn_option_yields_only_candidates_and_equals_the_full_sort(spark, pipe
     warehouse, table = pipeline
     order = ["score", "id"]
     for where in (None, "region = 'eu'"):
-        with scan_report_dir() as reports:
-            df = _read(spark, warehouse, table, topn="score DESC, id ASC", limit="7",
-                       **{"scan-report": reports})
-            df = df if where is None else df.filter(where)
-            got = [(r.score, r.id) for r in df.orderBy(df.score.desc(), df.id.asc()).limit(7).collect()]
-            report = collect_scan_report(reports)
+        reports = scan_report(spark)
+        df = _read(spark, warehouse, table, topn="score DESC, id ASC", limit="7",
+                   **{"scan-report": reports.name})
+        df = df if where is None else df.filter(where)
+        got = [(r.score, r.id) for r in df.orderBy(df.score.desc(), df.id.asc()).limit(7).collect()]
+        report = reports.value
         full = _read(spark, warehouse, table)
         full = full if where is None else full.filter(where)
         want = [(r.score, r.id) for r in full.orderBy(full.score.desc(), full.id.asc()).limit(7).collect()]

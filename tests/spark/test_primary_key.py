@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from paimon_index.spark.primary_key import compact, expire_snapshots, upsert
-from paimon_index.spark.report import collect_scan_report, scan_report_dir
+from paimon_index.spark.report import scan_report
 from paimon_index.table.catalog import create_table, open_table
 
 pytestmark = pytest.mark.spark
@@ -55,9 +55,9 @@ def test_upserts_and_deletes_by_key_equal_a_dict(spark, tmp_path: Path, bucket: 
                 model[k] = (k, tag, n)
         assert _rows(spark, warehouse) == sorted(model.values()) == _pypaimon(warehouse), number
 
-    with scan_report_dir() as reports:
-        got = _rows(spark, warehouse, "tag = 'rare'", **{"scan-report": reports})
-        report = collect_scan_report(reports)
+    reports = scan_report(spark)
+    got = _rows(spark, warehouse, "tag = 'rare'", **{"scan-report": reports.name})
+    report = reports.value
     assert got == sorted(v for v in model.values() if v[1] == "rare")
     assert report.files_skipped_by_index > 0 and report.rows_read == len(got)  # merge-free, by index
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from paimon_index.spark.report import collect_scan_report, scan_report, scan_report_dir
+from paimon_index.spark.report import scan_report
 from paimon_index.table.catalog import create_table, open_table
 from paimon_index.table.read import ScanReport, read_arrow
 from paimon_index.table.write import write_arrow
@@ -39,14 +39,10 @@ def _load(spark, warehouse: str, report: str):
             .option("filter-pushdown", "true").option("scan-report", report).load("db.t"))
 
 
-def test_accumulator_counts_planning_and_tasks_like_the_directory_form(spark, warehouse: str) -> None:
+def test_accumulator_counts_planning_and_tasks_like_the_python_read(spark, warehouse: str) -> None:
     report = scan_report(spark)
     assert _load(spark, warehouse, report.name).filter(f"tag = '{RARE}'").count() == 1
     got = report.value
-    with scan_report_dir() as where:
-        assert _load(spark, warehouse, where).filter(f"tag = '{RARE}'").count() == 1
-        from_files = collect_scan_report(where)
-    assert got == from_files
     _, python = read_arrow(open_table(warehouse, "db.t"), f"tag = '{RARE}'")
     assert got.files_skipped_by_index == python.files_skipped_by_index == FILES - 1
     assert got.files_planned == FILES  # three dropped while planning (embedded bitmaps), one by its task
@@ -66,9 +62,10 @@ def test_planning_counts_arrive_when_no_file_is_left(spark, warehouse: str) -> N
     assert report.value.rows_returned == 0
 
 
-def test_a_misspelt_report_name_is_an_error(spark, warehouse: str) -> None:
+@pytest.mark.parametrize("name", ["paimon-index-scan-report:x1", "/tmp/reports"])
+def test_a_misspelt_report_name_or_a_directory_is_an_error(spark, warehouse: str, name: str) -> None:
     with pytest.raises(Exception, match=r"expected the name of paimon_index\.spark\.report\.scan_report"):
-        _load(spark, warehouse, "paimon-index-scan-report:x1").filter("tag = 'a'").count()
+        _load(spark, warehouse, name).filter("tag = 'a'").count()
 
 
 def test_report_param_sums_every_counter(tmp_path: Path) -> None:

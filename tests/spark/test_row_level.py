@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from paimon_index.spark.report import collect_scan_report, scan_report_dir
+from paimon_index.spark.report import scan_report
 from paimon_index.spark.row_level import delete, update
 from paimon_index.table.catalog import create_table, open_table
 from paimon_index.table.write import write_arrow
@@ -86,10 +86,10 @@ def test_indexes_still_skip_after_a_delete_and_a_failed_job_changes_nothing(spar
                                      "dt": ["x"] * 1000}))
     assert delete(spark, "db.t", "tag = 'rare' AND id < 1000", warehouse=warehouse) is not None
     assert delete(spark, "db.t", "tag = 'rare' AND id < 1000", warehouse=warehouse) is None  # idempotent
-    with scan_report_dir() as reports:
-        got = sorted(r.id for r in _load(spark, warehouse, **{"scan-report": reports})
-                     .filter("tag = 'rare'").collect())
-        report = collect_scan_report(reports)
+    reports = scan_report(spark)
+    got = sorted(r.id for r in _load(spark, warehouse, **{"scan-report": reports.name})
+                 .filter("tag = 'rare'").collect())
+    report = reports.value
     assert got == list(range(3000, 4000, 100))
     # The two files holding only 'a' are ruled out by their value statistics (min = max = 'a') before
     # any index is read; the index plus the DV empties the first file's match.
@@ -125,7 +125,7 @@ def test_rewrite_file_index_job_rebuilds_only_out_of_date_files(spark, tmp_path:
     types = {(r["partition"], r["index_type"]) for r in listing}
     assert types == {("dt=x", "bitmap"), ("dt=y", "bitmap"), ("dt=y", "bloom-filter")}
     assert open_table(warehouse, "db.t").snapshot_manager().get_latest_snapshot().id == snapshot == 3
-    with scan_report_dir() as reports:
-        got = _load(spark, warehouse, **{"scan-report": reports}).filter("id = 100000").count()
-        report = collect_scan_report(reports)
+    reports = scan_report(spark)
+    got = _load(spark, warehouse, **{"scan-report": reports.name}).filter("id = 100000").count()
+    report = reports.value
     assert got == 0 and report.files_skipped_by_index == 1  # dt=y's new bloom filter; dt=x has none

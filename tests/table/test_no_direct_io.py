@@ -46,10 +46,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("deletionvectors/index_file.py", "open_source"): "a local path (CLI, tests); tables pass a FileIOSource",
     ("deletionvectors/index_file.py", "Path"): "local_write: DV files outside any table (CLI, tests); "
                                                 "tables pass their store's writer",
-    ("spark/report.py", "os.makedirs"): "TODO objectstore: scan reports of the tasks",
-    ("spark/report.py", "open"): "TODO objectstore: scan reports of the tasks",
-    ("spark/report.py", "os.replace"): "TODO objectstore: scan reports of the tasks",
-    ("spark/report.py", "Path"): "TODO objectstore: scan reports of the tasks",
 }
 
 

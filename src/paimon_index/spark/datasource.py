@@ -25,8 +25,7 @@ error naming the nearest valid key, see :mod:`paimon_index.spark.options`):
   ``__paimon_partition``, ``__paimon_bucket``: where each row lives, the key of row-level changes);
 - ``scan.snapshot-id`` (a positive integer: read that snapshot instead of the latest);
 - ``scan-report`` (the ``name`` of :func:`paimon_index.spark.report.scan_report`: the driver's
-  planning and every task add what they pruned to that Spark accumulator -- works on a cluster; or,
-  in local mode, a directory every task writes a JSON report to);
+  planning and every task add what they pruned to that Spark accumulator -- works on a cluster);
 - catalog options: every key starting ``fs.`` (``fs.s3.endpoint``, ``fs.s3.accessKeyId`` ...) is
   passed to pypaimon's catalog, with pypaimon's spelling of the key.
 

@@ -179,6 +179,20 @@ def _snapshot_id(own: Mapping[str, str]) -> int | None:
     return int(text)
 
 
+#: ``scan-report`` values name an accumulator: this prefix and its id (see spark/report.py).
+SCAN_REPORT_PREFIX = "paimon-index-scan-report:"
+
+
+def _scan_report(own: Mapping[str, str]) -> str | None:
+    text = own.get(SCAN_REPORT) or None
+    if text is not None and not (text.startswith(SCAN_REPORT_PREFIX)
+                                 and text[len(SCAN_REPORT_PREFIX):].isdigit()):
+        raise InvalidOptionError(f"option '{SCAN_REPORT}' = {text!r}: expected the name of "
+                                 "paimon_index.spark.report.scan_report(spark) (a directory is no longer "
+                                 "accepted: it does not work on a cluster)")
+    return text
+
+
 def parse_read_options(options: Mapping[str, str]) -> ReadOptions:
     """The read options, checked: unknown keys, bad values and missing ones are errors."""
     own, catalog = _split(options, READ_OPTIONS, "read")
@@ -187,7 +201,7 @@ def parse_read_options(options: Mapping[str, str]) -> ReadOptions:
                        use_index=parse_bool(own.get(READ_ENABLED, "true"), READ_ENABLED),
                        pushdown=_pushdown(own), topn=_topn(own),
                        metadata_columns=parse_bool(own.get(METADATA, "false"), METADATA),
-                       snapshot_id=_snapshot_id(own), scan_report=own.get(SCAN_REPORT) or None,
+                       snapshot_id=_snapshot_id(own), scan_report=_scan_report(own),
                        catalog=catalog)
 
 

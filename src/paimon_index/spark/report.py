@@ -25,37 +25,27 @@ each query that scanned the DataFrame (a second ``count()`` adds again; :meth:`r
 queries), and -- as every Spark accumulator updated inside a transformation -- a task Spark ran again
 after a lost executor may be counted twice.
 
-The older form, ``scan-report`` = a directory every task writes a JSON file to
-(:func:`scan_report_dir`, :func:`collect_scan_report`), still works where driver and executors share
-that directory (local mode); on a cluster use the accumulator.
+A ``scan-report`` value that names no accumulator (the directory of earlier versions) is an
+error naming this way.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import tempfile
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pyspark.accumulators import AccumulatorParam
 
-from paimon_index.errors import InvalidOptionError, PaimonIndexError
+from paimon_index.errors import InvalidOptionError
+from paimon_index.spark.options import SCAN_REPORT_PREFIX
 from paimon_index.table.read import ScanReport
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["ACCUMULATOR_PREFIX", "ScanReportAccumulator", "add_task_report", "collect_scan_report",
-           "scan_report", "scan_report_dir", "write_report"]
+__all__ = ["ACCUMULATOR_PREFIX", "ScanReportAccumulator", "add_task_report", "scan_report"]
 
-REPORT_SUFFIX = ".scan.json"
 #: ``scan-report`` values naming an accumulator start so; any other value is a directory.
-ACCUMULATOR_PREFIX = "paimon-index-scan-report:"
+ACCUMULATOR_PREFIX = SCAN_REPORT_PREFIX
 
 
 class ScanReportParam(AccumulatorParam[ScanReport]):
@@ -94,58 +84,21 @@ def scan_report(spark: SparkSession) -> ScanReportAccumulator:
     return ScanReportAccumulator(spark)
 
 
-def _accumulator_id(option: str) -> int | None:
-    """The accumulator id a ``scan-report`` value names, or None for a directory."""
-    if not option.startswith(ACCUMULATOR_PREFIX):
-        return None
+def _accumulator_id(option: str) -> int:
+    """The accumulator id a ``scan-report`` value names."""
     text = option[len(ACCUMULATOR_PREFIX):]
-    if not text.isdigit():
+    if not option.startswith(ACCUMULATOR_PREFIX) or not text.isdigit():
         raise InvalidOptionError(f"option 'scan-report' = {option!r}: expected the name of "
                                  "paimon_index.spark.report.scan_report(spark)")
     return int(text)
 
 
 def add_task_report(option: str, report: ScanReport) -> None:
-    """Add one task's ``report`` where the ``scan-report`` option says: the named accumulator (in
-    a Spark task) or a directory."""
+    """Add one task's ``report`` to the accumulator the ``scan-report`` option names."""
     aid = _accumulator_id(option)
-    if aid is None:
-        write_report(option, report)
-        return
     from pyspark.accumulators import _deserialize_accumulator
 
     # What unpickling an accumulator does in a task: register it in this worker, whose updates
     # Spark sends to the driver with the task's result (the registry is cleared per task).
     accumulator: Any = _deserialize_accumulator(aid, ScanReport(), ScanReportParam())
     accumulator.add(report)
-
-
-def write_report(directory: str, report: ScanReport) -> None:
-    """Store one task's report in ``directory`` (atomically: written, then renamed)."""
-    os.makedirs(directory, exist_ok=True)
-    name = os.path.join(directory, uuid.uuid4().hex)
-    with open(name + ".tmp", "w", encoding="utf-8") as out:
-        json.dump(report.as_dict(), out)
-    os.replace(name + ".tmp", name + REPORT_SUFFIX)
-
-
-def collect_scan_report(directory: str | Path) -> ScanReport:
-    """The sum of every report written to ``directory``."""
-    total = ScanReport()
-    for path in sorted(Path(directory).glob("*" + REPORT_SUFFIX)):
-        try:
-            counts = json.loads(path.read_text(encoding="utf-8"))
-            total.merge(ScanReport(**{k: int(v) for k, v in counts.items()}))
-        except (ValueError, TypeError) as e:
-            raise PaimonIndexError(f"unreadable scan report {path}: {e}") from e
-    return total
-
-
-@contextmanager
-def scan_report_dir() -> Iterator[str]:
-    """A fresh temporary directory for one query's reports, removed afterwards (local mode)."""
-    where = tempfile.mkdtemp(prefix="paimon-index-scan-")
-    try:
-        yield where
-    finally:
-        shutil.rmtree(where, ignore_errors=True)
