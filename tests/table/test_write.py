@@ -148,3 +148,44 @@ def test_an_index_built_in_memory_is_used_only_for_a_file_holding_exactly_those_
     source = container_source(new)
     stored = Path(source).read_bytes() if isinstance(source, str) else source
     assert stored == file_container(new, options, schema) != bogus
+
+
+def _row_groups(table) -> list[int]:
+    return sorted(pq.ParquetFile(f.file_path).metadata.num_row_groups for f in data_files(table))
+
+
+def test_row_groups_follow_the_block_size_and_java_reads_them_with_their_statistics(tmp_path: Path) -> None:
+    from javaoracle import java_oracle
+    from paimon_index.table.catalog import create_table
+
+    data = orders(40_000, 3)
+    sized = create_table(str(tmp_path), "db.sized", data.schema, options={
+        **OPTIONS, "file.block-size": "64kb", "parquet.block.size": str(2**30)})  # file.block-size wins
+    plain = create_table(str(tmp_path), "db.plain", data.schema, options=OPTIONS)
+    for table in (sized, plain):
+        write_arrow(table, data.slice(0, 20_000))
+        write_arrow(table, data.slice(20_000))  # a second file: ids above the first file's
+    # ~17 bytes a row in Arrow -> 64 KiB hold ~4,000 rows (the minimum row group is 4,096 rows)
+    assert _row_groups(sized) == [5, 5]
+    assert _row_groups(plain) == [1, 1]  # the 16 MiB default: one group for such small files
+    one = int(data.column("id")[25_000].as_py())
+    whole, point = java_oracle().batch([
+        {"cmd": "read", "warehouse": str(tmp_path), "table": "db.sized"},
+        {"cmd": "read", "warehouse": str(tmp_path), "table": "db.sized", "where": f"id = {one}",
+         "index": "off", "rows": "true"}])
+    assert whole["rows"] == data.num_rows
+    assert [row[0] for row in point["row_values"]] == [one]
+    # Java planned one file: the other's value statistics (written by us) rule it out.
+    assert point["data_files_planned"] == 1
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"file.block-size": "12 parsecs"}, "file.block-size: cannot parse size"),
+    ({"parquet.block.size": "128mb"}, "parquet.block.size: expected an integer"),
+    ({"parquet.block.size": "0"}, r"parquet.block.size: 0 outside"),
+])
+def test_a_bad_block_size_is_refused_at_create(tmp_path: Path, options: dict[str, str], message: str) -> None:
+    from paimon_index.table.catalog import create_table
+
+    with pytest.raises(InvalidOptionError, match=message):
+        create_table(str(tmp_path), "db.t", orders(1, 1).schema, options=options)

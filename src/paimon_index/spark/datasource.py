@@ -384,10 +384,10 @@ class PaimonIndexWriter(DataSourceArrowWriter):
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> PaimonCommitMessages:
         from paimon_index.table.primary_key import dv_mode, split_batch
-        from paimon_index.table.write import attach_file_indexes, write_with
+        from paimon_index.table.write import attach_file_indexes, new_table_write, write_with
 
         table = _open_table(self.options)
-        writer = table.new_batch_write_builder().new_write()
+        writer = new_table_write(table)
         try:
             if dv_mode(table):
                 # One batch per task: the last row of a key decides, deletes are looked up later.
