@@ -61,6 +61,7 @@ printed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -178,7 +179,7 @@ def build(data_dir: Path, rows: int, files: int, block_size: str | None = None) 
         marker.write_text(json.dumps({"rows": rows, "files": files, "seconds": seconds}))
     paths = live_files(str(warehouse))
     meta = [ds.dataset(p, format="parquet") for p in paths]
-    groups = sum(len(list(d.get_fragments())[0].row_groups) for d in meta)
+    groups = sum(len(next(iter(d.get_fragments())).row_groups) for d in meta)
     return Built(str(warehouse), rows, paths, seconds, groups, sum(os.path.getsize(p) for p in paths))
 
 
@@ -263,7 +264,8 @@ class Bench:
         self.built = built
         self.sc = spark.sparkContext
         self._group = 0
-        self.engines: dict[str, Callable[[Query], Run | None]] = {"parquet": self.parquet, "source": self.source}
+        self.engines: dict[str, Callable[[Query], Run | None]] = {"parquet": self.parquet,
+                                                                  "source": self.source}
         from paimon_index.spark import jobs
 
         if hasattr(jobs, "read"):
@@ -303,10 +305,8 @@ class Bench:
                 wanted |= {int(ids.apply(k)) for k in range(ids.size())}
         total = 0
         for stage in wanted:
-            try:
+            with contextlib.suppress(Exception):  # py4j: a skipped stage has no attempt
                 total += int(store.lastStageAttempt(stage).inputBytes())
-            except Exception:  # noqa: BLE001 - py4j: a skipped stage has no attempt
-                pass
         return total
 
     def parquet(self, q: Query) -> Run:
@@ -360,10 +360,8 @@ def _scan_files(df: Any) -> int | None:
         for attr in ("executedPlan", "plan"):  # adaptive plans and query stages hide their child
             inner = getattr(plan, attr, None)
             if inner is not None:
-                try:
+                with contextlib.suppress(Exception):  # py4j: the node has no such member
                     walk(inner())
-                except Exception:  # noqa: BLE001 - py4j: the node has no such member
-                    pass
         children = plan.children()
         for i in range(children.size()):
             walk(children.apply(i))
@@ -437,7 +435,8 @@ def _n(value: int | None) -> str:
     return "-" if value is None else f"{value:,}"
 
 
-def print_table(qs: list[Query], engines: list[str], cells: dict[tuple[str, str], Cell], rounds: int) -> list[str]:
+def print_table(qs: list[Query], engines: list[str], cells: dict[tuple[str, str], Cell],
+                rounds: int) -> list[str]:
     print(f"{'query':<20}{'engine':<9}{'median s':>10}{'ratio':>8}{'bytes read':>16}{'files':>7}"
           f"{'row groups':>12}  result")
     failures = []
@@ -454,13 +453,15 @@ def print_table(qs: list[Query], engines: list[str], cells: dict[tuple[str, str]
                 best = ratio if best is None else min(best, ratio)
                 if not same:
                     failures.append(f"{q.label} / {engine}: result differs from spark.read.parquet")
+            verdict = "reference" if engine == "parquet" else "equal" if same else "DIFFERS"
             print(f"{q.label if engine == 'parquet' else '':<20}{engine:<9}{cell.median:>10.3f}"
                   f"{ratio:>8.3f}{_n(cell.last.bytes_read):>16}{_n(cell.last.files_read):>7}"
-                  f"{_n(cell.last.row_groups_read):>12}  {'reference' if engine == 'parquet' else 'equal' if same else 'DIFFERS'}")
+                  f"{_n(cell.last.row_groups_read):>12}  {verdict}")
         if best is not None:
             if q.target is None:
                 verdict = "met" if best <= TARGET_NOT_SLOWER else "NOT met"
-                print(f"{'':<20}best of ours {best:.3f}x the reference; target <= {TARGET_NOT_SLOWER}x: {verdict}")
+                print(f"{'':<20}best of ours {best:.3f}x the reference; "
+                      f"target <= {TARGET_NOT_SLOWER}x: {verdict}")
             else:
                 verdict = "met" if best <= 1 / q.target else "NOT met"
                 print(f"{'':<20}best of ours {1 / best:.1f}x faster; target >= {q.target:.0f}x: {verdict}")
@@ -481,9 +482,9 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} (1 min) at start")
     built = build(args.data, args.rows, args.files, args.block_size)
-    print(f"table {TABLE}: {built.rows:,} rows in {len(built.files)} data files, {built.row_groups} row groups, "
-          f"{built.data_bytes:,} bytes" + (f"; generated and written in {built.seconds:.1f} s" if built.seconds
-                                            else " (cached)"))
+    made = f"; generated and written in {built.seconds:.1f} s" if built.seconds else " (cached)"
+    print(f"table {TABLE}: {built.rows:,} rows in {len(built.files)} data files, {built.row_groups} row "
+          f"groups, {built.data_bytes:,} bytes{made}")
     qs = queries(args.rows)
     if args.only:
         wanted = {s.strip() for s in args.only.split(",")}

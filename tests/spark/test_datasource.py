@@ -209,3 +209,24 @@ def test_read_options_are_parsed_once_and_checked() -> None:
                                                ("4.4.0", True), ("5.0.0.dev1", True), ("junk", False)])
 def test_pushdown_is_gated_on_the_spark_version(version: str, safe: bool) -> None:
     assert pushdown_safe(version) is safe
+
+
+def test_the_schema_file_layout_equals_the_catalogs(tmp_path: Path) -> None:
+    """The layout a fresh worker reads from the schema file (no pypaimon) is the catalog's, exactly."""
+    from paimon_index.spark.datasource import _layout_from_catalog, _layout_from_schema_file
+    from paimon_index.table.catalog import create_table
+
+    ddl = ("t TINYINT, s SMALLINT, i INT NOT NULL, b BIGINT, f FLOAT, d DOUBLE, ok BOOLEAN, day DATE, "
+           "c CHAR(3), v VARCHAR(10), str STRING, bin BYTES, dec DECIMAL(20, 4), small DECIMAL(5, 2), "
+           "ntz TIMESTAMP(3), ltz TIMESTAMP_LTZ(6), p STRING")
+    create_table(str(tmp_path), "db.all", ddl, partition_keys=["p"])
+    create_table(str(tmp_path), "db.nested", "id BIGINT, tags ARRAY<STRING>")
+    for metadata in ("false", "true"):
+        options = parse_read_options({"warehouse": str(tmp_path), "path": "db.all",
+                                      "metadata-columns": metadata})
+        fast = _layout_from_schema_file(options)
+        assert fast is not None
+        assert fast == _layout_from_catalog(options)
+    # Nested columns (and primary-key tables, other file systems) take the catalog path.
+    nested = parse_read_options({"warehouse": str(tmp_path), "path": "db.nested"})
+    assert _layout_from_schema_file(nested) is None
