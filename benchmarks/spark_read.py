@@ -469,6 +469,37 @@ def print_table(qs: list[Query], engines: list[str], cells: dict[tuple[str, str]
     return failures
 
 
+def measure(spark: Any, built: Built, qs: list[Query], rounds: int) -> list[str]:
+    """Run every query on every engine for ``rounds`` interleaved rounds; print the table.
+
+    Returns:
+        The failures (results that differ from the reference's).
+    """
+    bench = Bench(spark, built)
+    engines = list(bench.engines)
+    print("engines: " + ", ".join(engines) + ("" if "planned" in engines else
+                                             "   (jobs.read not available: no planned-read column)")
+          + ("" if "count" in engines else "   (jobs.count not available: no index-only count column)"))
+    # Warm-up: start the Python workers and the JIT once, untimed.
+    for q in qs[:1]:
+        for engine in engines:
+            bench.engines[engine](q)
+    cells: dict[tuple[str, str], Cell] = {}
+    for r in range(rounds):
+        order = engines[r % len(engines):] + engines[:r % len(engines)]
+        for q in qs:
+            for engine in order:
+                run = bench.engines[engine](q)
+                if run is None:
+                    continue
+                cell = cells.setdefault((q.label, engine), Cell())
+                cell.times.append(run.seconds)
+                cell.last = run
+    print()
+    failures = print_table(qs, engines, cells, rounds)
+    return failures
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0] if __doc__ else None)
     parser.add_argument("--rows", type=int, default=20_000_000)
@@ -493,28 +524,7 @@ def main(argv: list[str] | None = None) -> int:
     from paimon_index.spark.session import local_session
 
     spark = local_session("spark-read-bench", master="local[2]")
-    bench = Bench(spark, built)
-    engines = list(bench.engines)
-    print("engines: " + ", ".join(engines) + ("" if "planned" in engines else
-                                             "   (jobs.read not available: no planned-read column)")
-          + ("" if "count" in engines else "   (jobs.count not available: no index-only count column)"))
-    # Warm-up: start the Python workers and the JIT once, untimed.
-    for q in qs[:1]:
-        for engine in engines:
-            bench.engines[engine](q)
-    cells: dict[tuple[str, str], Cell] = {}
-    for r in range(args.rounds):
-        order = engines[r % len(engines):] + engines[:r % len(engines)]
-        for q in qs:
-            for engine in order:
-                run = bench.engines[engine](q)
-                if run is None:
-                    continue
-                cell = cells.setdefault((q.label, engine), Cell())
-                cell.times.append(run.seconds)
-                cell.last = run
-    print()
-    failures = print_table(qs, engines, cells, args.rounds)
+    failures = measure(spark, built, qs, args.rounds)
     spark.stop()
     if not args.no_cold:
         point = next(q for q in queries(args.rows) if q.label == "point lookup")

@@ -68,6 +68,7 @@ __all__ = [
     "catalog",
     "column_types",
     "create_table",
+    "dictionary_page_bytes",
     "open_table",
     "row_group_bytes",
     "schema_fields",
@@ -90,16 +91,24 @@ DELETION_VECTOR_OPTIONS: dict[str, Callable[[str, str], object]] = {
 #: ``parquet.block.size`` (a byte count, as Hadoop's ``Configuration.getLong`` reads it).
 FILE_BLOCK_SIZE = "file.block-size"
 PARQUET_BLOCK_SIZE = "parquet.block.size"
+#: The Parquet writer's dictionary page limit (bytes): past it a column chunk falls back to plain pages.
+PARQUET_DICTIONARY_PAGE_SIZE = "parquet.dictionary.page.size"
 _MAX_LONG = 2**63 - 1
+_MAX_INT = 2**31 - 1
 #: Write options of ours -> value checker.
 WRITE_OPTIONS: dict[str, Callable[[str, str], int]] = {
     FILE_BLOCK_SIZE: parse_memory_size,
     PARQUET_BLOCK_SIZE: lambda text, key: parse_int(text, key, maximum=_MAX_LONG),
+    PARQUET_DICTIONARY_PAGE_SIZE: lambda text, key: parse_int(text, key, maximum=_MAX_INT),
 }
 #: Our default row group size when neither key is set (Java's is 128 MB). Smaller, so that a
-#: selective bitmap / range query skips row groups inside a file: measured in docs/read-path.md
-#: (full scans are as fast down to 4 MB row groups, selective ones read up to 4x fewer bytes).
-DEFAULT_ROW_GROUP_BYTES = 16 * 1024 * 1024
+#: selective range / bitmap query on a clustered column reads a fraction of a file: measured by
+#: benchmarks/row_groups.py, see docs/read-path.md#performance.
+DEFAULT_ROW_GROUP_BYTES = 4 * 1024 * 1024
+#: Our default dictionary page limit (Java's is 1 MB, but Java also drops a dictionary that does not
+#: shrink the column; pyarrow does not, so a unique column stays dictionary-encoded up to the limit:
+#: files 20% larger at 1 MB, and more with more row groups).
+DEFAULT_DICTIONARY_PAGE_BYTES = 64 * 1024
 #: A first key segment this close (difflib ratio) to a validated prefix is taken for a typo of it.
 #: No key Paimon defines comes closer than 0.72 (``full-text-index``, ``file-io``).
 PREFIX_TYPO_CUTOFF = 0.8
@@ -306,6 +315,14 @@ def row_group_bytes(options: Mapping[str, str]) -> int:
         if key in options:
             return max(WRITE_OPTIONS[key](str(options[key]), key), 1)
     return DEFAULT_ROW_GROUP_BYTES
+
+
+def dictionary_page_bytes(options: Mapping[str, str]) -> int:
+    """The Parquet dictionary page limit a table's options ask for, in bytes."""
+    if PARQUET_DICTIONARY_PAGE_SIZE in options:
+        return WRITE_OPTIONS[PARQUET_DICTIONARY_PAGE_SIZE](str(options[PARQUET_DICTIONARY_PAGE_SIZE]),
+                                                           PARQUET_DICTIONARY_PAGE_SIZE)
+    return DEFAULT_DICTIONARY_PAGE_BYTES
 
 
 def _check_keys_exist(kind: str, keys: Iterable[str], columns: Mapping[str, object]) -> None:

@@ -23,9 +23,12 @@ default of 1Mi rows per row group, so a file of a few hundred thousand rows is o
 selective query cannot skip any part of it. :func:`new_table_write` gives each of pypaimon's data
 writers a file IO whose ``write_parquet`` sets ``row_group_size`` (rows) from the table's block size
 (:func:`~paimon_index.table.catalog.row_group_bytes`: ``file.block-size`` / ``parquet.block.size``,
-16 MiB by default) divided by the Arrow size of the file's rows per row. Java measures its block
+4 MiB by default) divided by the Arrow size of the file's rows per row. Java measures its block
 against the encoded bytes it buffers, so the same setting gives Java larger row groups than ours;
-either reader reads any row group layout.
+either reader reads any row group layout. It also caps dictionary pages
+(``parquet.dictionary.page.size``, 64 KiB by default): pyarrow keeps a column dictionary-encoded
+until its dictionary reaches the cap even when that is larger than plain pages (Java drops such a
+dictionary), which made unique columns such as ids larger, the more so with more row groups.
 
 pypaimon internals used (our upgrade surface): ``TableWrite.file_store_write._create_data_writer``
 (wrapped per write) and ``DataWriter.file_io.write_parquet(path, data, compression, zstd_level,
@@ -50,7 +53,7 @@ import pyarrow.parquet as pq
 from paimon_index.errors import DataError, PaimonIndexError
 from paimon_index.fileindex.builder import build_file_index
 from paimon_index.fileindex.options import FileIndexOptions
-from paimon_index.table.catalog import row_group_bytes
+from paimon_index.table.catalog import dictionary_page_bytes, row_group_bytes
 from paimon_index.table.paimon import PaimonTable
 from paimon_index.table.schemas import ReadSchema, read_schema
 from paimon_index.table.stats import attach_value_stats
@@ -167,19 +170,22 @@ def rows_per_row_group(data: pa.Table, block_bytes: int) -> int:
     return max(MIN_ROW_GROUP_ROWS, int(block_bytes * data.num_rows // data.nbytes))
 
 
-class _RowGroupSizedIO:
-    """A pypaimon data writer's file IO whose Parquet files get row groups of ``block_bytes``.
+class _SizedParquetIO:
+    """A pypaimon data writer's file IO whose Parquet files get row groups of ``block_bytes`` and
+    dictionary pages of at most ``dictionary_bytes``.
 
     Everything but ``write_parquet`` goes to the table's own file IO unchanged.
     """
 
-    def __init__(self, inner: Any, block_bytes: int) -> None:
+    def __init__(self, inner: Any, block_bytes: int, dictionary_bytes: int) -> None:
         self._inner = inner
         self._block_bytes = block_bytes
+        self._dictionary_bytes = dictionary_bytes
 
     def write_parquet(self, path: str, data: pa.Table, compression: str = "zstd", zstd_level: int = 1,
                       **kwargs: Any) -> Any:
         kwargs.setdefault("row_group_size", rows_per_row_group(data, self._block_bytes))
+        kwargs.setdefault("dictionary_pagesize_limit", self._dictionary_bytes)
         return self._inner.write_parquet(path, data, compression, zstd_level, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
@@ -195,11 +201,12 @@ def new_table_write(table: PaimonTable) -> Any:
     writer = table.new_batch_write_builder().new_write()
     store = writer.file_store_write
     create = store._create_data_writer
-    block = row_group_bytes(table_options(table))
+    options = table_options(table)
+    block, dictionary = row_group_bytes(options), dictionary_page_bytes(options)
 
     def sized(*args: Any, **kwargs: Any) -> Any:
         data_writer = create(*args, **kwargs)
-        data_writer.file_io = _RowGroupSizedIO(data_writer.file_io, block)
+        data_writer.file_io = _SizedParquetIO(data_writer.file_io, block, dictionary)
         return data_writer
 
     store._create_data_writer = sized
