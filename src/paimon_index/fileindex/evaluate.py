@@ -19,6 +19,24 @@ TIMESTAMP(7..9) keys are the values floored to micros (:func:`floored_timestamp_
 becomes ``>=`` and ``<>``/``NOT IN`` answer ``IS NOT NULL``, since rows inside the literal's
 microsecond share its key.
 
+Exactness (:attr:`~paimon_index.fileindex.result.FileIndexResult.exact`): this module is also the
+one place that decides which index answers are *exactly* the rows the exact re-check keeps (so a
+``count(*)`` can be answered without reading data). A leaf is exact when one of its column's indexes
+answers it exactly (the AND with the others' supersets is then that answer), per :data:`EXACT_OPS`:
+
+* ``bitmap``: ``=``, ``IN``, ``IS NULL``, ``IS NOT NULL``; with ``exact_answers=True`` also
+  ``<>``/``NOT IN``, whose NULL rows are then taken out (by default the answer keeps them, as
+  Paimon's does -- Java's answers are pinned by the golden tests; SQL never matches NULL there);
+* ``range-bitmap`` and ``bsi``: every comparison, ``IN``/``NOT IN``, ``BETWEEN``, ``IS [NOT] NULL``
+  (NULL rows never match a comparison there, as in SQL);
+* ``bloom-filter`` and unknown index types: never.
+
+Never exact, whatever the index: a NULL literal (``c IN (1, NULL)``: an index matches the NULL rows,
+SQL does not), CHAR (padding) and TIME columns, TIMESTAMP(7..9) (keys floored to micros), string
+matches (``LIKE`` ...), an empty index answering REMAIN, a corrupt index. FLOAT/DOUBLE leaves are
+exact after the zero rewrite above (both zeros looked up; every NaN is one key and the largest, as
+Spark orders them). AND/OR combine exactness as :mod:`~paimon_index.fileindex.result` describes.
+
 This module is the one place that decides what a query does with a corrupt index: by default the
 :class:`~paimon_index.errors.CorruptFileError` propagates; with ``on_corrupt="remain"`` the leaf
 answers REMAIN (always a correct superset), a warning is logged and :attr:`corrupt_indexes` counts it.
@@ -36,9 +54,9 @@ from paimon_index.fileindex.format import ContainerReader, IndexEntry
 from paimon_index.fileindex.registry import find_index_type
 from paimon_index.fileindex.result import REMAIN, SKIP, FileIndexResult, Rows
 from paimon_index.predicate import ALWAYS_FALSE, ALWAYS_TRUE, And, Leaf, Op, Or, Predicate, and_
-from paimon_index.types import DataType, KeyKind
+from paimon_index.types import DataType, TypeRoot
 
-__all__ = ["EMPTY_INDEX_SKIPS", "FileIndexEvaluator", "java_float_leaf"]
+__all__ = ["EMPTY_INDEX_SKIPS", "EXACT_OPS", "FileIndexEvaluator", "java_float_leaf"]
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +65,24 @@ EMPTY_INDEX_SKIPS = frozenset({Op.EQ, Op.IN, Op.LT, Op.LE, Op.GT, Op.GE, Op.IS_N
                                Op.STARTS_WITH, Op.ENDS_WITH, Op.CONTAINS})
 
 
-_FLOAT_KINDS = (KeyKind.FLOAT32, KeyKind.FLOAT64)
+_COMPARISONS = frozenset({Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE, Op.BETWEEN, Op.IN, Op.NOT_IN,
+                          Op.IS_NULL, Op.IS_NOT_NULL})
+#: Index type -> the leaf operators whose answer is exactly the rows SQL keeps (see the docstring).
+EXACT_OPS: Mapping[str, frozenset[Op]] = {
+    "bitmap": frozenset({Op.EQ, Op.IN, Op.IS_NULL, Op.IS_NOT_NULL}),
+    "range-bitmap": _COMPARISONS,
+    "bsi": _COMPARISONS,
+}
+#: The bitmap index keeps NULL rows for these; the exact answer takes them out.
+_BITMAP_NULL_KEEPING = frozenset({Op.NE, Op.NOT_IN})
+#: Column types whose index keys compare as Spark compares the values (TIMESTAMP: precision <= 6).
+_EXACT_TYPES = frozenset({
+    TypeRoot.TINYINT, TypeRoot.SMALLINT, TypeRoot.INT, TypeRoot.BIGINT, TypeRoot.FLOAT,
+    TypeRoot.DOUBLE, TypeRoot.DECIMAL, TypeRoot.BOOLEAN, TypeRoot.VARCHAR, TypeRoot.DATE,
+    TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ,
+})
+
+_FLOAT_ROOTS = (TypeRoot.FLOAT, TypeRoot.DOUBLE)
 #: The zero a range bound on 0.0 becomes in Java's order, so that both zeros fall on the right side.
 _ZERO_BOUND = {Op.LT: -0.0, Op.GE: -0.0, Op.LE: 0.0, Op.GT: 0.0}
 
@@ -105,13 +140,17 @@ class FileIndexEvaluator:
         container: the file's index container.
         schema: column name -> Paimon type for every column a predicate may name.
         on_corrupt: ``"raise"`` (default) or ``"remain"`` (see module docstring).
+        exact_answers: also make the answers exact that need one more bitmap (the bitmap index's
+            ``<>``/``NOT IN`` without NULL rows); off by default, where answers equal Paimon's.
     """
 
     def __init__(self, container: ContainerReader, schema: Mapping[str, DataType], *,
-                 on_corrupt: Literal["raise", "remain"] = "raise") -> None:
+                 on_corrupt: Literal["raise", "remain"] = "raise", exact_answers: bool = False) -> None:
         self.container = container
         self.schema = schema
         self.on_corrupt = on_corrupt
+        self.exact_answers = exact_answers
+        self._rewriting = 0  # > 0 while evaluating a leaf rewritten by java_float_leaf
         self.corrupt_indexes = 0
         self._readers: dict[tuple[str, str], IndexReader | None] = {}
 
@@ -156,27 +195,45 @@ class FileIndexEvaluator:
 
     def _leaf(self, leaf: Leaf, java_order: bool) -> FileIndexResult:
         dtype = self.schema.get(leaf.column)
-        if not java_order and dtype is not None and dtype.key_kind in _FLOAT_KINDS:
+        is_float = dtype is not None and dtype.root in _FLOAT_ROOTS
+        if not java_order and is_float:
             java = java_float_leaf(leaf)
             if java is not leaf:
-                return self.evaluate(java, java_order=True)
-        if dtype is not None and dtype.is_timestamp \
-                and (dtype.precision or 0) > MAX_EXACT_TIMESTAMP_PRECISION:
+                self._rewriting += 1
+                try:
+                    return self.evaluate(java, java_order=True)
+                finally:
+                    self._rewriting -= 1
+        floored = dtype is not None and dtype.is_timestamp \
+            and (dtype.precision or 0) > MAX_EXACT_TIMESTAMP_PRECISION
+        if floored:
             leaf = floored_timestamp_leaf(leaf)
+        # A float leaf a caller asked in Java's order (not our rewrite) has Java's rows, not Spark's.
+        may_be_exact = not floored and dtype is not None and dtype.root in _EXACT_TYPES \
+            and None not in leaf.literals and not (is_float and java_order and not self._rewriting)
         result: FileIndexResult = REMAIN
+        exact = False
         for entry in self.container.column_entries(leaf.column):
+            r: FileIndexResult
             if entry.empty:
                 r = SKIP if leaf.op in EMPTY_INDEX_SKIPS else REMAIN
             else:
                 try:
                     reader = self.reader(entry)
                     r = REMAIN if reader is None else _forced(reader.evaluate(leaf))
+                    if may_be_exact and reader is not None and isinstance(r, Rows):
+                        if leaf.op in EXACT_OPS.get(entry.index_type, ()):
+                            r, exact = r.exactly(), True
+                        elif self.exact_answers and entry.index_type == "bitmap" \
+                                and leaf.op in _BITMAP_NULL_KEEPING:
+                            r, exact = _without_nulls(reader, r), True
                 except CorruptFileError as e:
                     r = self._corrupt(entry, e)
             result = result & r
             if not result.remain:
                 return result
-        return result
+        # One exact answer ANDed with supersets of it is still exactly it.
+        return result.exactly() if exact and isinstance(result, Rows) else result
 
     def _corrupt(self, entry: IndexEntry, error: CorruptFileError) -> FileIndexResult:
         if self.on_corrupt == "raise":
@@ -204,6 +261,14 @@ class FileIndexEvaluator:
             if answer is not REMAIN:
                 return answer
         return result
+
+
+def _without_nulls(reader: IndexReader, rows: Rows) -> Rows:
+    """A bitmap index's ``<>``/``NOT IN`` answer minus the NULL rows: exactly SQL's rows."""
+    nulls = reader.visit_is_null()
+    if not isinstance(nulls, Rows):  # pragma: no cover - the bitmap index always answers IS NULL
+        return rows
+    return Rows(rows.bitmap - nulls.bitmap, exact=True)
 
 
 def _forced(result: FileIndexResult) -> FileIndexResult:

@@ -224,6 +224,18 @@ class RangeBitmapReader(IndexReader):
             self._bsi = BitSliceReader(self.source, h.bsi_at, h.end, h.row_count)
         return self._bsi
 
+    def value_range(self) -> tuple[Any, Any] | None:
+        """(min, max) of the non-NULL values in Java's order, from the header alone: canonical keys
+        (integers, unscaled decimals, epoch units), floats as floats, strings as UTF-8 bytes;
+        None when every row is NULL."""
+        h = self.header
+        if h.cardinality <= 0:
+            return None
+
+        def value(raw: Any) -> Any:
+            return raw if isinstance(raw, bytes) else self._codec.decode(raw)
+        return value(h.min_raw), value(h.max_raw)
+
     # -- exact row sets over comparable keys (Java RangeBitmap) ---------------------------------
     def not_null(self) -> BitMap:
         return BitMap() if self.header.cardinality <= 0 else self.bsi.not_null().copy()

@@ -11,6 +11,17 @@ rows in the Roaring bitmap ``b``. Combinators keep the invariant::
 The algebra is Paimon's ``FileIndexResult``/``BitmapIndexResult``. Bitmaps are computed lazily (a
 ``Rows`` built from a function runs it on first use) so an AND can stop at the first SKIP without
 reading the other indexes' bitmaps. A ``Rows`` with an empty bitmap means the file can be skipped.
+
+Exactness (for answers without reading data, e.g. ``count(*) WHERE``): a result may also say that
+it is **exactly** the matching rows, not only a superset (:attr:`FileIndexResult.exact`). SKIP is
+always exact (the empty superset is the empty set), REMAIN never is, a ``Rows`` is exact only when
+built with ``exact=True`` (:mod:`paimon_index.fileindex.evaluate` decides which index answers are)::
+
+    exact(a & b) = a is SKIP or b is SKIP or (exact(a) and exact(b))
+    exact(a | b) = exact(a) and exact(b)      (SKIP | x keeps x's exactness)
+    exact(r.and_not(deleted)) = exact(r)      exact(r.limit(k)) = False
+
+The same bitmaps come out whatever the flags say: exactness only adds information.
 """
 
 from __future__ import annotations
@@ -32,6 +43,11 @@ class FileIndexResult:
         """False only when no row of the file can match."""
         raise NotImplementedError
 
+    @property
+    def exact(self) -> bool:
+        """True when the answer is exactly the matching rows (not only a superset of them)."""
+        return False
+
     def __and__(self, other: FileIndexResult) -> FileIndexResult:
         raise NotImplementedError
 
@@ -49,7 +65,8 @@ class Remain(FileIndexResult):
         return True
 
     def __and__(self, other: FileIndexResult) -> FileIndexResult:
-        return other
+        # "cannot tell" AND x: x's rows, but only a superset of the matches (unless x is SKIP).
+        return other.inexact() if isinstance(other, Rows) else other
 
     def __or__(self, other: FileIndexResult) -> FileIndexResult:
         return self
@@ -67,6 +84,10 @@ class Skip(FileIndexResult):
     def remain(self) -> bool:
         return False
 
+    @property
+    def exact(self) -> bool:
+        return True
+
     def __and__(self, other: FileIndexResult) -> FileIndexResult:
         return self
 
@@ -82,17 +103,39 @@ SKIP = Skip()
 
 
 class Rows(FileIndexResult):
-    """Exactly the rows (0-based positions in the data file) in a bitmap, computed on first use."""
+    """The rows (0-based positions in the data file) in a bitmap, computed on first use: a superset
+    of the matching rows, or exactly them when ``exact``."""
 
-    __slots__ = ("_bitmap", "_supplier")
+    __slots__ = ("_bitmap", "_exact", "_supplier")
 
-    def __init__(self, bitmap: BitMap | Callable[[], BitMap]) -> None:
+    def __init__(self, bitmap: BitMap | Callable[[], BitMap], *, exact: bool = False) -> None:
+        self._exact = exact
         if isinstance(bitmap, BitMap):
             self._bitmap: BitMap | None = bitmap
             self._supplier: Callable[[], BitMap] | None = None
         else:
             self._bitmap = None
             self._supplier = bitmap
+
+    @property
+    def exact(self) -> bool:
+        # An empty superset of the matches is exactly them (once the bitmap is known).
+        return self._exact or (self._bitmap is not None and not self._bitmap)
+
+    def _with_exact(self, exact: bool) -> Rows:
+        if exact == self._exact:
+            return self
+        if self._bitmap is not None:
+            return Rows(self._bitmap, exact=exact)
+        return Rows(lambda: self.bitmap, exact=exact)
+
+    def exactly(self) -> Rows:
+        """These rows, declared to be exactly the matches (the evaluator's call, see its docstring)."""
+        return self._with_exact(True)
+
+    def inexact(self) -> Rows:
+        """These rows as a superset of the matches only."""
+        return self._with_exact(False)
 
     @property
     def bitmap(self) -> BitMap:
@@ -109,17 +152,17 @@ class Rows(FileIndexResult):
 
     def __and__(self, other: FileIndexResult) -> FileIndexResult:
         if isinstance(other, Rows):
-            return Rows(lambda: self.bitmap & other.bitmap)
-        return self if other.remain else SKIP
+            return Rows(lambda: self.bitmap & other.bitmap, exact=self._exact and other._exact)
+        return self.inexact() if other.remain else SKIP
 
     def __or__(self, other: FileIndexResult) -> FileIndexResult:
         if isinstance(other, Rows):
-            return Rows(lambda: self.bitmap | other.bitmap)
+            return Rows(lambda: self.bitmap | other.bitmap, exact=self._exact and other._exact)
         return REMAIN if other.remain else self
 
     def and_not(self, deleted: BitMap) -> Rows:
-        """These rows minus ``deleted`` (e.g. a deletion vector)."""
-        return Rows(lambda: self.bitmap - deleted)
+        """These rows minus ``deleted`` (e.g. a deletion vector); as exact as these rows."""
+        return Rows(lambda: self.bitmap - deleted, exact=self._exact)
 
     def limit(self, k: int) -> Rows:
         """The ``k`` smallest row positions."""

@@ -11,6 +11,7 @@
     jobs.compact(spark, "db.t", full=False, warehouse=W)                     -> CommitResult  (driver)
     jobs.expire_snapshots(spark, "db.t", retain_last=N, warehouse=W)         -> MaintenanceResult (driver)
     jobs.remove_orphan_files(spark, "db.t", older_than=T, warehouse=W)       -> MaintenanceResult (driver)
+    jobs.count(spark, "db.t", "status = 'PAID'", warehouse=W)                -> int (driver + tasks)
 
 Each verb commits at most **one** snapshot, as its :class:`paimon_index.Table` namesake does, and
 returns :class:`paimon_index.CommitResult` (``operation``, ``snapshot_id`` -- None when nothing
@@ -27,6 +28,9 @@ Where the work runs:
   of :mod:`paimon_index.spark.primary_key` and :mod:`paimon_index.spark.row_level`. On a
   primary-key table ``delete``/``update`` read the matching rows through the source and upsert
   their keys (``-D`` rows, or the new values), as :meth:`Table.delete`/:meth:`Table.update` do;
+- ``count`` answers on the **driver** every file its indexes answer exactly (row counts, deletion
+  vectors, index bitmaps: :mod:`paimon_index.table.aggregate`); the other files, if any, are
+  counted by Spark tasks, each reading only the predicate's columns of its files' candidate rows;
 - ``compact``, ``expire_snapshots`` and ``remove_orphan_files`` run on the **driver** through the
   Python API (their work is metadata plus a few files per bucket); the session is taken so that
   every verb has the same shape.
@@ -39,7 +43,8 @@ constants otherwise -- the Python API's rule, with Spark evaluating the expressi
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import pickle
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -48,16 +53,20 @@ from paimon_index.spark import primary_key as spark_pk
 from paimon_index.spark import row_level as spark_row_level
 from paimon_index.spark.datasource import SOURCE_NAME, WAREHOUSE
 from paimon_index.spark.planned import PlannedRead, read, read_planned
+from paimon_index.table.aggregate import AggregateReport
 from paimon_index.table.api import APPEND, OVERWRITE, CommitResult, MaintenanceResult, open_table
 from paimon_index.table.paimon import delta_file_counts, latest_snapshot
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["PlannedRead", "compact", "delete", "expire_snapshots", "read", "read_planned",
+__all__ = ["PlannedRead", "compact", "count", "delete", "expire_snapshots", "read", "read_planned",
            "remove_orphan_files", "rewrite_file_index", "update", "upsert", "write"]
 
 CatalogOptions = Mapping[str, str] | None
+#: ``count``: data files per Spark task when files must be read (a file's read is one task's work
+#: at most; a few per task keep the task overhead small next to it).
+COUNT_FILES_PER_TASK = 4
 #: Paimon's row-kind column and the kind that deletes a key (see table/pk).
 ROW_KIND_COLUMN, DELETE_KIND = "_ROW_KIND", "-D"
 
@@ -223,3 +232,49 @@ def remove_orphan_files(spark: SparkSession, table: str, *, older_than: datetime
     """
     del spark
     return open_table(warehouse, table, catalog_options=catalog_options).remove_orphan_files(older_than)
+
+
+def count(spark: SparkSession, table: str, where: str | None = None, *, warehouse: str,
+          catalog_options: CatalogOptions = None, use_index: bool = True,
+          report: AggregateReport | None = None) -> int:
+    """``SELECT count(*) FROM table WHERE where`` on the latest snapshot (``where``: the
+    paimon_index.sql dialect, as :meth:`paimon_index.Table.count` takes it).
+
+    The driver plans the files and answers every one whose row count, deletion vector and indexes
+    hold the answer; only the others are counted by Spark tasks (:data:`COUNT_FILES_PER_TASK`
+    files each), reading the predicate's columns of the index's candidate rows. ``report`` (if
+    given) receives the :class:`~paimon_index.table.aggregate.AggregateReport` of the driver and
+    the tasks. A primary-key table is counted on the driver (:meth:`paimon_index.Table.count`).
+    """
+    from paimon_index.table import aggregate
+
+    report = report if report is not None else AggregateReport()
+    opened = open_table(warehouse, table, catalog_options=catalog_options)
+    if opened.is_primary_key_table or latest_snapshot(opened.paimon_table) is None:
+        return opened.count(where, use_index=use_index)
+    paimon_table = opened.paimon_table
+    bound, schema, use_index = aggregate.plan_aggregate(paimon_table, where, use_index)
+    total = 0
+    remaining = []
+    for meta, deletion_file in aggregate.file_pairs(paimon_table, bound, schema, use_index, report):
+        answered = aggregate.count_from_index(meta, deletion_file, bound, schema, report, use_index)
+        if answered is None:
+            remaining.append((meta, deletion_file))
+        else:
+            total += answered
+    if not remaining:
+        return total
+    chunks = [remaining[i:i + COUNT_FILES_PER_TASK] for i in range(0, len(remaining), COUNT_FILES_PER_TASK)]
+
+    def count_files(part: Iterable[list[tuple[Any, Any]]]) -> Iterator[bytes]:
+        for chunk in part:
+            task_report = AggregateReport()
+            found = sum(aggregate.count_by_reading(meta, deletion_file, bound, schema, task_report, use_index)
+                        for meta, deletion_file in chunk)
+            yield pickle.dumps((found, task_report))
+
+    for pickled in spark.sparkContext.parallelize(chunks, len(chunks)).mapPartitions(count_files).collect():
+        found, task_report = pickle.loads(pickled)
+        total += found
+        report.merge(task_report)
+    return total

@@ -5,6 +5,7 @@
     t = paimon_index.open_table(warehouse, "db.t")
     t.write(data, mode="append" | "overwrite")            -> CommitResult
     t.read(where=None, columns=None, snapshot_id=None)    -> pa.Table   (t.last_scan_report beside it)
+    t.count(where=None) -> int ; t.min_max(column, where=None) -> (min, max)   (index-only when it can)
     t.delete(where) / t.update(set, where)                -> CommitResult (rows_affected)
     t.upsert(data) / t.compact(full=False)                -> CommitResult (primary-key tables)
     t.rewrite_file_index(where=None)                      -> CommitResult
@@ -49,6 +50,7 @@ from paimon_index.expression import compile_expression
 from paimon_index.fileindex.base import SortOrder, TopN
 from paimon_index.predicate import ALWAYS_TRUE, Predicate
 from paimon_index.table import catalog as _catalog
+from paimon_index.table.aggregate import AggregateReport
 from paimon_index.table.paimon import delta_file_counts, latest_snapshot, pinned_table, snapshot_exists
 from paimon_index.table.pk.upsert import LATEST as UPSERT_LATEST
 from paimon_index.table.read import ScanReport
@@ -139,6 +141,7 @@ class Table:
         self.catalog_options = dict(catalog_options or {})
         #: The :class:`~paimon_index.table.read.ScanReport` of the last :meth:`read`.
         self.last_scan_report: ScanReport | None = None
+        self.last_aggregate_report: AggregateReport | None = None
         self._paimon = self._open()
 
     def _open(self) -> Any:
@@ -405,6 +408,52 @@ class Table:
         from paimon_index.table.read import read_arrow
 
         return read_arrow(table, predicate, use_index=use_index, topn=topn)
+
+    def count(self, where: Predicate | str | None = None, *, use_index: bool = True) -> int:
+        """``SELECT count(*) ... WHERE where`` on the latest snapshot, from the indexes where they
+        hold the answer (:mod:`paimon_index.table.aggregate`): a file's row count minus its deletion
+        vector, or an index answer that is exactly the matching rows; other files are read (only the
+        predicate's columns of the candidate rows). The
+        :class:`~paimon_index.table.aggregate.AggregateReport` is left in :attr:`last_aggregate_report`.
+
+        Raises:
+            InvalidPredicateError: ``where`` does not parse or does not fit the schema.
+        """
+        if self.is_primary_key_table:  # merge-free or merged read: one row per key
+            return self.read(where, use_index=use_index).num_rows
+        from paimon_index.table.aggregate import count_rows
+
+        if latest_snapshot(self._paimon) is None:
+            self.last_aggregate_report = AggregateReport()
+            return 0
+        total, self.last_aggregate_report = count_rows(self._paimon, where, use_index=use_index)
+        return total
+
+    def min_max(self, column: str, where: Predicate | str | None = None, *,
+                use_index: bool = True) -> tuple[Any, Any]:
+        """``SELECT min(column), max(column) ... WHERE where`` with Spark's meaning: NULLs ignored,
+        NaN above every number, ``(None, None)`` when no row has a value. Range bitmaps answer it
+        without reading data where they can (see :mod:`paimon_index.table.aggregate`).
+
+        Raises:
+            InvalidOptionError: ``column`` is unknown or not a scalar column.
+            InvalidPredicateError: ``where`` does not parse or does not fit the schema.
+        """
+        if self.is_primary_key_table:
+            from paimon_index.table.aggregate import spark_min_max
+
+            if column not in self.schema.names:
+                raise InvalidOptionError(f"min/max: unknown column {column!r} (columns: {self.schema.names})")
+            return spark_min_max(self.read(where, columns=[column], use_index=use_index).column(column))
+        from paimon_index.table.aggregate import min_max
+
+        if latest_snapshot(self._paimon) is None:
+            if column not in self.schema.names:
+                raise InvalidOptionError(f"min/max: unknown column {column!r} (columns: {self.schema.names})")
+            self.last_aggregate_report = AggregateReport()
+            return None, None
+        answer, self.last_aggregate_report = min_max(self._paimon, column, where, use_index=use_index)
+        return answer
 
     def file_indexes(self) -> pa.Table:
         """One row per (data file, column, index type) of the latest snapshot (``$file_indexes``)."""
