@@ -495,6 +495,8 @@ def measure(spark: Any, built: Built, qs: list[Query], rounds: int) -> list[str]
                 cell = cells.setdefault((q.label, engine), Cell())
                 cell.times.append(run.seconds)
                 cell.last = run
+                print(f"  round {r + 1}: {q.label} / {engine}: {run.seconds:.2f} s", file=sys.stderr,
+                      flush=True)
     print()
     failures = print_table(qs, engines, cells, rounds)
     return failures
