@@ -56,6 +56,7 @@ the best of our engines per shape. Numbers are measured, never adjusted; the loa
 printed.
 
     python benchmarks/spark_read.py [--rows N] [--files F] [--rounds R] [--data DIR] [--no-cold]
+                                    [--engines source,planned,count] [--only "point lookup,TopN"]
 """
 
 from __future__ import annotations
@@ -469,14 +470,15 @@ def print_table(qs: list[Query], engines: list[str], cells: dict[tuple[str, str]
     return failures
 
 
-def measure(spark: Any, built: Built, qs: list[Query], rounds: int) -> list[str]:
+def measure(spark: Any, built: Built, qs: list[Query], rounds: int,
+            only_engines: list[str] | None = None) -> list[str]:
     """Run every query on every engine for ``rounds`` interleaved rounds; print the table.
 
     Returns:
         The failures (results that differ from the reference's).
     """
     bench = Bench(spark, built)
-    engines = list(bench.engines)
+    engines = [e for e in bench.engines if only_engines is None or e in only_engines or e == "parquet"]
     print("engines: " + ", ".join(engines) + ("" if "planned" in engines else
                                              "   (jobs.read not available: no planned-read column)")
           + ("" if "count" in engines else "   (jobs.count not available: no index-only count column)"))
@@ -511,6 +513,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--block-size", default=None, help="file.block-size of the table (default: ours)")
     parser.add_argument("--no-cold", action="store_true", help="skip the cold-session measurement")
     parser.add_argument("--only", default=None, help="comma list of query labels to run")
+    parser.add_argument("--engines", default=None,
+                        help="comma list of engines besides the reference (default: every one there is)")
     args = parser.parse_args(argv)
 
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} (1 min) at start")
@@ -526,7 +530,8 @@ def main(argv: list[str] | None = None) -> int:
     from paimon_index.spark.session import local_session
 
     spark = local_session("spark-read-bench", master="local[2]")
-    failures = measure(spark, built, qs, args.rounds)
+    engines = None if args.engines is None else [e.strip() for e in args.engines.split(",")]
+    failures = measure(spark, built, qs, args.rounds, engines)
     spark.stop()
     if not args.no_cold:
         point = next(q for q in queries(args.rows) if q.label == "point lookup")
