@@ -468,6 +468,13 @@ def _open_table(options: ReadOptions | WriteOptions) -> Any:
     return table if snapshot is None else table.copy({SNAPSHOT_ID: str(snapshot)})
 
 
+def _metadata_fields() -> list[StructField]:
+    from paimon_index.table.read import BUCKET_COLUMN, FILE_PATH_COLUMN, PARTITION_COLUMN, ROW_INDEX_COLUMN
+
+    return [StructField(FILE_PATH_COLUMN, _STRING), StructField(ROW_INDEX_COLUMN, _BIGINT),
+            StructField(PARTITION_COLUMN, _STRING), StructField(BUCKET_COLUMN, _INT)]
+
+
 #: Spark's type of every scalar Paimon type the schema-file layout handles (others: the catalog path).
 _SPARK_SCALARS: dict[TypeRoot, SparkType] = {
     TypeRoot.TINYINT: ByteType(), TypeRoot.SMALLINT: ShortType(), TypeRoot.INT: IntegerType(),
@@ -487,38 +494,37 @@ def _spark_scalar(dtype: DataType) -> SparkType | None:
     return _SPARK_SCALARS.get(dtype.root)
 
 
-def _metadata_fields() -> list[StructField]:
-    from paimon_index.table.read import BUCKET_COLUMN, FILE_PATH_COLUMN, PARTITION_COLUMN, ROW_INDEX_COLUMN
-
-    return [StructField(FILE_PATH_COLUMN, _STRING), StructField(ROW_INDEX_COLUMN, _BIGINT),
-            StructField(PARTITION_COLUMN, _STRING), StructField(BUCKET_COLUMN, _INT)]
-
-
 def _layout_from_schema_file(options: ReadOptions) -> TableLayout | None:
     """The layout of a local append table with scalar columns, from its latest schema file; else None.
 
-    What pypaimon's catalog would give (tests compare the two), without importing pypaimon: the
-    worker that asks Spark's ``schema()`` stays a few seconds faster to start.
+    What pypaimon's catalog would give (tests compare the two) without opening the catalog, whose
+    import pulls pypaimon's whole writer (and polars, pandas): the worker that answers Spark's
+    ``schema()`` starts seconds faster. Read through the FileIO seam with pypaimon's local FileIO.
     """
     import json
-    import os
+    import posixpath
     from urllib.parse import urlparse
 
+    # pypaimon's local FileIO alone (no catalog: that would import its whole writer), behind our seam.
+    from pypaimon.filesystem.local_file_io import LocalFileIO
+
     from paimon_index.errors import PaimonIndexError as _Unparsed
+    from paimon_index.table.fileio import TableIO
     from paimon_index.types import parse_type
 
     url = urlparse(options.warehouse)
     database, _, name = options.table.partition(".")
     if url.scheme not in _LOCAL_SCHEMES or not name or options.catalog:
         return None
-    folder = os.path.join(url.path if url.scheme else options.warehouse, f"{database}.db", name, _SCHEMA_DIR)
+    root = url.path if url.scheme else options.warehouse
+    folder = posixpath.join(root, f"{database}.db", name, _SCHEMA_DIR)
     try:
-        ids = [int(f[len(_SCHEMA_PREFIX):]) for f in os.listdir(folder)
-               if f.startswith(_SCHEMA_PREFIX) and f[len(_SCHEMA_PREFIX):].isdigit()]
+        io = TableIO(LocalFileIO(options.warehouse))
+        ids = [int(e.name[len(_SCHEMA_PREFIX):]) for e in io.list(folder)
+               if e.name.startswith(_SCHEMA_PREFIX) and e.name[len(_SCHEMA_PREFIX):].isdigit()]
         if not ids:
             return None
-        with open(os.path.join(folder, f"{_SCHEMA_PREFIX}{max(ids)}"), encoding="utf-8") as f:
-            schema = json.load(f)
+        schema = json.loads(io.read_bytes(posixpath.join(folder, f"{_SCHEMA_PREFIX}{max(ids)}")))
         if schema.get("primaryKeys"):
             return None  # primary-key tables: the catalog path checks their mode
         fields, index_schema = [], {}
@@ -531,7 +537,7 @@ def _layout_from_schema_file(options: ReadOptions) -> TableLayout | None:
                 return None
             fields.append(StructField(str(field["name"]), spark, True))
             index_schema[str(field["name"])] = dtype
-    except (OSError, ValueError, KeyError, TypeError, _Unparsed):
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError, _Unparsed):
         return None  # anything unexpected: the catalog decides (and reports errors its way)
     row_ids = None
     if options.metadata_columns:
@@ -540,34 +546,53 @@ def _layout_from_schema_file(options: ReadOptions) -> TableLayout | None:
     return TableLayout(StructType(fields), index_schema, row_ids)
 
 
+def _unsupported(message: str) -> Exception:
+    from paimon_index.table.read import UnsupportedTableError
+
+    return UnsupportedTableError(message)
+
+
 def _layout_from_catalog(options: ReadOptions) -> TableLayout:
-    """The layout of any table the source reads, through pypaimon's catalog."""
+    """The layout of a table, from pypaimon's catalog and the table's schema alone.
+
+    Spark calls ``schema()`` in a fresh Python worker: only the catalog and pyspark's Arrow
+    mapping are imported here, not the read and write paths (pypaimon's writer, polars, pandas),
+    which cost that worker seconds. ``partitions()`` builds the table's ReadSchema (with the
+    history of older schemas) when it plans.
+    """
     from pypaimon.schema.data_types import PyarrowFieldParser
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    from paimon_index.table.primary_key import dv_mode
-    from paimon_index.table.read import UnsupportedTableError
-    from paimon_index.table.write import table_schema
+    from paimon_index.errors import PaimonIndexError as _Unparsed
+    from paimon_index.types import parse_type
 
     table = _open_table(options)
-    if table.is_primary_key_table and not dv_mode(table):
-        raise UnsupportedTableError("primary-key tables are read by this source in deletion-vectors "
-                                    "mode only (their reads need no merge)")
+    if table.is_primary_key_table:
+        from paimon_index.table.primary_key import dv_mode
+
+        if not dv_mode(table):
+            raise _unsupported("primary-key tables are read by this source in deletion-vectors mode only "
+                               "(their reads need no merge)")
     fields = []
     for field in PyarrowFieldParser.from_paimon_schema(table.fields):
         try:
             fields.append(from_arrow_schema(pa.schema([field])).fields[0])
         except Exception as e:
-            raise UnsupportedTableError(f"column {field.name!r} of {options.table} has type "
-                                        f"{field.type}: Spark takes no such column from a Python "
-                                        "source") from e
+            raise _unsupported(f"column {field.name!r} of {options.table} has type {field.type}: Spark "
+                               "takes no such column from a Python source") from e
+    index_schema: dict[str, DataType] = {}
+    for field in table.fields:  # what table/schemas.py's ReadSchema holds: the parseable types
+        try:
+            index_schema[str(field.name)] = parse_type(str(field.type))
+        except _Unparsed:
+            continue
     row_ids = None
     if options.metadata_columns:
         fields += _metadata_fields()
         row_ids = tuple(table.partition_keys or ())
     spark_schema = _nullable(StructType(fields))
     assert isinstance(spark_schema, StructType)
-    return TableLayout(spark_schema, dict(table_schema(table)), row_ids)
+    return TableLayout(spark_schema, index_schema, row_ids)
 
 
 class PaimonIndexDataSource(DataSource):
@@ -587,9 +612,9 @@ class PaimonIndexDataSource(DataSource):
         """The table's columns as Spark sees them, and the ones the indexes see (read once).
 
         Spark calls ``schema()`` in a fresh Python worker, then pickles this source (layout
-        included) to the workers that push filters and plan. A local table whose columns are all
-        scalar is laid out from its latest schema file alone (:func:`_layout_from_schema_file`):
-        no pypaimon import, no catalog; any other table through pypaimon's catalog.
+        included) to the workers that push filters and plan. A local append table with scalar
+        columns is laid out from its latest schema file (:func:`_layout_from_schema_file`), any
+        other through pypaimon's catalog.
         """
         layout = getattr(self, "_table_layout", None)
         if layout is None:
