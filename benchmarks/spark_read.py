@@ -479,9 +479,9 @@ def measure(spark: Any, built: Built, qs: list[Query], rounds: int,
     """
     bench = Bench(spark, built)
     engines = [e for e in bench.engines if only_engines is None or e in only_engines or e == "parquet"]
-    print("engines: " + ", ".join(engines) + ("" if "planned" in engines else
-                                             "   (jobs.read not available: no planned-read column)")
-          + ("" if "count" in engines else "   (jobs.count not available: no index-only count column)"))
+    missing = [f"{verb} not available" for name, verb in (("planned", "jobs.read"), ("count", "jobs.count"))
+               if name not in bench.engines]
+    print("engines: " + ", ".join(engines) + (f"   ({'; '.join(missing)})" if missing else ""))
     # Warm-up: start the Python workers and the JIT once, untimed.
     for q in qs[:1]:
         for engine in engines:
