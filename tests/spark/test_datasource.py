@@ -209,3 +209,43 @@ def test_read_options_are_parsed_once_and_checked() -> None:
                                                ("4.4.0", True), ("5.0.0.dev1", True), ("junk", False)])
 def test_pushdown_is_gated_on_the_spark_version(version: str, safe: bool) -> None:
     assert pushdown_safe(version) is safe
+
+
+def test_schema_in_a_fresh_worker_imports_neither_the_read_nor_the_write_path(tmp_path: Path) -> None:
+    """Spark asks ``schema()`` in a fresh Python worker: for a local append table it must not open
+    pypaimon's catalog (whose import pulls pypaimon's writer, polars and pandas: seconds per cold
+    query) nor import our read and write paths, and must give what the catalog gives."""
+    import json
+    import subprocess
+    import sys
+
+    from paimon_index.spark.datasource import _layout_from_catalog, _layout_from_schema_file
+    from paimon_index.table.catalog import create_table, open_table
+    from paimon_index.table.schemas import read_schema
+
+    ddl = ("t TINYINT, s SMALLINT, i INT NOT NULL, b BIGINT, f FLOAT, d DOUBLE, ok BOOLEAN, day DATE, "
+           "c CHAR(3), v VARCHAR(10), str STRING, bin BYTES, dec DECIMAL(20, 4), small DECIMAL(5, 2), "
+           "ntz TIMESTAMP(3), ltz TIMESTAMP_LTZ(6), p STRING")
+    create_table(str(tmp_path), "db.all", ddl, partition_keys=["p"])
+    create_table(str(tmp_path), "db.nested", "id BIGINT, tags ARRAY<STRING>")
+    for metadata in ("false", "true"):
+        options = parse_read_options({"warehouse": str(tmp_path), "path": "db.all",
+                                      "metadata-columns": metadata})
+        fast = _layout_from_schema_file(options)
+        assert fast is not None
+        assert fast == _layout_from_catalog(options)
+        assert fast.index_schema == dict(read_schema(open_table(str(tmp_path), "db.all")))
+    # Nested columns (and primary-key tables, other file systems) take the catalog path.
+    nested = parse_read_options({"warehouse": str(tmp_path), "path": "db.nested"})
+    assert _layout_from_schema_file(nested) is None
+
+    code = f"""
+import json, sys
+from paimon_index.spark.datasource import PaimonIndexDataSource
+source = PaimonIndexDataSource({{"warehouse": {str(tmp_path)!r}, "path": "db.all"}})
+source.reader(source.schema())
+print(json.dumps(sorted(m for m in ("paimon_index.table.write", "paimon_index.table.read", "polars",
+                                    "pandas", "pypaimon.catalog.catalog_factory") if m in sys.modules)))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []

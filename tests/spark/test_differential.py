@@ -33,6 +33,7 @@ from differential.expr import SPARK, evaluate
 from differential.generate import Materialized, generate_table, materialize, tables
 from differential.known_bugs import Case, claimed_by, report_differences
 from differential.queries import SHAPES, Query, generate_queries, generate_where
+from paimon_index.spark import jobs
 from paimon_index.table.catalog import create_table
 from paimon_index.table.write import write_arrow
 
@@ -44,7 +45,12 @@ CI_SEEDS = tuple(range(12))
 CI_CASES = tuple(zip(CI_SEEDS, SHAPES, strict=False))
 #: "pushdown": filter pushdown forced on (``filter-pushdown=true``), so the indexes prune files
 #: through Spark; run only for queries that scan the table once (see docs/semantics.md).
-SOURCES = ("parquet", "on", "off", "pushdown")
+#: "planned": the planned read (``jobs.read``, Spark's Parquet reader) as the view; "planned-where":
+#: the same with the query's WHERE given to ``jobs.read`` too, so the indexes prune files for the
+#: whole predicate, ORs included (queries whose one statement filters the whole table by it).
+SOURCES = ("parquet", "on", "off", "pushdown", "planned", "planned-where")
+#: Shapes whose single statement filters the table by the query's first WHERE.
+WHERE_SHAPES = ("filter", "count", "aggregate", "order_limit")
 #: Shapes whose point is to reuse one DataFrame/view across statements.
 REUSE_SHAPES = ("view_reuse", "dataframe_reuse")
 EVALUATOR_SEEDS = (0, 3, 6)
@@ -70,9 +76,12 @@ def made_tables(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[int, 
     yield Cache()
 
 
-def load(spark: Any, made: Materialized, source: str) -> Any:
+def load(spark: Any, made: Materialized, source: str, where: str | None = None) -> Any:
     if source == "parquet":
         return spark.read.parquet(made.parquet_dir)
+    if source in ("planned", "planned-where"):
+        return jobs.read(spark, made.identifier, where if source == "planned-where" else None,
+                         warehouse=made.warehouse)
     reader = spark.read.format("paimon_index").option("warehouse", made.warehouse)
     if source == "off":
         reader = reader.option("file-index.read.enabled", "false")
@@ -95,14 +104,15 @@ class StatementError(Exception):
 
 def run_query(spark: Any, made: Materialized, query: Query, source: str) -> list[list[Any] | str]:
     """Each statement's rows (or ``"error: ..."``), against one source."""
-    view = f"t_{source}"
+    view = f"t_{source.replace('-', '_')}"
+    where = query.wheres[0].sql(SPARK) if source == "planned-where" else None
     reuse = query.shape in REUSE_SHAPES
     df = None
     out: list[list[Any] | str] = []
     for statement in query.statements:
         try:
             if df is None or not reuse:  # a fresh DataFrame per statement unless reuse is the point
-                df = load(spark, made, source)
+                df = load(spark, made, source, where)
                 df.createOrReplaceTempView(view)
             if statement[0] == "sql":
                 rows = spark.sql(str(statement[1]).format(t=view)).collect()
@@ -131,6 +141,8 @@ def compare_query(spark: Any, made: Materialized, query: Query) -> tuple[list[st
             failures.append(f"reference failed (the generator wrote bad SQL?): {query.statements[k]}: {ref}")
     for source in SOURCES[1:]:
         if source == "pushdown" and not single_scan(query):
+            continue
+        if source == "planned-where" and query.shape not in WHERE_SHAPES:
             continue
         got = run_query(spark, made, query, source)
         for k, (ref, result) in enumerate(zip(want, got, strict=True)):

@@ -150,3 +150,74 @@ def test_an_index_built_in_memory_is_used_only_for_a_file_holding_exactly_those_
     source = container_source(new)
     stored = Path(source).read_bytes() if isinstance(source, str) else source
     assert stored == file_container(new, options, schema, io=io) != bogus
+
+
+def _row_groups(table) -> list[int]:
+    return sorted(pq.ParquetFile(f.file_path).metadata.num_row_groups for f in data_files(table))
+
+
+def test_row_groups_follow_the_block_size_and_java_reads_them_with_their_statistics(tmp_path: Path) -> None:
+    from javaoracle import java_oracle
+    from paimon_index.table.catalog import create_table
+
+    data = orders(40_000, 3)
+    sized = create_table(str(tmp_path), "db.sized", data.schema, options={
+        **OPTIONS, "file.block-size": "64kb", "parquet.block.size": str(2**30)})  # file.block-size wins
+    plain = create_table(str(tmp_path), "db.plain", data.schema, options=OPTIONS)
+    for table in (sized, plain):
+        write_arrow(table, data.slice(0, 20_000))
+        write_arrow(table, data.slice(20_000))  # a second file: ids above the first file's
+    # ~17 bytes a row in Arrow -> 64 KiB hold ~4,000 rows (the minimum row group is 4,096 rows)
+    assert _row_groups(sized) == [5, 5]
+    assert _row_groups(plain) == [1, 1]  # the 4 MiB default: one group for such small files
+    one = int(data.column("id")[25_000].as_py())
+    whole, point = java_oracle().batch([
+        {"cmd": "read", "warehouse": str(tmp_path), "table": "db.sized"},
+        {"cmd": "read", "warehouse": str(tmp_path), "table": "db.sized", "where": f"id = {one}",
+         "index": "off", "rows": "true"}])
+    assert whole["rows"] == data.num_rows
+    assert [row[0] for row in point["row_values"]] == [one]
+    # Java planned one file: the other's value statistics (written by us) rule it out.
+    assert point["data_files_planned"] == 1
+
+
+def _dictionary_page_bytes(table) -> int:
+    """Compressed bytes of the ``id`` column's dictionary page(s) in the table's files."""
+    total = 0
+    for f in data_files(table):
+        meta = pq.ParquetFile(f.file_path).metadata
+        for g in range(meta.num_row_groups):
+            column = meta.row_group(g).column(0)
+            assert column.path_in_schema == "id"
+            if column.has_dictionary_page:
+                total += column.data_page_offset - column.dictionary_page_offset
+    return total
+
+
+def test_dictionary_pages_are_capped(tmp_path: Path) -> None:
+    from paimon_index.table.catalog import create_table
+
+    data = orders(60_000, 4)  # 60,000 unique ids: a 480 KB dictionary if nothing stops it
+    capped = create_table(str(tmp_path), "db.capped", data.schema, options=OPTIONS)
+    wide = create_table(str(tmp_path), "db.wide", data.schema,
+                        options={**OPTIONS, "parquet.dictionary.page.size": str(1024 * 1024)})
+    for table in (capped, wide):
+        write_arrow(table, data)
+    # Compressed sizes (sequential ids compress well): the capped dictionary stops at 64 KiB of
+    # values (8,192 ids), the other holds all 60,000.
+    assert 4 * _dictionary_page_bytes(capped) < _dictionary_page_bytes(wide)
+    assert capped.new_read_builder().new_read().to_arrow(
+        capped.new_read_builder().new_scan().plan().splits()).sort_by("id").equals(data)
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"file.block-size": "12 parsecs"}, "file.block-size: cannot parse size"),
+    ({"parquet.block.size": "128mb"}, "parquet.block.size: expected an integer"),
+    ({"parquet.block.size": "0"}, r"parquet.block.size: 0 outside"),
+    ({"parquet.dictionary.page.size": "64kb"}, "parquet.dictionary.page.size: expected an integer"),
+])
+def test_a_bad_block_size_is_refused_at_create(tmp_path: Path, options: dict[str, str], message: str) -> None:
+    from paimon_index.table.catalog import create_table
+
+    with pytest.raises(InvalidOptionError, match=message):
+        create_table(str(tmp_path), "db.t", orders(1, 1).schema, options=options)

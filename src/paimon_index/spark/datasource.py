@@ -105,12 +105,22 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import (
     ArrayType,
+    BinaryType,
+    BooleanType,
+    ByteType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
     IntegerType,
     LongType,
     MapType,
+    ShortType,
     StringType,
     StructField,
     StructType,
+    TimestampNTZType,
+    TimestampType,
 )
 from pyspark.sql.types import DataType as SparkType
 
@@ -128,12 +138,6 @@ from paimon_index.spark.options import (
     parse_read_options,
     parse_write_options,
     pushdown_safe,
-)
-from paimon_index.table.read import (
-    BUCKET_COLUMN,
-    FILE_PATH_COLUMN,
-    PARTITION_COLUMN,
-    ROW_INDEX_COLUMN,
 )
 from paimon_index.types import DataType, TypeRoot
 
@@ -263,7 +267,9 @@ class TableLayout:
 
     #: Spark's schema of the rows returned (every column, then the metadata columns when asked).
     spark_schema: StructType
-    #: The columns indexes and predicates can see (scalar types), by name.
+    #: The columns indexes and predicates can see (scalar types), by name: what pushFilters binds to.
+    #: The planning and reading side use the table's own ReadSchema (with its history), which
+    #: ``partitions()`` puts in every partition.
     index_schema: dict[str, DataType]
     #: The partition keys, when metadata columns are asked for.
     row_ids: tuple[str, ...] | None
@@ -277,6 +283,8 @@ class SplitPartition(InputPartition):
     predicate: Predicate
     use_index: bool
     apply_topn: bool
+    #: The table's ReadSchema (current columns and the mapping of older files' columns).
+    schema: dict[str, DataType]
     #: The table's FileIO seam (its pypaimon ``file_io`` pickles), so the task reads what the
     #: driver planned from the same warehouse, local or object store.
     io: Any = None
@@ -323,9 +331,10 @@ class PaimonIndexReader(DataSourceReader):
         from paimon_index.table.fileio import TableIO
         from paimon_index.table.read import ScanReport, prune_split
         from paimon_index.table.stats import plan_splits
-        from paimon_index.table.write import table_options
+        from paimon_index.table.write import table_options, table_schema
 
         table = _open_table(self.options)
+        schema = table_schema(table)
         use_index = self.options.use_index and \
             FileIndexOptions.from_table_options(table_options(table)).read_enabled
         if table.is_primary_key_table:
@@ -337,11 +346,10 @@ class PaimonIndexReader(DataSourceReader):
                                             "table.primary_key.read_primary_key, or compact first")
         report = ScanReport()
         # Value statistics first: files whose min/max prove no row matches never become splits.
-        splits = plan_splits(table, self.predicate if use_index else ALWAYS_TRUE, self.layout.index_schema,
-                             report)
+        splits = plan_splits(table, self.predicate if use_index else ALWAYS_TRUE, schema, report)
         if use_index:
             files_before, rows_before = sum(len(s.files) for s in splits), sum(s.row_count for s in splits)
-            splits = [p for p in (prune_split(s, self.predicate, self.layout.index_schema, report)
+            splits = [p for p in (prune_split(s, self.predicate, schema, report)
                                   for s in splits) if p is not None]
             # The executors count the files they get; these are the ones they never see.
             report.files_planned = files_before - sum(len(s.files) for s in splits)
@@ -349,11 +357,12 @@ class PaimonIndexReader(DataSourceReader):
             report.rows_planned = rows_before - sum(s.row_count for s in splits)
         apply_topn = self.all_filters_taken and self.options.topn is not None
         io = TableIO.of(table)
-        partitions = [SplitPartition(s, self.predicate, use_index, apply_topn, io) for s in splits]
+        partitions = [SplitPartition(s, self.predicate, use_index, apply_topn, schema, io) for s in splits]
         if self.options.scan_report:
             # Always one partition at least, so the planning counts reach a task.
             first = partitions[0].split if partitions else None
-            partitions[:1] = [SplitPartition(first, self.predicate, use_index, apply_topn, io, report)]
+            partitions[:1] = [SplitPartition(first, self.predicate, use_index, apply_topn, schema, io,
+                                             report)]
         # No split left and no report: an empty list (Spark then reads one empty InputPartition).
         return partitions
 
@@ -369,7 +378,7 @@ class PaimonIndexReader(DataSourceReader):
         report = ScanReport()
         topn = self.options.topn if partition.apply_topn and partition.use_index else None
         if partition.split is not None:
-            for batch in read_split(partition.split, partition.predicate, self.layout.index_schema,
+            for batch in read_split(partition.split, partition.predicate, partition.schema,
                                     io=partition.io, use_index=partition.use_index, report=report,
                                     topn=topn, row_ids=self.layout.row_ids):
                 yield _as_spark_arrow(batch.select(target.names), target)
@@ -397,10 +406,10 @@ class PaimonIndexWriter(DataSourceArrowWriter):
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> PaimonCommitMessages:
         from paimon_index.table.primary_key import dv_mode, split_batch
-        from paimon_index.table.write import attach_file_indexes, write_with
+        from paimon_index.table.write import attach_file_indexes, new_table_write, write_with
 
         table = _open_table(self.options)
-        writer = table.new_batch_write_builder().new_write()
+        writer = new_table_write(table)
         try:
             if dv_mode(table):
                 # One batch per task: the last row of a key decides, deletes are looked up later.
@@ -473,6 +482,133 @@ def _open_table(options: ReadOptions | WriteOptions) -> Any:
     return table if snapshot is None else table.copy({SNAPSHOT_ID: str(snapshot)})
 
 
+def _metadata_fields() -> list[StructField]:
+    from paimon_index.table.read import BUCKET_COLUMN, FILE_PATH_COLUMN, PARTITION_COLUMN, ROW_INDEX_COLUMN
+
+    return [StructField(FILE_PATH_COLUMN, _STRING), StructField(ROW_INDEX_COLUMN, _BIGINT),
+            StructField(PARTITION_COLUMN, _STRING), StructField(BUCKET_COLUMN, _INT)]
+
+
+#: Spark's type of every scalar Paimon type the schema-file layout handles (others: the catalog path).
+_SPARK_SCALARS: dict[TypeRoot, SparkType] = {
+    TypeRoot.TINYINT: ByteType(), TypeRoot.SMALLINT: ShortType(), TypeRoot.INT: IntegerType(),
+    TypeRoot.BIGINT: LongType(), TypeRoot.FLOAT: FloatType(), TypeRoot.DOUBLE: DoubleType(),
+    TypeRoot.BOOLEAN: BooleanType(), TypeRoot.DATE: DateType(), TypeRoot.CHAR: StringType(),
+    TypeRoot.VARCHAR: StringType(), TypeRoot.VARBINARY: BinaryType(),
+    TypeRoot.TIMESTAMP: TimestampNTZType(), TypeRoot.TIMESTAMP_LTZ: TimestampType(),
+}
+#: Paimon keeps a table's schema versions as ``<table>/schema/schema-<id>`` (JSON).
+_SCHEMA_DIR, _SCHEMA_PREFIX = "schema", "schema-"
+_LOCAL_SCHEMES = ("", "file")
+
+
+def _spark_scalar(dtype: DataType) -> SparkType | None:
+    if dtype.root is TypeRoot.DECIMAL:
+        return DecimalType(dtype.precision or 10, dtype.scale or 0)
+    return _SPARK_SCALARS.get(dtype.root)
+
+
+def _layout_from_schema_file(options: ReadOptions) -> TableLayout | None:
+    """The layout of a local append table with scalar columns, from its latest schema file; else None.
+
+    What pypaimon's catalog would give (tests compare the two) without opening the catalog, whose
+    import pulls pypaimon's whole writer (and polars, pandas): the worker that answers Spark's
+    ``schema()`` starts seconds faster. Read through the FileIO seam with pypaimon's local FileIO.
+    """
+    import json
+    import posixpath
+    from urllib.parse import urlparse
+
+    # pypaimon's local FileIO alone (no catalog: that would import its whole writer), behind our seam.
+    from pypaimon.filesystem.local_file_io import LocalFileIO
+
+    from paimon_index.errors import PaimonIndexError as _Unparsed
+    from paimon_index.table.fileio import TableIO
+    from paimon_index.types import parse_type
+
+    url = urlparse(options.warehouse)
+    database, _, name = options.table.partition(".")
+    if url.scheme not in _LOCAL_SCHEMES or not name or options.catalog:
+        return None
+    root = url.path if url.scheme else options.warehouse
+    folder = posixpath.join(root, f"{database}.db", name, _SCHEMA_DIR)
+    try:
+        io = TableIO(LocalFileIO(options.warehouse))
+        ids = [int(e.name[len(_SCHEMA_PREFIX):]) for e in io.list(folder)
+               if e.name.startswith(_SCHEMA_PREFIX) and e.name[len(_SCHEMA_PREFIX):].isdigit()]
+        if not ids:
+            return None
+        schema = json.loads(io.read_bytes(posixpath.join(folder, f"{_SCHEMA_PREFIX}{max(ids)}")))
+        if schema.get("primaryKeys"):
+            return None  # primary-key tables: the catalog path checks their mode
+        fields, index_schema = [], {}
+        for field in schema["fields"]:
+            if not isinstance(field.get("type"), str):
+                return None  # nested types are JSON objects: the catalog path maps them
+            dtype = parse_type(field["type"])
+            spark = _spark_scalar(dtype)
+            if spark is None:
+                return None
+            fields.append(StructField(str(field["name"]), spark, True))
+            index_schema[str(field["name"])] = dtype
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError, _Unparsed):
+        return None  # anything unexpected: the catalog decides (and reports errors its way)
+    row_ids = None
+    if options.metadata_columns:
+        fields += _metadata_fields()
+        row_ids = tuple(str(k) for k in schema.get("partitionKeys") or ())
+    return TableLayout(StructType(fields), index_schema, row_ids)
+
+
+def _unsupported(message: str) -> Exception:
+    from paimon_index.table.read import UnsupportedTableError
+
+    return UnsupportedTableError(message)
+
+
+def _layout_from_catalog(options: ReadOptions) -> TableLayout:
+    """The layout of a table, from pypaimon's catalog and the table's schema alone.
+
+    Spark calls ``schema()`` in a fresh Python worker: only the catalog and pyspark's Arrow
+    mapping are imported here, not the read and write paths (pypaimon's writer, polars, pandas),
+    which cost that worker seconds. ``partitions()`` builds the table's ReadSchema (with the
+    history of older schemas) when it plans.
+    """
+    from pypaimon.schema.data_types import PyarrowFieldParser
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from paimon_index.errors import PaimonIndexError as _Unparsed
+    from paimon_index.types import parse_type
+
+    table = _open_table(options)
+    if table.is_primary_key_table:
+        from paimon_index.table.primary_key import dv_mode
+
+        if not dv_mode(table):
+            raise _unsupported("primary-key tables are read by this source in deletion-vectors mode only "
+                               "(their reads need no merge)")
+    fields = []
+    for field in PyarrowFieldParser.from_paimon_schema(table.fields):
+        try:
+            fields.append(from_arrow_schema(pa.schema([field])).fields[0])
+        except Exception as e:
+            raise _unsupported(f"column {field.name!r} of {options.table} has type {field.type}: Spark "
+                               "takes no such column from a Python source") from e
+    index_schema: dict[str, DataType] = {}
+    for field in table.fields:  # what table/schemas.py's ReadSchema holds: the parseable types
+        try:
+            index_schema[str(field.name)] = parse_type(str(field.type))
+        except _Unparsed:
+            continue
+    row_ids = None
+    if options.metadata_columns:
+        fields += _metadata_fields()
+        row_ids = tuple(table.partition_keys or ())
+    spark_schema = _nullable(StructType(fields))
+    assert isinstance(spark_schema, StructType)
+    return TableLayout(spark_schema, index_schema, row_ids)
+
+
 class PaimonIndexDataSource(DataSource):
     """See the module docstring: options, partitioning and pushdown."""
 
@@ -487,38 +623,18 @@ class PaimonIndexDataSource(DataSource):
         return parsed
 
     def _layout(self) -> TableLayout:
-        """The table's columns as Spark sees them, and the ones the indexes see (read once)."""
+        """The table's columns as Spark sees them, and the ones the indexes see (read once).
+
+        Spark calls ``schema()`` in a fresh Python worker, then pickles this source (layout
+        included) to the workers that push filters and plan. A local append table with scalar
+        columns is laid out from its latest schema file (:func:`_layout_from_schema_file`), any
+        other through pypaimon's catalog.
+        """
         layout = getattr(self, "_table_layout", None)
-        if layout is not None:
-            return layout
-        from pypaimon.schema.data_types import PyarrowFieldParser
-        from pyspark.sql.pandas.types import from_arrow_schema
-
-        from paimon_index.table.primary_key import dv_mode
-        from paimon_index.table.read import UnsupportedTableError
-        from paimon_index.table.write import table_schema
-
-        options = self._read_options()
-        table = _open_table(options)
-        if table.is_primary_key_table and not dv_mode(table):
-            raise UnsupportedTableError("primary-key tables are read by this source in deletion-vectors "
-                                        "mode only (their reads need no merge)")
-        fields = []
-        for field in PyarrowFieldParser.from_paimon_schema(table.fields):
-            try:
-                fields.append(from_arrow_schema(pa.schema([field])).fields[0])
-            except Exception as e:
-                raise UnsupportedTableError(f"column {field.name!r} of {options.table} has type "
-                                            f"{field.type}: Spark takes no such column from a Python "
-                                            "source") from e
-        row_ids = None
-        if options.metadata_columns:
-            fields += [StructField(FILE_PATH_COLUMN, _STRING), StructField(ROW_INDEX_COLUMN, _BIGINT),
-                       StructField(PARTITION_COLUMN, _STRING), StructField(BUCKET_COLUMN, _INT)]
-            row_ids = tuple(table.partition_keys or ())
-        spark_schema = _nullable(StructType(fields))
-        assert isinstance(spark_schema, StructType)
-        layout = self._table_layout = TableLayout(spark_schema, table_schema(table), row_ids)
+        if layout is None:
+            options = self._read_options()
+            layout = _layout_from_schema_file(options) or _layout_from_catalog(options)
+            self._table_layout = layout
         return layout
 
     def schema(self) -> StructType:

@@ -1,6 +1,8 @@
 """The Table API's verbs as Spark jobs: same names, same result types.
 
     from paimon_index.spark import jobs
+    jobs.read(spark, "db.t", where=None, columns=None, warehouse=W)          -> DataFrame (planned read)
+    jobs.read_planned(spark, "db.t", where=None, warehouse=W)                -> PlannedRead (+ its plan)
     jobs.write(df, "db.t", mode="append" | "overwrite", warehouse=W)        -> CommitResult
     jobs.upsert(spark, df, "db.t", warehouse=W)                              -> CommitResult
     jobs.delete(spark, "db.t", "status = 'CANCELLED'", warehouse=W)          -> CommitResult
@@ -19,6 +21,8 @@ the driver's catalog, the ``paimon_index`` source and every task.
 
 Where the work runs:
 
+- ``read`` / ``read_planned`` plan on the driver with the indexes and let Spark's own Parquet reader
+  read the surviving files (:mod:`paimon_index.spark.planned`);
 - ``write`` goes through the ``paimon_index`` source (executors write files and indexes, the driver
   commits them together); ``upsert``, ``delete``, ``update`` and ``rewrite_file_index`` are the jobs
   of :mod:`paimon_index.spark.primary_key` and :mod:`paimon_index.spark.row_level`. On a
@@ -48,6 +52,7 @@ from paimon_index.errors import InvalidOptionError
 from paimon_index.spark import primary_key as spark_pk
 from paimon_index.spark import row_level as spark_row_level
 from paimon_index.spark.datasource import SOURCE_NAME, WAREHOUSE
+from paimon_index.spark.planned import PlannedRead, read, read_planned
 from paimon_index.table.aggregate import AggregateReport
 from paimon_index.table.api import APPEND, OVERWRITE, CommitResult, MaintenanceResult, open_table
 from paimon_index.table.fileio import TableIO
@@ -56,8 +61,8 @@ from paimon_index.table.paimon import delta_file_counts, latest_snapshot
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["compact", "count", "delete", "expire_snapshots", "remove_orphan_files", "rewrite_file_index",
-           "update", "upsert", "write"]
+__all__ = ["PlannedRead", "compact", "count", "delete", "expire_snapshots", "read", "read_planned",
+           "remove_orphan_files", "rewrite_file_index", "update", "upsert", "write"]
 
 CatalogOptions = Mapping[str, str] | None
 #: ``count``: data files per Spark task when files must be read (a file's read is one task's work

@@ -18,7 +18,21 @@
    (an append may retry on newer snapshots; an overwrite is exact). If anything fails, nothing is
    committed, the files written are deleted and the table's latest snapshot is unchanged.
 
-pypaimon internals used (our upgrade surface): ``CommitMessage.new_files`` as ``DataFileMeta`` with
+**Row groups.** pypaimon hands every data file to ``pyarrow.parquet.write_table`` with Arrow's
+default of 1Mi rows per row group, so a file of a few hundred thousand rows is one row group and a
+selective query cannot skip any part of it. :func:`new_table_write` gives each of pypaimon's data
+writers a file IO whose ``write_parquet`` sets ``row_group_size`` (rows) from the table's block size
+(:func:`~paimon_index.table.catalog.row_group_bytes`: ``file.block-size`` / ``parquet.block.size``,
+4 MiB by default) divided by the Arrow size of the file's rows per row. Java measures its block
+against the encoded bytes it buffers, so the same setting gives Java larger row groups than ours;
+either reader reads any row group layout. It also caps dictionary pages
+(``parquet.dictionary.page.size``, 64 KiB by default): pyarrow keeps a column dictionary-encoded
+until its dictionary reaches the cap even when that is larger than plain pages (Java drops such a
+dictionary), which made unique columns such as ids larger, the more so with more row groups.
+
+pypaimon internals used (our upgrade surface): ``TableWrite.file_store_write._create_data_writer``
+(wrapped per write) and ``DataWriter.file_io.write_parquet(path, data, compression, zstd_level,
+**kwargs)``; ``CommitMessage.new_files`` as ``DataFileMeta`` with
 ``file_name``, ``file_path``, ``embedded_index``, ``extra_files``; ``table.options.options.to_map()``;
 ``table.fields`` (``name``, ``type``); ``table.file_io.new_output_stream``;
 ``table.snapshot_manager().get_latest_snapshot().id``.
@@ -38,17 +52,22 @@ import pyarrow as pa
 from paimon_index.errors import DataError, PaimonIndexError
 from paimon_index.fileindex.builder import build_file_index
 from paimon_index.fileindex.options import FileIndexOptions
+from paimon_index.table.catalog import dictionary_page_bytes, row_group_bytes
 from paimon_index.table.fileio import TableIO
 from paimon_index.table.paimon import PaimonTable
 from paimon_index.table.schemas import ReadSchema, read_schema
 from paimon_index.table.stats import attach_value_stats
 from paimon_index.types import DataType
 
-__all__ = ["INDEX_FILE_SUFFIX", "attach_file_indexes", "conform", "file_container", "store_container",
-           "table_options", "table_schema", "write_arrow", "write_files", "write_with"]
+__all__ = ["INDEX_FILE_SUFFIX", "attach_file_indexes", "conform", "file_container", "new_table_write",
+           "rows_per_row_group", "store_container", "table_options", "table_schema", "write_arrow",
+           "write_files", "write_with"]
 
 #: Paimon names a data file's index file ``<data-file>.index``.
 INDEX_FILE_SUFFIX = ".index"
+#: Fewest rows in a row group, whatever the block size: every row group costs a footer entry and
+#: column chunk headers per column, and a reader's seek per column.
+MIN_ROW_GROUP_ROWS = 4096
 
 
 def table_options(table: PaimonTable) -> dict[str, str]:
@@ -148,6 +167,56 @@ def _attach(table: PaimonTable, meta: Any, options: FileIndexOptions, schema: Ma
     meta.embedded_index, meta.extra_files = stored.embedded_index, stored.extra_files
 
 
+def rows_per_row_group(data: pa.Table, block_bytes: int) -> int:
+    """Rows of ``data`` per Parquet row group so that one holds about ``block_bytes`` (Arrow size)."""
+    if data.num_rows == 0 or data.nbytes == 0:
+        return MIN_ROW_GROUP_ROWS
+    return max(MIN_ROW_GROUP_ROWS, int(block_bytes * data.num_rows // data.nbytes))
+
+
+class _SizedParquetIO:
+    """A pypaimon data writer's file IO whose Parquet files get row groups of ``block_bytes`` and
+    dictionary pages of at most ``dictionary_bytes``.
+
+    Everything but ``write_parquet`` goes to the table's own file IO unchanged.
+    """
+
+    def __init__(self, inner: Any, block_bytes: int, dictionary_bytes: int) -> None:
+        self._inner = inner
+        self._block_bytes = block_bytes
+        self._dictionary_bytes = dictionary_bytes
+
+    def write_parquet(self, path: str, data: pa.Table, compression: str = "zstd", zstd_level: int = 1,
+                      **kwargs: Any) -> Any:
+        kwargs.setdefault("row_group_size", rows_per_row_group(data, self._block_bytes))
+        kwargs.setdefault("dictionary_pagesize_limit", self._dictionary_bytes)
+        return self._inner.write_parquet(path, data, compression, zstd_level, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def new_table_write(table: PaimonTable) -> Any:
+    """pypaimon's batch table write, its Parquet row groups sized by the table's block size.
+
+    Every writer of new data files (``write_files``, the Spark writer, the key-value writer of
+    upserts and compaction) takes its table write from here.
+    """
+    writer = table.new_batch_write_builder().new_write()
+    store = writer.file_store_write
+    create = store._create_data_writer
+    options = table_options(table)
+    block, dictionary = row_group_bytes(options), dictionary_page_bytes(options)
+
+    def sized(*args: Any, **kwargs: Any) -> Any:
+        data_writer = create(*args, **kwargs)
+        data_writer.file_io = _SizedParquetIO(data_writer.file_io, block, dictionary)
+        return data_writer
+
+    store._create_data_writer = sized
+    return writer
+
+
 def conform(data: pa.Table, target: pa.Schema) -> pa.Table:
     """``data`` with the table's column order and Arrow types (what pypaimon's writer accepts).
 
@@ -198,7 +267,7 @@ def write_files(table: PaimonTable, data: pa.Table | pa.RecordBatch, options: Fi
     rows = data if isinstance(data, pa.Table) else pa.Table.from_batches([data])
     if rows.num_rows == 0:
         return []
-    writer = table.new_batch_write_builder().new_write()
+    writer = new_table_write(table)
     written: list[Any] = []
     try:
         try:

@@ -26,7 +26,7 @@ from paimon_index.deletionvectors.maintainer import BucketDvMaintainer
 from paimon_index.table.fileio import TableIO
 from paimon_index.table.pk.lookup import key_tuple, overlaps
 from paimon_index.table.pk.plan import DELETING_VALUE_KINDS, VALUE_KIND_COLUMN, live_rows, user_columns
-from paimon_index.table.write import attach_file_indexes, write_with
+from paimon_index.table.write import attach_file_indexes, new_table_write, write_with
 
 __all__ = ["free_level", "rewrite", "write_rows"]
 
@@ -43,7 +43,7 @@ def free_level(files: Iterable[Any], new: Any, max_level: int) -> int | None:
 
 def write_rows(table: Any, rows: pa.Table) -> list[Any]:
     """Write ``rows`` with pypaimon's key-value writer (buckets, sequence numbers), indexes attached."""
-    writer = table.new_batch_write_builder().new_write()
+    writer = new_table_write(table)
     try:
         if rows.num_rows:
             write_with(writer, rows)

@@ -1,0 +1,300 @@
+"""The per-file plan of a read: which data files a query must read, and which rows of them are live.
+
+    plan = plan_read(table, "status = 'PAID' OR id = 7", snapshot_id=None, use_index=True)
+    plan.snapshot_id                  # the one pinned snapshot everything below comes from
+    plan.files                        # FilePlan per data file that may hold a matching live row
+    plan.predicate, plan.exact        # what the indexes were asked; exact = the whole WHERE text
+    plan.report                       # ScanReport: files skipped by stats / index / schema / DVs
+
+A :class:`FilePlan` names one data file of the snapshot (path, partition, bucket, schema id, row
+count) with two optional row sets, both sorted ``int64`` positions:
+
+* ``deleted``: the file's deletion vector (None: no vector) -- rows that must never be returned;
+* ``selected``: the rows the indexes kept, minus the deleted ones (None: the index kept every row,
+  or no index answered). A superset of the matching live rows, never the exact answer: the reader
+  still applies the query's own filter.
+
+Files absent from ``plan.files`` hold no matching live row: their value statistics rule the
+predicate out (:func:`paimon_index.table.stats.plan_splits`), their index answers SKIP (embedded or
+``<data-file>.index``, for the *whole* predicate, ORs included), they were written before a column
+the predicate needs non-NULL (schema evolution), or every selected row is deleted.
+
+**WHERE text a reader applies itself.** :func:`conservative_predicate` turns Spark SQL text into a
+predicate the indexes can answer: the whole text when :mod:`paimon_index.sql` parses it; otherwise
+its top-level OR / AND parts, each part that does not parse replaced by TRUE (an AND keeps the
+others, an OR with an unknown part is TRUE). The result is a superset of the rows the text keeps,
+so pruning with it never drops a row the reader's own filter would keep; ``exact`` says whether
+nothing was replaced (TopN candidates are only taken among rows of an exact predicate).
+
+Costs: one pass over the manifests (pypaimon's plan with the statistics filter); no index is read
+when the predicate is TRUE; deletion vectors are read by their manifest ranges only.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from pyroaring import BitMap
+
+from paimon_index.deletionvectors.index_file import read_vector
+from paimon_index.errors import CorruptFileError, PaimonIndexError
+from paimon_index.fileindex.base import TopN
+from paimon_index.fileindex.options import FileIndexOptions
+from paimon_index.fileindex.result import Rows
+from paimon_index.predicate import ALWAYS_TRUE, Predicate, and_, or_
+from paimon_index.sql import bind_predicate
+from paimon_index.table.paimon import latest_snapshot, pinned_table, snapshot_by_id
+from paimon_index.table.read import ScanReport, UnsupportedTableError, _evaluate, container_source
+from paimon_index.table.schemas import ReadSchema, read_schema
+from paimon_index.table.stats import plan_splits
+from paimon_index.table.write import table_options
+
+__all__ = ["FilePlan", "ReadPlan", "conservative_predicate", "plan_read"]
+
+
+@dataclass(frozen=True)
+class FilePlan:
+    """One data file a read must open (see the module docstring)."""
+
+    path: str
+    name: str
+    partition: tuple[Any, ...]
+    bucket: int
+    schema_id: int
+    row_count: int
+    #: Rows the indexes kept, minus the deleted ones (None: every live row may match).
+    selected: np.ndarray | None = None
+    #: The file's deletion vector (None: no vector; never an empty array).
+    deleted: np.ndarray | None = None
+
+    @property
+    def live_rows(self) -> int:
+        return self.row_count - (0 if self.deleted is None else len(self.deleted))
+
+
+@dataclass(frozen=True)
+class ReadPlan:
+    """Every data file of one pinned snapshot a query must read."""
+
+    snapshot_id: int | None
+    schema: ReadSchema
+    predicate: Predicate
+    exact: bool
+    files: tuple[FilePlan, ...]
+    report: ScanReport
+    primary_key: bool = False
+    #: wall-clock seconds spent planning (manifests, statistics, indexes, vectors)
+    seconds: float = 0.0
+    #: pypaimon table pinned to the snapshot (None for an empty table)
+    table: Any = field(default=None, repr=False)
+
+    @property
+    def rows_planned(self) -> int:
+        return sum(f.row_count for f in self.files)
+
+
+# -- WHERE text -> a superset predicate --------------------------------------------------------------
+_WORD = re.compile(r"[A-Za-z_]")
+
+
+def _top_level_split(text: str, keyword: str) -> list[str]:
+    """``text`` cut at the top-level occurrences of ``keyword`` (AND / OR), outside quotes and
+    parentheses; the AND of ``BETWEEN a AND b`` is not a cut."""
+    parts, depth, start, i, quote = [], 0, 0, 0, ""
+    pending_between = 0
+    n = len(text)
+    while i < n:
+        ch = text[i]
+        if quote:
+            if ch == quote:
+                if i + 1 < n and text[i + 1] == quote:  # doubled quote inside a literal
+                    i += 1
+                else:
+                    quote = ""
+            elif ch == "\\" and quote != "`":
+                i += 1
+            i += 1
+            continue
+        if ch in "'\"`":
+            quote = ch
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif depth == 0 and _WORD.match(ch) and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
+            j = i
+            while j < n and (text[j].isalnum() or text[j] == "_"):
+                j += 1
+            word = text[i:j].upper()
+            if word == "BETWEEN":
+                pending_between += 1
+            elif word == keyword and keyword == "AND" and pending_between:
+                pending_between -= 1
+            elif word == keyword:
+                parts.append(text[start:i])
+                start = j
+            i = j
+            continue
+        i += 1
+    parts.append(text[start:])
+    return [p.strip() for p in parts]
+
+
+def _unwrap(text: str) -> str | None:
+    """The inside of ``( ... )`` when the parentheses wrap the whole text, else None."""
+    if not (text.startswith("(") and text.endswith(")")):
+        return None
+    inner = text[1:-1]
+    return inner if _balanced(inner) else None
+
+
+def _balanced(text: str) -> bool:
+    depth, quote = 0, ""
+    for ch in text:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"`":
+            quote = ch
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth < 0:
+                return False
+    return depth == 0 and not quote
+
+
+def conservative_predicate(text: str | None, schema: Mapping[str, Any]) -> tuple[Predicate, bool]:
+    """(a predicate keeping every row ``text`` keeps, whether it is exactly ``text``).
+
+    See the module docstring; never raises for text our parser does not know.
+    """
+    if text is None or not text.strip():
+        return ALWAYS_TRUE, True
+    try:
+        return bind_predicate(text, schema), True
+    except PaimonIndexError:
+        pass
+    disjuncts = _top_level_split(text, "OR")
+    if len(disjuncts) > 1 and all(disjuncts):
+        parts = [conservative_predicate(d, schema) for d in disjuncts]
+        return or_(*(p for p, _ in parts)), all(e for _, e in parts)
+    conjuncts = _top_level_split(text, "AND")
+    if len(conjuncts) > 1 and all(conjuncts):
+        parts = [conservative_predicate(c, schema) for c in conjuncts]
+        return and_(*(p for p, _ in parts)), all(e for _, e in parts)
+    inner = _unwrap(text.strip())
+    if inner is not None:
+        return conservative_predicate(inner, schema)
+    return ALWAYS_TRUE, False
+
+
+# -- planning ------------------------------------------------------------------------------------------
+def _positions(bitmap: BitMap) -> np.ndarray:
+    return np.frombuffer(bitmap.to_array(), dtype=np.uint32).astype(np.int64)
+
+
+def _deleted_positions(deletion_file: Any, row_count: int) -> np.ndarray | None:
+    """The file's deletion vector as sorted positions (None when it deletes nothing)."""
+    vector = read_vector(deletion_file.dv_index_path, deletion_file.offset, deletion_file.length)
+    positions = np.asarray(vector.positions(), dtype=np.int64)
+    if len(positions) and int(positions[-1]) >= row_count:
+        raise CorruptFileError(f"deletion vector holds row {int(positions[-1])} of a {row_count}-row file",
+                               path=deletion_file.dv_index_path, offset=deletion_file.offset,
+                               field="deletion vector")
+    return positions if len(positions) else None
+
+
+def _snapshot(table: Any, snapshot_id: int | None) -> Any:
+    if snapshot_id is None:
+        return latest_snapshot(table)
+    snapshot = snapshot_by_id(table, snapshot_id)
+    if snapshot is None:
+        raise PaimonIndexError(f"snapshot {snapshot_id} of the table does not exist")
+    return snapshot
+
+
+def plan_read(table: Any, where: str | Predicate | None = None, *, snapshot_id: int | None = None,
+              use_index: bool = True, topn: TopN | None = None) -> ReadPlan:
+    """Plan a read of ``table`` (pypaimon table) on one pinned snapshot (default: the latest).
+
+    ``where``: Spark SQL text (made a superset by :func:`conservative_predicate`) or a bound
+    predicate (taken as exact). ``topn``: keep only the files holding a TopN candidate (only used
+    with an exact predicate). ``use_index=False`` (or ``file-index.read.enabled = false``) skips
+    statistics and indexes: every live file is planned.
+
+    Raises:
+        UnsupportedTableError: a primary-key table whose level-0 files need a merge.
+        PaimonIndexError: ``snapshot_id`` does not exist; a corrupt index or deletion vector.
+    """
+    started = time.perf_counter()
+    schema = read_schema(table)
+    if isinstance(where, str) or where is None:
+        bound, exact = conservative_predicate(where, schema)
+    else:
+        bound, exact = where, True
+    use_index = use_index and FileIndexOptions.from_table_options(table_options(table)).read_enabled
+    primary_key = bool(table.is_primary_key_table)
+    report = ScanReport()
+    snapshot = _snapshot(table, snapshot_id)
+    if snapshot is None:
+        return ReadPlan(None, schema, bound, exact, (), report, primary_key, time.perf_counter() - started)
+    pinned = pinned_table(table, snapshot.id)
+    if primary_key:
+        from paimon_index.table.pk.read import check_merge_free
+
+        if not check_merge_free(pinned):
+            raise UnsupportedTableError("this primary-key table has level-0 files that need a merge "
+                                        "(deletion-vectors.merge-on-read): compact it first, or read it "
+                                        "with Table.read")
+    prune = bound if use_index else ALWAYS_TRUE
+    topn = topn if use_index and exact else None
+    files: list[FilePlan] = []
+    for split in plan_splits(pinned, prune, schema, report):
+        deletions = split.data_deletion_files or [None] * len(split.files)
+        partition = tuple(split.partition.values or ())
+        for meta, deletion_file in zip(split.files, deletions, strict=True):
+            plan = _plan_file(meta, deletion_file, partition, int(split.bucket), prune, schema, report, topn)
+            if plan is not None:
+                files.append(plan)
+    return ReadPlan(int(snapshot.id), schema, bound, exact, tuple(files), report, primary_key,
+                    time.perf_counter() - started, pinned)
+
+
+def _plan_file(meta: Any, deletion_file: Any, partition: tuple[Any, ...], bucket: int, bound: Predicate,
+               schema: ReadSchema, report: ScanReport, topn: TopN | None) -> FilePlan | None:
+    report.files_planned += 1
+    report.rows_planned += meta.row_count
+    row_count = int(meta.row_count)
+    deleted = None if deletion_file is None else _deleted_positions(deletion_file, row_count)
+    selected: np.ndarray | None = None
+    if bound is not ALWAYS_TRUE or topn is not None:
+        source = container_source(meta)
+        # TopN candidates are taken among live rows, so the vector goes in; otherwise the vector
+        # (already read above) is subtracted here, once.
+        result = _evaluate(meta, source, bound, schema, report, topn,
+                           deletion_file if topn is not None else None)
+        if not result.remain:
+            report.files_skipped_by_index += 1
+            return None
+        if isinstance(result, Rows):
+            bitmap = result.bitmap
+            report.rows_selected_by_index += len(bitmap)
+            if deleted is not None and topn is None:
+                before = len(bitmap)
+                bitmap = bitmap - BitMap(deleted.astype(np.uint32))
+                report.rows_removed_by_deletion_vectors += before - len(bitmap)
+            if not bitmap:
+                report.files_skipped_by_index += 1
+                return None
+            selected = _positions(bitmap)
+    if deleted is not None and selected is None and len(deleted) >= row_count:
+        report.files_skipped_by_index += 1  # every row deleted
+        return None
+    return FilePlan(meta.file_path, meta.file_name, partition, bucket, int(meta.schema_id), row_count,
+                    selected, deleted)
