@@ -67,6 +67,8 @@ class FilePlan:
     bucket: int
     schema_id: int
     row_count: int
+    #: bytes of the data file, as the manifest records it
+    file_size: int
     #: Rows the indexes kept, minus the deleted ones (None: every live row may match).
     selected: np.ndarray | None = None
     #: The file's deletion vector (None: no vector; never an empty array).
@@ -297,4 +299,4 @@ def _plan_file(meta: Any, deletion_file: Any, partition: tuple[Any, ...], bucket
         report.files_skipped_by_index += 1  # every row deleted
         return None
     return FilePlan(meta.file_path, meta.file_name, partition, bucket, int(meta.schema_id), row_count,
-                    selected, deleted)
+                    int(meta.file_size), selected, deleted)
