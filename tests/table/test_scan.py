@@ -104,7 +104,7 @@ def test_empty_table(tmp_path: Path) -> None:
     assert plan.snapshot_id is None and plan.files == ()
 
 
-SPARK_ONLY = parse_schema("id BIGINT, s STRING, v INT")
+SPARK_ONLY = parse_schema("id BIGINT, s STRING, v INT, st ROW<a INT>")
 
 
 @pytest.mark.parametrize(("text", "expected", "exact"), [
@@ -115,7 +115,9 @@ SPARK_ONLY = parse_schema("id BIGINT, s STRING, v INT")
     ("v BETWEEN 1 AND 3 AND length(s) > 2", "v BETWEEN 1 AND 3", False),
     ("NOT (v + 1 = 3)", "TRUE", False),
     ("s = 'a AND b' AND abs(v) = 1", "s = b'a AND b'", False),
-    ("ID = 1", "TRUE", False),  # Spark resolves it case-insensitively; we cannot tell: TRUE
+    ("ID = 1", "TRUE", False),
+    ("st IS NULL OR id = 2", "TRUE", False),  # nested columns have no index nor statistics
+    ("st IS NULL AND id = 2", "id = 2", False),  # Spark resolves it case-insensitively; we cannot tell: TRUE
     (None, "TRUE", True),
 ])
 def test_conservative_predicate(text: str | None, expected: str, exact: bool) -> None:
