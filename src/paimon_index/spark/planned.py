@@ -224,6 +224,25 @@ def _scan(spark: SparkSession, group: _Group, files: Sequence[FilePlan], current
     return out
 
 
+def _shield_floats(df: DataFrame) -> DataFrame:
+    """FLOAT/DOUBLE columns behind ``nanvl(c, c)`` (the same value, -0.0 and NaN included), so Spark
+    cannot push a filter on them into its Parquet reader.
+
+    Why: pyarrow (pypaimon's writer) leaves NaN out of a column's min/max, and Spark's Parquet
+    row-group filter then drops groups holding NaN rows that Spark's own semantics keep (``d <=>
+    CAST('NaN' AS DOUBLE)``, ``d > 1`` with NaN above every number). Spark's filter still runs on every
+    row; only its row-group skipping on these columns is given up.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import DoubleType, FloatType
+
+    floats = {f.name for f in df.schema.fields if isinstance(f.dataType, FloatType | DoubleType)}
+    if not floats:
+        return df
+    return df.select(*[F.nanvl(F.col(f"`{n}`"), F.col(f"`{n}`")).alias(n) if n in floats else F.col(f"`{n}`")
+                       for n in df.columns])
+
+
 @contextlib.contextmanager
 def _no_listing_job(spark: SparkSession, files: int) -> Iterator[None]:
     """Spark lists the paths given to ``spark.read.parquet`` when the DataFrame is made, with a Spark
@@ -295,6 +314,7 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
                 part = _scan(spark, group, [f for f in plan.files if f.schema_id == sid], current)
                 df = part if df is None else df.unionByName(part)
     assert df is not None
+    df = _shield_floats(df)
     if where is not None and where.strip():
         df = df.filter(where)
     if selected is not None:
