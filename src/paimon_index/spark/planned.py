@@ -51,7 +51,6 @@ import numpy as np
 import pyarrow as pa
 
 from paimon_index.errors import InvalidOptionError
-from paimon_index.fileindex.base import TopN
 from paimon_index.sql import parse_order_by
 from paimon_index.table.read import UnsupportedTableError
 from paimon_index.table.scan import FilePlan, ReadPlan, plan_read
@@ -298,9 +297,11 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
     paimon = opened.paimon_table
     current = _spark_schema(paimon.table_schema.fields)
     selected = _check_columns(columns, current.names, table)
-    orders = None if order_by is None else parse_order_by(order_by)
-    topn = None if orders is None or limit is None else TopN(orders, limit, strict=False)
-    plan = plan_read(paimon, where, snapshot_id=snapshot_id, use_index=use_index, topn=topn)
+    if order_by is not None:
+        parse_order_by(order_by)  # a bad ORDER BY fails before any planning
+    # No TopN hint: per-file candidates never empty a file that holds a matching row (each file has
+    # its own top k), so they would cost a Python read of the predicate's columns and prune nothing.
+    plan = plan_read(paimon, where, snapshot_id=snapshot_id, use_index=use_index)
     groups = {sid: _Group(paimon, plan, sid) for sid in sorted({f.schema_id for f in plan.files})}
     fallback = next((p for p in (g.problem() for g in groups.values()) if p is not None), None)
     if fallback is not None:
