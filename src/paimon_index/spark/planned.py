@@ -15,12 +15,12 @@ What runs where:
 2. **Spark, JVM**: ``spark.read.parquet`` over the surviving files with an explicit schema (no
    footer read to infer it), Spark's column pruning and Parquet filter pushdown, and the user's
    ``where`` applied by Spark itself -- so every row returned is what Spark's filter says, by
-   construction. Files with a deletion vector are read with ``_metadata.file_name`` and
-   ``_metadata.file_size`` and ``_metadata.row_index`` (one BIGINT key) and broadcast-anti-joined
-   with their deleted positions; files without
-   one are read with no join at all. Row selections of the indexes are *not* joined in: Spark's
-   filter is exact anyway, and a semi join cannot make the Parquet reader skip work (measured in
-   ``docs/read-path.md``); they only decide which files are read.
+   construction. Files with a deletion vector are read with ``_metadata.file_size`` and
+   ``_metadata.row_index`` (one BIGINT key) and broadcast-anti-joined with their deleted positions;
+   files without one are read with no join at all. Row selections of the indexes are *not* joined
+   in: Spark's filter is exact anyway, and a semi join cannot make the Parquet reader skip a page
+   (``docs/read-path.md``); they only decide which files are read. FLOAT/DOUBLE columns are kept out
+   of Spark's Parquet filter pushdown (:func:`_shield_floats`).
 
 Schema evolution: files are grouped by the schema id they were written with; each group is read
 with its own columns and projected to the current schema (renamed by field id, missing columns a
