@@ -144,6 +144,8 @@ def compare_query(spark: Any, made: Materialized, query: Query) -> tuple[list[st
             continue
         if source == "planned-where" and query.shape not in WHERE_SHAPES:
             continue
+        if source == "planned" and query.shape in WHERE_SHAPES:
+            continue  # "planned-where" reads these through the same view, pruned as well
         got = run_query(spark, made, query, source)
         for k, (ref, result) in enumerate(zip(want, got, strict=True)):
             if isinstance(ref, str):

@@ -239,3 +239,26 @@ def test_indexes_ruling_out_every_file_on_the_driver(spark: Any, tmp_path: Any) 
         write_arrow(catalog.get_table(TABLE), rows.slice(start, ROWS_PER_FILE))
     for where, count in [("c = 99", 0), ("c = 6", 5)]:
         assert _load(spark, str(tmp_path), PUSHED["pushdown"]).filter(where).count() == count, where
+
+
+def test_planned_read_filters_and_shapes(spark: Any, tables: tuple[str, str],
+                                         expected: dict[str, list[str]]) -> None:
+    """The planned read (``jobs.read``) with each WHERE given to it (the indexes prune for it, Spark
+    filters), and as a view under the relation-reuse shapes."""
+    from paimon_index.spark import jobs
+
+    warehouse, parquet = tables
+    wrong = []
+    for where in WHERE:
+        got = _canon(jobs.read(spark, TABLE, where, warehouse=warehouse).collect())
+        if got != expected[where]:
+            wrong.append(f"{where}: {len(got)} rows, Spark over Parquet: {len(expected[where])}")
+    assert not wrong, "\n".join(wrong)
+    planned = jobs.read(spark, TABLE, warehouse=warehouse)
+    assert planned.schema.simpleString() == spark.read.parquet(parquet).schema.simpleString()
+    planned.createOrReplaceTempView("pi")
+    spark.read.parquet(parquet).createOrReplaceTempView("pq")
+    for shape in ("self-join", "exists", "view reused with another filter", "union of two filtered scans"):
+        for sql in SHAPES[shape]:
+            assert _canon(spark.sql(sql.format(t="pi")).collect()) == \
+                _canon(spark.sql(sql.format(t="pq")).collect()), sql

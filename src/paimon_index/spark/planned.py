@@ -15,11 +15,12 @@ What runs where:
 2. **Spark, JVM**: ``spark.read.parquet`` over the surviving files with an explicit schema (no
    footer read to infer it), Spark's column pruning and Parquet filter pushdown, and the user's
    ``where`` applied by Spark itself -- so every row returned is what Spark's filter says, by
-   construction. Files with a deletion vector are read with ``_metadata.file_name`` and
-   ``_metadata.row_index`` and broadcast-anti-joined with their deleted positions; files without
-   one are read with no join at all. Row selections of the indexes are *not* joined in: Spark's
-   filter is exact anyway, and a semi join cannot make the Parquet reader skip work (measured in
-   ``docs/read-path.md``); they only decide which files are read.
+   construction. Files with a deletion vector are read with ``_metadata.file_size`` and
+   ``_metadata.row_index`` (one BIGINT key) and broadcast-anti-joined with their deleted positions;
+   files without one are read with no join at all. Row selections of the indexes are *not* joined
+   in: Spark's filter is exact anyway, and a semi join cannot make the Parquet reader skip a page
+   (``docs/read-path.md``); they only decide which files are read. FLOAT/DOUBLE columns are kept out
+   of Spark's Parquet filter pushdown (:func:`_shield_floats`).
 
 Schema evolution: files are grouped by the schema id they were written with; each group is read
 with its own columns and projected to the current schema (renamed by field id, missing columns a
@@ -41,7 +42,8 @@ systems the session is configured for).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -49,8 +51,8 @@ import numpy as np
 import pyarrow as pa
 
 from paimon_index.errors import InvalidOptionError
-from paimon_index.fileindex.base import TopN
 from paimon_index.sql import parse_order_by
+from paimon_index.table.read import UnsupportedTableError
 from paimon_index.table.scan import FilePlan, ReadPlan, plan_read
 
 if TYPE_CHECKING:
@@ -58,9 +60,13 @@ if TYPE_CHECKING:
 
 __all__ = ["PlannedRead", "read", "read_planned"]
 
-#: Internal join columns (no Paimon table has such names).
-_FILE = "__paimon_index_file__"
+#: The internal join column (no Paimon table has such a name).
 _ROW = "__paimon_index_row__"
+#: Row positions take the low 32 bits of the join key; file sizes the rest (up to 2^31 bytes).
+_POSITION_SPAN = 1 << 32
+_MAX_KEYED = 1 << 31
+#: Spark lists more paths than this with a distributed job (see :func:`_no_listing_job`).
+_LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 #: Arrow -> Arrow casts Spark performs exactly as the Python reader (Arrow / Java widening) does.
 _WIDENING = {
     (pa.int8(), pa.int16()), (pa.int8(), pa.int32()), (pa.int8(), pa.int64()),
@@ -150,35 +156,47 @@ class _Group:
                 columns.append(F.col(f"`{source.file_name}`").cast(types[source.name]).alias(source.name))
             else:
                 columns.append(F.col(f"`{source.file_name}`").alias(source.name))
-        return df.select(*columns, *[c for c in (_FILE, _ROW) if c in df.columns])
+        return df.select(*columns)
 
 
-def _name_batches(files: Sequence[FilePlan]) -> list[list[FilePlan]]:
-    """The files in batches of unique file names (the anti join keys on the name, not the URI)."""
+def _key_batches(files: Sequence[FilePlan]) -> list[list[FilePlan]]:
+    """The files in batches where each file's size is unique (the anti join's key is the file's size
+    and the row's position, see :func:`_row_key`)."""
     batches: list[list[FilePlan]] = []
-    names: list[set[str]] = []
+    sizes: list[set[int]] = []
     for f in files:
-        for batch, seen in zip(batches, names, strict=True):
-            if f.name not in seen:
+        for batch, seen in zip(batches, sizes, strict=True):
+            if f.file_size not in seen:
                 batch.append(f)
-                seen.add(f.name)
+                seen.add(f.file_size)
                 break
         else:
             batches.append([f])
-            names.append({f.name})
+            sizes.append({f.file_size})
     return batches
 
 
-def _deleted_frame(spark: SparkSession, files: Sequence[FilePlan]) -> DataFrame:
-    """(file name, deleted row) of every file's vector, as one small DataFrame to broadcast."""
-    from pyspark.sql.types import LongType, StringType, StructField, StructType
+def _row_key() -> Any:
+    """One BIGINT per row of a scan: ``file_size * 2^32 + row_index``.
 
-    vectors = [(f.name, f.deleted) for f in files if f.deleted is not None]
-    names = np.concatenate([np.full(len(deleted), name, dtype=object) for name, deleted in vectors])
-    rows = np.concatenate([deleted for _, deleted in vectors])
-    arrow = pa.table({_FILE: pa.array(names, pa.string()), _ROW: pa.array(rows, pa.int64())})
-    schema = StructType([StructField(_FILE, StringType(), False), StructField(_ROW, LongType(), False)])
-    return spark.createDataFrame(arrow, schema)
+    A single long key makes the broadcast anti join a probe of a long hash map (a (path, position)
+    key hashes a string per row, measured ~2x slower on a full count); Spark's ``_metadata.file_path``
+    is also a URI (``file:/a%20b/...``), which a plain size needs no care for. Unique within a batch
+    of files of distinct sizes (:func:`_key_batches`); sizes and positions fit (:data:`_MAX_KEYED`).
+    """
+    from pyspark.sql import functions as F
+
+    return (F.col("_metadata.file_size") * F.lit(_POSITION_SPAN) + F.col("_metadata.row_index")).alias(_ROW)
+
+
+def _deleted_frame(spark: SparkSession, files: Sequence[FilePlan]) -> DataFrame:
+    """The :func:`_row_key` of every deleted row of ``files``, as one small DataFrame to broadcast."""
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    keys = np.concatenate([np.int64(f.file_size) * _POSITION_SPAN + f.deleted
+                           for f in files if f.deleted is not None])
+    schema = StructType([StructField(_ROW, LongType(), False)])
+    return spark.createDataFrame(pa.table({_ROW: pa.array(keys, pa.int64())}), schema)
 
 
 def _scan(spark: SparkSession, group: _Group, files: Sequence[FilePlan], current: Any) -> DataFrame:
@@ -188,19 +206,57 @@ def _scan(spark: SparkSession, group: _Group, files: Sequence[FilePlan], current
     file_schema = _spark_schema(group.fields)
     plain = [f.path for f in files if f.deleted is None]
     with_dv = [f for f in files if f.deleted is not None]
+    if any(f.file_size >= _MAX_KEYED or f.row_count > _POSITION_SPAN for f in with_dv):
+        raise UnsupportedTableError("a data file with a deletion vector is over 2 GiB or 2^32 rows: "
+                                    "read it with Table.read or the paimon_index source")
     parts = []
     if plain:
         parts.append(group.project(spark.read.schema(file_schema).parquet(*plain), current))
-    for batch in _name_batches(with_dv):
+    for batch in _key_batches(with_dv):
         scanned = spark.read.schema(file_schema).parquet(*[f.path for f in batch])
-        keyed = scanned.select("*", F.col("_metadata.file_name").alias(_FILE),
-                               F.col("_metadata.row_index").alias(_ROW))
-        live = keyed.join(F.broadcast(_deleted_frame(spark, batch)), [_FILE, _ROW], "left_anti")
-        parts.append(group.project(live.drop(_FILE, _ROW), current))
+        keyed = scanned.select("*", _row_key())
+        live = keyed.join(F.broadcast(_deleted_frame(spark, batch)), [_ROW], "left_anti")
+        parts.append(group.project(live.drop(_ROW), current))
     out = parts[0]
     for part in parts[1:]:
         out = out.unionByName(part)
     return out
+
+
+def _shield_floats(df: DataFrame) -> DataFrame:
+    """FLOAT/DOUBLE columns behind ``nanvl(c, c)`` (the same value, -0.0 and NaN included), so Spark
+    cannot push a filter on them into its Parquet reader.
+
+    Why: pyarrow (pypaimon's writer) leaves NaN out of a column's min/max, and Spark's Parquet
+    row-group filter then drops groups holding NaN rows that Spark's own semantics keep (``d <=>
+    CAST('NaN' AS DOUBLE)``, ``d > 1`` with NaN above every number). Spark's filter still runs on every
+    row; only its row-group skipping on these columns is given up.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import DoubleType, FloatType
+
+    floats = {f.name for f in df.schema.fields if isinstance(f.dataType, FloatType | DoubleType)}
+    if not floats:
+        return df
+    return df.select(*[F.nanvl(F.col(f"`{n}`"), F.col(f"`{n}`")).alias(n) if n in floats else F.col(f"`{n}`")
+                       for n in df.columns])
+
+
+@contextlib.contextmanager
+def _no_listing_job(spark: SparkSession, files: int) -> Iterator[None]:
+    """Spark lists the paths given to ``spark.read.parquet`` when the DataFrame is made, with a Spark
+    job once there are more than 32 of them; the plan already knows every file, so the listing stays
+    on the driver (one status call per file) while this read's DataFrames are made."""
+    conf = spark.conf
+    previous = conf.get(_LISTING_THRESHOLD, None)
+    conf.set(_LISTING_THRESHOLD, str(max(files + 1, 32)))
+    try:
+        yield
+    finally:
+        if previous is None:
+            conf.unset(_LISTING_THRESHOLD)
+        else:
+            conf.set(_LISTING_THRESHOLD, previous)
 
 
 def _order_columns(order_by: str) -> list[Any]:
@@ -241,21 +297,25 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
     paimon = opened.paimon_table
     current = _spark_schema(paimon.table_schema.fields)
     selected = _check_columns(columns, current.names, table)
-    orders = None if order_by is None else parse_order_by(order_by)
-    topn = None if orders is None or limit is None else TopN(orders, limit, strict=False)
-    plan = plan_read(paimon, where, snapshot_id=snapshot_id, use_index=use_index, topn=topn)
+    if order_by is not None:
+        parse_order_by(order_by)  # a bad ORDER BY fails before any planning
+    # No TopN hint: per-file candidates never empty a file that holds a matching row (each file has
+    # its own top k), so they would cost a Python read of the predicate's columns and prune nothing.
+    plan = plan_read(paimon, where, snapshot_id=snapshot_id, use_index=use_index)
     groups = {sid: _Group(paimon, plan, sid) for sid in sorted({f.schema_id for f in plan.files})}
     fallback = next((p for p in (g.problem() for g in groups.values()) if p is not None), None)
     if fallback is not None:
-        df = _python_source(spark, table, plan, warehouse, catalog_options)
+        df = _python_source(spark, table, snapshot_id, warehouse, catalog_options)
     elif not plan.files:
         df = spark.createDataFrame([], current)
     else:
         df = None
-        for sid, group in groups.items():
-            part = _scan(spark, group, [f for f in plan.files if f.schema_id == sid], current)
-            df = part if df is None else df.unionByName(part)
+        with _no_listing_job(spark, len(plan.files)):
+            for sid, group in groups.items():
+                part = _scan(spark, group, [f for f in plan.files if f.schema_id == sid], current)
+                df = part if df is None else df.unionByName(part)
     assert df is not None
+    df = _shield_floats(df)
     if where is not None and where.strip():
         df = df.filter(where)
     if selected is not None:
@@ -267,15 +327,17 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
     return PlannedRead(df, plan, fallback)
 
 
-def _python_source(spark: SparkSession, table: str, plan: ReadPlan, warehouse: str,
+def _python_source(spark: SparkSession, table: str, snapshot_id: int | None, warehouse: str,
                    catalog_options: Mapping[str, str] | None) -> DataFrame:
+    """The ``paimon_index`` source over the same table (a snapshot only when one was asked for: the
+    source reads a pinned snapshot under that snapshot's schema, not the current one)."""
     from paimon_index.spark.datasource import SOURCE_NAME
     from paimon_index.spark.options import SNAPSHOT_ID, WAREHOUSE
 
     reader = spark.read.format(SOURCE_NAME).options(**dict(catalog_options or {}))
     reader = reader.option(WAREHOUSE, warehouse)
-    if plan.snapshot_id is not None:
-        reader = reader.option(SNAPSHOT_ID, str(plan.snapshot_id))
+    if snapshot_id is not None:
+        reader = reader.option(SNAPSHOT_ID, str(snapshot_id))
     return reader.load(table)
 
 

@@ -46,7 +46,7 @@ from paimon_index.errors import CorruptFileError, PaimonIndexError
 from paimon_index.fileindex.base import TopN
 from paimon_index.fileindex.options import FileIndexOptions
 from paimon_index.fileindex.result import Rows
-from paimon_index.predicate import ALWAYS_TRUE, Predicate, and_, or_
+from paimon_index.predicate import ALWAYS_TRUE, And, Leaf, Or, Predicate, and_, or_
 from paimon_index.sql import bind_predicate
 from paimon_index.table.paimon import latest_snapshot, pinned_table, snapshot_by_id
 from paimon_index.table.read import ScanReport, UnsupportedTableError, _evaluate, container_source
@@ -67,6 +67,8 @@ class FilePlan:
     bucket: int
     schema_id: int
     row_count: int
+    #: bytes of the data file, as the manifest records it
+    file_size: int
     #: Rows the indexes kept, minus the deleted ones (None: every live row may match).
     selected: np.ndarray | None = None
     #: The file's deletion vector (None: no vector; never an empty array).
@@ -177,9 +179,12 @@ def conservative_predicate(text: str | None, schema: Mapping[str, Any]) -> tuple
     if text is None or not text.strip():
         return ALWAYS_TRUE, True
     try:
-        return bind_predicate(text, schema), True
+        bound = bind_predicate(text, schema)
     except PaimonIndexError:
         pass
+    else:
+        scalar = _scalar_only(bound, schema)
+        return scalar, scalar == bound
     disjuncts = _top_level_split(text, "OR")
     if len(disjuncts) > 1 and all(disjuncts):
         parts = [conservative_predicate(d, schema) for d in disjuncts]
@@ -192,6 +197,18 @@ def conservative_predicate(text: str | None, schema: Mapping[str, Any]) -> tuple
     if inner is not None:
         return conservative_predicate(inner, schema)
     return ALWAYS_TRUE, False
+
+
+def _scalar_only(p: Predicate, schema: Mapping[str, Any]) -> Predicate:
+    """``p`` with every leaf on a nested column (ROW, ARRAY, MAP: no index, no statistics) TRUE."""
+    if isinstance(p, Leaf):
+        dtype = schema.get(p.column)
+        return ALWAYS_TRUE if dtype is None or dtype.is_nested else p
+    if isinstance(p, And):
+        return and_(*(_scalar_only(c, schema) for c in p.children))
+    if isinstance(p, Or):
+        return or_(*(_scalar_only(c, schema) for c in p.children))
+    return p
 
 
 # -- planning ------------------------------------------------------------------------------------------
@@ -297,4 +314,4 @@ def _plan_file(meta: Any, deletion_file: Any, partition: tuple[Any, ...], bucket
         report.files_skipped_by_index += 1  # every row deleted
         return None
     return FilePlan(meta.file_path, meta.file_name, partition, bucket, int(meta.schema_id), row_count,
-                    selected, deleted)
+                    int(meta.file_size), selected, deleted)

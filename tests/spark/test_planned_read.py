@@ -1,0 +1,181 @@
+"""The planned read (``jobs.read``): Python plans with the indexes, Spark's Parquet reader reads.
+
+References, each able to fail on its own: pypaimon's own read and Java Paimon's (the oracle) of a
+table with deletion vectors, the Python reader (``Table.read`` / ``read_arrow``) after schema
+changes and for a primary-key table, and Spark's own answer over the same files. The random query
+shapes run through the planned read in ``test_differential.py``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from pypaimon import CatalogFactory
+from pypaimon.schema.data_types import AtomicType
+from pypaimon.schema.schema_change import SchemaChange
+
+from javaoracle import java_oracle
+from paimon_index.errors import InvalidOptionError
+from paimon_index.spark import jobs
+from paimon_index.table.catalog import create_table
+from paimon_index.table.paimon import arrow_schema
+from paimon_index.table.read import read_arrow
+from paimon_index.table.row_level import delete_arrow
+from paimon_index.table.write import write_arrow
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.int32()), ("s", pa.string()), ("v", pa.int32()),
+                    ("d", pa.float64()), ("ts", pa.timestamp("us"))])
+OPTIONS = {"bucket": "-1", "deletion-vectors.enabled": "true", "file-index.bloom-filter.columns": "id",
+           "file-index.bitmap.columns": "s", "file-index.in-manifest-threshold": "1b"}
+BATCHES, ROWS = 3, 60
+
+
+def _batch(k: int) -> pa.Table:
+    ids = np.arange(k * ROWS, (k + 1) * ROWS)
+    return pa.table({"id": ids, "p": (ids % 2).astype(np.int32), "s": [f"s{k}-{i % 4}" for i in ids],
+                     "v": (ids % 5).astype(np.int32),
+                     "d": [[0.0, -0.0, float("nan"), None, 1.5][i % 5] for i in ids],
+                     "ts": pa.array(ids * 1_000_000, pa.timestamp("us"))}, schema=SCHEMA)
+
+
+@pytest.fixture(scope="module")
+def warehouse(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A partitioned table with deletion vectors, under a path Spark must URI-encode."""
+    root = tmp_path_factory.mktemp("planned") / "a dir%20x"
+    t = create_table(str(root), "db.t", SCHEMA, partition_keys=["p"], options=OPTIONS)
+    for k in range(BATCHES):
+        write_arrow(t, _batch(k))
+    delete_arrow(t, "v = 3 OR id IN (5, 100)")
+    write_arrow(t, _batch(BATCHES))  # files without a vector next to files with one
+    return str(root)
+
+
+def _ids(df: Any) -> list[int]:
+    return sorted(r["id"] for r in df.select("id").collect())
+
+
+def _table(warehouse: str) -> Any:
+    return CatalogFactory.create({"warehouse": warehouse}).get_table("db.t")
+
+
+def test_rows_equal_pypaimon_and_java(spark: Any, warehouse: str) -> None:
+    t = _table(warehouse)
+    builder = t.new_read_builder()
+    own = builder.new_read().to_arrow(builder.new_scan().plan().splits())
+    got = jobs.read(spark, "db.t", warehouse=warehouse)
+    assert got.columns == SCHEMA.names
+    assert _ids(got) == sorted(own["id"].to_pylist())
+    java = java_oracle().batch([{"cmd": "read", "warehouse": warehouse, "table": "db.t", "rows": "true"},
+                                {"cmd": "read", "warehouse": warehouse, "table": "db.t", "rows": "true",
+                                 "where": "s = 's1-1' OR id = 7"}])
+    assert _ids(got) == sorted(r[0] for r in java[0]["row_values"])
+    assert _ids(jobs.read(spark, "db.t", "s = 's1-1' OR id = 7", warehouse=warehouse)) == \
+        sorted(r[0] for r in java[1]["row_values"])
+
+
+def test_spark_semantics_and_pruning(spark: Any, warehouse: str) -> None:
+    """Spark's filter decides every row (NaN, -0.0, NULL, text we do not parse); the indexes only
+    choose files, for the whole WHERE including ORs."""
+    t = _table(warehouse)
+    paths = [f.file_path for s in t.new_read_builder().new_scan().plan().splits() for f in s.files]
+    everything = jobs.read(spark, "db.t", warehouse=warehouse)
+    for where in ["d = 0.0 OR d > 1", "d = 'NaN'", "id = 7 OR s = 's2-2'", "s = 's0-1' AND abs(v) = 1"]:
+        planned = jobs.read_planned(spark, "db.t", where, warehouse=warehouse)
+        assert _ids(planned.dataframe) == _ids(everything.filter(where)), where
+        if where == "id = 7 OR s = 's2-2'":
+            # id 7 lives in one file of batch 0, s2-* only in batch 2's files
+            assert len(planned.plan.files) == 2 and planned.plan.exact
+    # the reference without any plan: Spark over the same files, minus what the vectors delete
+    raw = spark.read.parquet(*paths)
+    assert raw.filter("id = 7").count() == 1
+    assert jobs.read(spark, "db.t", "id = 100", warehouse=warehouse).count() == 0  # deleted
+
+
+def test_plan_shape(spark: Any, warehouse: str) -> None:
+    """Files without a vector are read with no join; only the asked columns are read."""
+    newest = jobs.read_planned(spark, "db.t", f"id >= {BATCHES * ROWS}", ["id", "s"], warehouse=warehouse)
+    text = newest.dataframe._jdf.queryExecution().executedPlan().toString()
+    assert "Join" not in text and all(f.deleted is None for f in newest.plan.files)
+    assert "ReadSchema: struct<id:bigint,s:string>" in text
+    old = jobs.read_planned(spark, "db.t", "id < 10", ["id"], warehouse=warehouse)
+    text = old.dataframe._jdf.queryExecution().executedPlan().toString()
+    assert "LeftAnti" in text
+    assert _ids(old.dataframe) == [i for i in range(10) if i % 5 != 3 and i != 5]
+
+
+def test_empty_topn_and_errors(spark: Any, warehouse: str) -> None:
+    none = jobs.read_planned(spark, "db.t", "id = -1", warehouse=warehouse)
+    assert none.plan.files == () and none.dataframe.count() == 0
+    assert none.dataframe.columns == SCHEMA.names
+    top = jobs.read(spark, "db.t", "s <> 's0-0'", ["id", "v"], warehouse=warehouse, order_by="v DESC, id",
+                    limit=4)
+    full = jobs.read(spark, "db.t", warehouse=warehouse).filter("s <> 's0-0'").orderBy(
+        spark_col("v").desc(), "id").limit(4)
+    assert [tuple(r) for r in top.collect()] == [(r["id"], r["v"]) for r in full.collect()]
+    with pytest.raises(InvalidOptionError, match="nope"):
+        jobs.read(spark, "db.t", columns=["id", "nope"], warehouse=warehouse)
+    with pytest.raises(InvalidOptionError, match="order_by"):
+        jobs.read(spark, "db.t", limit=3, warehouse=warehouse)
+
+
+def spark_col(name: str) -> Any:
+    from pyspark.sql import functions as F
+
+    return F.col(name)
+
+
+def test_schema_evolution(spark: Any, tmp_path: Path) -> None:
+    """Renamed, added and widened columns equal the Python reader's; a narrowing cast falls back to
+    the Python source (Paimon's Java casts), still exact."""
+    w = str(tmp_path)
+    schema = pa.schema([("id", pa.int64()), ("k", pa.int32()), ("f", pa.float32()), ("n", pa.int64())])
+    t = create_table(w, "db.e", schema, options={"bucket": "-1"})
+    write_arrow(t, pa.table({"id": [1, 2, 3], "k": pa.array([1, 2, None], pa.int32()),
+                             "f": pa.array([1.5, None, -0.0], pa.float32()), "n": [5, 2**40, -1]},
+                            schema=schema))
+    catalog = CatalogFactory.create({"warehouse": w})
+    catalog.alter_table("db.e", [SchemaChange.rename_column("k", "kk"),
+                                 SchemaChange.update_column_type("kk", AtomicType("BIGINT")),
+                                 SchemaChange.update_column_type("f", AtomicType("DOUBLE")),
+                                 SchemaChange.add_column("note", AtomicType("STRING"))])
+    t = catalog.get_table("db.e")
+    write_arrow(t, pa.table({"id": [4], "kk": [2**40], "f": [2.0], "n": [7], "note": ["x"]},
+                            schema=arrow_schema(t.table_schema.fields)))
+
+    def check(where: str | None) -> Any:
+        planned = jobs.read_planned(spark, "db.e", where, warehouse=w)
+        want = read_arrow(catalog.get_table("db.e"), where or "TRUE")[0].sort_by("id").to_pylist()
+        got = sorted((r.asDict() for r in planned.dataframe.collect()), key=lambda r: r["id"])
+        assert got == want, where
+        return planned
+
+    assert check(None).fallback is None
+    assert check("kk = 2").fallback is None
+    check("note IS NULL OR kk > 1")
+    catalog.alter_table("db.e", [SchemaChange.update_column_type("n", AtomicType("INT"))])
+    narrowed = check("id > 0")
+    assert narrowed.fallback is not None and "'n'" in narrowed.fallback
+
+
+def test_primary_key_table(spark: Any, tmp_path: Path) -> None:
+    import paimon_index
+
+    w = str(tmp_path)
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+    t = paimon_index.create_table(w, "db.pk", schema, primary_keys=["id"],
+                                  options={"bucket": "2", "deletion-vectors.enabled": "true",
+                                           "file-index.bloom-filter.columns": "v"})
+    t.upsert(pa.table({"id": pa.array(range(20), pa.int64()), "v": [f"a{i}" for i in range(20)]}))
+    t.upsert(pa.table({"id": pa.array([3, 4, 25], pa.int64()), "v": ["b3", "b4", "b25"],
+                       "_ROW_KIND": ["+U", "-D", "+I"]}))
+    want = t.read("TRUE").sort_by("id").to_pylist()
+    rows = jobs.read(spark, "db.pk", warehouse=w).collect()
+    got = sorted((r.asDict() for r in rows), key=lambda r: r["id"])
+    assert got == want and [r["id"] for r in got if r["id"] in (3, 4)] == [3]
+    assert jobs.read(spark, "db.pk", "v = 'a3' OR v = 'b3'", warehouse=w).collect()[0]["v"] == "b3"
