@@ -41,15 +41,21 @@ from typing import Any
 import numpy as np
 from pyroaring import BitMap
 
-from paimon_index.deletionvectors.index_file import read_vector
 from paimon_index.errors import CorruptFileError, PaimonIndexError
 from paimon_index.fileindex.base import TopN
 from paimon_index.fileindex.options import FileIndexOptions
 from paimon_index.fileindex.result import Rows
 from paimon_index.predicate import ALWAYS_TRUE, And, Leaf, Or, Predicate, and_, or_
 from paimon_index.sql import bind_predicate
+from paimon_index.table.fileio import TableIO
 from paimon_index.table.paimon import latest_snapshot, pinned_table, snapshot_by_id
-from paimon_index.table.read import ScanReport, UnsupportedTableError, _evaluate, container_source
+from paimon_index.table.read import (
+    ScanReport,
+    SplitVectors,
+    UnsupportedTableError,
+    _evaluate,
+    container_source,
+)
 from paimon_index.table.schemas import ReadSchema, read_schema
 from paimon_index.table.stats import plan_splits
 from paimon_index.table.write import table_options
@@ -216,9 +222,9 @@ def _positions(bitmap: BitMap) -> np.ndarray:
     return np.frombuffer(bitmap.to_array(), dtype=np.uint32).astype(np.int64)
 
 
-def _deleted_positions(deletion_file: Any, row_count: int) -> np.ndarray | None:
+def _deleted_positions(vectors: SplitVectors, deletion_file: Any, row_count: int) -> np.ndarray | None:
     """The file's deletion vector as sorted positions (None when it deletes nothing)."""
-    vector = read_vector(deletion_file.dv_index_path, deletion_file.offset, deletion_file.length)
+    vector = vectors.read(deletion_file)
     positions = np.asarray(vector.positions(), dtype=np.int64)
     if len(positions) and int(positions[-1]) >= row_count:
         raise CorruptFileError(f"deletion vector holds row {int(positions[-1])} of a {row_count}-row file",
@@ -272,30 +278,38 @@ def plan_read(table: Any, where: str | Predicate | None = None, *, snapshot_id: 
     prune = bound if use_index else ALWAYS_TRUE
     topn = topn if use_index and exact else None
     files: list[FilePlan] = []
+    io = TableIO.of(pinned)
     for split in plan_splits(pinned, prune, schema, report):
         deletions = split.data_deletion_files or [None] * len(split.files)
         partition = tuple(split.partition.values or ())
-        for meta, deletion_file in zip(split.files, deletions, strict=True):
-            plan = _plan_file(meta, deletion_file, partition, int(split.bucket), prune, schema, report, topn)
-            if plan is not None:
-                files.append(plan)
+        # Each DV index file of the split is read once, every vector the split needs in one request.
+        vectors = SplitVectors(io, deletions, report)
+        try:
+            for meta, deletion_file in zip(split.files, deletions, strict=True):
+                plan = _plan_file(io, vectors, meta, deletion_file, partition, int(split.bucket), prune,
+                                  schema, report, topn)
+                if plan is not None:
+                    files.append(plan)
+        finally:
+            vectors.close()
     return ReadPlan(int(snapshot.id), schema, bound, exact, tuple(files), report, primary_key,
                     time.perf_counter() - started, pinned)
 
 
-def _plan_file(meta: Any, deletion_file: Any, partition: tuple[Any, ...], bucket: int, bound: Predicate,
-               schema: ReadSchema, report: ScanReport, topn: TopN | None) -> FilePlan | None:
+def _plan_file(io: TableIO, vectors: SplitVectors, meta: Any, deletion_file: Any, partition: tuple[Any, ...],
+               bucket: int, bound: Predicate, schema: ReadSchema, report: ScanReport,
+               topn: TopN | None) -> FilePlan | None:
     report.files_planned += 1
     report.rows_planned += meta.row_count
     row_count = int(meta.row_count)
-    deleted = None if deletion_file is None else _deleted_positions(deletion_file, row_count)
+    deleted = None if deletion_file is None else _deleted_positions(vectors, deletion_file, row_count)
     selected: np.ndarray | None = None
     if bound is not ALWAYS_TRUE or topn is not None:
         source = container_source(meta)
         # TopN candidates are taken among live rows, so the vector goes in; otherwise the vector
         # (already read above) is subtracted here, once.
-        result = _evaluate(meta, source, bound, schema, report, topn,
-                           deletion_file if topn is not None else None)
+        result = _evaluate(io, meta, source, bound, schema, report, topn,
+                           deletion_file if topn is not None else None, vectors)
         if not result.remain:
             report.files_skipped_by_index += 1
             return None
