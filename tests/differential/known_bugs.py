@@ -58,3 +58,18 @@ def report_differences(description: str, failures: list[str], claimed: list[str]
 def claimed_by(case: Case) -> KnownBug | None:
     """The known bug that explains this difference, if any."""
     return next((bug for bug in KNOWN_BUGS if bug.applies(case)), None)
+
+
+def crash_detail(error: BaseException) -> str:
+    """A crash as a one-line difference (a crash is a difference too)."""
+    return f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+
+
+def file_difference(case: Case, message: str, failures: list[str], claimed: list[str]) -> None:
+    """Add one difference to ``failures``, or to ``claimed`` with the key of the known bug that
+    explains it."""
+    bug = claimed_by(case)
+    if bug is None:
+        failures.append(message)
+    else:
+        claimed.append(f"{bug.key}: {message}")

@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 import paimon_index
 from differential.expr import PYTHON, evaluate
 from differential.generate import COLUMNS, Materialized, generate_table, materialize, tables
-from differential.known_bugs import Case, claimed_by, report_differences
+from differential.known_bugs import Case, crash_detail, file_difference, report_differences
 from differential.queries import generate_where
 from paimon_index.errors import InvalidOptionError, InvalidPredicateError
 from paimon_index.table.aggregate import count_rows, min_max
@@ -247,13 +247,11 @@ def check_aggregates(made: Materialized, rng: random.Random, count: int) -> tupl
             got = (count_rows(table, text)[0], (lo, hi))
             detail = None if got[0] == want[0] and same(lo, want[1][0]) and same(hi, want[1][1]) \
                 else f"count/min/max of {column}: got {got}, want {want}"
-        except Exception as e:  # a crash is a difference too
-            detail = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-        if detail is None:
-            continue
-        bug = claimed_by(Case(made.spec, "python", (where,), detail=detail))
-        message = f"WHERE {text}\n    {detail}"
-        (failures if bug is None else claimed).append(message if bug is None else f"{bug.key}: {message}")
+        except Exception as e:
+            detail = crash_detail(e)
+        if detail is not None:
+            file_difference(Case(made.spec, "python", (where,), detail=detail), f"WHERE {text}\n    {detail}",
+                            failures, claimed)
     return failures, claimed
 
 

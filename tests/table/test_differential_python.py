@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from differential.compare import diff_rows
 from differential.expr import PYTHON, evaluate
 from differential.generate import Materialized, generate_table, materialize, tables
-from differential.known_bugs import Case, claimed_by, report_differences
+from differential.known_bugs import Case, crash_detail, file_difference, report_differences
 from differential.queries import generate_where
 from paimon_index.table.catalog import create_table
 from paimon_index.table.read import read_arrow
@@ -56,16 +56,11 @@ def check_python_api(made: Materialized, rng: random.Random, count: int) -> tupl
                 got_table, _ = read_arrow(table, text, use_index=use_index)
                 got = _row_tuples(got_table.to_pylist(), names) if got_table.num_rows else []
                 detail = diff_rows(want, got)
-            except Exception as e:  # a crash is a difference too
-                detail = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-            if detail is None:
-                continue
-            bug = claimed_by(Case(made.spec, source, (where,), detail=detail))
-            message = f"[{source}] WHERE {text}\n    {detail}"
-            if bug is None:
-                failures.append(message)
-            else:
-                claimed.append(f"{bug.key}: {message}")
+            except Exception as e:
+                detail = crash_detail(e)
+            if detail is not None:
+                file_difference(Case(made.spec, source, (where,), detail=detail),
+                                f"[{source}] WHERE {text}\n    {detail}", failures, claimed)
     return failures, claimed
 
 
