@@ -47,7 +47,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Iterable, Mapping
-from typing import Literal
+from typing import Any, Literal
 
 from paimon_index.errors import CorruptFileError, PaimonIndexError
 from paimon_index.fileindex.base import IndexReader, TopN
@@ -143,24 +143,29 @@ class FileIndexEvaluator:
         on_corrupt: ``"raise"`` (default) or ``"remain"`` (see module docstring).
         exact_answers: also make the answers exact that need one more bitmap (the bitmap index's
             ``<>``/``NOT IN`` without NULL rows); off by default, where answers equal Paimon's.
+        readers: index readers already built on this container, by (column, index type, column
+            type), to reuse and extend (a cache shares them across queries: readers keep what
+            they parsed, e.g. a range bitmap's dictionary and bit slices).
     """
 
     def __init__(self, container: ContainerReader, schema: Mapping[str, DataType], *,
-                 on_corrupt: Literal["raise", "remain"] = "raise", exact_answers: bool = False) -> None:
+                 on_corrupt: Literal["raise", "remain"] = "raise", exact_answers: bool = False,
+                 readers: dict[Any, IndexReader | None] | None = None) -> None:
         self.container = container
         self.schema = schema
         self.on_corrupt = on_corrupt
         self.exact_answers = exact_answers
         self._rewriting = 0  # > 0 while evaluating a leaf rewritten by java_float_leaf
         self.corrupt_indexes = 0
-        self._readers: dict[tuple[str, str], IndexReader | None] = {}
+        self._readers: dict[Any, IndexReader | None] = {} if readers is None else readers
 
     def reader(self, entry: IndexEntry) -> IndexReader | None:
         """The reader of one index (None for an empty index or an unknown index type)."""
-        key = (entry.column, entry.index_type)
+        dtype = self.schema.get(entry.column)
+        # The column type is part of the key: a reader decodes keys as its type says.
+        key = (entry.column, entry.index_type, dtype)
         if key not in self._readers:
             index_type = find_index_type(entry.index_type)
-            dtype = self.schema.get(entry.column)
             if entry.empty or index_type is None or dtype is None:
                 self._readers[key] = None
             else:

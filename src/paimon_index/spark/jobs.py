@@ -256,15 +256,10 @@ def count(spark: SparkSession, table: str, where: str | None = None, *, warehous
         return opened.count(where, use_index=use_index)
     paimon_table = opened.paimon_table
     bound, schema, use_index = aggregate.plan_aggregate(paimon_table, where, use_index)
-    total = 0
-    remaining = []
     io = TableIO.of(paimon_table)
-    for meta, deletion_file in aggregate.file_pairs(paimon_table, bound, schema, use_index, report):
-        answered = aggregate.count_from_index(meta, deletion_file, bound, schema, report, use_index, io=io)
-        if answered is None:
-            remaining.append((meta, deletion_file))
-        else:
-            total += answered
+    # One DV index file read per split; the tasks re-evaluate their files' candidates themselves.
+    total, unanswered = aggregate.index_counts(paimon_table, bound, schema, use_index, report, io)
+    remaining = [(meta, deletion_file) for meta, deletion_file, _ in unanswered]
     if not remaining:
         return total
     chunks = [remaining[i:i + COUNT_FILES_PER_TASK] for i in range(0, len(remaining), COUNT_FILES_PER_TASK)]

@@ -50,7 +50,6 @@ import pyarrow.compute as pc
 from pyroaring import BitMap
 
 from paimon_index.arrow_filter import to_arrow_expression
-from paimon_index.deletionvectors.index_file import read_vector
 from paimon_index.deletionvectors.vector import BitmapDeletionVector
 from paimon_index.errors import CorruptFileError, InvalidOptionError
 from paimon_index.fileindex.evaluate import FileIndexEvaluator
@@ -60,7 +59,7 @@ from paimon_index.fileindex.range_bitmap import RangeBitmapIndex, RangeBitmapRea
 from paimon_index.fileindex.result import REMAIN, FileIndexResult, Rows
 from paimon_index.predicate import ALWAYS_FALSE, ALWAYS_TRUE, Predicate, columns_of
 from paimon_index.sql import bind_predicate
-from paimon_index.table.fileio import TableIO
+from paimon_index.table.fileio import IOCounters, TableIO
 from paimon_index.table.read import (
     ScanReport,
     SplitVectors,
@@ -70,7 +69,7 @@ from paimon_index.table.read import (
     _read_file,
     _subtract_deleted,
     container_source,
-    open_container,
+    index_container,
 )
 from paimon_index.table.schemas import mapping_of
 from paimon_index.table.stats import plan_splits
@@ -83,6 +82,7 @@ __all__ = [
     "count_from_index",
     "count_rows",
     "file_pairs",
+    "index_counts",
     "min_max",
     "plan_aggregate",
     "spark_min_max",
@@ -141,24 +141,31 @@ def plan_aggregate(table: Any, where: Predicate | str | None,
     return bound, schema, use_index
 
 
+def _splits(table: Any, bound: Predicate, use_index: bool, schema: Mapping[str, DataType],
+            report: AggregateReport) -> list[tuple[list[Any], list[Any]]]:
+    """(data file metas, deletion file or None of each) per split the value statistics leave."""
+    planned = []
+    for split in plan_splits(table, bound if use_index else ALWAYS_TRUE, schema, report.scan):
+        deletion_files = split.data_deletion_files or [None] * len(split.files)
+        planned.append((list(split.files), list(deletion_files)))
+        report.files_planned += len(split.files)
+        report.scan.files_planned += len(split.files)
+    return planned
+
+
 def file_pairs(table: Any, bound: Predicate, schema: Mapping[str, DataType], use_index: bool,
                report: AggregateReport) -> list[tuple[Any, Any]]:
     """(data file meta, deletion file or None) of every file the value statistics leave."""
-    pairs: list[tuple[Any, Any]] = []
-    for split in plan_splits(table, bound if use_index else ALWAYS_TRUE, schema, report.scan):
-        deletion_files = split.data_deletion_files or [None] * len(split.files)
-        pairs.extend(zip(split.files, deletion_files, strict=True))
-    report.files_planned += len(pairs)
-    report.scan.files_planned += len(pairs)
-    return pairs
+    return [pair for metas, deletions in _splits(table, bound, use_index, schema, report)
+            for pair in zip(metas, deletions, strict=True)]
 
 
-def _deleted(io: TableIO, deletion_file: Any, row_count: int) -> BitMap:
+def _deleted(vectors: SplitVectors | None, deletion_file: Any, row_count: int) -> BitMap:
     """The file's deleted positions (empty without a vector), checked against its row count."""
     if deletion_file is None:
         return BitMap()
-    with io.source(deletion_file.dv_index_path) as source:
-        vector = read_vector(source, deletion_file.offset, deletion_file.length)
+    assert vectors is not None, "a file with a deletion vector is counted with its split's vectors"
+    vector = vectors.read(deletion_file)
     # A 32-bit vector is a bitmap already; a 64-bit one is rebuilt from its positions.
     deleted = vector.bitmap if isinstance(vector, BitmapDeletionVector) \
         else BitMap(vector.positions().astype(np.uint32))
@@ -170,9 +177,9 @@ def _deleted(io: TableIO, deletion_file: Any, row_count: int) -> BitMap:
 
 
 @contextmanager
-def _vectors(io: TableIO, deletion_file: Any, report: ScanReport) -> Iterator[SplitVectors]:
-    """The file's deletion vector source (one DV index file read once), closed after use."""
-    vectors = SplitVectors(io, [deletion_file], report)
+def _vectors(io: TableIO, deletion_files: list[Any], report: ScanReport) -> Iterator[SplitVectors]:
+    """The deletion vector source of one split (each DV index file read once), closed after use."""
+    vectors = SplitVectors(io, deletion_files, report)
     try:
         yield vectors
     finally:
@@ -185,39 +192,64 @@ def _identity(schema: Mapping[str, DataType], meta: Any) -> bool:
 
 
 def _index_answer(io: TableIO, meta: Any, bound: Predicate, schema: Mapping[str, DataType],
-                  report: ScanReport) -> tuple[FileIndexResult, ContainerReader | None]:
-    """The container's answer for ``bound`` (REMAIN without a container), and the open container."""
-    container = open_container(io, meta)
-    if container is None:
-        return REMAIN, None
+                  report: ScanReport) -> FileIndexResult:
+    """The container's answer for ``bound`` (REMAIN without a container)."""
+    tally = IOCounters()
     try:
-        return FileIndexEvaluator(container, schema, exact_answers=True).evaluate(bound), container
-    except BaseException:
-        _close(container, report)
-        raise
+        with index_container(io, meta, container_source(meta), report, tally) as (container, readers):
+            if container is None:
+                return REMAIN
+            return FileIndexEvaluator(container, schema, exact_answers=True, readers=readers).evaluate(bound)
+    finally:
+        _count_io(report, tally)
 
 
-def _close(container: ContainerReader | None, report: ScanReport) -> None:
-    if container is not None:
-        report.index_bytes_read += getattr(container.source, "bytes_read", 0)
-        container.close()
+def _count_io(report: ScanReport, tally: IOCounters) -> None:
+    report.index_bytes_read += tally.bytes_read
+    report.index_requests += tally.read_requests
+    report.files_opened += tally.other_requests
 
 
 # -- count -----------------------------------------------------------------------------------------
 
 def count_from_index(meta: Any, deletion_file: Any, bound: Predicate, schema: Mapping[str, DataType],
-                     report: AggregateReport, use_index: bool = True, *, io: TableIO) -> int | None:
+                     report: AggregateReport, use_index: bool = True, *, io: TableIO,
+                     vectors: SplitVectors | None = None) -> int | None:
     """The file's count from its row count, deletion vector and index alone; None when they cannot
-    tell (:func:`count_by_reading` then counts it)."""
-    return _index_count(io, meta, deletion_file, bound, schema, report, use_index)[0]
+    tell (:func:`count_by_reading` then counts it). ``vectors``: the split's deletion vectors
+    (default: the file's DV index file is opened for this file alone)."""
+    if vectors is not None or deletion_file is None:
+        return _index_count(io, meta, deletion_file, bound, schema, report, use_index, vectors)[0]
+    with _vectors(io, [deletion_file], report.scan) as own:
+        return _index_count(io, meta, deletion_file, bound, schema, report, use_index, own)[0]
+
+
+def index_counts(table: Any, bound: Predicate, schema: Mapping[str, DataType], use_index: bool,
+                 report: AggregateReport, io: TableIO
+                 ) -> tuple[int, list[tuple[Any, Any, FileIndexResult | None]]]:
+    """(the count of every file the metadata and indexes answer, the other files as
+    ``(meta, deletion file, candidates)``), one :class:`SplitVectors` per split."""
+    total = 0
+    remaining: list[tuple[Any, Any, FileIndexResult | None]] = []
+    for metas, deletions in _splits(table, bound, use_index, schema, report):
+        with _vectors(io, deletions, report.scan) as vectors:
+            for meta, deletion_file in zip(metas, deletions, strict=True):
+                count, candidates = _index_count(io, meta, deletion_file, bound, schema, report, use_index,
+                                                 vectors)
+                if count is None:
+                    remaining.append((meta, deletion_file, candidates))
+                else:
+                    total += count
+    return total, remaining
 
 
 def _index_count(io: TableIO, meta: Any, deletion_file: Any, bound: Predicate, schema: Mapping[str, DataType],
-                 report: AggregateReport, use_index: bool) -> tuple[int | None, FileIndexResult | None]:
+                 report: AggregateReport, use_index: bool, vectors: SplitVectors | None
+                 ) -> tuple[int | None, FileIndexResult | None]:
     """(the count when the index answers it, else None; the index's candidates when it has any)."""
     if bound is ALWAYS_TRUE:
         report.files_answered_by_index += 1
-        return int(meta.row_count) - len(_deleted(io, deletion_file, meta.row_count)), None
+        return int(meta.row_count) - len(_deleted(vectors, deletion_file, meta.row_count)), None
     if bound is ALWAYS_FALSE:
         report.files_answered_by_index += 1
         return 0, None
@@ -230,8 +262,7 @@ def _index_count(io: TableIO, meta: Any, deletion_file: Any, bound: Predicate, s
         report.files_answered_by_index += 1
         report.scan.files_skipped_by_index += 1
         return 0, None
-    result, container = _index_answer(io, meta, bound, schema, report.scan)
-    _close(container, report.scan)
+    result = _index_answer(io, meta, bound, schema, report.scan)
     if not result.remain:
         report.files_answered_by_index += 1
         report.scan.files_skipped_by_index += 1
@@ -241,7 +272,8 @@ def _index_count(io: TableIO, meta: Any, deletion_file: Any, bound: Predicate, s
     report.files_answered_by_index += 1
     selected = result.bitmap
     # |selection - deleted| without building the difference.
-    removed = selected.intersection_cardinality(_deleted(io, deletion_file, meta.row_count))
+    removed = selected.intersection_cardinality(_deleted(vectors, deletion_file, meta.row_count)) \
+        if deletion_file is not None else 0
     report.scan.rows_selected_by_index += len(selected)
     report.scan.rows_removed_by_deletion_vectors += removed
     return len(selected) - removed, None
@@ -254,7 +286,7 @@ def count_by_reading(meta: Any, deletion_file: Any, bound: Predicate, schema: Ma
     when the caller has them already) minus the deletion vector, then the predicate applied to its
     columns of those rows."""
     report.files_read += 1
-    with _vectors(io, deletion_file, report.scan) as vectors:
+    with _vectors(io, [deletion_file], report.scan) as vectors:
         if candidates is None:
             source = container_source(meta) if use_index else None
             candidates = _evaluate(io, meta, source, bound, schema, report.scan, None, deletion_file, vectors)
@@ -289,12 +321,9 @@ def count_rows(table: Any, where: Predicate | str | None = None, *, use_index: b
     bound, schema, use_index = plan_aggregate(table, where, use_index)
     io = TableIO.of(table)
     report = AggregateReport()
-    total = 0
-    for meta, deletion_file in file_pairs(table, bound, schema, use_index, report):
-        count, candidates = _index_count(io, meta, deletion_file, bound, schema, report, use_index)
-        if count is None:
-            count = count_by_reading(meta, deletion_file, bound, schema, report, use_index, candidates, io=io)
-        total += count
+    total, remaining = index_counts(table, bound, schema, use_index, report, io)
+    for meta, deletion_file, candidates in remaining:
+        total += count_by_reading(meta, deletion_file, bound, schema, report, use_index, candidates, io=io)
     return total, report
 
 
@@ -363,23 +392,24 @@ def _range_bitmap(container: ContainerReader | None, evaluator: FileIndexEvaluat
 def _file_min_max(io: TableIO, meta: Any, deletion_file: Any, column: str, bound: Predicate,
                   schema: Mapping[str, DataType], report: AggregateReport,
                   use_index: bool) -> tuple[Any, Any]:
-    container = None
-    try:
-        if use_index and _identity(schema, meta):
-            container = open_container(io, meta)
-            evaluator = None if container is None \
-                else FileIndexEvaluator(container, schema, exact_answers=True)
-            ranged = _range_bitmap(container, evaluator, column)
-            if ranged is not None and evaluator is not None:
-                answer = _min_max_from_index(io, meta, deletion_file, ranged, evaluator, column, bound,
-                                             schema, report)
-                if answer is not None:
-                    return answer
-    finally:
-        _close(container, report.scan)
+    if use_index and _identity(schema, meta):
+        tally = IOCounters()
+        try:
+            source = container_source(meta)
+            with index_container(io, meta, source, report.scan, tally) as (container, readers):
+                evaluator = None if container is None \
+                    else FileIndexEvaluator(container, schema, exact_answers=True, readers=readers)
+                ranged = _range_bitmap(container, evaluator, column)
+                if ranged is not None and evaluator is not None:
+                    answer = _min_max_from_index(io, meta, deletion_file, ranged, evaluator, column, bound,
+                                                 schema, report)
+                    if answer is not None:
+                        return answer
+        finally:
+            _count_io(report.scan, tally)
     report.files_read += 1
     source = container_source(meta) if use_index else None
-    with _vectors(io, deletion_file, report.scan) as vectors:
+    with _vectors(io, [deletion_file], report.scan) as vectors:
         candidates = _evaluate(io, meta, source, bound, schema, report.scan, None, deletion_file, vectors)
     if not candidates.remain:
         return None, None
@@ -404,7 +434,7 @@ def _min_max_from_index(io: TableIO, meta: Any, deletion_file: Any, ranged: Rang
     selection = REMAIN if bound is ALWAYS_TRUE else evaluator.evaluate(bound)
     exact = bound is ALWAYS_TRUE or selection.exact
     if selection.remain and deletion_file is not None:
-        with _vectors(io, deletion_file, report.scan) as vectors:
+        with _vectors(io, [deletion_file], report.scan) as vectors:
             selection = _subtract_deleted(selection, deletion_file, meta.row_count, report.scan, vectors)
     if not selection.remain:
         report.files_answered_by_index += 1

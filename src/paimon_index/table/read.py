@@ -53,8 +53,9 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -73,6 +74,7 @@ from paimon_index.fileindex.result import REMAIN, SKIP, FileIndexResult, Rows, a
 from paimon_index.predicate import ALWAYS_FALSE, ALWAYS_TRUE, Predicate, columns_of
 from paimon_index.sql import bind_predicate
 from paimon_index.table.fileio import IOCounters, TableIO
+from paimon_index.table.metacache import PARSED_WEIGHT_FACTOR, checkout_container, metadata_cache
 from paimon_index.table.schemas import FileMapping, mapping_of
 from paimon_index.table.stats import plan_splits
 from paimon_index.table.write import INDEX_FILE_SUFFIX, table_options, table_schema
@@ -138,6 +140,9 @@ class ScanReport:
     data_requests: int = 0
     #: Files opened for reading (on an object store, each open is a HEAD request).
     files_opened: int = 0
+    #: Index containers and deletion vectors found parsed in the process's metadata cache
+    #: (:mod:`paimon_index.table.metacache`) instead of read again.
+    metadata_cache_hits: int = 0
 
     def merge(self, other: ScanReport) -> ScanReport:
         """Add ``other``'s counts to this report (reports of several splits or executors)."""
@@ -169,6 +174,31 @@ def open_container(io: TableIO, meta: Any, source: bytes | str | None = None,
     if isinstance(source, bytes):
         return ContainerReader(source, meta.file_path)
     return ContainerReader(io.source(source, tally=tally), owns_source=True)
+
+
+@contextmanager
+def index_container(io: TableIO | None, meta: Any, source: bytes | str | None, report: ScanReport,
+                    tally: IOCounters | None = None
+                    ) -> Iterator[tuple[ContainerReader | None, dict[Any, Any] | None]]:
+    """``(container or None, shared index readers or None)`` of a data file for one use.
+
+    A ``.index`` file comes through the metadata cache (parsed once per process, see
+    :mod:`paimon_index.table.metacache`); embedded bytes are parsed here.
+    """
+    if source is None:
+        yield None, None
+        return
+    if isinstance(source, bytes):
+        container = ContainerReader(source, meta.file_path)
+        try:
+            yield container, None
+        finally:
+            container.close()
+        return
+    assert io is not None, "an .index file is read through io"
+    with checkout_container(io, source, tally) as (container, readers, hit):
+        report.metadata_cache_hits += int(hit)
+        yield container, readers
 
 
 def _group_bytes(parquet: pq.ParquetFile, group: int, columns: list[str] | None) -> int:
@@ -235,12 +265,23 @@ class SplitVectors:
         self._sources: dict[str, Any] = {}
 
     def read(self, deletion_file: Any) -> DeletionVector:
+        """The file's vector (do not mutate it: it may be shared through the metadata cache)."""
         path = deletion_file.dv_index_path
+        cache = metadata_cache()
+        key = ("dv", path, deletion_file.offset, deletion_file.length)
+        if cache.enabled:
+            cached = cache.get(key)
+            if cached is not None:
+                self._report.metadata_cache_hits += 1
+                return cast(DeletionVector, cached)
         source = self._sources.get(path)
         if source is None:
             source = self._sources[path] = self._io.source(path, tally=self._tally)
             prefetch_vectors(source, self._ranges.get(path, []))
-        return read_vector(source, deletion_file.offset, deletion_file.length)
+        vector = read_vector(source, deletion_file.offset, deletion_file.length)
+        if cache.enabled:  # DV index files are never rewritten under one name
+            cache.put(key, vector, PARSED_WEIGHT_FACTOR * (deletion_file.length or 0))
+        return vector
 
     def close(self) -> None:
         for source in self._sources.values():
@@ -312,29 +353,24 @@ def _evaluate(io: TableIO | None, meta: Any, source: bytes | str | None, bound: 
             report.files_skipped_by_schema += 1
             return SKIP
     result: FileIndexResult = REMAIN
-    container = None
     tally = IOCounters()
     try:
-        if source is not None:
-            # Only embedded bytes come without the seam (the driver's prune_split).
-            assert io is not None or isinstance(source, bytes), "an .index file is read through io"
-            container = open_container(io, meta, source, tally)  # type: ignore[arg-type]
-        if container is not None:
-            result = FileIndexEvaluator(container, file_types).evaluate(file_bound)
-        if result.remain and deletion_file is not None:
-            assert vectors is not None, "read_split passes the split's vectors with its deletion files"
-            result = _subtract_deleted(result, deletion_file, meta.row_count, report, vectors)
-        if topn is not None and container is not None and result.remain:
-            if bound is not ALWAYS_TRUE:
-                assert io is not None, "TopN reads data files through io"
-                exact = to_arrow_expression(bound, schema)
-                result = _exact_selection(io, meta, result, bound, exact, report, mapping)
-            result = FileIndexEvaluator(container, file_types).evaluate_topn(topn, result)
-            if isinstance(result, Rows):
-                report.rows_kept_by_topn += len(result.bitmap)
+        with index_container(io, meta, source, report, tally) as (container, readers):
+            if container is not None:
+                result = FileIndexEvaluator(container, file_types, readers=readers).evaluate(file_bound)
+            if result.remain and deletion_file is not None:
+                assert vectors is not None, "read_split passes the split's vectors with its deletion files"
+                result = _subtract_deleted(result, deletion_file, meta.row_count, report, vectors)
+            if topn is not None and container is not None and result.remain:
+                if bound is not ALWAYS_TRUE:
+                    assert io is not None, "TopN reads data files through io"
+                    exact = to_arrow_expression(bound, schema)
+                    result = _exact_selection(io, meta, result, bound, exact, report, mapping)
+                evaluator = FileIndexEvaluator(container, file_types, readers=readers)
+                result = evaluator.evaluate_topn(topn, result)
+                if isinstance(result, Rows):
+                    report.rows_kept_by_topn += len(result.bitmap)
     finally:
-        if container is not None:
-            container.close()
         report.index_bytes_read += tally.bytes_read
         report.index_requests += tally.read_requests
         report.files_opened += tally.other_requests
