@@ -129,6 +129,7 @@ class MetadataCache:
                 self.evictions += 1
                 return
             self._entries[key] = (found[0], weight)
+            self._entries.move_to_end(key)  # just used
             self.bytes += weight - found[1]
             self._evict()
 
@@ -151,7 +152,7 @@ class MetadataCache:
         with self._lock:
             return key in self._entries
 
-    def keys(self) -> list[Hashable]:
+    def entry_keys(self) -> list[Hashable]:
         with self._lock:
             return list(self._entries)
 

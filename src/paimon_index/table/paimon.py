@@ -27,12 +27,20 @@ What is used, and why
   DV entries of the replaced files survived and every later DELETE/UPDATE restored vectors of
   files the snapshot no longer has. :func:`overwrite_index_deletes` adds the DV entries of the
   overwritten partitions (as Paimon's Java overwrite does).
+* **Cached manifest entries**: :func:`cached_manifest_reads` replaces one scan's
+  ``ManifestFileManager.read_entries_parallel`` so each manifest file is decoded once per process
+  (:mod:`paimon_index.table.metacache`): its entries are kept unfiltered, with statistics, and every
+  scan applies its own filters (bucket, partition, ``_filter_manifest_entry``) and drops the
+  statistics on fresh copies, then merges ADD and DELETE entries as pypaimon does. Row-range
+  reads (data-evolution tables) go to pypaimon's own reader.
 """
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, runtime_checkable
 
 import pyarrow as pa
@@ -44,6 +52,7 @@ from pypaimon.index.index_file_handler import IndexFileHandler
 from pypaimon.manifest.index_manifest_entry import IndexManifestEntry
 from pypaimon.manifest.manifest_file_manager import ManifestFileManager
 from pypaimon.manifest.manifest_list_manager import ManifestListManager
+from pypaimon.manifest.schema.manifest_entry import ManifestEntry
 from pypaimon.manifest.schema.simple_stats import SimpleStats
 from pypaimon.schema.data_types import PyarrowFieldParser
 from pypaimon.snapshot.renaming_snapshot_commit import RenamingSnapshotCommit
@@ -56,6 +65,7 @@ from pypaimon.write.file_store_commit import FileStoreCommit
 
 from paimon_index.errors import TableError
 from paimon_index.table.fileio import NoAtomicCreateError, TableIO
+from paimon_index.table.metacache import MANIFEST_WEIGHT_FACTOR, metadata_cache
 
 __all__ = [
     "BATCH_COMMIT_IDENTIFIER",
@@ -83,6 +93,7 @@ __all__ = [
     "Split",
     "TableAlreadyExistException",
     "arrow_schema",
+    "cached_manifest_reads",
     "canonical_data_file_path",
     "check_snapshot_store",
     "deleted_entries",
@@ -107,6 +118,8 @@ DELETION_VECTORS = "DELETION_VECTORS"
 HASH = "HASH"
 #: ``IndexManifestEntry.kind`` / ``ManifestEntry.kind`` of a removal.
 KIND_DELETE = 1
+#: ``ManifestEntry.kind`` of an addition.
+KIND_ADD = 0
 #: pypaimon option pinning a scan to one snapshot.
 SCAN_SNAPSHOT_ID = "scan.snapshot-id"
 
@@ -478,3 +491,76 @@ def delta_file_counts(table: Any, snapshot_id: int) -> tuple[int, int]:
             else:
                 added += 1
     return added, removed
+
+
+# cached manifest reads ------------------------------------------------------------------------------
+
+def cached_manifest_reads(scan: Any) -> Any:
+    """``scan`` (a pypaimon ``TableScan``) reading its manifest files through the metadata cache."""
+    if not metadata_cache().enabled:
+        return scan
+    manager = getattr(getattr(scan, "file_scanner", None), "manifest_file_manager", None)
+    if manager is None:
+        return scan
+    original = manager.read_entries_parallel
+
+    def read_entries_parallel(manifest_files: list[Any], manifest_entry_filter: Any = None,
+                              drop_stats: bool = True, max_workers: int = 8, early_entry_filter: Any = None,
+                              early_record_filter: Any = None, partition_filter: Any = None,
+                              row_ranges: Any = None) -> list[Any]:
+        if early_record_filter is not None or row_ranges is not None:
+            return list(original(manifest_files, manifest_entry_filter, drop_stats, max_workers,
+                                 early_entry_filter, early_record_filter, partition_filter, row_ranges))
+        added: list[Any] = []
+        deleted: set[tuple[Any, ...]] = set()
+        for entries in _manifest_entries(manager, manifest_files, max_workers):
+            for entry in entries:
+                early = early_entry_filter
+                if early is not None and not early(entry.bucket, entry.total_buckets):
+                    continue
+                if partition_filter is not None and not partition_filter.test(entry.partition):
+                    continue
+                if manifest_entry_filter is not None and not manifest_entry_filter(entry):
+                    continue
+                # Fresh objects: the split generator sets file paths on what it is given.
+                mine = entry.copy_without_stats() if drop_stats else ManifestEntry(
+                    kind=entry.kind, partition=entry.partition, bucket=entry.bucket,
+                    total_buckets=entry.total_buckets, file=copy.copy(entry.file))
+                if mine.kind == KIND_ADD:
+                    added.append(mine)
+                else:
+                    deleted.add(_entry_identifier(mine))
+        return [entry for entry in added if _entry_identifier(entry) not in deleted]
+
+    manager.read_entries_parallel = read_entries_parallel
+    return scan
+
+
+def _entry_identifier(entry: Any) -> tuple[Any, ...]:
+    """What pypaimon matches a DELETE entry to its ADD by."""
+    meta = entry.file
+    return (tuple(entry.partition.values), entry.bucket, meta.level, meta.file_name,
+            tuple(meta.extra_files) if meta.extra_files else (), meta.embedded_index, meta.external_path)
+
+
+def _manifest_entries(manager: Any, manifest_files: Sequence[Any], max_workers: int) -> list[list[Any]]:
+    """Every entry of each manifest file (statistics kept, no filter), decoded once per process."""
+    cache = metadata_cache()
+    keys = [("manifest", f"{manager.manifest_path}/{m.file_name}", m.file_size) for m in manifest_files]
+    found: list[list[Any] | None] = [cache.get(key) for key in keys]
+    missing = [i for i, entries in enumerate(found) if entries is None]
+
+    def decode(i: int) -> list[Any]:
+        meta = manifest_files[i]
+        return list(manager.read(meta.file_name, None, False, file_size=meta.file_size))
+
+    if len(missing) > 1:
+        with ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(missing)))) as pool:
+            decoded = list(pool.map(decode, missing))
+    else:
+        decoded = [decode(i) for i in missing]
+    for i, entries in zip(missing, decoded, strict=True):
+        found[i] = entries
+        embedded = sum(len(e.file.embedded_index or b"") for e in entries)
+        cache.put(keys[i], entries, MANIFEST_WEIGHT_FACTOR * int(manifest_files[i].file_size or 0) + embedded)
+    return [entries or [] for entries in found]

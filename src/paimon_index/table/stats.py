@@ -411,8 +411,9 @@ def plan_splits(table: Any, bound: Predicate, schema: Mapping[str, DataType], re
     ``report.files_skipped_by_stats`` counts them. Primary-key tables are planned unpruned.
     """
     from paimon_index.predicate import columns_of
+    from paimon_index.table.paimon import cached_manifest_reads
 
-    scan = (read_builder or table.new_read_builder()).new_scan()
+    scan = cached_manifest_reads((read_builder or table.new_read_builder()).new_scan())
     if bound is ALWAYS_TRUE or table.is_primary_key_table:
         return list(scan.plan().splits())
     scanner = scan.file_scanner
