@@ -283,6 +283,10 @@ def test_reader_is_lazy() -> None:
     assert len(reader.gt(3 * code)) == 20_000 - code - 1
     assert reader.bsi._slices[:3] == [None, None, None]
     assert all(s is not None for s in reader.bsi._slices[3:])
+    # asked again (a cached reader), the slices are used as 64-bit words: the same ones
+    assert len(reader.gt(3 * code)) == 20_000 - code - 1
+    assert [s is None for s in reader.bsi._dense[:3]] == [True, True, True]
+    assert all(s is not None for s in reader.bsi._dense[3:])
 
 
 def test_describe() -> None:
@@ -482,3 +486,49 @@ def test_hostile_lengths_do_not_allocate() -> None:
         mutated = bytearray(body)
         mutated[at : at + 4] = b"\x7f\xff\xff\xf0"
         exercise(write_container({"c": {INDEX: bytes(mutated)}}), dtype, queries_for([1, 2]))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_dense_words_equal_the_roaring_bitmap(seed: int) -> None:
+    """Bitset, array and run containers (Java's serialization, after runOptimize) read as words."""
+    from paimon_index.fileindex.bit_slice import dense_words, serialize_positions, words_to_bitmap
+
+    rng = np.random.default_rng(seed)
+    n_rows = int(rng.integers(1, 300_000))
+    parts = [rng.choice(n_rows, int(rng.integers(0, n_rows // 2 + 1)), replace=False),  # bitset / array
+             np.arange(int(rng.integers(0, n_rows)), n_rows)[: int(rng.integers(0, 70_000))]]  # runs
+    positions = np.unique(np.concatenate(parts)).astype(np.int64)
+    data = serialize_positions(positions)
+    for n_words in ((n_rows + 63) // 64, max(1, n_rows // 128)):  # the row count, or fewer words
+        words = dense_words(ByteReader(BytesSource(data)), n_words, "test")
+        assert len(words) == n_words
+        assert list(words_to_bitmap(words)) == [p for p in positions.tolist() if p < 64 * n_words]
+
+
+def test_dense_words_refuse_a_truncated_bitmap() -> None:
+    from paimon_index.errors import CorruptFileError
+    from paimon_index.fileindex.bit_slice import dense_words, serialize_positions
+
+    data = serialize_positions(np.arange(0, 100_000, 3))
+    with pytest.raises(CorruptFileError, match="slice"):
+        dense_words(ByteReader(BytesSource(data[:-10])), 2000, "bsi slice 1")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_comparisons_equal_a_model_on_roaring_and_on_words(seed: int) -> None:
+    """Every comparison answered twice by one reader: first through Roaring slices, then (a
+    cached reader's path) through the slices as 64-bit words; both equal NumPy's answer."""
+    rng = np.random.default_rng(seed)
+    dtype = parse_type("INT")
+    n = int(rng.integers(1, 60_000))
+    keys = rng.integers(-1000, int(rng.integers(1, 100_000)), n).astype(np.int64)
+    valid = rng.random(n) > 0.1
+    body = range_bitmap.RangeBitmapWriter(dtype, {}).build(CanonicalColumn(dtype, keys, valid))
+    literals = [int(x) for x in rng.choice(keys, 4)] + [int(keys.min()) - 1, int(keys.max()) + 1, 0]
+    for literal in literals:
+        reader = RangeBitmapReader(dtype, BytesSource(body), 0, len(body))
+        for _ in range(2):
+            for name, want in (("gt", keys > literal), ("gte", keys >= literal), ("lt", keys < literal),
+                               ("lte", keys <= literal)):
+                got = getattr(reader, name)(literal)
+                assert list(got) == np.flatnonzero(want & valid).tolist(), (name, literal)

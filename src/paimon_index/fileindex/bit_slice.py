@@ -58,11 +58,13 @@ __all__ = [
     "SERIAL_COOKIE",
     "SERIAL_COOKIE_NO_RUN",
     "BitSliceReader",
+    "dense_words",
     "deserialize_bitmap",
     "portable_span",
     "read_portable",
     "serialize_bit_slices",
     "serialize_positions",
+    "words_to_bitmap",
 ]
 
 SERIAL_COOKIE_NO_RUN = 12346
@@ -272,6 +274,85 @@ def read_portable(r: ByteReader, field: str) -> BitMap:
     return deserialize_bitmap(r.read_view(end - start, field), r, field, start)
 
 
+#: The comparison of a bit-sliced index from which its slices are used as 64-bit words: converting
+#: costs about what one Roaring comparison does, and every later one is several times cheaper.
+DENSE_AFTER_COMPARISONS = 2
+#: 64-bit words of one Roaring container (65,536 bits).
+CONTAINER_WORDS = CONTAINER_VALUES // 64
+
+
+def dense_words(r: ByteReader, n_words: int, field: str) -> np.ndarray:
+    """One portable Roaring bitmap at the cursor as ``n_words`` little-endian 64-bit words (bit
+    ``b`` of word ``w`` = position ``64 w + b``); positions at or past ``64 * n_words`` are dropped.
+
+    Reads the containers as they are stored: a bitset container is copied word for word, an array
+    or run container is scattered with NumPy -- no per-position Python. Structure and bounds are
+    checked as :func:`portable_span` checks them; container contents are not (a stray bit is
+    harmless: every comparison ends with an AND of the existence bitmap).
+    """
+    start = r.pos
+    cookie = r.u32_le(f"{field} cookie")
+    if cookie & LOW_MASK == SERIAL_COOKIE:
+        m = (cookie >> CONTAINER_BITS) + 1
+        run_flags = np.unpackbits(np.frombuffer(r.read_bytes((m + 7) // 8, f"{field} run flags"),
+                                                dtype=np.uint8), bitorder="little")[:m].astype(bool)
+        has_offsets = m >= NO_OFFSET_THRESHOLD
+    elif cookie == SERIAL_COOKIE_NO_RUN:
+        at = r.pos
+        m = r.i32_le(f"{field} container count")
+        if not 0 <= m <= MAX_CONTAINERS:
+            raise r.error(f"container count {m} outside [0, {MAX_CONTAINERS}]", field, at)
+        run_flags = np.zeros(m, dtype=bool)
+        has_offsets = True
+    else:
+        raise r.error(f"unknown Roaring cookie {cookie}", field, start)
+    descriptive = np.frombuffer(r.read_bytes(4 * m, f"{field} container headers"), dtype="<u2")
+    keys = descriptive[0::2].astype(np.int64)
+    cards = descriptive[1::2].astype(np.int64) + 1
+    if has_offsets:
+        r.skip(4 * m, f"{field} container offsets")
+    # Whole containers up to the row count (never sized from the file); later ones are skipped.
+    width = -(-n_words // CONTAINER_WORDS) * CONTAINER_WORDS
+    words = np.zeros(width, dtype="<u8")
+    for c in range(m):
+        base = int(keys[c]) * CONTAINER_WORDS
+        card = int(cards[c])
+        if base >= width:
+            target = np.zeros(CONTAINER_WORDS, dtype="<u8")  # read past, then dropped
+        else:
+            target = words[base:base + CONTAINER_WORDS]
+        if run_flags[c]:
+            runs = int.from_bytes(r.read_bytes(RUN_COUNT_BYTES, f"{field} run count"), "little")
+            pairs = np.frombuffer(r.read_bytes(RUN_BYTES * runs, f"{field} runs of container {c}"),
+                                  dtype="<u2").astype(np.int64)
+            starts = pairs[0::2]
+            ends = np.minimum(starts + pairs[1::2] + 1, CONTAINER_VALUES)
+            # +1 where a run starts, -1 past its end: the running sum is > 0 inside a run.
+            edges = np.bincount(starts, minlength=CONTAINER_VALUES + 1) \
+                - np.bincount(ends, minlength=CONTAINER_VALUES + 1)
+            bits = np.cumsum(edges[:CONTAINER_VALUES]) > 0
+            target[:] = np.packbits(bits, bitorder="little").view("<u8")
+        elif card > ARRAY_MAX_CARDINALITY:
+            target[:] = np.frombuffer(r.read_bytes(BITMAP_CONTAINER_BYTES, f"{field} container {c}"),
+                                      dtype="<u8")
+        else:
+            values = np.frombuffer(r.read_bytes(2 * card, f"{field} container {c}"), dtype="<u2")
+            bits = np.zeros(CONTAINER_VALUES, dtype=bool)
+            bits[values] = True
+            target[:] = np.packbits(bits, bitorder="little").view("<u8")
+    return words[:n_words]
+
+
+def words_to_bitmap(words: np.ndarray) -> BitMap:
+    """The positions of the set bits of little-endian 64-bit ``words``, as a Roaring bitmap."""
+    nonzero = np.flatnonzero(words)
+    if not len(nonzero):
+        return BitMap()
+    bits = np.unpackbits(words[nonzero].view(np.uint8), bitorder="little").reshape(-1, 64)
+    rows, columns = np.nonzero(bits)
+    return BitMap((nonzero[rows] * 64 + columns).astype(np.uint32))
+
+
 class BitSliceReader:
     """Lazy reader of a ``BitSliceIndexBitmap`` body occupying ``[start, end)`` of ``source``.
 
@@ -322,6 +403,12 @@ class BitSliceReader:
         self._slice_len = [int(x) for x in lengths]
         self._slices: list[BitMap | None] = [None] * n
         self._ebm: BitMap | None = None
+        # The same bitmaps as 64-bit words, for comparisons: a word-wise AND/OR over all rows is
+        # far cheaper than a Roaring operation through Python once the reader is reused (cached).
+        self._dense: list[np.ndarray | None] = [None] * n
+        self._dense_ebm: np.ndarray | None = None
+        self._n_words = (row_count + 63) // 64
+        self._comparisons = 0
         self.row_count = row_count
         self.n_slices = n
 
@@ -364,6 +451,23 @@ class BitSliceReader:
             self._slices[i] = deserialize_bitmap(r.read_view(self._slice_len[i], field), r, field,
                                                  self._slice_at[i])
 
+    def _dense_not_null(self) -> np.ndarray:
+        if self._dense_ebm is None:
+            self.not_null()  # checked as a Roaring bitmap first (positions below the row count)
+            r = self._reader
+            r.seek(self._ebm_at)
+            self._dense_ebm = dense_words(r.sub(self._ebm_len, "bsi ebm"), self._n_words, "bsi ebm")
+        return self._dense_ebm
+
+    def _dense_slice(self, i: int) -> np.ndarray:
+        words = self._dense[i]
+        if words is None:
+            r = self._reader
+            r.seek(self._slice_at[i])
+            field = f"bsi slice {i}"
+            words = self._dense[i] = dense_words(r.sub(self._slice_len[i], field), self._n_words, field)
+        return words
+
     # -- queries --------------------------------------------------------------------------------
     def eq(self, code: int) -> BitMap:
         state = self.not_null().copy()
@@ -387,15 +491,39 @@ class BitSliceReader:
         start = _trailing_ones(code)
         if start >= self.n_slices:
             return BitMap()
-        self.load(start, self.n_slices)
-        state = self.slice(start).copy()
+        self._comparisons += 1
+        if self._comparisons < DENSE_AFTER_COMPARISONS:
+            # O(slices) Roaring operations (O'Neil & Quass's comparison), no per-row Python.
+            self.load(start, self.n_slices)
+            state = self.slice(start).copy()
+            for i in range(start + 1, self.n_slices):
+                if (code >> i) & 1:
+                    state &= self.slice(i)
+                else:
+                    state |= self.slice(i)
+            state &= found
+            return state
+        # The same on the slices as 64-bit words: a reader asked again (shared by the metadata
+        # cache) converts its slices once, then each comparison is a few word-wise passes.
+        self.load_words(start, self.n_slices)
+        state = self._dense_slice(start).copy()
         for i in range(start + 1, self.n_slices):
             if (code >> i) & 1:
-                state &= self.slice(i)
+                np.bitwise_and(state, self._dense_slice(i), out=state)
             else:
-                state |= self.slice(i)
-        state &= found
-        return state
+                np.bitwise_or(state, self._dense_slice(i), out=state)
+        np.bitwise_and(state, self._dense_not_null(), out=state)
+        return words_to_bitmap(state)
+
+    def load_words(self, begin: int, end: int) -> None:
+        """Bring the byte range of slices ``[begin, end)`` not yet in word form in one read."""
+        missing = [i for i in range(begin, end) if self._dense[i] is None]
+        if missing:
+            r = self._reader
+            r.seek(self._slice_at[missing[0]])
+            last = missing[-1]
+            first = self._slice_at[missing[0]]
+            r.read_view(self._slice_at[last] + self._slice_len[last] - first, "bsi slices")
 
     def gte(self, code: int) -> BitMap:
         return self.gt(code - 1)
