@@ -495,8 +495,9 @@ def delta_file_counts(table: Any, snapshot_id: int) -> tuple[int, int]:
 
 # cached manifest reads ------------------------------------------------------------------------------
 
-def cached_manifest_reads(scan: Any) -> Any:
-    """``scan`` (a pypaimon ``TableScan``) reading its manifest files through the metadata cache."""
+def cached_manifest_reads(scan: Any, report: Any = None) -> Any:
+    """``scan`` (a pypaimon ``TableScan``) reading its manifest files through the metadata cache;
+    ``report.metadata_cache_hits`` (when given) counts the manifests found decoded."""
     if not metadata_cache().enabled:
         return scan
     manager = getattr(getattr(scan, "file_scanner", None), "manifest_file_manager", None)
@@ -513,7 +514,7 @@ def cached_manifest_reads(scan: Any) -> Any:
                                  early_entry_filter, early_record_filter, partition_filter, row_ranges))
         added: list[Any] = []
         deleted: set[tuple[Any, ...]] = set()
-        for entries in _manifest_entries(manager, manifest_files, max_workers):
+        for entries in _manifest_entries(manager, manifest_files, max_workers, report):
             for entry in entries:
                 early = early_entry_filter
                 if early is not None and not early(entry.bucket, entry.total_buckets):
@@ -543,12 +544,15 @@ def _entry_identifier(entry: Any) -> tuple[Any, ...]:
             tuple(meta.extra_files) if meta.extra_files else (), meta.embedded_index, meta.external_path)
 
 
-def _manifest_entries(manager: Any, manifest_files: Sequence[Any], max_workers: int) -> list[list[Any]]:
+def _manifest_entries(manager: Any, manifest_files: Sequence[Any], max_workers: int,
+                      report: Any = None) -> list[list[Any]]:
     """Every entry of each manifest file (statistics kept, no filter), decoded once per process."""
     cache = metadata_cache()
     keys = [("manifest", f"{manager.manifest_path}/{m.file_name}", m.file_size) for m in manifest_files]
     found: list[list[Any] | None] = [cache.get(key) for key in keys]
     missing = [i for i, entries in enumerate(found) if entries is None]
+    if report is not None and hasattr(report, "metadata_cache_hits"):
+        report.metadata_cache_hits += len(found) - len(missing)
 
     def decode(i: int) -> list[Any]:
         meta = manifest_files[i]

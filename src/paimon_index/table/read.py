@@ -140,8 +140,8 @@ class ScanReport:
     data_requests: int = 0
     #: Files opened for reading (on an object store, each open is a HEAD request).
     files_opened: int = 0
-    #: Index containers and deletion vectors found parsed in the process's metadata cache
-    #: (:mod:`paimon_index.table.metacache`) instead of read again.
+    #: Manifests, index containers and deletion vectors found parsed in the process's metadata
+    #: cache (:mod:`paimon_index.table.metacache`) instead of read again.
     metadata_cache_hits: int = 0
 
     def merge(self, other: ScanReport) -> ScanReport:

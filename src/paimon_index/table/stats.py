@@ -413,7 +413,7 @@ def plan_splits(table: Any, bound: Predicate, schema: Mapping[str, DataType], re
     from paimon_index.predicate import columns_of
     from paimon_index.table.paimon import cached_manifest_reads
 
-    scan = cached_manifest_reads((read_builder or table.new_read_builder()).new_scan())
+    scan = cached_manifest_reads((read_builder or table.new_read_builder()).new_scan(), report)
     if bound is ALWAYS_TRUE or table.is_primary_key_table:
         return list(scan.plan().splits())
     scanner = scan.file_scanner
