@@ -306,7 +306,7 @@ def dense_words(r: ByteReader, n_words: int, field: str) -> np.ndarray:
         has_offsets = True
     else:
         raise r.error(f"unknown Roaring cookie {cookie}", field, start)
-    descriptive = np.frombuffer(r.read_bytes(4 * m, f"{field} container headers"), dtype="<u2")
+    descriptive = np.frombuffer(r.read_view(4 * m, f"{field} container headers"), dtype="<u2")
     keys = descriptive[0::2].astype(np.int64)
     cards = descriptive[1::2].astype(np.int64) + 1
     if has_offsets:
@@ -323,7 +323,7 @@ def dense_words(r: ByteReader, n_words: int, field: str) -> np.ndarray:
             target = words[base:base + CONTAINER_WORDS]
         if run_flags[c]:
             runs = int.from_bytes(r.read_bytes(RUN_COUNT_BYTES, f"{field} run count"), "little")
-            pairs = np.frombuffer(r.read_bytes(RUN_BYTES * runs, f"{field} runs of container {c}"),
+            pairs = np.frombuffer(r.read_view(RUN_BYTES * runs, f"{field} runs of container {c}"),
                                   dtype="<u2").astype(np.int64)
             starts = pairs[0::2]
             ends = np.minimum(starts + pairs[1::2] + 1, CONTAINER_VALUES)
@@ -333,13 +333,15 @@ def dense_words(r: ByteReader, n_words: int, field: str) -> np.ndarray:
             bits = np.cumsum(edges[:CONTAINER_VALUES]) > 0
             target[:] = np.packbits(bits, bitorder="little").view("<u8")
         elif card > ARRAY_MAX_CARDINALITY:
-            target[:] = np.frombuffer(r.read_bytes(BITMAP_CONTAINER_BYTES, f"{field} container {c}"),
+            target[:] = np.frombuffer(r.read_view(BITMAP_CONTAINER_BYTES, f"{field} container {c}"),
                                       dtype="<u8")
         else:
-            values = np.frombuffer(r.read_bytes(2 * card, f"{field} container {c}"), dtype="<u2")
-            bits = np.zeros(CONTAINER_VALUES, dtype=bool)
-            bits[values] = True
-            target[:] = np.packbits(bits, bitorder="little").view("<u8")
+            values = np.frombuffer(r.read_view(2 * card, f"{field} container {c}"), dtype="<u2")
+            # OR the bits of each word's values together (values ascending: one group per word).
+            word = values >> 6
+            first = np.flatnonzero(np.concatenate(([True], word[1:] != word[:-1])))
+            ones = np.left_shift(np.uint64(1), (values & 63).astype(np.uint64))
+            target[word[first]] |= np.bitwise_or.reduceat(ones, first)
     return words[:n_words]
 
 
