@@ -346,13 +346,44 @@ def dense_words(r: ByteReader, n_words: int, field: str) -> np.ndarray:
 
 
 def words_to_bitmap(words: np.ndarray) -> BitMap:
-    """The positions of the set bits of little-endian 64-bit ``words``, as a Roaring bitmap."""
-    nonzero = np.flatnonzero(words)
-    if not len(nonzero):
+    """The positions of the set bits of little-endian 64-bit ``words``, as a Roaring bitmap.
+
+    Built as portable Roaring bytes and deserialized by CRoaring: a 65,536-bit chunk holding more
+    than 4,096 bits is a bitmap container, which is the chunk's words as they are; sparser chunks
+    become array containers of their positions. No per-position Python.
+    """
+    n_chunks = -(-len(words) // CONTAINER_WORDS)
+    padded = np.zeros(n_chunks * CONTAINER_WORDS, dtype="<u8")
+    padded[: len(words)] = words
+    chunks = padded.reshape(n_chunks, CONTAINER_WORDS)
+    cards = np.bitwise_count(chunks).sum(axis=1, dtype=np.int64)
+    keys = np.flatnonzero(cards)
+    if not len(keys):
         return BitMap()
-    bits = np.unpackbits(words[nonzero].view(np.uint8), bitorder="little").reshape(-1, 64)
+    # The positions of every sparse chunk at once, from its non-zero words only.
+    sparse = cards <= ARRAY_MAX_CARDINALITY
+    in_sparse = np.flatnonzero(padded * np.repeat(sparse, CONTAINER_WORDS).astype("<u8"))
+    bits = np.unpackbits(padded[in_sparse].view(np.uint8), bitorder="little").reshape(-1, 64)
     rows, columns = np.nonzero(bits)
-    return BitMap((nonzero[rows] * 64 + columns).astype(np.uint32))
+    positions = in_sparse[rows] * 64 + columns
+    bounds = np.searchsorted(positions >> CONTAINER_BITS, np.stack([keys, keys + 1]))
+    low = (positions & LOW_MASK).astype("<u2")
+    bodies: list[bytes] = []
+    for i, key in enumerate(keys.tolist()):
+        if sparse[key]:
+            bodies.append(low[bounds[0, i]:bounds[1, i]].tobytes())
+        else:
+            bodies.append(chunks[key].tobytes())
+    m = len(keys)
+    descriptive = np.empty((m, 2), dtype="<u2")
+    descriptive[:, 0] = keys
+    descriptive[:, 1] = cards[keys] - 1
+    header = 8 + 4 * m + 4 * m
+    sizes = np.array([len(body) for body in bodies], dtype=np.int64)
+    offsets = header + np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    data = b"".join([struct.pack("<ii", SERIAL_COOKIE_NO_RUN, m), descriptive.tobytes(),
+                     offsets.astype("<u4").tobytes(), *bodies])
+    return BitMap.deserialize(data)
 
 
 class BitSliceReader:
