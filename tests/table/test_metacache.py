@@ -205,3 +205,22 @@ def test_environment_size_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
         metacache._from_environment()
     monkeypatch.setenv(metacache.MAX_BYTES_ENV, "1024")
     assert metacache._from_environment() == 1024
+
+
+def test_range_bitmap_words_count_in_the_weight(tmp_path: Path) -> None:
+    """A range bitmap asked again keeps its slices as words: the entry's weight says so."""
+    table = paimon_index.create_table(str(tmp_path), "db.t", SCHEMA, options=OPTIONS)
+    rows = batch(0, 5000, 7)
+    table.write(rows)
+    model = Model()
+    model.add(rows)
+    for _ in range(3):
+        assert table.count("score >= 700") == model.count("score >= 700")
+    cache = metadata_cache()
+    containers = [key for key in cache.entry_keys() if key[0] == "index"]  # type: ignore[index]
+    assert containers
+    for key in containers:
+        entry = cache.get(key)
+        words = sum(getattr(r, "cached_bytes", 0) for r in entry.readers.values() if r is not None)
+        assert words > 0
+        assert cache._entries[key][1] >= words + 2 * entry.source.kept_bytes

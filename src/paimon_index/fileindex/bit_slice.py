@@ -484,6 +484,12 @@ class BitSliceReader:
             self._slices[i] = deserialize_bitmap(r.read_view(self._slice_len[i], field), r, field,
                                                  self._slice_at[i])
 
+    @property
+    def words_bytes(self) -> int:
+        """Memory held by the slices kept as words (beyond the bytes they were read from)."""
+        kept = [w for w in (*self._dense, self._dense_ebm) if w is not None]
+        return sum(int(w.nbytes) for w in kept)
+
     def _dense_not_null(self) -> np.ndarray:
         if self._dense_ebm is None:
             self.not_null()  # checked as a Roaring bitmap first (positions below the row count)

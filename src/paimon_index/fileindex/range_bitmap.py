@@ -228,6 +228,11 @@ class RangeBitmapReader(IndexReader):
             self._bsi = BitSliceReader(self.source, h.bsi_at, h.end, h.row_count)
         return self._bsi
 
+    @property
+    def cached_bytes(self) -> int:
+        """Memory this reader keeps beyond the index bytes it read (its slices as words)."""
+        return 0 if self._bsi is None else self._bsi.words_bytes
+
     def value_range(self) -> tuple[Any, Any] | None:
         """(min, max) of the non-NULL values in Java's order, from the header alone: canonical keys
         (integers, unscaled decimals, epoch units), floats as floats, strings as UTF-8 bytes;

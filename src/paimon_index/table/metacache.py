@@ -28,7 +28,8 @@ listings -- a commit must be seen by the very next query.
 (default :data:`DEFAULT_MAX_BYTES`; environment variable :data:`MAX_BYTES_ENV` at import, or
 :func:`configure`). An entry's weight is an estimate of its memory: the bytes it was parsed from
 times a factor for the Python objects (:data:`MANIFEST_WEIGHT_FACTOR`; index and DV entries count
-their raw bytes twice, raw plus parsed). An entry heavier than the whole budget is not kept.
+their raw bytes twice, raw plus parsed, and a range bitmap's slices kept as words count their
+size). An entry heavier than the whole budget is not kept.
 Lookups and inserts are thread-safe; a checked-out index container is used by one thread at a time
 (another thread meanwhile opens the file uncached).
 """
@@ -230,7 +231,11 @@ class CachedContainer:
 
     @property
     def weight(self) -> int:
-        return PARSED_WEIGHT_FACTOR * self.source.kept_bytes
+        # Raw bytes plus what was parsed from them, plus what readers keep beyond that (a range
+        # bitmap's slices as 64-bit words).
+        extra = sum(int(getattr(reader, "cached_bytes", 0)) for reader in self.readers.values()
+                    if reader is not None)
+        return PARSED_WEIGHT_FACTOR * self.source.kept_bytes + extra
 
 
 @contextmanager
