@@ -224,3 +224,30 @@ def test_range_bitmap_words_count_in_the_weight(tmp_path: Path) -> None:
         words = sum(getattr(r, "cached_bytes", 0) for r in entry.readers.values() if r is not None)
         assert words > 0
         assert cache._entries[key][1] >= words + 2 * entry.source.kept_bytes
+
+
+
+def test_a_reused_index_file_name_is_parsed_afresh(tmp_path: Path) -> None:
+    """``.index`` names are not unique for all time (Paimon numbers them after the data file, and a
+    name an expiry deleted can be written again). A cached container whose file was replaced under
+    the same name must be parsed afresh, not read at the old layout's offsets."""
+    rows = batch(0, 20_000, 5)  # a .index file larger than the head a first open reads
+    tables = {}
+    for name, layout in (("a", {"file-index.bitmap.columns": "score,status"}),
+                         ("b", {"file-index.bitmap.columns": "status",
+                                "file-index.range-bitmap.columns": "score"})):
+        options = {k: v for k, v in OPTIONS.items() if not k.endswith(".columns")} | layout
+        tables[name] = paimon_index.create_table(str(tmp_path / name), "db.t", SCHEMA, options=options)
+        tables[name].write(rows)  # the same rows: each table's .index describes the other's data too
+    model = Model()
+    model.add(rows)
+    table = tables["a"]
+    assert table.count("id >= 100") == 19_900  # no index on id: caches the container's head only
+
+    [target] = (tmp_path / "a").rglob("*.index")
+    [other] = (tmp_path / "b").rglob("*.index")
+    target.write_bytes(other.read_bytes())  # the same name now holds another layout
+    for where in WHERES:
+        for _ in range(2):
+            assert table.count(where) == model.count(where), where
+            assert table.read(where).num_rows == model.count(where), where

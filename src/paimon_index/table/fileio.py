@@ -366,6 +366,13 @@ class TableIO:
         status = self.file_io.get_file_status(path)
         return int(status.size)
 
+    def status(self, path: str) -> FileStatus:
+        """The size and modification time of the file at ``path`` (one request)."""
+        self.counters.add(other_requests=1)
+        found = self.file_io.get_file_status(path)
+        return FileStatus(path=path, name=posixpath.basename(path), size=int(found.size), is_dir=False,
+                          mtime=_mtime(getattr(found, "mtime", None)))
+
     def exists(self, path: str) -> bool:
         self.counters.add(other_requests=1)
         return bool(self.file_io.exists(path))

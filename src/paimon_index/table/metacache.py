@@ -18,7 +18,12 @@ an entry. Kinds:
 * ``manifest-list``: the manifest file metadata of one manifest list;
 * ``index``: one ``<data-file>.index`` container -- its head, the byte ranges fetched so far and
   the index readers built on them (a range bitmap's dictionary and bit slices stay parsed)
-  (:func:`checkout_container`);
+  (:func:`checkout_container`). Unlike the other files, a ``.index`` name is not unique for all
+  time: Paimon numbers it after the data file (``f.index``, ``f-1.index``, ...) and, once an
+  expiry deleted ``f.index``, a later rewrite of a file that lost its ``.index`` names the new
+  one ``f.index`` again. So each use checks the file's size and modification time (one status
+  request, which also gives the size an uncached open would ask for) against the cached entry's
+  and parses the file afresh when they differ;
 * ``dv``: one deletion vector, by (DV index file, offset, length).
 
 **Never cached**: snapshot files, the ``LATEST``/``EARLIEST`` hints, schema files and directory
@@ -45,7 +50,7 @@ from typing import Any
 
 from paimon_index.errors import InvalidOptionError
 from paimon_index.fileindex.format import ContainerReader
-from paimon_index.table.fileio import FileIOSource, IOCounters, TableIO
+from paimon_index.table.fileio import FileIOSource, FileStatus, IOCounters, TableIO
 
 __all__ = ["DEFAULT_MAX_BYTES", "MAX_BYTES_ENV", "CachedContainer", "MetadataCache", "checkout_container",
            "configure", "metadata_cache"]
@@ -222,9 +227,11 @@ class _KeptSource(FileIOSource):
 class CachedContainer:
     """One ``.index`` file's container and the index readers built on it, shared across queries."""
 
-    def __init__(self, source: _KeptSource, container: ContainerReader) -> None:
+    def __init__(self, source: _KeptSource, container: ContainerReader, version: tuple[Any, ...]) -> None:
         self.source = source
         self.container = container
+        #: (size, modification time) of the file the entry was parsed from.
+        self.version = version
         #: Index readers by (column, index type, column type): FileIndexEvaluator's ``readers``.
         self.readers: dict[Any, Any] = {}
         self.lock = threading.Lock()
@@ -249,12 +256,25 @@ def checkout_container(io: TableIO, path: str, tally: IOCounters | None = None
     """
     cache = _CACHE
     key = ("index", path)
-    cached: CachedContainer | None = cache.get(key) if cache.enabled else None
-    hit = cached is not None
-    if cached is None and cache.enabled:
-        source = _KeptSource(io, path, tally=tally)
+    cached: CachedContainer | None = None
+    status: FileStatus | None = None
+    version: tuple[Any, ...] = ()
+    if cache.enabled:
         try:
-            cached = CachedContainer(source, ContainerReader(source))
+            status = io.status(path)
+        except OSError:
+            status = None  # the uncached open below raises the error a reader reports
+        if status is not None:
+            version = (status.size, status.mtime)
+            cached = cache.get(key)
+            if cached is not None and cached.version != version:
+                cache.discard(key)  # the name now holds another file (see the module docstring)
+                cached = None
+    hit = cached is not None
+    if cached is None and cache.enabled and status is not None:
+        source = _KeptSource(io, path, size=status.size, tally=tally)
+        try:
+            cached = CachedContainer(source, ContainerReader(source), version)
         except BaseException:
             source.release()
             raise
