@@ -87,8 +87,9 @@ def test_counters_as_dict_and_pickle_follow_the_fields() -> None:
 
     counters = MoreCounters()
     counters.add(read_requests=2, bytes_read=10, head_requests=3)
-    assert counters.as_dict() == {"read_requests": 2, "bytes_read": 10, "write_requests": 0, "bytes_written": 0,
-                                  "list_requests": 0, "other_requests": 0, "head_requests": 3}
+    assert counters.as_dict() == {"read_requests": 2, "bytes_read": 10, "write_requests": 0,
+                                  "bytes_written": 0, "list_requests": 0, "other_requests": 0,
+                                  "head_requests": 3}
     back = pickle.loads(pickle.dumps(IOCounters(read_requests=1, list_requests=4)))
     assert back.as_dict() == IOCounters(read_requests=1, list_requests=4).as_dict()
     back.add(read_requests=1)  # the lock is rebuilt
