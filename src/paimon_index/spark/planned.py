@@ -25,7 +25,9 @@ What runs where:
 Schema evolution: files are grouped by the schema id they were written with; each group is read
 with its own columns and projected to the current schema (renamed by field id, missing columns a
 typed NULL, widened types cast -- ``INT -> BIGINT``, ``FLOAT -> DOUBLE`` and the like, which Spark
-casts exactly as the Python reader does), then the groups are ``unionByName``-ed.
+casts exactly as the Python reader does), then the groups are ``unionByName``-ed. A read of an
+older snapshot (``snapshot_id``) is under that snapshot's schema, not today's: Java's time travel,
+pypaimon's and ``Table.read``'s.
 
 Primary-key tables in deletion-vectors mode read their level >= 1 files minus their vectors, the
 user columns only (as :mod:`paimon_index.table.pk.read` does merge-free); a table that needs a merge
@@ -295,6 +297,8 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
         raise InvalidOptionError("limit needs order_by (which rows would be kept is otherwise undefined)")
     opened = open_table(warehouse, table, catalog_options=catalog_options)
     paimon = opened.paimon_table
+    if snapshot_id is not None:
+        paimon = _time_travel(paimon, table, snapshot_id)
     current = _spark_schema(paimon.table_schema.fields)
     selected = _check_columns(columns, current.names, table)
     if order_by is not None:
@@ -327,6 +331,17 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
     return PlannedRead(df, plan, fallback)
 
 
+def _time_travel(paimon: Any, table: str, snapshot_id: int) -> Any:
+    """``paimon`` pinned to ``snapshot_id``, under that snapshot's schema (Java's and pypaimon's
+    rule for time travel, which ``Table.read`` follows too)."""
+    from paimon_index.errors import TableError
+    from paimon_index.table.paimon import pinned_table, snapshot_exists
+
+    if not snapshot_exists(paimon, snapshot_id):
+        raise TableError(f"table {table} has no snapshot {snapshot_id} (never committed or expired)")
+    return pinned_table(paimon, snapshot_id)
+
+
 def _python_source(spark: SparkSession, table: str, snapshot_id: int | None, warehouse: str,
                    catalog_options: Mapping[str, str] | None) -> DataFrame:
     """The ``paimon_index`` source over the same table (a snapshot only when one was asked for: the
@@ -356,11 +371,12 @@ def read(spark: SparkSession, table: str, where: str | None = None, columns: Seq
         catalog_options: ``fs.*`` options for pypaimon's catalog.
 
     Returns:
-        A DataFrame of the current schema's columns (all nullable), planned on one snapshot: it
-        reads the same files whenever it runs.
+        A DataFrame of the current schema's columns (with ``snapshot_id``: that snapshot's schema's),
+        all nullable, planned on one snapshot: it reads the same files whenever it runs.
 
     Raises:
         InvalidOptionError: an unknown column, a bad ``limit``.
+        TableError: ``snapshot_id`` does not exist.
         UnsupportedTableError: a primary-key table that needs a merge.
     """
     return read_planned(spark, table, where, columns, warehouse=warehouse, snapshot_id=snapshot_id,

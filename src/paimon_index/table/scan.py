@@ -177,6 +177,9 @@ def plan_read(table: Any, where: str | Predicate | None = None, *, snapshot_id: 
               use_index: bool = True, topn: TopN | None = None) -> ReadPlan:
     """Plan a read of ``table`` (pypaimon table) on one pinned snapshot (default: the latest).
 
+    The plan's schema is the table's current one, or with ``snapshot_id`` that snapshot's (time
+    travel reads an older snapshot as it was written, as pypaimon and Java do).
+
     ``where``: Spark SQL text (made a superset by :func:`conservative_predicate`) or a bound
     predicate (taken as exact). ``topn``: keep only the files holding a TopN candidate (only used
     with an exact predicate). ``use_index=False`` (or ``file-index.read.enabled = false``) skips
@@ -187,6 +190,9 @@ def plan_read(table: Any, where: str | Predicate | None = None, *, snapshot_id: 
         PaimonIndexError: ``snapshot_id`` does not exist; a corrupt index or deletion vector.
     """
     started = time.perf_counter()
+    if snapshot_id is not None:
+        # Time travel reads under the snapshot's schema (pypaimon resolves it when pinning), as Java does.
+        table = pinned_table(table, _snapshot(table, snapshot_id).id)
     schema = read_schema(table)
     if isinstance(where, str) or where is None:
         bound, exact = conservative_predicate(where, schema)
