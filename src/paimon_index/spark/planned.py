@@ -225,23 +225,46 @@ def _scan(spark: SparkSession, group: _Group, files: Sequence[FilePlan], current
     return out
 
 
+def _float_paths(dtype: Any, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """The paths of the FLOAT/DOUBLE fields in ``dtype``, through nested structs (``()``: itself)."""
+    from pyspark.sql.types import DoubleType, FloatType, StructType
+
+    if isinstance(dtype, FloatType | DoubleType):
+        return [path]
+    if isinstance(dtype, StructType):
+        return [p for f in dtype.fields for p in _float_paths(f.dataType, (*path, f.name))]
+    return []  # Spark pushes no filter on array elements or map values into Parquet
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
 def _shield_floats(df: DataFrame) -> DataFrame:
-    """FLOAT/DOUBLE columns behind ``nanvl(c, c)`` (the same value, -0.0 and NaN included), so Spark
-    cannot push a filter on them into its Parquet reader.
+    """FLOAT/DOUBLE columns, and such fields of struct columns, behind ``nanvl(c, c)`` (the same
+    value, -0.0 and NaN included), so Spark cannot push a filter on them into its Parquet reader.
 
     Why: pyarrow (pypaimon's writer) leaves NaN out of a column's min/max, and Spark's Parquet
     row-group filter then drops groups holding NaN rows that Spark's own semantics keep (``d <=>
-    CAST('NaN' AS DOUBLE)``, ``d > 1`` with NaN above every number). Spark's filter still runs on every
-    row; only its row-group skipping on these columns is given up.
+    CAST('NaN' AS DOUBLE)``, ``d > 1`` with NaN above every number). Spark pushes filters on struct
+    fields too (``s.d > 1``; ``spark.sql.optimizer.nestedPredicatePushdown.supportedFileSources``),
+    so a struct's float fields are replaced in place (``withField``: a NULL struct stays NULL).
+    Spark's filter still runs on every row; only its row-group skipping on these fields is given up.
     """
     from pyspark.sql import functions as F
-    from pyspark.sql.types import DoubleType, FloatType
 
-    floats = {f.name for f in df.schema.fields if isinstance(f.dataType, FloatType | DoubleType)}
-    if not floats:
-        return df
-    return df.select(*[F.nanvl(F.col(f"`{n}`"), F.col(f"`{n}`")).alias(n) if n in floats else F.col(f"`{n}`")
-                       for n in df.columns])
+    columns, shielded = [], False
+    for f in df.schema.fields:
+        column = F.col(_quoted(f.name))
+        for path in _float_paths(f.dataType):
+            field = F.col(_quoted(f.name))
+            for name in path:
+                field = field.getField(name)
+            value = F.nanvl(field, field)
+            column = column.withField(".".join(_quoted(n) for n in path), value) if path else value
+            shielded = True
+        columns.append(column.alias(f.name))
+    return df.select(*columns) if shielded else df
 
 
 @contextlib.contextmanager
