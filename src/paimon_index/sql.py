@@ -13,9 +13,16 @@ Grammar (keywords case-insensitive)::
                 | column "LIKE" string                     'abc%' -> STARTS_WITH 'abc'
     operand    := column | literal                         (one side a column, the other a literal)
     column     := identifier | `back-quoted name`          (`` inside = one back-quote)
-    literal    := integer | decimal | float | 'string' ('' inside = one quote) | TRUE | FALSE | NULL
+    literal    := integer | decimal | float | string | TRUE | FALSE | NULL
                 | DATE 'yyyy-mm-dd' | TIMESTAMP 'yyyy-mm-dd hh:mm:ss[.ffffff]' | TIME 'hh:mm:ss[.fff]'
                 | X'hex' | NaN | Infinity | -Infinity
+
+Strings are Spark's string literals: ``'...'`` or ``"..."``, a doubled quote inside is one quote, and
+backslash escapes mean what Spark makes of them (``'x\\\\y'`` is ``x\\y``; ``\\n``, ``\\t``, ``\\u0041``,
+``\\101``; ``\\%`` and ``\\_`` stay escaped for LIKE; any other ``\\c`` is ``c``). ``-- ...`` and
+``/* ... */`` are comments. :func:`split_top_level` and :func:`unwrap_parentheses` cut *any* Spark
+SQL condition on these tokens (what the grammar does not know included), for callers that replace
+the parts they cannot parse.
 
 Numbers: ``12`` is an ``int``, ``1.5`` a ``decimal.Decimal``, ``1e3`` a ``float``; each is compared
 with a column by its value, as Spark compares them (:mod:`paimon_index.coercion`). NOT is pushed
@@ -57,17 +64,27 @@ from paimon_index.predicate import (
 )
 from paimon_index.types import DataType, parse_schema
 
-__all__ = ["bind_predicate", "parse_order_by", "parse_predicate"]
+__all__ = ["bind_predicate", "parse_order_by", "parse_predicate", "split_top_level", "unwrap_parentheses"]
 
-_TOKEN = re.compile(r"""
-    (?P<ws>\s+)
-  | (?P<string>'(?:[^']|'')*')
+#: Spark's lexer, as far as this grammar goes: string literals in single or double quotes with
+#: backslash escapes and a doubled quote inside; comments are whitespace.
+_TOKENS = r"""
+    (?P<ws>\s+|--[^\n]*|/\*.*?\*/)
+  | (?P<string>'(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.|"")*")
   | (?P<hex>[xX]'[0-9A-Fa-f]*')
   | (?P<quoted>`(?:[^`]|``)*`)
   | (?P<number>-?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?)
   | (?P<op><=>|<>|!=|<=|>=|=|<|>|\(|\)|,)
   | (?P<word>-?[A-Za-z_][A-Za-z0-9_]*)
-""", re.VERBOSE)
+"""
+_TOKEN = re.compile(_TOKENS, re.VERBOSE | re.DOTALL)
+#: Any Spark SQL text: what the grammar does not know is one ``other`` token per character.
+_ANY_TOKEN = re.compile(_TOKENS + r"  | (?P<other>.)", re.VERBOSE | re.DOTALL)
+#: Spark's backslash escapes in string literals (``ParserUtils.unescapeSQLString``).
+_ESCAPE = r"\\(?:u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|([01][0-7]{2})|(.))"
+_ESCAPES = {q: re.compile(f"{_ESCAPE}|{q}{q}", re.DOTALL) for q in "'\""}
+_ESCAPED_CHARS = {"0": "\0", "b": "\b", "n": "\n", "r": "\r", "t": "\t", "Z": "\x1a",
+                  "%": "\\%", "_": "\\_"}  # LIKE's escapes stay escaped
 
 _FLIP = {Op.EQ: Op.EQ, Op.NE: Op.NE, Op.LT: Op.GT, Op.LE: Op.GE, Op.GT: Op.LT, Op.GE: Op.LE}
 NULL_SAFE_EQ = "<=>"
@@ -75,6 +92,39 @@ _COMPARE = {NULL_SAFE_EQ: Op.EQ, "=": Op.EQ, "<>": Op.NE,
              "!=": Op.NE, "<": Op.LT, "<=": Op.LE, ">": Op.GT, ">=": Op.GE}
 _SPECIAL_FLOATS = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
 MAX_FRACTION_DIGITS = 6
+
+
+class _Unexpected(Exception):
+    def __init__(self, pos: int) -> None:
+        self.pos = pos
+
+
+def _tokens(text: str, pattern: re.Pattern[str]) -> list[_Token]:
+    out, pos = [], 0
+    while pos < len(text):
+        m = pattern.match(text, pos)
+        if m is None:
+            raise _Unexpected(pos)
+        if m.lastgroup != "ws":
+            out.append(_Token(m.lastgroup or "", m.group(), pos))
+        pos = m.end()
+    out.append(_Token("end", "", len(text)))
+    return out
+
+
+def _string_value(quoted: str) -> str:
+    """A string literal's value as Spark reads it: backslash escapes, a doubled quote is one."""
+    quote = quoted[0]
+
+    def replace(m: re.Match[str]) -> str:
+        u16, u32, octal, char = m.groups()
+        if u16 or u32:
+            return chr(int(u16 or u32, 16))
+        if octal:
+            return chr(int(octal, 8))
+        return quote if char is None else _ESCAPED_CHARS.get(char, char)
+
+    return _ESCAPES[quote].sub(replace, quoted[1:-1])
 
 
 @dataclass(frozen=True)
@@ -94,16 +144,10 @@ class _Parser:
         self.i = 0
 
     def _tokenize(self, text: str) -> list[_Token]:
-        out, pos = [], 0
-        while pos < len(text):
-            m = _TOKEN.match(text, pos)
-            if m is None:
-                raise self.error(f"unexpected character {text[pos]!r}", pos)
-            if m.lastgroup != "ws":
-                out.append(_Token(m.lastgroup or "", m.group(), pos))
-            pos = m.end()
-        out.append(_Token("end", "", len(text)))
-        return out
+        try:
+            return _tokens(text, _TOKEN)
+        except _Unexpected as e:
+            raise self.error(f"unexpected character {text[e.pos]!r}", e.pos) from None
 
     def error(self, message: str, pos: int | None = None) -> InvalidPredicateError:
         at = self.peek().pos if pos is None else pos
@@ -255,7 +299,7 @@ class _Parser:
         tok = self.take()
         if tok.kind != "string":
             raise self.error("LIKE takes a string pattern", tok.pos)
-        pattern = tok.text[1:-1].replace("''", "'")
+        pattern = _string_value(tok.text)
         body = pattern[:-1]
         if pattern.endswith("%") and "%" not in body and "_" not in body and "\\" not in body:
             return Leaf(Op.STARTS_WITH, column, (body,))
@@ -279,7 +323,7 @@ class _Parser:
     def literal(self) -> object:
         tok = self.take()
         if tok.kind == "string":
-            return tok.text[1:-1].replace("''", "'")
+            return _string_value(tok.text)
         if tok.kind == "hex":
             digits = tok.text[2:-1]
             if len(digits) % 2:
@@ -358,3 +402,53 @@ def parse_order_by(text: str) -> tuple[SortOrder, ...]:
             return tuple(orders)
         if tok.kind != "op" or tok.text != ",":
             raise p.error(f"expected ',' or the end of ORDER BY, found {tok.text!r}", tok.pos)
+
+
+# -- cutting Spark SQL text this grammar may not parse ---------------------------------------------
+#: Tokens that open and close a nesting level: a cut is never made inside one.
+_OPEN, _CLOSE = {"(", "[", "CASE"}, {")", "]", "END"}
+
+
+def _nesting(tok: _Token) -> int:
+    key = tok.text.upper() if tok.kind == "word" else tok.text if tok.kind in ("op", "other") else ""
+    return 1 if key in _OPEN else -1 if key in _CLOSE else 0
+
+
+def split_top_level(text: str, keyword: str) -> list[str]:
+    """``text`` (any Spark SQL condition) cut at its top-level ``keyword`` (``AND`` or ``OR``).
+
+    Tokens are this module's, read as Spark reads them (quotes with backslash escapes, back-quoted
+    names, comments); characters the grammar does not know are tokens of their own, so any text
+    can be cut. Not cut: inside parentheses, brackets or ``CASE ... END``, and the ``AND`` of a
+    ``BETWEEN``. The parts are stripped; one part means there is no such keyword.
+    """
+    tokens = _tokens(text, _ANY_TOKEN)
+    parts, start, depth, betweens = [], 0, 0, 0
+    for tok in tokens[:-1]:
+        depth += _nesting(tok)
+        if depth or tok.kind != "word":
+            continue
+        word = tok.text.upper()
+        if word == "BETWEEN":
+            betweens += 1
+        elif word == keyword and keyword == "AND" and betweens:
+            betweens -= 1
+        elif word == keyword:
+            parts.append(text[start:tok.pos].strip())
+            start = tok.pos + len(tok.text)
+    parts.append(text[start:].strip())
+    return parts
+
+
+def unwrap_parentheses(text: str) -> str | None:
+    """The inside of ``( ... )`` when one pair of parentheses wraps all of ``text``, else None."""
+    tokens = _tokens(text, _ANY_TOKEN)[:-1]
+    if len(tokens) < 2 or tokens[0].text != "(" or tokens[-1].text != ")":
+        return None
+    depth = 0
+    for i, tok in enumerate(tokens):
+        if tok.text in ("(", ")") and tok.kind == "op":
+            depth += 1 if tok.text == "(" else -1
+            if depth == 0:
+                return text[tokens[0].pos + 1:tok.pos].strip() if i == len(tokens) - 1 else None
+    return None

@@ -71,3 +71,26 @@ def test_prefetch_fetches_only_what_is_missing_and_serves_reads_across_spans(io:
         assert io.counters.bytes_read - before["bytes_read"] == 2048 - 100
         assert bytes(source.read_at(0, 2048)) == payload  # one span now: no request
         assert io.counters.read_requests - before["read_requests"] == 1
+
+
+def test_counters_as_dict_and_pickle_follow_the_fields() -> None:
+    """``as_dict`` (also the pickled state) is derived from the fields: a counter added later is
+    neither left out nor lost on the way back from a Spark task."""
+    import pickle
+    from dataclasses import dataclass
+
+    from paimon_index.table.fileio import IOCounters
+
+    @dataclass
+    class MoreCounters(IOCounters):
+        head_requests: int = 0
+
+    counters = MoreCounters()
+    counters.add(read_requests=2, bytes_read=10, head_requests=3)
+    assert counters.as_dict() == {"read_requests": 2, "bytes_read": 10, "write_requests": 0,
+                                  "bytes_written": 0, "list_requests": 0, "other_requests": 0,
+                                  "head_requests": 3}
+    back = pickle.loads(pickle.dumps(IOCounters(read_requests=1, list_requests=4)))
+    assert back.as_dict() == IOCounters(read_requests=1, list_requests=4).as_dict()
+    back.add(read_requests=1)  # the lock is rebuilt
+    assert back.read_requests == 2

@@ -119,6 +119,13 @@ SPARK_ONLY = parse_schema("id BIGINT, s STRING, v INT, st ROW<a INT>")
     ("st IS NULL OR id = 2", "TRUE", False),  # nested columns have no index nor statistics
     ("st IS NULL AND id = 2", "id = 2", False),  # Spark resolves it case-insensitively; we cannot tell: TRUE
     (None, "TRUE", True),
+    # cut on sql.py's tokens, read as Spark reads them
+    (r"s = 'a\' OR v = 1' AND abs(id) = 2", "s = b\"a' OR v = 1\"", False),  # escaped quote
+    (r"(s = 'a\')' OR upper(s) = 'B') AND v = 1", "v = 1", False),
+    ("CASE WHEN v = 1 AND id = 2 AND s = 'a' THEN 0 ELSE 1 END = 1 AND v = 4", "v = 4", False),
+    ('`v` = 1 OR (id = 2 AND abs(v) = 1 AND `s` IN ("(", "x"))', "(v = 1 OR (id = 2 AND s IN (b'(', b'x')))",
+     False),
+    ("v = 1 -- OR id = 2", "v = 1", True),
 ])
 def test_conservative_predicate(text: str | None, expected: str, exact: bool) -> None:
     predicate, is_exact = conservative_predicate(text, SPARK_ONLY)

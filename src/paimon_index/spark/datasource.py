@@ -633,7 +633,9 @@ class PaimonIndexDataSource(DataSource):
         layout = getattr(self, "_table_layout", None)
         if layout is None:
             options = self._read_options()
-            layout = _layout_from_schema_file(options) or _layout_from_catalog(options)
+            # The latest schema file is not a time-travel read's schema: that one is the snapshot's.
+            fast = None if options.snapshot_id is not None else _layout_from_schema_file(options)
+            layout = fast or _layout_from_catalog(options)
             self._table_layout = layout
         return layout
 

@@ -25,7 +25,9 @@ What runs where:
 Schema evolution: files are grouped by the schema id they were written with; each group is read
 with its own columns and projected to the current schema (renamed by field id, missing columns a
 typed NULL, widened types cast -- ``INT -> BIGINT``, ``FLOAT -> DOUBLE`` and the like, which Spark
-casts exactly as the Python reader does), then the groups are ``unionByName``-ed.
+casts exactly as the Python reader does), then the groups are ``unionByName``-ed. A read of an
+older snapshot (``snapshot_id``) is under that snapshot's schema, not today's: Java's time travel,
+pypaimon's and ``Table.read``'s.
 
 Primary-key tables in deletion-vectors mode read their level >= 1 files minus their vectors, the
 user columns only (as :mod:`paimon_index.table.pk.read` does merge-free); a table that needs a merge
@@ -223,23 +225,46 @@ def _scan(spark: SparkSession, group: _Group, files: Sequence[FilePlan], current
     return out
 
 
+def _float_paths(dtype: Any, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """The paths of the FLOAT/DOUBLE fields in ``dtype``, through nested structs (``()``: itself)."""
+    from pyspark.sql.types import DoubleType, FloatType, StructType
+
+    if isinstance(dtype, FloatType | DoubleType):
+        return [path]
+    if isinstance(dtype, StructType):
+        return [p for f in dtype.fields for p in _float_paths(f.dataType, (*path, f.name))]
+    return []  # Spark pushes no filter on array elements or map values into Parquet
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
 def _shield_floats(df: DataFrame) -> DataFrame:
-    """FLOAT/DOUBLE columns behind ``nanvl(c, c)`` (the same value, -0.0 and NaN included), so Spark
-    cannot push a filter on them into its Parquet reader.
+    """FLOAT/DOUBLE columns, and such fields of struct columns, behind ``nanvl(c, c)`` (the same
+    value, -0.0 and NaN included), so Spark cannot push a filter on them into its Parquet reader.
 
     Why: pyarrow (pypaimon's writer) leaves NaN out of a column's min/max, and Spark's Parquet
     row-group filter then drops groups holding NaN rows that Spark's own semantics keep (``d <=>
-    CAST('NaN' AS DOUBLE)``, ``d > 1`` with NaN above every number). Spark's filter still runs on every
-    row; only its row-group skipping on these columns is given up.
+    CAST('NaN' AS DOUBLE)``, ``d > 1`` with NaN above every number). Spark pushes filters on struct
+    fields too (``s.d > 1``; ``spark.sql.optimizer.nestedPredicatePushdown.supportedFileSources``),
+    so a struct's float fields are replaced in place (``withField``: a NULL struct stays NULL).
+    Spark's filter still runs on every row; only its row-group skipping on these fields is given up.
     """
     from pyspark.sql import functions as F
-    from pyspark.sql.types import DoubleType, FloatType
 
-    floats = {f.name for f in df.schema.fields if isinstance(f.dataType, FloatType | DoubleType)}
-    if not floats:
-        return df
-    return df.select(*[F.nanvl(F.col(f"`{n}`"), F.col(f"`{n}`")).alias(n) if n in floats else F.col(f"`{n}`")
-                       for n in df.columns])
+    columns, shielded = [], False
+    for f in df.schema.fields:
+        column = F.col(_quoted(f.name))
+        for path in _float_paths(f.dataType):
+            field = F.col(_quoted(f.name))
+            for name in path:
+                field = field.getField(name)
+            value = F.nanvl(field, field)
+            column = column.withField(".".join(_quoted(n) for n in path), value) if path else value
+            shielded = True
+        columns.append(column.alias(f.name))
+    return df.select(*columns) if shielded else df
 
 
 @contextlib.contextmanager
@@ -295,6 +320,8 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
         raise InvalidOptionError("limit needs order_by (which rows would be kept is otherwise undefined)")
     opened = open_table(warehouse, table, catalog_options=catalog_options)
     paimon = opened.paimon_table
+    if snapshot_id is not None:
+        paimon = _time_travel(paimon, table, snapshot_id)
     current = _spark_schema(paimon.table_schema.fields)
     selected = _check_columns(columns, current.names, table)
     if order_by is not None:
@@ -327,6 +354,17 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
     return PlannedRead(df, plan, fallback)
 
 
+def _time_travel(paimon: Any, table: str, snapshot_id: int) -> Any:
+    """``paimon`` pinned to ``snapshot_id``, under that snapshot's schema (Java's and pypaimon's
+    rule for time travel, which ``Table.read`` follows too)."""
+    from paimon_index.errors import TableError
+    from paimon_index.table.paimon import pinned_table, snapshot_exists
+
+    if not snapshot_exists(paimon, snapshot_id):
+        raise TableError(f"table {table} has no snapshot {snapshot_id} (never committed or expired)")
+    return pinned_table(paimon, snapshot_id)
+
+
 def _python_source(spark: SparkSession, table: str, snapshot_id: int | None, warehouse: str,
                    catalog_options: Mapping[str, str] | None) -> DataFrame:
     """The ``paimon_index`` source over the same table (a snapshot only when one was asked for: the
@@ -356,11 +394,12 @@ def read(spark: SparkSession, table: str, where: str | None = None, columns: Seq
         catalog_options: ``fs.*`` options for pypaimon's catalog.
 
     Returns:
-        A DataFrame of the current schema's columns (all nullable), planned on one snapshot: it
-        reads the same files whenever it runs.
+        A DataFrame of the current schema's columns (with ``snapshot_id``: that snapshot's schema's),
+        all nullable, planned on one snapshot: it reads the same files whenever it runs.
 
     Raises:
         InvalidOptionError: an unknown column, a bad ``limit``.
+        TableError: ``snapshot_id`` does not exist.
         UnsupportedTableError: a primary-key table that needs a merge.
     """
     return read_planned(spark, table, where, columns, warehouse=warehouse, snapshot_id=snapshot_id,

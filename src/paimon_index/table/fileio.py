@@ -42,7 +42,7 @@ import threading
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlparse
@@ -97,8 +97,8 @@ class IOCounters:
         return self.read_requests + self.write_requests + self.list_requests + self.other_requests
 
     def as_dict(self) -> dict[str, int]:
-        return {name: getattr(self, name) for name in ("read_requests", "bytes_read", "write_requests",
-                                                        "bytes_written", "list_requests", "other_requests")}
+        """Every counter by name (derived from the fields, so a new counter is never left out)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.compare}
 
     def __getstate__(self) -> dict[str, int]:
         return self.as_dict()

@@ -21,10 +21,12 @@ the predicate needs non-NULL (schema evolution), or every selected row is delete
 
 **WHERE text a reader applies itself.** :func:`conservative_predicate` turns Spark SQL text into a
 predicate the indexes can answer: the whole text when :mod:`paimon_index.sql` parses it; otherwise
-its top-level OR / AND parts, each part that does not parse replaced by TRUE (an AND keeps the
-others, an OR with an unknown part is TRUE). The result is a superset of the rows the text keeps,
-so pruning with it never drops a row the reader's own filter would keep; ``exact`` says whether
-nothing was replaced (TopN candidates are only taken among rows of an exact predicate).
+its top-level OR / AND parts (cut on :mod:`paimon_index.sql`'s tokens, quotes and escapes read as
+Spark reads them; never inside parentheses, ``CASE ... END`` or a ``BETWEEN``), each part that does
+not parse replaced by TRUE (an AND keeps the others, an OR with an unknown part is TRUE). The
+result is a superset of the rows the text keeps, so pruning with it never drops a row the reader's
+own filter would keep; ``exact`` says whether nothing was replaced (TopN candidates are only taken
+among rows of an exact predicate).
 
 Costs: one pass over the manifests (pypaimon's plan with the statistics filter); no index is read
 when the predicate is TRUE; deletion vectors are read by their manifest ranges only.
@@ -32,7 +34,6 @@ when the predicate is TRUE; deletion vectors are read by their manifest ranges o
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -46,7 +47,7 @@ from paimon_index.fileindex.base import TopN
 from paimon_index.fileindex.options import FileIndexOptions
 from paimon_index.fileindex.result import Rows
 from paimon_index.predicate import ALWAYS_TRUE, And, Leaf, Or, Predicate, and_, or_
-from paimon_index.sql import bind_predicate
+from paimon_index.sql import bind_predicate, split_top_level, unwrap_parentheses
 from paimon_index.table.fileio import TableIO
 from paimon_index.table.paimon import latest_snapshot, pinned_table, snapshot_by_id
 from paimon_index.table.read import (
@@ -107,76 +108,6 @@ class ReadPlan:
 
 
 # -- WHERE text -> a superset predicate --------------------------------------------------------------
-_WORD = re.compile(r"[A-Za-z_]")
-
-
-def _top_level_split(text: str, keyword: str) -> list[str]:
-    """``text`` cut at the top-level occurrences of ``keyword`` (AND / OR), outside quotes and
-    parentheses; the AND of ``BETWEEN a AND b`` is not a cut."""
-    parts, depth, start, i, quote = [], 0, 0, 0, ""
-    pending_between = 0
-    n = len(text)
-    while i < n:
-        ch = text[i]
-        if quote:
-            if ch == quote:
-                if i + 1 < n and text[i + 1] == quote:  # doubled quote inside a literal
-                    i += 1
-                else:
-                    quote = ""
-            elif ch == "\\" and quote != "`":
-                i += 1
-            i += 1
-            continue
-        if ch in "'\"`":
-            quote = ch
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif depth == 0 and _WORD.match(ch) and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
-            j = i
-            while j < n and (text[j].isalnum() or text[j] == "_"):
-                j += 1
-            word = text[i:j].upper()
-            if word == "BETWEEN":
-                pending_between += 1
-            elif word == keyword and keyword == "AND" and pending_between:
-                pending_between -= 1
-            elif word == keyword:
-                parts.append(text[start:i])
-                start = j
-            i = j
-            continue
-        i += 1
-    parts.append(text[start:])
-    return [p.strip() for p in parts]
-
-
-def _unwrap(text: str) -> str | None:
-    """The inside of ``( ... )`` when the parentheses wrap the whole text, else None."""
-    if not (text.startswith("(") and text.endswith(")")):
-        return None
-    inner = text[1:-1]
-    return inner if _balanced(inner) else None
-
-
-def _balanced(text: str) -> bool:
-    depth, quote = 0, ""
-    for ch in text:
-        if quote:
-            quote = "" if ch == quote else quote
-        elif ch in "'\"`":
-            quote = ch
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-            if depth < 0:
-                return False
-    return depth == 0 and not quote
-
-
 def conservative_predicate(text: str | None, schema: Mapping[str, Any]) -> tuple[Predicate, bool]:
     """(a predicate keeping every row ``text`` keeps, whether it is exactly ``text``).
 
@@ -191,15 +122,15 @@ def conservative_predicate(text: str | None, schema: Mapping[str, Any]) -> tuple
     else:
         scalar = _scalar_only(bound, schema)
         return scalar, scalar == bound
-    disjuncts = _top_level_split(text, "OR")
+    disjuncts = split_top_level(text, "OR")
     if len(disjuncts) > 1 and all(disjuncts):
         parts = [conservative_predicate(d, schema) for d in disjuncts]
         return or_(*(p for p, _ in parts)), all(e for _, e in parts)
-    conjuncts = _top_level_split(text, "AND")
+    conjuncts = split_top_level(text, "AND")
     if len(conjuncts) > 1 and all(conjuncts):
         parts = [conservative_predicate(c, schema) for c in conjuncts]
         return and_(*(p for p, _ in parts)), all(e for _, e in parts)
-    inner = _unwrap(text.strip())
+    inner = unwrap_parentheses(text)
     if inner is not None:
         return conservative_predicate(inner, schema)
     return ALWAYS_TRUE, False
@@ -246,6 +177,9 @@ def plan_read(table: Any, where: str | Predicate | None = None, *, snapshot_id: 
               use_index: bool = True, topn: TopN | None = None) -> ReadPlan:
     """Plan a read of ``table`` (pypaimon table) on one pinned snapshot (default: the latest).
 
+    The plan's schema is the table's current one, or with ``snapshot_id`` that snapshot's (time
+    travel reads an older snapshot as it was written, as pypaimon and Java do).
+
     ``where``: Spark SQL text (made a superset by :func:`conservative_predicate`) or a bound
     predicate (taken as exact). ``topn``: keep only the files holding a TopN candidate (only used
     with an exact predicate). ``use_index=False`` (or ``file-index.read.enabled = false``) skips
@@ -256,6 +190,9 @@ def plan_read(table: Any, where: str | Predicate | None = None, *, snapshot_id: 
         PaimonIndexError: ``snapshot_id`` does not exist; a corrupt index or deletion vector.
     """
     started = time.perf_counter()
+    if snapshot_id is not None:
+        # Time travel reads under the snapshot's schema (pypaimon resolves it when pinning), as Java does.
+        table = pinned_table(table, _snapshot(table, snapshot_id).id)
     schema = read_schema(table)
     if isinstance(where, str) or where is None:
         bound, exact = conservative_predicate(where, schema)
