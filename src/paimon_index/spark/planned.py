@@ -67,6 +67,21 @@ _POSITION_SPAN = 1 << 32
 _MAX_KEYED = 1 << 31
 #: Spark lists more paths than this with a distributed job (see :func:`_no_listing_job`).
 _LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+#: Default of ``small_read_bytes``: the most Parquet column-chunk bytes the driver reads itself for a
+#: selective query (a few of the default 4 MiB row groups) instead of running a Spark scan.
+SMALL_READ_BYTES = 8 << 20
+#: The most rows a small read hands Spark (after the index selection and the pre-filter): each row
+#: of a local relation is serialized to Spark on the driver, and an aggregate over it runs as a job.
+SMALL_READ_ROWS = 2_000
+#: The most data files a small read opens (each costs the driver a footer read before it can tell).
+SMALL_READ_FILES = 8
+#: Arrow types the small read hands Spark as Spark's Parquet reader reads them (checked against it
+#: by tests); any other column (timestamps, nested) leaves the read to Spark's Parquet reader.
+_SMALL_TYPES = (pa.types.is_boolean, pa.types.is_integer, pa.types.is_floating, pa.types.is_decimal,
+                pa.types.is_string, pa.types.is_large_string, pa.types.is_binary, pa.types.is_large_binary,
+                pa.types.is_date32)
+#: Where :func:`_local_frame` keeps the two JVM methods it calls (each lookup is a Py4J round trip).
+_SQL_UTILS = "_paimon_index_sql_utils"
 #: Arrow -> Arrow casts Spark performs exactly as the Python reader (Arrow / Java widening) does.
 _WIDENING = {
     (pa.int8(), pa.int16()), (pa.int8(), pa.int32()), (pa.int8(), pa.int64()),
@@ -84,6 +99,8 @@ class PlannedRead:
     plan: ReadPlan
     #: why the Python source reads instead of Spark's Parquet reader (None: it does not)
     fallback: str | None = None
+    #: the rows the driver read itself and handed Spark (None: Spark's Parquet reader reads)
+    small_rows: int | None = None
 
 
 def _spark_schema(fields: Sequence[Any]) -> Any:
@@ -223,7 +240,142 @@ def _scan(spark: SparkSession, group: _Group, files: Sequence[FilePlan], current
     return out
 
 
-def _shield_floats(df: DataFrame) -> DataFrame:
+def _small_read(spark: SparkSession, plan: ReadPlan, groups: Mapping[int, _Group], current: Any,
+                max_bytes: int) -> tuple[DataFrame, int] | None:
+    """The candidate rows of a selective plan, read on the driver with pyarrow and handed to Spark
+    as a local relation (and how many); None when the plan is not small.
+
+    Small means: at most :data:`SMALL_READ_FILES` files of plain columns (:data:`_SMALL_TYPES`), whose
+    candidate row groups hold at most ``max_bytes`` of column chunks, leaving at most
+    :data:`SMALL_READ_ROWS` candidate rows. A row group is a candidate when it holds a selected row
+    (if the index selected rows) and its footer statistics may match the plan's predicate (files
+    written with the current schema; :func:`~paimon_index.table.stats.row_group_may_match`).
+    Candidate rows drop the deleted positions, keep the selected ones and pass the predicate in
+    Arrow (a superset of the WHERE, :mod:`paimon_index.arrow_filter`); Spark applies the WHERE itself
+    on top (:func:`read_planned`), so which rows come back is Spark's decision either way.
+    """
+    if max_bytes <= 0 or len(plan.files) > SMALL_READ_FILES or plan.table is None:
+        return None
+    if any(not any(ok(f.type) for ok in _SMALL_TYPES) for g in groups.values() for f in g.arrow):
+        return None
+    from paimon_index.table.fileio import TableIO
+
+    io = TableIO.of(plan.table)
+    with contextlib.ExitStack() as stack:
+        chosen: list[tuple[FilePlan, Any, list[int]]] = []
+        budget = max_bytes
+        for f in plan.files:
+            parquet = stack.enter_context(io.parquet(f.path))
+            if parquet.metadata.num_rows != f.row_count:
+                return None  # the footer disagrees with the manifest: Spark's reader reads (and says so)
+            wanted = _candidate_groups(parquet, f, plan, groups[f.schema_id])
+            budget -= sum(_chunk_bytes(parquet, g, groups[f.schema_id].arrow.names) for g in wanted)
+            if budget < 0:
+                return None
+            chosen.append((f, parquet, wanted))
+        parts: dict[int, list[pa.Table]] = {}
+        rows = 0
+        for f, parquet, wanted in chosen:
+            if not wanted:
+                continue
+            table = _candidate_rows(parquet, f, wanted, plan, groups[f.schema_id])
+            rows += table.num_rows
+            if rows > SMALL_READ_ROWS:
+                return None
+            parts.setdefault(f.schema_id, []).append(table)
+    out = None
+    for sid, group in groups.items():
+        tables = parts.get(sid)
+        if not tables and out is not None:
+            continue
+        schema = _spark_schema(group.fields)
+        local = _local_frame(spark, pa.concat_tables(tables), schema) if tables else \
+            spark.createDataFrame([], schema)
+        part = group.project(local, current)
+        out = part if out is None else out.unionByName(part)
+    assert out is not None
+    return out, rows
+
+
+def _local_frame(spark: SparkSession, arrow: pa.Table, schema: Any) -> DataFrame:
+    """``spark.createDataFrame(arrow, schema)`` in two Py4J round trips instead of ~35.
+
+    PySpark's ``createDataFrame`` reads a dozen session confs through Py4J element by element (the
+    timestamp and large-type ones, which the plain types of a small read do not need) before it does
+    what is done here: Arrow batches of Spark's own Arrow types through a file to the JVM, made a
+    local relation there (Spark keeps batches under ``spark.sql.execution.arrow.localRelationThreshold``
+    on the driver, so a filter and a collect on it run without a job).
+    """
+    from pyspark.sql.pandas.serializers import ArrowStreamSerializer
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    try:
+        from pyspark.sql.classic.dataframe import DataFrame as ClassicFrame
+        sc = spark.sparkContext
+        members = getattr(sc, _SQL_UTILS, None)
+        if members is None:
+            utils = sc._jvm.PythonSQLUtils  # type: ignore[union-attr]
+            members = (utils.readArrowStreamFromFile, utils.toDataFrame)
+            setattr(sc, _SQL_UTILS, members)
+        read_file, to_frame = members
+        batches = arrow.cast(to_arrow_schema(schema, timezone="UTC")).to_batches()
+        jiter = sc._serialize_to_jvm(batches, ArrowStreamSerializer(), read_file,
+                                     lambda: sc._jvm.ArrowIteratorServer())  # type: ignore[union-attr]
+        frame = ClassicFrame(to_frame(jiter, schema.json(), spark._jsparkSession), spark)
+    except (ImportError, AttributeError):  # another PySpark than the one this was written for
+        return spark.createDataFrame(arrow, schema)
+    return frame
+
+
+def _chunk_bytes(parquet: Any, group: int, names: Sequence[str]) -> int:
+    meta = parquet.metadata.row_group(group)
+    return sum(meta.column(c).total_compressed_size for c in range(meta.num_columns)
+               if meta.column(c).path_in_schema in names)
+
+
+def _group_starts(parquet: Any) -> np.ndarray:
+    """The first row position of every row group, and the file's row count last."""
+    meta = parquet.metadata
+    sizes = [meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
+    return np.concatenate(([0], np.cumsum(sizes, dtype=np.int64)))
+
+
+def _candidate_groups(parquet: Any, f: FilePlan, plan: ReadPlan, group: _Group) -> list[int]:
+    """The row groups of ``f`` that may hold a matching live row (see :func:`_small_read`)."""
+    from paimon_index.table.stats import row_group_may_match
+
+    starts = _group_starts(parquet)
+    if f.selected is not None:
+        holding = np.searchsorted(starts, f.selected, side="right") - 1
+        wanted = np.flatnonzero(np.bincount(holding, minlength=len(starts) - 1)).tolist()
+    else:
+        wanted = list(range(len(starts) - 1))
+    if not group.mapping.identity:
+        return wanted  # the predicate names the current columns: statistics by name could mislead
+    return [g for g in wanted if row_group_may_match(parquet, g, plan.predicate, plan.schema)]
+
+
+def _candidate_rows(parquet: Any, f: FilePlan, wanted: list[int], plan: ReadPlan, group: _Group) -> pa.Table:
+    """Row groups ``wanted`` of ``f`` minus deleted rows, kept to selected rows and the predicate."""
+    from paimon_index.arrow_filter import to_arrow_expression
+    from paimon_index.predicate import ALWAYS_TRUE
+
+    # The schema's columns only: a primary-key table's files also hold its _KEY_/_SEQUENCE_ columns.
+    table = parquet.read_row_groups(wanted, columns=group.arrow.names)
+    starts = _group_starts(parquet)
+    positions = np.concatenate([np.arange(starts[g], starts[g + 1], dtype=np.int64) for g in wanted])
+    keep = np.ones(len(positions), dtype=bool)
+    if f.deleted is not None:
+        keep &= ~np.isin(positions, f.deleted, assume_unique=True)
+    if f.selected is not None:
+        keep &= np.isin(positions, f.selected, assume_unique=True)
+    table = table.filter(pa.array(keep))
+    if group.mapping.identity and plan.predicate is not ALWAYS_TRUE:
+        table = table.filter(to_arrow_expression(plan.predicate, plan.schema))
+    return table
+
+
+def _shield_floats(df: DataFrame, schema: Any) -> DataFrame:
     """FLOAT/DOUBLE columns behind ``nanvl(c, c)`` (the same value, -0.0 and NaN included), so Spark
     cannot push a filter on them into its Parquet reader.
 
@@ -235,11 +387,12 @@ def _shield_floats(df: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
     from pyspark.sql.types import DoubleType, FloatType
 
-    floats = {f.name for f in df.schema.fields if isinstance(f.dataType, FloatType | DoubleType)}
+    # ``schema`` is df's (the current schema): asking df for it would be a Py4J round trip.
+    floats = {f.name for f in schema.fields if isinstance(f.dataType, FloatType | DoubleType)}
     if not floats:
         return df
     return df.select(*[F.nanvl(F.col(f"`{n}`"), F.col(f"`{n}`")).alias(n) if n in floats else F.col(f"`{n}`")
-                       for n in df.columns])
+                       for n in schema.names])
 
 
 @contextlib.contextmanager
@@ -285,12 +438,15 @@ def _check_columns(columns: Sequence[str] | None, names: Sequence[str], table: s
 def read_planned(spark: SparkSession, table: str, where: str | None = None,
                  columns: Sequence[str] | None = None, *, warehouse: str, snapshot_id: int | None = None,
                  order_by: str | None = None, limit: int | None = None, use_index: bool = True,
-                 catalog_options: Mapping[str, str] | None = None) -> PlannedRead:
+                 catalog_options: Mapping[str, str] | None = None,
+                 small_read_bytes: int = SMALL_READ_BYTES) -> PlannedRead:
     """:func:`read`, with the plan it made (files, what each step pruned, planning time)."""
     from paimon_index.table.api import open_table
 
     if limit is not None and (not isinstance(limit, int) or limit < 0):
         raise InvalidOptionError(f"limit must be a non-negative integer, got {limit!r}")
+    if not isinstance(small_read_bytes, int) or small_read_bytes < 0:
+        raise InvalidOptionError(f"small_read_bytes must be a non-negative integer, got {small_read_bytes!r}")
     if limit is not None and order_by is None:
         raise InvalidOptionError("limit needs order_by (which rows would be kept is otherwise undefined)")
     opened = open_table(warehouse, table, catalog_options=catalog_options)
@@ -304,10 +460,14 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
     plan = plan_read(paimon, where, snapshot_id=snapshot_id, use_index=use_index)
     groups = {sid: _Group(paimon, plan, sid) for sid in sorted({f.schema_id for f in plan.files})}
     fallback = next((p for p in (g.problem() for g in groups.values()) if p is not None), None)
+    small = None if fallback is not None or not plan.files else _small_read(spark, plan, groups, current,
+                                                                              small_read_bytes)
     if fallback is not None:
         df = _python_source(spark, table, snapshot_id, warehouse, catalog_options)
     elif not plan.files:
         df = spark.createDataFrame([], current)
+    elif small is not None:
+        df = small[0]
     else:
         df = None
         with _no_listing_job(spark, len(plan.files)):
@@ -315,7 +475,8 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
                 part = _scan(spark, group, [f for f in plan.files if f.schema_id == sid], current)
                 df = part if df is None else df.unionByName(part)
     assert df is not None
-    df = _shield_floats(df)
+    if small is None:  # a local relation has no Parquet filter to shield floats from
+        df = _shield_floats(df, current if fallback is None else df.schema)
     if where is not None and where.strip():
         df = df.filter(where)
     if selected is not None:
@@ -324,7 +485,7 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
         df = df.orderBy(*_order_columns(order_by))
         if limit is not None:
             df = df.limit(limit)
-    return PlannedRead(df, plan, fallback)
+    return PlannedRead(df, plan, fallback, None if small is None else small[1])
 
 
 def _python_source(spark: SparkSession, table: str, snapshot_id: int | None, warehouse: str,
@@ -344,7 +505,8 @@ def _python_source(spark: SparkSession, table: str, snapshot_id: int | None, war
 def read(spark: SparkSession, table: str, where: str | None = None, columns: Sequence[str] | None = None,
          *, warehouse: str, snapshot_id: int | None = None, order_by: str | None = None,
          limit: int | None = None, use_index: bool = True,
-         catalog_options: Mapping[str, str] | None = None) -> DataFrame:
+         catalog_options: Mapping[str, str] | None = None,
+         small_read_bytes: int = SMALL_READ_BYTES) -> DataFrame:
     """The rows of ``table`` where ``where`` (Spark SQL) holds, as a DataFrame Spark's Parquet reader reads.
 
     Args:
@@ -354,6 +516,10 @@ def read(spark: SparkSession, table: str, where: str | None = None, columns: Seq
         order_by, limit: ``"score DESC, id"`` and k: the DataFrame is sorted (and limited).
         use_index: False plans every live file (statistics and indexes unused), for comparison.
         catalog_options: ``fs.*`` options for pypaimon's catalog.
+        small_read_bytes: a selective plan whose candidate row groups hold at most this many bytes
+            of column chunks (and at most :data:`SMALL_READ_ROWS` candidate rows, in at most
+            :data:`SMALL_READ_FILES` files) is read on the driver and handed to Spark as a local
+            relation, Spark's filter on top (0: never; see ``docs/read-path.md``).
 
     Returns:
         A DataFrame of the current schema's columns (all nullable), planned on one snapshot: it
@@ -365,4 +531,4 @@ def read(spark: SparkSession, table: str, where: str | None = None, columns: Seq
     """
     return read_planned(spark, table, where, columns, warehouse=warehouse, snapshot_id=snapshot_id,
                         order_by=order_by, limit=limit, use_index=use_index,
-                        catalog_options=catalog_options).dataframe
+                        catalog_options=catalog_options, small_read_bytes=small_read_bytes).dataframe
