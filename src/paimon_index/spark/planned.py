@@ -21,6 +21,10 @@ What runs where:
    in: Spark's filter is exact anyway, and a semi join cannot make the Parquet reader skip a page
    (``docs/read-path.md``); they only decide which files are read. FLOAT/DOUBLE columns are kept out
    of Spark's Parquet filter pushdown (:func:`_shield_floats`).
+3. **Or the driver, for a small plan** (:func:`_small_read`): when a few files' candidate row groups
+   hold few bytes and few candidate rows, the driver reads them with pyarrow (deleted rows dropped,
+   the index selection and the predicate applied in Arrow as a superset) and hands them to Spark as
+   a local relation, the user's ``where`` again applied by Spark on top: no Spark scan job at all.
 
 Schema evolution: files are grouped by the schema id they were written with; each group is read
 with its own columns and projected to the current schema (renamed by field id, missing columns a
@@ -50,7 +54,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from paimon_index.errors import InvalidOptionError
+from paimon_index.errors import InvalidOptionError, PaimonIndexError
 from paimon_index.sql import parse_order_by
 from paimon_index.table.read import UnsupportedTableError
 from paimon_index.table.scan import FilePlan, ReadPlan, plan_read
@@ -371,7 +375,11 @@ def _candidate_rows(parquet: Any, f: FilePlan, wanted: list[int], plan: ReadPlan
         keep &= np.isin(positions, f.selected, assume_unique=True)
     table = table.filter(pa.array(keep))
     if group.mapping.identity and plan.predicate is not ALWAYS_TRUE:
-        table = table.filter(to_arrow_expression(plan.predicate, plan.schema))
+        try:
+            expression = to_arrow_expression(plan.predicate, plan.schema)
+        except PaimonIndexError:
+            return table  # a predicate Arrow cannot express: Spark's filter alone decides
+        table = table.filter(expression)
     return table
 
 
