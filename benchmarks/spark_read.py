@@ -338,8 +338,22 @@ class Bench:
     def planned(self, q: Query) -> Run:
         from paimon_index.spark import jobs
 
-        return self._timed(lambda: jobs.read(self.spark, TABLE, where=q.where,  # type: ignore[attr-defined]
-                                             warehouse=self.built.warehouse), q)
+        made: list[Any] = []
+
+        def build_df() -> Any:
+            made.append(jobs.read_planned(self.spark, TABLE, where=q.where,  # type: ignore[attr-defined]
+                                          warehouse=self.built.warehouse))
+            return made[-1].dataframe
+
+        run = self._timed(build_df, q)
+        plan = made[-1].plan
+        report = plan.report
+        # Spark's input bytes, plus what the plan read (indexes) and the driver's small read (data).
+        run.bytes_read = (run.bytes_read or 0) + report.index_bytes_read + report.data_bytes_read
+        run.files_read = len(plan.files)
+        if getattr(made[-1], "small_rows", None) is not None:
+            run.row_groups_read = report.row_groups_read
+        return run
 
     def count(self, q: Query) -> Run | None:
         from paimon_index.spark import jobs

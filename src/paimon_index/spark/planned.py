@@ -260,6 +260,10 @@ def _small_read(spark: SparkSession, plan: ReadPlan, groups: Mapping[int, _Group
     """
     if max_bytes <= 0 or len(plan.files) > SMALL_READ_FILES or plan.table is None:
         return None
+    from paimon_index.predicate import ALWAYS_TRUE
+
+    if plan.predicate is ALWAYS_TRUE and sum(f.live_rows for f in plan.files) > SMALL_READ_ROWS:
+        return None  # every live row is a candidate: known too many without opening a file
     if any(not any(ok(f.type) for ok in _SMALL_TYPES) for g in groups.values() for f in g.arrow):
         return None
     from paimon_index.table.fileio import TableIO
@@ -277,6 +281,12 @@ def _small_read(spark: SparkSession, plan: ReadPlan, groups: Mapping[int, _Group
             if budget < 0:
                 return None
             chosen.append((f, parquet, wanted))
+        # Counted only once the driver reads: a plan Spark's reader reads reports no data bytes.
+        for f, parquet, wanted in chosen:
+            plan.report.row_groups_planned += parquet.metadata.num_row_groups
+            plan.report.row_groups_read += len(wanted)
+            plan.report.data_bytes_read += sum(_chunk_bytes(parquet, g, groups[f.schema_id].arrow.names)
+                                               for g in wanted)
         parts: dict[int, list[pa.Table]] = {}
         rows = 0
         for f, parquet, wanted in chosen:
