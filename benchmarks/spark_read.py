@@ -37,6 +37,8 @@ target measures); the point lookup and TopN collect their rows. Engines:
     source    the ``paimon_index`` Python source, filter pushdown on (one fresh DataFrame per query;
               TopN with the source's ``topn``/``limit`` hint)
     planned   ``paimon_index.spark.jobs.read(spark, table, where=...)`` (when that verb exists)
+    planned-scan  the same with ``small_read_bytes=0`` (never the driver's small read; only when
+              named in ``--engines``)
     count     ``paimon_index.spark.jobs.count(spark, table, where)`` index-only counts (when it
               exists; the count shapes only)
 
@@ -57,7 +59,8 @@ the best of our engines per shape. Numbers are measured, never adjusted; the loa
 printed.
 
     python benchmarks/spark_read.py [--rows N] [--files F] [--rounds R] [--data DIR] [--no-cold]
-                                    [--engines source,planned,count] [--only "point lookup,TopN"]
+                                    [--engines source,planned,planned-scan,count]
+                                    [--only "point lookup,TopN"]
 """
 
 from __future__ import annotations
@@ -101,6 +104,9 @@ DEFAULT_DATA = Path(__file__).resolve().parent / ".data"
 TARGET_NOT_SLOWER = 1.1
 TARGET_SELECTIVE = 10.0
 TARGET_INDEXED_COUNT = 20.0
+#: The planned read with its driver-side small read off (Spark's Parquet reader reads every plan);
+#: only run when named in ``--engines``, to compare the two in one run.
+SCAN_ONLY = "planned-scan"
 
 
 # ------------------------------------------------------------------------------------------------
@@ -272,6 +278,7 @@ class Bench:
 
         if hasattr(jobs, "read"):
             self.engines["planned"] = self.planned
+            self.engines[SCAN_ONLY] = lambda q: self.planned(q, small_read_bytes=0)
         if hasattr(jobs, "count"):
             self.engines["count"] = self.count
 
@@ -335,14 +342,14 @@ class Bench:
         finally:
             shutil.rmtree(reports, ignore_errors=True)
 
-    def planned(self, q: Query) -> Run:
+    def planned(self, q: Query, **options: Any) -> Run:
         from paimon_index.spark import jobs
 
         made: list[Any] = []
 
         def build_df() -> Any:
             made.append(jobs.read_planned(self.spark, TABLE, where=q.where,  # type: ignore[attr-defined]
-                                          warehouse=self.built.warehouse))
+                                          warehouse=self.built.warehouse, **options))
             return made[-1].dataframe
 
         run = self._timed(build_df, q)
@@ -456,7 +463,7 @@ def _n(value: int | None) -> str:
 
 def print_table(qs: list[Query], engines: list[str], cells: dict[tuple[str, str], Cell],
                 rounds: int) -> list[str]:
-    print(f"{'query':<20}{'engine':<9}{'median s':>10}{'ratio':>8}{'bytes read':>16}{'files':>7}"
+    print(f"{'query':<20}{'engine':<13}{'median s':>10}{'ratio':>8}{'bytes read':>16}{'files':>7}"
           f"{'row groups':>12}  result")
     failures = []
     for q in qs:
@@ -473,7 +480,7 @@ def print_table(qs: list[Query], engines: list[str], cells: dict[tuple[str, str]
                 if not same:
                     failures.append(f"{q.label} / {engine}: result differs from spark.read.parquet")
             verdict = "reference" if engine == "parquet" else "equal" if same else "DIFFERS"
-            print(f"{q.label if engine == 'parquet' else '':<20}{engine:<9}{cell.median:>10.3f}"
+            print(f"{q.label if engine == 'parquet' else '':<20}{engine:<13}{cell.median:>10.3f}"
                   f"{ratio:>8.3f}{_n(cell.last.bytes_read):>16}{_n(cell.last.files_read):>7}"
                   f"{_n(cell.last.row_groups_read):>12}  {verdict}")
         if best is not None:
@@ -496,7 +503,8 @@ def measure(spark: Any, built: Built, qs: list[Query], rounds: int,
         The failures (results that differ from the reference's).
     """
     bench = Bench(spark, built)
-    engines = [e for e in bench.engines if only_engines is None or e in only_engines or e == "parquet"]
+    engines = [e for e in bench.engines if e == "parquet" or (e in only_engines if only_engines is not None
+                                                               else e != SCAN_ONLY)]
     missing = [f"{verb} not available" for name, verb in (("planned", "jobs.read"), ("count", "jobs.count"))
                if name not in bench.engines]
     print("engines: " + ", ".join(engines) + (f"   ({'; '.join(missing)})" if missing else ""))

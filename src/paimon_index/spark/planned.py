@@ -264,6 +264,11 @@ def _small_read(spark: SparkSession, plan: ReadPlan, groups: Mapping[int, _Group
 
     if plan.predicate is ALWAYS_TRUE and sum(f.live_rows for f in plan.files) > SMALL_READ_ROWS:
         return None  # every live row is a candidate: known too many without opening a file
+    if all(f.selected is not None for f in plan.files) and \
+            sum(len(f.selected) for f in plan.files if f.selected is not None) > SMALL_READ_ROWS:
+        # A selection is usually the answer itself (a range bitmap's or a bitmap's rows): one over
+        # the cap is not read on the driver only to be left to Spark's reader after all.
+        return None
     if any(not any(ok(f.type) for ok in _SMALL_TYPES) for g in groups.values() for f in g.arrow):
         return None
     from paimon_index.table.fileio import TableIO
