@@ -73,7 +73,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -283,7 +282,7 @@ class Bench:
             self.engines["count"] = self.count
 
     # Every engine: a fresh DataFrame, the shape, collect; timed from building the DataFrame.
-    def _timed(self, build_df: Callable[[], Any], q: Query, reports: str | None = None) -> Run:
+    def _timed(self, build_df: Callable[[], Any], q: Query, reports: Any = None) -> Run:
         self._group += 1
         group = f"bench-{self._group}"
         self.sc.setJobGroup(group, q.label)
@@ -294,9 +293,7 @@ class Bench:
         run = Run(seconds, result_key(rows), bytes_read=self._input_bytes(group))
         run.files_read = _scan_files(df)
         if reports is not None:
-            from paimon_index.spark.report import collect_scan_report
-
-            report = collect_scan_report(reports)
+            report = reports.value
             run.bytes_read = (run.bytes_read or 0) + report.data_bytes_read + report.index_bytes_read
             run.files_read = report.files_planned - report.files_skipped_by_index
             run.row_groups_read = report.row_groups_read
@@ -328,19 +325,19 @@ class Bench:
         return run
 
     def source(self, q: Query) -> Run:
-        reports = tempfile.mkdtemp(prefix="bench-scan-")
-        try:
-            def build_df() -> Any:
-                reader = (self.spark.read.format("paimon_index").option("warehouse", self.built.warehouse)
-                          .option("filter-pushdown", "true").option("scan-report", reports))
-                if q.shape == "topn":
-                    reader = reader.option("topn", ", ".join(TOPN_ORDER)).option("limit", str(TOPN_LIMIT))
-                df = reader.load(TABLE)
-                return df if q.where is None else df.where(q.where)
+        from paimon_index.spark.report import scan_report
 
-            return self._timed(build_df, q, reports)
-        finally:
-            shutil.rmtree(reports, ignore_errors=True)
+        reports = scan_report(self.spark)  # a Spark accumulator the read tasks add their reports to
+
+        def build_df() -> Any:
+            reader = (self.spark.read.format("paimon_index").option("warehouse", self.built.warehouse)
+                      .option("filter-pushdown", "true").option("scan-report", reports.name))
+            if q.shape == "topn":
+                reader = reader.option("topn", ", ".join(TOPN_ORDER)).option("limit", str(TOPN_LIMIT))
+            df = reader.load(TABLE)
+            return df if q.where is None else df.where(q.where)
+
+        return self._timed(build_df, q, reports)
 
     def planned(self, q: Query, **options: Any) -> Run:
         from paimon_index.spark import jobs

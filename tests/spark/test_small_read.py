@@ -121,6 +121,8 @@ def test_small_read_equals_spark(spark: Any, warehouse: str) -> None:
 def test_when_the_small_path_is_not_taken(spark: Any, warehouse: str, monkeypatch: Any) -> None:
     over_bytes = jobs.read_planned(spark, "db.t", "id = 123", warehouse=warehouse, small_read_bytes=100)
     assert over_bytes.small_rows is None and len(over_bytes.dataframe.collect()) == 1
+    unpruned = jobs.read_planned(spark, "db.t", "id = 123", warehouse=warehouse, use_index=False)
+    assert unpruned.small_rows is None
     monkeypatch.setattr(planned, "SMALL_READ_ROWS", 100)
     over_rows = jobs.read_planned(spark, "db.t", "id >= 300", warehouse=warehouse)
     assert over_rows.small_rows is None and over_rows.dataframe.count() > 100

@@ -483,8 +483,9 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
     plan = plan_read(paimon, where, snapshot_id=snapshot_id, use_index=use_index)
     groups = {sid: _Group(paimon, plan, sid) for sid in sorted({f.schema_id for f in plan.files})}
     fallback = next((p for p in (g.problem() for g in groups.values()) if p is not None), None)
-    small = None if fallback is not None or not plan.files else _small_read(spark, plan, groups, current,
-                                                                              small_read_bytes)
+    # use_index=False is the comparison without any pruning: no row-group statistics either.
+    small = None if fallback is not None or not plan.files or not use_index else \
+        _small_read(spark, plan, groups, current, small_read_bytes)
     if fallback is not None:
         df = _python_source(spark, table, snapshot_id, warehouse, catalog_options)
     elif not plan.files:
@@ -537,7 +538,8 @@ def read(spark: SparkSession, table: str, where: str | None = None, columns: Seq
         columns: the columns to return (default: all), in this order.
         snapshot_id: read this snapshot (default: the latest, pinned when this is called).
         order_by, limit: ``"score DESC, id"`` and k: the DataFrame is sorted (and limited).
-        use_index: False plans every live file (statistics and indexes unused), for comparison.
+        use_index: False plans every live file (statistics and indexes unused, no small read), for
+            comparison.
         catalog_options: ``fs.*`` options for pypaimon's catalog.
         small_read_bytes: a selective plan whose candidate row groups hold at most this many bytes
             of column chunks (and at most :data:`SMALL_READ_ROWS` candidate rows, in at most
