@@ -21,6 +21,10 @@ What runs where:
    in: Spark's filter is exact anyway, and a semi join cannot make the Parquet reader skip a page
    (``docs/read-path.md``); they only decide which files are read. FLOAT/DOUBLE columns are kept out
    of Spark's Parquet filter pushdown (:func:`_shield_floats`).
+3. **Or the driver, for a small plan** (:func:`_small_read`): when a few files' candidate row groups
+   hold few bytes and few candidate rows, the driver reads them with pyarrow (deleted rows dropped,
+   the index selection and the predicate applied in Arrow as a superset) and hands them to Spark as
+   a local relation, the user's ``where`` again applied by Spark on top: no Spark scan job at all.
 
 Schema evolution: files are grouped by the schema id they were written with; each group is read
 with its own columns and projected to the current schema (renamed by field id, missing columns a
@@ -52,7 +56,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from paimon_index.errors import InvalidOptionError
+from paimon_index.errors import InvalidOptionError, PaimonIndexError
 from paimon_index.sql import parse_order_by
 from paimon_index.table.read import UnsupportedTableError
 from paimon_index.table.scan import FilePlan, ReadPlan, plan_read
@@ -69,6 +73,21 @@ _POSITION_SPAN = 1 << 32
 _MAX_KEYED = 1 << 31
 #: Spark lists more paths than this with a distributed job (see :func:`_no_listing_job`).
 _LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+#: Default of ``small_read_bytes``: the most Parquet column-chunk bytes the driver reads itself for a
+#: selective query (a few of the default 4 MiB row groups) instead of running a Spark scan.
+SMALL_READ_BYTES = 8 << 20
+#: The most rows a small read hands Spark (after the index selection and the pre-filter): each row
+#: of a local relation is serialized to Spark on the driver, and an aggregate over it runs as a job.
+SMALL_READ_ROWS = 2_000
+#: The most data files a small read opens (each costs the driver a footer read before it can tell).
+SMALL_READ_FILES = 8
+#: Arrow types the small read hands Spark as Spark's Parquet reader reads them (checked against it
+#: by tests); any other column (timestamps, nested) leaves the read to Spark's Parquet reader.
+_SMALL_TYPES = (pa.types.is_boolean, pa.types.is_integer, pa.types.is_floating, pa.types.is_decimal,
+                pa.types.is_string, pa.types.is_large_string, pa.types.is_binary, pa.types.is_large_binary,
+                pa.types.is_date32)
+#: Where :func:`_local_frame` keeps the two JVM methods it calls (each lookup is a Py4J round trip).
+_SQL_UTILS = "_paimon_index_sql_utils"
 #: Arrow -> Arrow casts Spark performs exactly as the Python reader (Arrow / Java widening) does.
 _WIDENING = {
     (pa.int8(), pa.int16()), (pa.int8(), pa.int32()), (pa.int8(), pa.int64()),
@@ -86,6 +105,8 @@ class PlannedRead:
     plan: ReadPlan
     #: why the Python source reads instead of Spark's Parquet reader (None: it does not)
     fallback: str | None = None
+    #: the rows the driver read itself and handed Spark (None: Spark's Parquet reader reads)
+    small_rows: int | None = None
 
 
 def _spark_schema(fields: Sequence[Any]) -> Any:
@@ -240,7 +261,161 @@ def _quoted(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def _shield_floats(df: DataFrame) -> DataFrame:
+def _small_read(spark: SparkSession, plan: ReadPlan, groups: Mapping[int, _Group], current: Any,
+                max_bytes: int) -> tuple[DataFrame, int] | None:
+    """The candidate rows of a selective plan, read on the driver with pyarrow and handed to Spark
+    as a local relation (and how many); None when the plan is not small.
+
+    Small means: at most :data:`SMALL_READ_FILES` files of plain columns (:data:`_SMALL_TYPES`), whose
+    candidate row groups hold at most ``max_bytes`` of column chunks, leaving at most
+    :data:`SMALL_READ_ROWS` candidate rows. A row group is a candidate when it holds a selected row
+    (if the index selected rows) and its footer statistics may match the plan's predicate (files
+    written with the current schema; :func:`~paimon_index.table.stats.row_group_may_match`).
+    Candidate rows drop the deleted positions, keep the selected ones and pass the predicate in
+    Arrow (a superset of the WHERE, :mod:`paimon_index.arrow_filter`); Spark applies the WHERE itself
+    on top (:func:`read_planned`), so which rows come back is Spark's decision either way.
+    """
+    if max_bytes <= 0 or len(plan.files) > SMALL_READ_FILES or plan.table is None:
+        return None
+    from paimon_index.predicate import ALWAYS_TRUE
+
+    if plan.predicate is ALWAYS_TRUE and sum(f.live_rows for f in plan.files) > SMALL_READ_ROWS:
+        return None  # every live row is a candidate: known too many without opening a file
+    if all(f.selected is not None for f in plan.files) and \
+            sum(len(f.selected) for f in plan.files if f.selected is not None) > SMALL_READ_ROWS:
+        # A selection is usually the answer itself (a range bitmap's or a bitmap's rows): one over
+        # the cap is not read on the driver only to be left to Spark's reader after all.
+        return None
+    if any(not any(ok(f.type) for ok in _SMALL_TYPES) for g in groups.values() for f in g.arrow):
+        return None
+    from paimon_index.table.fileio import TableIO
+
+    io = TableIO.of(plan.table)
+    with contextlib.ExitStack() as stack:
+        chosen: list[tuple[FilePlan, Any, list[int]]] = []
+        budget = max_bytes
+        for f in plan.files:
+            parquet = stack.enter_context(io.parquet(f.path))
+            if parquet.metadata.num_rows != f.row_count:
+                return None  # the footer disagrees with the manifest: Spark's reader reads (and says so)
+            wanted = _candidate_groups(parquet, f, plan, groups[f.schema_id])
+            budget -= sum(_chunk_bytes(parquet, g, groups[f.schema_id].arrow.names) for g in wanted)
+            if budget < 0:
+                return None
+            chosen.append((f, parquet, wanted))
+        # Counted only once the driver reads: a plan Spark's reader reads reports no data bytes.
+        for f, parquet, wanted in chosen:
+            plan.report.row_groups_planned += parquet.metadata.num_row_groups
+            plan.report.row_groups_read += len(wanted)
+            plan.report.data_bytes_read += sum(_chunk_bytes(parquet, g, groups[f.schema_id].arrow.names)
+                                               for g in wanted)
+        parts: dict[int, list[pa.Table]] = {}
+        rows = 0
+        for f, parquet, wanted in chosen:
+            if not wanted:
+                continue
+            table = _candidate_rows(parquet, f, wanted, plan, groups[f.schema_id])
+            rows += table.num_rows
+            if rows > SMALL_READ_ROWS:
+                return None
+            parts.setdefault(f.schema_id, []).append(table)
+    out = None
+    for sid, group in groups.items():
+        tables = parts.get(sid)
+        if not tables and out is not None:
+            continue
+        schema = _spark_schema(group.fields)
+        local = _local_frame(spark, pa.concat_tables(tables), schema) if tables else \
+            spark.createDataFrame([], schema)
+        part = group.project(local, current)
+        out = part if out is None else out.unionByName(part)
+    assert out is not None
+    return out, rows
+
+
+def _local_frame(spark: SparkSession, arrow: pa.Table, schema: Any) -> DataFrame:
+    """``spark.createDataFrame(arrow, schema)`` in two Py4J round trips instead of ~35.
+
+    PySpark's ``createDataFrame`` reads a dozen session confs through Py4J element by element (the
+    timestamp and large-type ones, which the plain types of a small read do not need) before it does
+    what is done here: Arrow batches of Spark's own Arrow types through a file to the JVM, made a
+    local relation there (Spark keeps batches under ``spark.sql.execution.arrow.localRelationThreshold``
+    on the driver, so a filter and a collect on it run without a job).
+    """
+    from pyspark.sql.pandas.serializers import ArrowStreamSerializer
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    try:
+        from pyspark.sql.classic.dataframe import DataFrame as ClassicFrame
+        sc = spark.sparkContext
+        members = getattr(sc, _SQL_UTILS, None)
+        if members is None:
+            utils = sc._jvm.PythonSQLUtils  # type: ignore[union-attr]
+            members = (utils.readArrowStreamFromFile, utils.toDataFrame)
+            setattr(sc, _SQL_UTILS, members)
+        read_file, to_frame = members
+        batches = arrow.cast(to_arrow_schema(schema, timezone="UTC")).to_batches()
+        jiter = sc._serialize_to_jvm(batches, ArrowStreamSerializer(), read_file,
+                                     lambda: sc._jvm.ArrowIteratorServer())  # type: ignore[union-attr]
+        frame = ClassicFrame(to_frame(jiter, schema.json(), spark._jsparkSession), spark)
+    except (ImportError, AttributeError):  # another PySpark than the one this was written for
+        return spark.createDataFrame(arrow, schema)
+    return frame
+
+
+def _chunk_bytes(parquet: Any, group: int, names: Sequence[str]) -> int:
+    meta = parquet.metadata.row_group(group)
+    return sum(meta.column(c).total_compressed_size for c in range(meta.num_columns)
+               if meta.column(c).path_in_schema in names)
+
+
+def _group_starts(parquet: Any) -> np.ndarray:
+    """The first row position of every row group, and the file's row count last."""
+    meta = parquet.metadata
+    sizes = [meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
+    return np.concatenate(([0], np.cumsum(sizes, dtype=np.int64)))
+
+
+def _candidate_groups(parquet: Any, f: FilePlan, plan: ReadPlan, group: _Group) -> list[int]:
+    """The row groups of ``f`` that may hold a matching live row (see :func:`_small_read`)."""
+    from paimon_index.table.stats import row_group_may_match
+
+    starts = _group_starts(parquet)
+    if f.selected is not None:
+        holding = np.searchsorted(starts, f.selected, side="right") - 1
+        wanted = np.flatnonzero(np.bincount(holding, minlength=len(starts) - 1)).tolist()
+    else:
+        wanted = list(range(len(starts) - 1))
+    if not group.mapping.identity:
+        return wanted  # the predicate names the current columns: statistics by name could mislead
+    return [g for g in wanted if row_group_may_match(parquet, g, plan.predicate, plan.schema)]
+
+
+def _candidate_rows(parquet: Any, f: FilePlan, wanted: list[int], plan: ReadPlan, group: _Group) -> pa.Table:
+    """Row groups ``wanted`` of ``f`` minus deleted rows, kept to selected rows and the predicate."""
+    from paimon_index.arrow_filter import to_arrow_expression
+    from paimon_index.predicate import ALWAYS_TRUE
+
+    # The schema's columns only: a primary-key table's files also hold its _KEY_/_SEQUENCE_ columns.
+    table = parquet.read_row_groups(wanted, columns=group.arrow.names)
+    starts = _group_starts(parquet)
+    positions = np.concatenate([np.arange(starts[g], starts[g + 1], dtype=np.int64) for g in wanted])
+    keep = np.ones(len(positions), dtype=bool)
+    if f.deleted is not None:
+        keep &= ~np.isin(positions, f.deleted, assume_unique=True)
+    if f.selected is not None:
+        keep &= np.isin(positions, f.selected, assume_unique=True)
+    table = table.filter(pa.array(keep))
+    if group.mapping.identity and plan.predicate is not ALWAYS_TRUE:
+        try:
+            expression = to_arrow_expression(plan.predicate, plan.schema)
+        except PaimonIndexError:
+            return table  # a predicate Arrow cannot express: Spark's filter alone decides
+        table = table.filter(expression)
+    return table
+
+
+def _shield_floats(df: DataFrame, schema: Any) -> DataFrame:
     """FLOAT/DOUBLE columns, and such fields of struct columns, behind ``nanvl(c, c)`` (the same
     value, -0.0 and NaN included), so Spark cannot push a filter on them into its Parquet reader.
 
@@ -254,7 +429,7 @@ def _shield_floats(df: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     columns, shielded = [], False
-    for f in df.schema.fields:
+    for f in schema.fields:  # df's schema, known here: asking df would be a Py4J round trip
         column = F.col(_quoted(f.name))
         for path in _float_paths(f.dataType):
             field = F.col(_quoted(f.name))
@@ -310,12 +485,15 @@ def _check_columns(columns: Sequence[str] | None, names: Sequence[str], table: s
 def read_planned(spark: SparkSession, table: str, where: str | None = None,
                  columns: Sequence[str] | None = None, *, warehouse: str, snapshot_id: int | None = None,
                  order_by: str | None = None, limit: int | None = None, use_index: bool = True,
-                 catalog_options: Mapping[str, str] | None = None) -> PlannedRead:
+                 catalog_options: Mapping[str, str] | None = None,
+                 small_read_bytes: int = SMALL_READ_BYTES) -> PlannedRead:
     """:func:`read`, with the plan it made (files, what each step pruned, planning time)."""
     from paimon_index.table.api import open_table
 
     if limit is not None and (not isinstance(limit, int) or limit < 0):
         raise InvalidOptionError(f"limit must be a non-negative integer, got {limit!r}")
+    if not isinstance(small_read_bytes, int) or small_read_bytes < 0:
+        raise InvalidOptionError(f"small_read_bytes must be a non-negative integer, got {small_read_bytes!r}")
     if limit is not None and order_by is None:
         raise InvalidOptionError("limit needs order_by (which rows would be kept is otherwise undefined)")
     opened = open_table(warehouse, table, catalog_options=catalog_options)
@@ -331,10 +509,15 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
     plan = plan_read(paimon, where, snapshot_id=snapshot_id, use_index=use_index)
     groups = {sid: _Group(paimon, plan, sid) for sid in sorted({f.schema_id for f in plan.files})}
     fallback = next((p for p in (g.problem() for g in groups.values()) if p is not None), None)
+    # use_index=False is the comparison without any pruning: no row-group statistics either.
+    small = None if fallback is not None or not plan.files or not use_index else \
+        _small_read(spark, plan, groups, current, small_read_bytes)
     if fallback is not None:
         df = _python_source(spark, table, snapshot_id, warehouse, catalog_options)
     elif not plan.files:
         df = spark.createDataFrame([], current)
+    elif small is not None:
+        df = small[0]
     else:
         df = None
         with _no_listing_job(spark, len(plan.files)):
@@ -342,7 +525,8 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
                 part = _scan(spark, group, [f for f in plan.files if f.schema_id == sid], current)
                 df = part if df is None else df.unionByName(part)
     assert df is not None
-    df = _shield_floats(df)
+    if small is None:  # a local relation has no Parquet filter to shield floats from
+        df = _shield_floats(df, current if fallback is None else df.schema)
     if where is not None and where.strip():
         df = df.filter(where)
     if selected is not None:
@@ -351,7 +535,7 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
         df = df.orderBy(*_order_columns(order_by))
         if limit is not None:
             df = df.limit(limit)
-    return PlannedRead(df, plan, fallback)
+    return PlannedRead(df, plan, fallback, None if small is None else small[1])
 
 
 def _time_travel(paimon: Any, table: str, snapshot_id: int) -> Any:
@@ -382,7 +566,8 @@ def _python_source(spark: SparkSession, table: str, snapshot_id: int | None, war
 def read(spark: SparkSession, table: str, where: str | None = None, columns: Sequence[str] | None = None,
          *, warehouse: str, snapshot_id: int | None = None, order_by: str | None = None,
          limit: int | None = None, use_index: bool = True,
-         catalog_options: Mapping[str, str] | None = None) -> DataFrame:
+         catalog_options: Mapping[str, str] | None = None,
+         small_read_bytes: int = SMALL_READ_BYTES) -> DataFrame:
     """The rows of ``table`` where ``where`` (Spark SQL) holds, as a DataFrame Spark's Parquet reader reads.
 
     Args:
@@ -390,8 +575,13 @@ def read(spark: SparkSession, table: str, where: str | None = None, columns: Seq
         columns: the columns to return (default: all), in this order.
         snapshot_id: read this snapshot (default: the latest, pinned when this is called).
         order_by, limit: ``"score DESC, id"`` and k: the DataFrame is sorted (and limited).
-        use_index: False plans every live file (statistics and indexes unused), for comparison.
+        use_index: False plans every live file (statistics and indexes unused, no small read), for
+            comparison.
         catalog_options: ``fs.*`` options for pypaimon's catalog.
+        small_read_bytes: a selective plan whose candidate row groups hold at most this many bytes
+            of column chunks (and at most :data:`SMALL_READ_ROWS` candidate rows, in at most
+            :data:`SMALL_READ_FILES` files) is read on the driver and handed to Spark as a local
+            relation, Spark's filter on top (0: never; see ``docs/read-path.md``).
 
     Returns:
         A DataFrame of the current schema's columns (with ``snapshot_id``: that snapshot's schema's),
@@ -404,4 +594,4 @@ def read(spark: SparkSession, table: str, where: str | None = None, columns: Seq
     """
     return read_planned(spark, table, where, columns, warehouse=warehouse, snapshot_id=snapshot_id,
                         order_by=order_by, limit=limit, use_index=use_index,
-                        catalog_options=catalog_options).dataframe
+                        catalog_options=catalog_options, small_read_bytes=small_read_bytes).dataframe

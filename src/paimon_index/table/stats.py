@@ -73,6 +73,7 @@ __all__ = [
     "attach_value_stats",
     "file_value_stats",
     "plan_splits",
+    "row_group_may_match",
     "stats_may_match",
     "truncate_max",
     "truncate_min",
@@ -357,6 +358,48 @@ def stats_may_match(predicate: Predicate, stats: Mapping[str, ColumnStats],
         return _leaf_may_match(predicate, dtype, column)
     except TypeError:
         return True  # literal and stats of incomparable kinds: cannot tell
+
+
+def row_group_may_match(parquet: pq.ParquetFile, group: int, predicate: Predicate,
+                        schema: Mapping[str, DataType]) -> bool:
+    """False only when row group ``group``'s footer min/max/null counts prove no row matches
+    ``predicate`` (bound, over columns the file has under the same names and types).
+
+    The footer statistics pyarrow writes are exact (never truncated) but leave NaN out of a float's
+    min/max: :func:`stats_may_match` then uses only the min, as for file statistics. A column
+    without statistics, or with bounds of a type not kept (see :func:`_as_stats_value`), tells nothing.
+    """
+    if predicate is ALWAYS_TRUE:
+        return True
+    meta = parquet.metadata.row_group(group)
+    columns = {meta.column(c).path_in_schema: c for c in range(meta.num_columns)}
+    stats: dict[str, ColumnStats] = {}
+    for name in dict.fromkeys(leaf.column for leaf in _leaves(predicate)):
+        dtype = schema.get(name)
+        index = columns.get(name)
+        if dtype is None or index is None:
+            continue
+        chunk = meta.column(index).statistics
+        if chunk is None:
+            continue
+        nulls = chunk.null_count if chunk.has_null_count else None
+        lo = hi = None
+        if chunk.has_min_max:
+            try:
+                lo = canonical_literal(_as_stats_value(chunk.min, dtype), dtype)
+                hi = canonical_literal(_as_stats_value(chunk.max, dtype), dtype)
+            except Exception:
+                lo = hi = None  # bounds we cannot read are unknown bounds
+        stats[name] = ColumnStats(lo, hi, nulls, meta.num_rows)
+    return stats_may_match(predicate, stats, schema)
+
+
+def _leaves(p: Predicate) -> list[Leaf]:
+    if isinstance(p, Leaf):
+        return [p]
+    if isinstance(p, And | Or):
+        return [leaf for c in p.children for leaf in _leaves(c)]
+    return []
 
 
 class _FileStats:

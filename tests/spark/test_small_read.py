@@ -1,0 +1,159 @@
+"""The planned read's small path: a selective plan's few candidate rows read on the driver and handed
+to Spark as a local relation, Spark's filter on top.
+
+Reference: ``spark.read.parquet`` of the table's data files with the deletion predicate's negation
+and the query's filter (Parquet filter pushdown off there: Spark's row-group filter over pyarrow's
+NaN-less float statistics drops NaN rows its own semantics keep); for an evolved table the planned
+read's Spark Parquet path (``small_read_bytes=0``). Every query must take the small path where
+asked, so a test cannot pass by quietly reading through Spark's reader.
+"""
+
+from __future__ import annotations
+
+import decimal
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from pypaimon import CatalogFactory
+from pypaimon.schema.data_types import AtomicType
+from pypaimon.schema.schema_change import SchemaChange
+
+from paimon_index.errors import InvalidOptionError
+from paimon_index.spark import jobs, planned
+from paimon_index.table.catalog import create_table
+from paimon_index.table.paimon import arrow_schema
+from paimon_index.table.row_level import delete_arrow
+from paimon_index.table.write import write_arrow
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.int32()), ("s", pa.string()), ("d", pa.float64()),
+                    ("m", pa.decimal128(10, 2)), ("day", pa.date32()), ("ok", pa.bool_()),
+                    ("f", pa.float32())])
+OPTIONS = {"bucket": "-1", "deletion-vectors.enabled": "true", "file-index.bloom-filter.columns": "id",
+           "file-index.bitmap.columns": "s", "file-index.range-bitmap.columns": "m",
+           "file.block-size": "1kb"}  # many row groups a file: statistics get something to skip
+ROWS = 400
+DELETED = "id IN (" + ", ".join(str(i) for i in range(3, 2 * ROWS, 7)) + ")"  # of the first two batches
+FLOATS = [0.0, -0.0, float("nan"), None, 1.5, -2.5, float("inf")]
+
+
+def _batch(k: int) -> pa.Table:
+    ids = np.arange(k * ROWS, (k + 1) * ROWS)
+    return pa.table({
+        "id": ids, "p": (ids % 2).astype(np.int32),
+        "s": [None if i % 11 == 0 else f"s{i % 9}" for i in ids],
+        "d": [FLOATS[i % len(FLOATS)] for i in ids],
+        "m": [None if i % 13 == 0 else decimal.Decimal(int(i) * 7 - 500).scaleb(-2) for i in ids],
+        "day": pa.array((ids // 10).astype(np.int32), pa.int32()).cast(pa.date32()),
+        "ok": [None if i % 5 == 0 else bool(i % 2) for i in ids],
+        "f": pa.array([FLOATS[(i + 3) % len(FLOATS)] for i in ids], pa.float32()),
+    }, schema=SCHEMA)
+
+
+@pytest.fixture(scope="module")
+def warehouse(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A partitioned table with deletion vectors on some files, several row groups a file."""
+    root = tmp_path_factory.mktemp("small")
+    t = create_table(str(root), "db.t", SCHEMA, partition_keys=["p"], options=OPTIONS)
+    for k in range(2):
+        write_arrow(t, _batch(k))
+    delete_arrow(t, DELETED)
+    write_arrow(t, _batch(2))  # files without a vector next to files with one
+    return str(root)
+
+
+def _key(rows: list[Any]) -> list[str]:
+    return sorted(repr(tuple(r)) for r in rows)  # repr: NaN equals NaN, -0.0 differs from 0.0
+
+
+def _live_rows(spark: Any, warehouse: str) -> Any:
+    """Spark's own read of the table's data files minus the deleted rows, cached (filters on it
+    are Spark's, with no Parquet statistics involved)."""
+    t = CatalogFactory.create({"warehouse": warehouse}).get_table("db.t")
+    paths = [f.file_path for s in t.new_read_builder().new_scan().plan().splits() for f in s.files]
+    previous = spark.conf.get("spark.sql.parquet.filterPushdown")
+    spark.conf.set("spark.sql.parquet.filterPushdown", "false")
+    try:
+        live = spark.read.parquet(*paths).select(*SCHEMA.names).filter(f"NOT ({DELETED})").cache()
+        assert live.count() == 3 * ROWS - len(range(3, 2 * ROWS, 7))
+    finally:
+        spark.conf.set("spark.sql.parquet.filterPushdown", previous)
+    return live
+
+
+WHERES = [
+    "id = 123",                      # Bloom: one file, statistics: one row group
+    "id = 3",                        # deleted
+    "id IN (1, 2, 401, 802, 1199)",  # several files, a deleted one among them
+    "id BETWEEN 700 AND 720 AND d > 1",   # NaN and +inf are above 1 in Spark
+    "id < 60 AND (d = 'NaN' OR f = 0.0)",  # NaN = NaN, -0.0 = 0.0
+    "id < 40 AND d <=> NULL",
+    "s = 's4' AND id < 100",
+    "m = 10.25 OR m = -4.93",        # DECIMAL literals (range bitmap)
+    "day = DATE'1970-01-05'",
+    "id > 1000 AND ok AND upper(s) = 'S2'",  # text the parser does not know: TRUE for pruning
+    "id = -1",                       # no file left
+    "id = 5 AND d = 7.0",            # a file, no row
+]
+
+
+def test_small_read_equals_spark(spark: Any, warehouse: str) -> None:
+    live = _live_rows(spark, warehouse)
+    for where in WHERES:
+        small = jobs.read_planned(spark, "db.t", where, warehouse=warehouse)
+        if small.plan.files:
+            assert small.small_rows is not None, where
+        got = _key(small.dataframe.collect())
+        assert got == _key(live.filter(where).collect()), where
+    live.unpersist()
+    assert len(got) == 0 and small.small_rows == 0 and small.dataframe.columns == SCHEMA.names
+    # columns, order and SQL on top of the local relation
+    df = jobs.read(spark, "db.t", "id IN (10, 11, 12)", ["d", "id"], warehouse=warehouse,
+                   order_by="id DESC", limit=2)
+    assert [tuple(r) for r in df.collect()] == [(-2.5, 12), (1.5, 11)]  # 10 is deleted
+    assert df.columns == ["d", "id"]
+
+
+def test_when_the_small_path_is_not_taken(spark: Any, warehouse: str, monkeypatch: Any) -> None:
+    over_bytes = jobs.read_planned(spark, "db.t", "id = 123", warehouse=warehouse, small_read_bytes=100)
+    assert over_bytes.small_rows is None and len(over_bytes.dataframe.collect()) == 1
+    unpruned = jobs.read_planned(spark, "db.t", "id = 123", warehouse=warehouse, use_index=False)
+    assert unpruned.small_rows is None
+    monkeypatch.setattr(planned, "SMALL_READ_ROWS", 100)
+    over_rows = jobs.read_planned(spark, "db.t", "id >= 300", warehouse=warehouse)
+    assert over_rows.small_rows is None and over_rows.dataframe.count() > 100
+    with pytest.raises(InvalidOptionError, match="small_read_bytes"):
+        jobs.read(spark, "db.t", warehouse=warehouse, small_read_bytes=-1)
+
+
+def test_small_read_evolved_and_timestamp_tables(spark: Any, tmp_path: Path) -> None:
+    """Files of an older schema are projected as on Spark's path (renamed, widened, added columns);
+    a timestamp column leaves the read to Spark's Parquet reader."""
+    w = str(tmp_path)
+    schema = pa.schema([("id", pa.int64()), ("k", pa.int32()), ("f", pa.float32())])
+    t = create_table(w, "db.e", schema, options={"bucket": "-1"})
+    write_arrow(t, pa.table({"id": [1, 2, 3], "k": pa.array([1, 2, None], pa.int32()),
+                             "f": pa.array([1.5, float("nan"), -0.0], pa.float32())}, schema=schema))
+    catalog = CatalogFactory.create({"warehouse": w})
+    catalog.alter_table("db.e", [SchemaChange.rename_column("k", "kk"),
+                                 SchemaChange.update_column_type("kk", AtomicType("BIGINT")),
+                                 SchemaChange.update_column_type("f", AtomicType("DOUBLE")),
+                                 SchemaChange.add_column("note", AtomicType("STRING"))])
+    t = catalog.get_table("db.e")
+    write_arrow(t, pa.table({"id": [4], "kk": [2**40], "f": [2.0], "note": ["x"]},
+                            schema=arrow_schema(t.table_schema.fields)))
+    for where in ["kk = 2", "note IS NULL OR kk > 1", "f > 1", "f = 0.0", "id > 0"]:
+        small = jobs.read_planned(spark, "db.e", where, warehouse=w)
+        parquet = jobs.read_planned(spark, "db.e", where, warehouse=w, small_read_bytes=0)
+        assert small.small_rows is not None and parquet.small_rows is None
+        assert _key(small.dataframe.collect()) == _key(parquet.dataframe.collect()), where
+        assert small.dataframe.schema == parquet.dataframe.schema
+    ts = pa.schema([("id", pa.int64()), ("at", pa.timestamp("us"))])
+    timed = create_table(w, "db.ts", ts, options={"bucket": "-1"})
+    write_arrow(timed, pa.table({"id": [1], "at": pa.array([10**15], pa.timestamp("us"))}, schema=ts))
+    planned = jobs.read_planned(spark, "db.ts", "id = 1", warehouse=w)
+    assert planned.small_rows is None and planned.dataframe.count() == 1
