@@ -53,7 +53,7 @@ import pyarrow as pa
 from paimon_index.errors import InvalidOptionError
 from paimon_index.sql import parse_order_by
 from paimon_index.table.read import UnsupportedTableError
-from paimon_index.table.scan import FilePlan, ReadPlan, plan_read
+from paimon_index.table.scan import FilePlan, ReadPlan, plan_read, topn_bound
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -204,8 +204,8 @@ def _scan(spark: SparkSession, group: _Group, files: Sequence[FilePlan], current
     from pyspark.sql import functions as F
 
     file_schema = _spark_schema(group.fields)
-    plain = [f.path for f in files if f.deleted is None]
-    with_dv = [f for f in files if f.deleted is not None]
+    plain = [f.path for f in files if f.deleted is None or not f.deletion_needed]
+    with_dv = [f for f in files if f.deleted is not None and f.deletion_needed]
     if any(f.file_size >= _MAX_KEYED or f.row_count > _POSITION_SPAN for f in with_dv):
         raise UnsupportedTableError("a data file with a deletion vector is over 2 GiB or 2^32 rows: "
                                     "read it with Table.read or the paimon_index source")
@@ -321,10 +321,29 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
     if selected is not None:
         df = df.select(*[f"`{c}`" for c in selected])
     if order_by is not None:
+        if limit is not None and fallback is None:
+            df = _bounded(df, plan, order_by, limit)
         df = df.orderBy(*_order_columns(order_by))
         if limit is not None:
             df = df.limit(limit)
     return PlannedRead(df, plan, fallback)
+
+
+def _bounded(df: DataFrame, plan: ReadPlan, order_by: str, limit: int) -> DataFrame:
+    """``df`` with the TopN's global bound on its first ORDER BY key as a filter Spark pushes into
+    its Parquet reader (row groups whose min/max cannot reach the bound are skipped); the same
+    rows in the answer (:func:`~paimon_index.table.scan.topn_bound`: ties kept by ``>=``/``<=``,
+    NULLs kept where they sort first)."""
+    from pyspark.sql import functions as F
+
+    first = parse_order_by(order_by)[0]
+    bound = topn_bound(plan, first.column, limit, ascending=first.ascending)
+    if bound is None:
+        return df
+    c = F.col(f"`{first.column}`")
+    value = F.lit(bound).cast(df.schema[first.column].dataType)  # the column's type: pushed as is
+    keep = c <= value if first.ascending else c >= value
+    return df.filter(keep | c.isNull() if first.nulls_first else keep)
 
 
 def _python_source(spark: SparkSession, table: str, snapshot_id: int | None, warehouse: str,
