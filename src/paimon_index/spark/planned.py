@@ -17,10 +17,14 @@ What runs where:
    ``where`` applied by Spark itself -- so every row returned is what Spark's filter says, by
    construction. Files with a deletion vector are read with ``_metadata.file_size`` and
    ``_metadata.row_index`` (one BIGINT key) and broadcast-anti-joined with their deleted positions;
-   files without one are read with no join at all. Row selections of the indexes are *not* joined
+   files without one, or whose vector deletes none of the rows the indexes kept
+   (``FilePlan.deletion_needed``: Spark's filter then never meets a deleted row), are read with no
+   join at all. Row selections of the indexes are *not* joined
    in: Spark's filter is exact anyway, and a semi join cannot make the Parquet reader skip a page
    (``docs/read-path.md``); they only decide which files are read. FLOAT/DOUBLE columns are kept out
-   of Spark's Parquet filter pushdown (:func:`_shield_floats`).
+   of Spark's Parquet filter pushdown (:func:`_shield_floats`). A TopN (``order_by`` + ``limit``)
+   adds its global bound on the first key (:func:`paimon_index.table.scan.topn_bound`) as a filter
+   Spark's Parquet reader skips row groups by.
 
 Schema evolution: files are grouped by the schema id they were written with; each group is read
 with its own columns and projected to the current schema (renamed by field id, missing columns a

@@ -5,6 +5,7 @@
     plan.files                        # FilePlan per data file that may hold a matching live row
     plan.predicate, plan.exact        # what the indexes were asked; exact = the whole WHERE text
     plan.report                       # ScanReport: files skipped by stats / index / schema / DVs
+    topn_bound(plan, "score", 10, ascending=False)   # ORDER BY score DESC LIMIT 10 keeps score >= it
 
 A :class:`FilePlan` names one data file of the snapshot (path, partition, bucket, schema id, row
 count) with two optional row sets, both sorted ``int64`` positions:
