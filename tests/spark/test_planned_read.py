@@ -260,3 +260,7 @@ def test_topn_bound_refused(spark: Any, ranked: str) -> None:
     want = _live(spark, ranked, "db.r").orderBy(spark_col("d").desc(), "id").limit(3).collect()
     got = jobs.read(spark, "db.r", warehouse=ranked, order_by="d DESC, id", limit=3).collect()
     assert _rows(got) == _rows(want)
+    # the bound's column need not be among the columns returned
+    ids = jobs.read(spark, "db.r", columns=["id"], warehouse=ranked, order_by="v DESC, id", limit=3).collect()
+    assert [r["id"] for r in ids] == [r["id"] for r in _live(spark, ranked, "db.r").orderBy(
+        spark_col("v").desc(), "id").limit(3).collect()]

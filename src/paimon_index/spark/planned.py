@@ -322,11 +322,11 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
     df = _shield_floats(df)
     if where is not None and where.strip():
         df = df.filter(where)
+    if order_by is not None and limit is not None and fallback is None:
+        df = _bounded(df, plan, order_by, limit)  # before the projection: the key may not be selected
     if selected is not None:
         df = df.select(*[f"`{c}`" for c in selected])
     if order_by is not None:
-        if limit is not None and fallback is None:
-            df = _bounded(df, plan, order_by, limit)
         df = df.orderBy(*_order_columns(order_by))
         if limit is not None:
             df = df.limit(limit)
