@@ -8,6 +8,7 @@ shapes run through the planned read in ``test_differential.py``.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ import paimon_index
 from javaoracle import java_oracle
 from paimon_index.errors import InvalidOptionError, TableError
 from paimon_index.spark import jobs
+from paimon_index.sql import parse_order_by
 from paimon_index.table.catalog import create_table
 from paimon_index.table.paimon import arrow_schema
 from paimon_index.table.read import read_arrow
@@ -229,3 +231,86 @@ def test_primary_key_table(spark: Any, tmp_path: Path) -> None:
     got = sorted((r.asDict() for r in rows), key=lambda r: r["id"])
     assert got == want and [r["id"] for r in got if r["id"] in (3, 4)] == [3]
     assert jobs.read(spark, "db.pk", "v = 'a3' OR v = 'b3'", warehouse=w).collect()[0]["v"] == "b3"
+
+
+TOPN_SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.int32()), ("s", pa.string()), ("d", pa.float64())])
+
+
+@pytest.fixture(scope="module")
+def ranked(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """4 files; ``v`` with ties, NULLs and its best values deleted in the first two files."""
+    root = str(tmp_path_factory.mktemp("ranked"))
+    t = create_table(root, "db.r", TOPN_SCHEMA, options={
+        "bucket": "-1", "deletion-vectors.enabled": "true", "file-index.range-bitmap.columns": "v,d",
+        "file-index.bitmap.columns": "s"})
+    for k in range(4):
+        ids = np.arange(k * 50, (k + 1) * 50)
+        write_arrow(t, pa.table({
+            "id": ids, "v": pa.array([None if i % 11 == 0 else int(i * 7 % 13) for i in ids], pa.int32()),
+            "s": ["del" if i * 7 % 13 in (0, 12) else "keep" for i in ids],
+            "d": [float("nan") if i % 9 == 0 else float(i % 4) for i in ids]}, schema=TOPN_SCHEMA))
+    # the largest and the smallest v of the first two files: a bound taken from them would cut rows
+    delete_arrow(t, "id < 100 AND (v = 12 OR v = 0)")
+    return root
+
+
+def _rows(rows: list[Any]) -> list[str]:
+    return [repr(tuple(r)) for r in rows]  # NaN equals NaN, -0.0 differs from 0.0
+
+
+def _live(spark: Any, warehouse: str, name: str) -> Any:
+    """The table's live rows through the Python reader, as a Spark DataFrame (the reference)."""
+    from paimon_index.table.api import open_table
+
+    rows = read_arrow(open_table(warehouse, name).paimon_table, "TRUE")[0]
+    return spark.createDataFrame(rows, "id long, v int, s string, d double")
+
+
+def test_dv_skipped_where_no_kept_row_is_deleted(spark: Any, ranked: str) -> None:
+    """A vector that deletes none of the rows the index kept is not joined; one that does is."""
+    live = _live(spark, ranked, "db.r")
+    for where, joined in (("s = 'keep'", False), ("s = 'del'", True), ("s = 'keep' OR id = 3", True)):
+        planned = jobs.read_planned(spark, "db.r", where, warehouse=ranked)
+        text = planned.dataframe._jdf.queryExecution().executedPlan().toString()
+        assert ("LeftAnti" in text) == joined, where
+        assert any(f.deleted is not None for f in planned.plan.files), where
+        assert _ids(planned.dataframe) == _ids(live.filter(where)), where
+
+
+@pytest.mark.parametrize("order_by", ["v DESC, id", "v, id DESC", "v DESC NULLS FIRST, id",
+                                      "v ASC NULLS LAST, id"])
+def test_topn_bound_equals_spark(spark: Any, ranked: str, order_by: str) -> None:
+    """The global bound (ties, NULL ordering, deleted best values) never changes the answer."""
+    from paimon_index.table.scan import topn_bound
+
+    live = _live(spark, ranked, "db.r")
+    live.createOrReplaceTempView("ranked_live")
+    for limit in (6, 25):
+        planned = jobs.read_planned(spark, "db.r", warehouse=ranked, order_by=order_by, limit=limit)
+        want = spark.sql(f"SELECT * FROM ranked_live ORDER BY {order_by} LIMIT {limit}").collect()
+        assert _rows(planned.dataframe.collect()) == _rows(want), (order_by, limit)
+        bound = topn_bound(planned.plan, "v", limit, ascending=parse_order_by(order_by)[0].ascending)
+        text = planned.dataframe._jdf.queryExecution().executedPlan().toString()
+        assert bound is not None
+        assert re.search(rf"v#\d+ [<>]= {bound}\)", text), (order_by, limit)
+    desc = jobs.read_planned(spark, "db.r", warehouse=ranked, order_by="v DESC", limit=6)
+    assert topn_bound(desc.plan, "v", 6, ascending=False) == 12  # 12s of files 0, 1 are deleted: fewer
+    assert topn_bound(desc.plan, "v", 300, ascending=False) is None  # fewer non-NULL live values
+
+
+def test_topn_bound_refused(spark: Any, ranked: str) -> None:
+    """No bound for a WHERE (index rows are not the matching rows), a float column (NaN, -0.0)."""
+    from paimon_index.table.scan import topn_bound
+
+    where = jobs.read_planned(spark, "db.r", "s = 'keep'", warehouse=ranked, order_by="v DESC", limit=3)
+    assert topn_bound(where.plan, "v", 3, ascending=False) is None
+    assert topn_bound(where.plan, "d", 3, ascending=False) is None
+    plain = jobs.read_planned(spark, "db.r", warehouse=ranked, order_by="d DESC", limit=3)
+    assert topn_bound(plain.plan, "d", 3, ascending=False) is None
+    want = _live(spark, ranked, "db.r").orderBy(spark_col("d").desc(), "id").limit(3).collect()
+    got = jobs.read(spark, "db.r", warehouse=ranked, order_by="d DESC, id", limit=3).collect()
+    assert _rows(got) == _rows(want)
+    # the bound's column need not be among the columns returned
+    ids = jobs.read(spark, "db.r", columns=["id"], warehouse=ranked, order_by="v DESC, id", limit=3).collect()
+    assert [r["id"] for r in ids] == [r["id"] for r in _live(spark, ranked, "db.r").orderBy(
+        spark_col("v").desc(), "id").limit(3).collect()]

@@ -131,3 +131,38 @@ def test_conservative_predicate(text: str | None, expected: str, exact: bool) ->
     predicate, is_exact = conservative_predicate(text, SPARK_ONLY)
     assert (str(predicate), is_exact) == (expected, exact)
     assert predicate is not None and (predicate is ALWAYS_TRUE) == (expected == "TRUE")
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_topn_bound_against_a_model(tmp_path: Path, seed: int) -> None:
+    """The bound is never better than the k-th best live value (NumPy over the live rows), and
+    equals it: ties, NULLs, deleted best values, BIGINT and SMALLINT keys, several files."""
+    from paimon_index.table.scan import topn_bound
+
+    rng = np.random.default_rng(seed)
+    schema = pa.schema([("id", pa.int64()), ("big", pa.int64()), ("small", pa.int16())])
+    t = create_table(str(tmp_path), "db.b", schema, options={
+        "bucket": "-1", "deletion-vectors.enabled": "true", "file-index.range-bitmap.columns": "big,small"})
+    for k in range(3):
+        n = int(rng.integers(1, 40))
+        ids = np.arange(k * 100, k * 100 + n)
+        big = rng.integers(-2**62, 2**62, n) if seed == 3 else rng.integers(-5, 6, n)  # ties unless wide
+        write_arrow(t, pa.table({"id": ids, "big": pa.array(big, mask=rng.random(n) < 0.2),
+                                 "small": pa.array(rng.integers(-300, 300, n).astype(np.int16),
+                                                   mask=rng.random(n) < 0.2)}, schema=schema))
+    live = read_arrow(t, "TRUE")[0]
+    top = pc.max(live["big"]).as_py()
+    gone = ", ".join(str(i) for i in live["id"].to_pylist()[::5])
+    delete_arrow(t, f"big = {top} OR id IN ({gone})")  # the best values go, the vector matters
+    live = read_arrow(t, "TRUE")[0]
+    plan = plan_read(t, None)
+    for column in ("big", "small"):
+        values = np.sort(live[column].drop_null().to_numpy())
+        for k in (1, 3, 10, len(values), len(values) + 1):
+            for ascending in (True, False):
+                bound = topn_bound(plan, column, k, ascending=ascending)
+                if k > len(values) or k == 0:
+                    assert bound is None
+                    continue
+                assert bound == (values[k - 1] if ascending else values[-k]), (column, k, ascending)
+    assert topn_bound(plan_read(t, "id > 3"), "big", 1, ascending=False) is None  # a WHERE: no bound

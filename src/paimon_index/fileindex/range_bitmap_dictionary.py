@@ -588,6 +588,23 @@ class DictionaryReader:
             return -1
         return self._find_in(low - 1, key)
 
+    def key_at(self, code: int) -> int:
+        """The comparable key of dictionary code ``code`` of a fixed-width dictionary (codes are the
+        keys' ranks: chunk ``j`` holds its first key at ``chunk.code`` and the next ``size`` after)."""
+        if self._codec.variable or not 0 <= code < self._cardinality:
+            raise ValueError(f"code {code} outside [0, {self._cardinality}) of a fixed-width dictionary")
+        low, high = 0, self.chunk_count - 1
+        while low < high:  # the last chunk whose first code is <= code
+            mid = (low + high + 1) >> 1
+            if self._chunk(mid).code <= code:
+                low = mid
+            else:
+                high = mid - 1
+        chunk = self._chunk(low)
+        if code == chunk.code:
+            return int(chunk.first)
+        return int(self._fixed_keys(low, chunk)[code - chunk.code - 1])
+
     def _find_in(self, j: int, key: int | bytes) -> int:
         chunk = self._chunk(j)
         base = chunk.code + 1

@@ -17,10 +17,14 @@ What runs where:
    ``where`` applied by Spark itself -- so every row returned is what Spark's filter says, by
    construction. Files with a deletion vector are read with ``_metadata.file_size`` and
    ``_metadata.row_index`` (one BIGINT key) and broadcast-anti-joined with their deleted positions;
-   files without one are read with no join at all. Row selections of the indexes are *not* joined
+   files without one, or whose vector deletes none of the rows the indexes kept
+   (``FilePlan.deletion_needed``: Spark's filter then never meets a deleted row), are read with no
+   join at all. Row selections of the indexes are *not* joined
    in: Spark's filter is exact anyway, and a semi join cannot make the Parquet reader skip a page
    (``docs/read-path.md``); they only decide which files are read. FLOAT/DOUBLE columns are kept out
-   of Spark's Parquet filter pushdown (:func:`_shield_floats`).
+   of Spark's Parquet filter pushdown (:func:`_shield_floats`). A TopN (``order_by`` + ``limit``)
+   adds its global bound on the first key (:func:`paimon_index.table.scan.topn_bound`) as a filter
+   Spark's Parquet reader skips row groups by.
 3. **Or the driver, for a small plan** (:func:`_small_read`): when a few files' candidate row groups
    hold few bytes and few candidate rows, the driver reads them with pyarrow (deleted rows dropped,
    the index selection and the predicate applied in Arrow as a superset) and hands them to Spark as
@@ -59,7 +63,7 @@ import pyarrow as pa
 from paimon_index.errors import InvalidOptionError, PaimonIndexError
 from paimon_index.sql import parse_order_by
 from paimon_index.table.read import UnsupportedTableError
-from paimon_index.table.scan import FilePlan, ReadPlan, plan_read
+from paimon_index.table.scan import FilePlan, ReadPlan, plan_read, topn_bound
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -227,8 +231,8 @@ def _scan(spark: SparkSession, group: _Group, files: Sequence[FilePlan], current
     from pyspark.sql import functions as F
 
     file_schema = _spark_schema(group.fields)
-    plain = [f.path for f in files if f.deleted is None]
-    with_dv = [f for f in files if f.deleted is not None]
+    plain = [f.path for f in files if f.deleted is None or not f.deletion_needed]
+    with_dv = [f for f in files if f.deleted is not None and f.deletion_needed]
     if any(f.file_size >= _MAX_KEYED or f.row_count > _POSITION_SPAN for f in with_dv):
         raise UnsupportedTableError("a data file with a deletion vector is over 2 GiB or 2^32 rows: "
                                     "read it with Table.read or the paimon_index source")
@@ -529,6 +533,8 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
         df = _shield_floats(df, current if fallback is None else df.schema)
     if where is not None and where.strip():
         df = df.filter(where)
+    if order_by is not None and limit is not None and fallback is None:
+        df = _bounded(df, plan, order_by, limit)  # before the projection: the key may not be selected
     if selected is not None:
         df = df.select(*[f"`{c}`" for c in selected])
     if order_by is not None:
@@ -547,6 +553,23 @@ def _time_travel(paimon: Any, table: str, snapshot_id: int) -> Any:
     if not snapshot_exists(paimon, snapshot_id):
         raise TableError(f"table {table} has no snapshot {snapshot_id} (never committed or expired)")
     return pinned_table(paimon, snapshot_id)
+
+
+def _bounded(df: DataFrame, plan: ReadPlan, order_by: str, limit: int) -> DataFrame:
+    """``df`` with the TopN's global bound on its first ORDER BY key as a filter Spark pushes into
+    its Parquet reader (row groups whose min/max cannot reach the bound are skipped); the same
+    rows in the answer (:func:`~paimon_index.table.scan.topn_bound`: ties kept by ``>=``/``<=``,
+    NULLs kept where they sort first)."""
+    from pyspark.sql import functions as F
+
+    first = parse_order_by(order_by)[0]
+    bound = topn_bound(plan, first.column, limit, ascending=first.ascending)
+    if bound is None:
+        return df
+    c = F.col(f"`{first.column}`")
+    value = F.lit(bound).cast(df.schema[first.column].dataType)  # the column's type: pushed as is
+    keep = c <= value if first.ascending else c >= value
+    return df.filter(keep | c.isNull() if first.nulls_first else keep)
 
 
 def _python_source(spark: SparkSession, table: str, snapshot_id: int | None, warehouse: str,

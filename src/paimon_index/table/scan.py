@@ -5,6 +5,7 @@
     plan.files                        # FilePlan per data file that may hold a matching live row
     plan.predicate, plan.exact        # what the indexes were asked; exact = the whole WHERE text
     plan.report                       # ScanReport: files skipped by stats / index / schema / DVs
+    topn_bound(plan, "score", 10, ascending=False)   # ORDER BY score DESC LIMIT 10 keeps score >= it
 
 A :class:`FilePlan` names one data file of the snapshot (path, partition, bucket, schema id, row
 count) with two optional row sets, both sorted ``int64`` positions:
@@ -13,6 +14,10 @@ count) with two optional row sets, both sorted ``int64`` positions:
 * ``selected``: the rows the indexes kept, minus the deleted ones (None: the index kept every row,
   or no index answered). A superset of the matching live rows, never the exact answer: the reader
   still applies the query's own filter.
+
+``deletion_needed`` is False for a file whose vector deletes none of the rows the indexes kept: every
+row the query can match is a kept row, so a reader applying the query's own filter never returns
+a deleted row and may read the file without its vector (the planned read then needs no join).
 
 Files absent from ``plan.files`` hold no matching live row: their value statistics rule the
 predicate out (:func:`paimon_index.table.stats.plan_splits`), their index answers SKIP (embedded or
@@ -44,7 +49,10 @@ from pyroaring import BitMap
 
 from paimon_index.errors import CorruptFileError, PaimonIndexError
 from paimon_index.fileindex.base import TopN
+from paimon_index.fileindex.evaluate import FileIndexEvaluator
+from paimon_index.fileindex.format import ContainerReader
 from paimon_index.fileindex.options import FileIndexOptions
+from paimon_index.fileindex.range_bitmap import RangeBitmapIndex, RangeBitmapReader
 from paimon_index.fileindex.result import Rows
 from paimon_index.predicate import ALWAYS_TRUE, And, Leaf, Or, Predicate, and_, or_
 from paimon_index.sql import bind_predicate, split_top_level, unwrap_parentheses
@@ -60,8 +68,9 @@ from paimon_index.table.read import (
 from paimon_index.table.schemas import ReadSchema, read_schema
 from paimon_index.table.stats import plan_splits
 from paimon_index.table.write import table_options
+from paimon_index.types import TypeRoot
 
-__all__ = ["FilePlan", "ReadPlan", "conservative_predicate", "plan_read"]
+__all__ = ["FilePlan", "ReadPlan", "conservative_predicate", "plan_read", "topn_bound"]
 
 
 @dataclass(frozen=True)
@@ -80,6 +89,11 @@ class FilePlan:
     selected: np.ndarray | None = None
     #: The file's deletion vector (None: no vector; never an empty array).
     deleted: np.ndarray | None = None
+    #: False when no row the indexes kept is deleted: a reader applying the query's own filter
+    #: never meets a deleted row of this file, so it may skip the vector.
+    deletion_needed: bool = True
+    #: The file's index container (embedded bytes or the ``.index`` path; None: no index).
+    index: bytes | str | None = field(default=None, repr=False)
 
     @property
     def live_rows(self) -> int:
@@ -241,6 +255,7 @@ def _plan_file(io: TableIO, vectors: SplitVectors, meta: Any, deletion_file: Any
     row_count = int(meta.row_count)
     deleted = None if deletion_file is None else _deleted_positions(vectors, deletion_file, row_count)
     selected: np.ndarray | None = None
+    deletion_needed = deleted is not None
     if bound is not ALWAYS_TRUE or topn is not None:
         source = container_source(meta)
         # TopN candidates are taken among live rows, so the vector goes in; otherwise the vector
@@ -257,6 +272,8 @@ def _plan_file(io: TableIO, vectors: SplitVectors, meta: Any, deletion_file: Any
                 before = len(bitmap)
                 bitmap = bitmap - BitMap(deleted.astype(np.uint32))
                 report.rows_removed_by_deletion_vectors += before - len(bitmap)
+                # Every row the query can match is a kept row: none of them is deleted.
+                deletion_needed = before != len(bitmap)
             if not bitmap:
                 report.files_skipped_by_index += 1
                 return None
@@ -265,4 +282,77 @@ def _plan_file(io: TableIO, vectors: SplitVectors, meta: Any, deletion_file: Any
         report.files_skipped_by_index += 1  # every row deleted
         return None
     return FilePlan(meta.file_path, meta.file_name, partition, bucket, int(meta.schema_id), row_count,
-                    int(meta.file_size), selected, deleted)
+                    int(meta.file_size), selected, deleted, deletion_needed, container_source(meta))
+
+
+# -- TopN bound ----------------------------------------------------------------------------------------
+#: Column types whose range-bitmap keys are the values themselves (integers): a bound needs no decoding
+#: that could disagree with Spark's order (floats: NaN and -0.0; strings, decimals: other encodings).
+_BOUNDED_ROOTS = frozenset({TypeRoot.TINYINT, TypeRoot.SMALLINT, TypeRoot.INT, TypeRoot.BIGINT})
+#: Above this LIMIT no bound is computed (each file's k best values are decoded in Python).
+MAX_BOUNDED_LIMIT = 10_000
+
+
+def topn_bound(plan: ReadPlan, column: str, limit: int, *, ascending: bool) -> int | None:
+    """A value the ``limit``-th row of ``ORDER BY column [ASC|DESC] LIMIT limit`` cannot be worse than.
+
+    Every live non-NULL value of ``column`` is in a range bitmap here: each file's ``limit`` best
+    live values (the vector subtracted) are taken from its bitmap, and the ``limit``-th best of them
+    all is the bound -- ``limit`` live rows are at least that good, so every row of the answer is too
+    (ties included). None when any file cannot tell (no range bitmap on the column, older schema),
+    when the plan has a WHERE (the index's rows would have to be exactly the matching ones), for
+    non-integer columns, primary-key tables, or fewer than ``limit`` non-NULL live values. NULLs are
+    not bounded: a caller whose NULLs sort first keeps them (``column IS NULL``).
+    """
+    dtype = plan.schema.get(column)
+    if (dtype is None or dtype.root not in _BOUNDED_ROOTS or not 0 < limit <= MAX_BOUNDED_LIMIT
+            or not plan.files or plan.predicate is not ALWAYS_TRUE or not plan.exact or plan.primary_key
+            or plan.table is None):
+        return None
+    current = plan.schema.current.id
+    if any(f.schema_id != current or f.index is None for f in plan.files):
+        return None
+    io = TableIO.of(plan.table)
+    best: list[np.ndarray] = []
+    for f in plan.files:
+        values = _best_values(io, f, column, plan.schema, limit, ascending)
+        if values is None:
+            return None
+        best.append(values)
+    every = np.sort(np.concatenate(best))
+    if len(every) < limit:
+        return None
+    return int(every[limit - 1] if ascending else every[-limit])
+
+
+def _best_values(io: TableIO, f: FilePlan, column: str, schema: ReadSchema, limit: int,
+                 ascending: bool) -> np.ndarray | None:
+    """The file's ``limit`` best live non-NULL values of ``column`` (fewer when it has fewer; None:
+    the file has no range bitmap on the column)."""
+    assert f.index is not None
+    container = (ContainerReader(f.index, f.path) if isinstance(f.index, bytes)
+                 else ContainerReader(io.source(f.index), owns_source=True))
+    try:
+        evaluator = FileIndexEvaluator(container, schema)
+        reader = next((r for e in container.column_entries(column)
+                       if e.index_type == RangeBitmapIndex.name and not e.empty
+                       and isinstance(r := evaluator.reader(e), RangeBitmapReader)), None)
+        if reader is None:
+            return None
+        if reader.header.cardinality <= 0:
+            return np.empty(0, np.int64)  # every row NULL
+        bsi = reader.bsi
+        live = bsi.not_null()
+        if f.deleted is not None:
+            live = live - BitMap(f.deleted.astype(np.uint32))
+        rows = bsi.bottom_k(limit, live, True) if ascending else bsi.top_k(limit, live, True)
+        positions = np.asarray(rows.to_array(), dtype=np.uint32)
+        codes = np.zeros(len(positions), np.int64)
+        for i in range(bsi.n_slices):  # each row's code, bit by bit (k rows, not the file)
+            codes |= np.isin(positions, np.asarray((rows & bsi.slice(i)).to_array(), np.uint32)
+                             ).astype(np.int64) << i
+        dictionary = reader.dictionary
+        return np.array([dictionary.key_at(int(c)) for c in np.unique(codes)], np.int64)[
+            np.searchsorted(np.unique(codes), codes)]
+    finally:
+        container.close()
