@@ -35,7 +35,7 @@ target measures); the point lookup and TopN collect their rows. Engines:
 
     parquet   the reference: ``spark.read.parquet(<live data files>)`` + the DV filter
     source    the ``paimon_index`` Python source, filter pushdown on (one fresh DataFrame per query;
-              TopN with the source's ``topn``/``limit`` hint)
+              TopN with the source's ``topn``/``limit`` hint; the planned read gets ``order_by``/``limit``)
     planned   ``paimon_index.spark.jobs.read(spark, table, where=...)`` (when that verb exists)
     planned-scan  the same with ``small_read_bytes=0`` (never the driver's small read; only when
               named in ``--engines``)
@@ -343,6 +343,8 @@ class Bench:
         from paimon_index.spark import jobs
 
         made: list[Any] = []
+        if q.shape == "topn":  # the planned read's own TopN (its global bound), as the source gets its hint
+            options = {"order_by": ", ".join(TOPN_ORDER), "limit": TOPN_LIMIT, **options}
 
         def build_df() -> Any:
             made.append(jobs.read_planned(self.spark, TABLE, where=q.where,  # type: ignore[attr-defined]
