@@ -228,6 +228,25 @@ def deserialize_bitmap(data: bytes | memoryview, r: ByteReader, field: str, at: 
     return bitmaps.deserialize(data, path=r.source.name, offset=at, field=field)
 
 
+def _portable_head(r: ByteReader, field: str) -> tuple[int, np.ndarray, bool]:
+    """The cookie part of a portable Roaring bitmap at the cursor: ``(container count, run flag per
+    container, whether container offsets follow the headers)``; checks the cookie and the count."""
+    start = r.pos
+    cookie = r.u32_le(f"{field} cookie")
+    if cookie & LOW_MASK == SERIAL_COOKIE:
+        m = (cookie >> CONTAINER_BITS) + 1
+        run_flags = np.unpackbits(np.frombuffer(r.read_bytes((m + 7) // 8, f"{field} run flags"),
+                                                dtype=np.uint8), bitorder="little")[:m].astype(bool)
+        return m, run_flags, m >= NO_OFFSET_THRESHOLD
+    if cookie == SERIAL_COOKIE_NO_RUN:
+        at = r.pos
+        m = r.i32_le(f"{field} container count")
+        if not 0 <= m <= MAX_CONTAINERS:
+            raise r.error(f"container count {m} outside [0, {MAX_CONTAINERS}]", field, at)
+        return m, np.zeros(m, dtype=bool), True
+    raise r.error(f"unknown Roaring cookie {cookie}", field, start)
+
+
 def portable_span(r: ByteReader, field: str) -> tuple[int, int]:
     """Walk one portable Roaring bitmap at the cursor without decoding it: ``(start, end)``.
 
@@ -235,21 +254,7 @@ def portable_span(r: ByteReader, field: str) -> tuple[int, int]:
     container lies inside the reader's range.
     """
     start = r.pos
-    cookie = r.u32_le(f"{field} cookie")
-    if cookie & LOW_MASK == SERIAL_COOKIE:
-        m = (cookie >> CONTAINER_BITS) + 1
-        run_flags = np.unpackbits(np.frombuffer(r.read_bytes((m + 7) // 8, f"{field} run flags"),
-                                                dtype=np.uint8), bitorder="little")[:m].astype(bool)
-        has_offsets = m >= NO_OFFSET_THRESHOLD
-    elif cookie == SERIAL_COOKIE_NO_RUN:
-        at = r.pos
-        m = r.i32_le(f"{field} container count")
-        if not 0 <= m <= MAX_CONTAINERS:
-            raise r.error(f"container count {m} outside [0, {MAX_CONTAINERS}]", field, at)
-        run_flags = np.zeros(m, dtype=bool)
-        has_offsets = True
-    else:
-        raise r.error(f"unknown Roaring cookie {cookie}", field, start)
+    m, run_flags, has_offsets = _portable_head(r, field)
     descriptive = np.frombuffer(r.read_bytes(4 * m, f"{field} container headers"), dtype="<u2")
     cards = descriptive[1::2].astype(np.int64) + 1
     if has_offsets:
@@ -290,22 +295,7 @@ def dense_words(r: ByteReader, n_words: int, field: str) -> np.ndarray:
     checked as :func:`portable_span` checks them; container contents are not (a stray bit is
     harmless: every comparison ends with an AND of the existence bitmap).
     """
-    start = r.pos
-    cookie = r.u32_le(f"{field} cookie")
-    if cookie & LOW_MASK == SERIAL_COOKIE:
-        m = (cookie >> CONTAINER_BITS) + 1
-        run_flags = np.unpackbits(np.frombuffer(r.read_bytes((m + 7) // 8, f"{field} run flags"),
-                                                dtype=np.uint8), bitorder="little")[:m].astype(bool)
-        has_offsets = m >= NO_OFFSET_THRESHOLD
-    elif cookie == SERIAL_COOKIE_NO_RUN:
-        at = r.pos
-        m = r.i32_le(f"{field} container count")
-        if not 0 <= m <= MAX_CONTAINERS:
-            raise r.error(f"container count {m} outside [0, {MAX_CONTAINERS}]", field, at)
-        run_flags = np.zeros(m, dtype=bool)
-        has_offsets = True
-    else:
-        raise r.error(f"unknown Roaring cookie {cookie}", field, start)
+    m, run_flags, has_offsets = _portable_head(r, field)
     descriptive = np.frombuffer(r.read_view(4 * m, f"{field} container headers"), dtype="<u2")
     keys = descriptive[0::2].astype(np.int64)
     cards = descriptive[1::2].astype(np.int64) + 1
