@@ -254,7 +254,7 @@ def ranked(tmp_path_factory: pytest.TempPathFactory) -> str:
     return root
 
 
-def _rows(rows: list[Any]) -> list[str]:
+def _row_reprs(rows: list[Any]) -> list[str]:
     return [repr(tuple(r)) for r in rows]  # NaN equals NaN, -0.0 differs from 0.0
 
 
@@ -270,11 +270,13 @@ def test_dv_skipped_where_no_kept_row_is_deleted(spark: Any, ranked: str) -> Non
     """A vector that deletes none of the rows the index kept is not joined; one that does is."""
     live = _live(spark, ranked, "db.r")
     for where, joined in (("s = 'keep'", False), ("s = 'del'", True), ("s = 'keep' OR id = 3", True)):
-        planned = jobs.read_planned(spark, "db.r", where, warehouse=ranked)
+        # small_read_bytes=0: Spark's reader (this small table would otherwise be read on the driver)
+        planned = jobs.read_planned(spark, "db.r", where, warehouse=ranked, small_read_bytes=0)
         text = planned.dataframe._jdf.queryExecution().executedPlan().toString()
         assert ("LeftAnti" in text) == joined, where
         assert any(f.deleted is not None for f in planned.plan.files), where
         assert _ids(planned.dataframe) == _ids(live.filter(where)), where
+        assert _ids(jobs.read(spark, "db.r", where, warehouse=ranked)) == _ids(live.filter(where)), where
 
 
 @pytest.mark.parametrize("order_by", ["v DESC, id", "v, id DESC", "v DESC NULLS FIRST, id",
@@ -286,9 +288,13 @@ def test_topn_bound_equals_spark(spark: Any, ranked: str, order_by: str) -> None
     live = _live(spark, ranked, "db.r")
     live.createOrReplaceTempView("ranked_live")
     for limit in (6, 25):
-        planned = jobs.read_planned(spark, "db.r", warehouse=ranked, order_by=order_by, limit=limit)
         want = spark.sql(f"SELECT * FROM ranked_live ORDER BY {order_by} LIMIT {limit}").collect()
-        assert _rows(planned.dataframe.collect()) == _rows(want), (order_by, limit)
+        small = jobs.read_planned(spark, "db.r", warehouse=ranked, order_by=order_by, limit=limit)
+        assert _row_reprs(small.dataframe.collect()) == _row_reprs(want), (order_by, limit)
+        # Spark's reader (small_read_bytes=0), where the bound is pushed into the Parquet scan
+        planned = jobs.read_planned(spark, "db.r", warehouse=ranked, order_by=order_by, limit=limit,
+                                    small_read_bytes=0)
+        assert _row_reprs(planned.dataframe.collect()) == _row_reprs(want), (order_by, limit)
         bound = topn_bound(planned.plan, "v", limit, ascending=parse_order_by(order_by)[0].ascending)
         text = planned.dataframe._jdf.queryExecution().executedPlan().toString()
         assert bound is not None
@@ -309,7 +315,7 @@ def test_topn_bound_refused(spark: Any, ranked: str) -> None:
     assert topn_bound(plain.plan, "d", 3, ascending=False) is None
     want = _live(spark, ranked, "db.r").orderBy(spark_col("d").desc(), "id").limit(3).collect()
     got = jobs.read(spark, "db.r", warehouse=ranked, order_by="d DESC, id", limit=3).collect()
-    assert _rows(got) == _rows(want)
+    assert _row_reprs(got) == _row_reprs(want)
     # the bound's column need not be among the columns returned
     ids = jobs.read(spark, "db.r", columns=["id"], warehouse=ranked, order_by="v DESC, id", limit=3).collect()
     assert [r["id"] for r in ids] == [r["id"] for r in _live(spark, ranked, "db.r").orderBy(
