@@ -180,9 +180,9 @@ class _Group:
             if source.file_name is None:
                 columns.append(F.lit(None).cast(types[source.name]).alias(source.name))
             elif source.cast is not None:
-                columns.append(F.col(f"`{source.file_name}`").cast(types[source.name]).alias(source.name))
+                columns.append(F.col(_quoted(source.file_name)).cast(types[source.name]).alias(source.name))
             else:
-                columns.append(F.col(f"`{source.file_name}`").alias(source.name))
+                columns.append(F.col(_quoted(source.file_name)).alias(source.name))
         return df.select(*columns)
 
 
@@ -297,22 +297,22 @@ def _small_read(spark: SparkSession, plan: ReadPlan, groups: Mapping[int, _Group
     io = TableIO.of(plan.table)
     with contextlib.ExitStack() as stack:
         chosen: list[tuple[FilePlan, Any, list[int]]] = []
-        budget = max_bytes
+        chosen_bytes = 0
         for f in plan.files:
             parquet = stack.enter_context(io.parquet(f.path))
             if parquet.metadata.num_rows != f.row_count:
                 return None  # the footer disagrees with the manifest: Spark's reader reads (and says so)
             wanted = _candidate_groups(parquet, f, plan, groups[f.schema_id])
-            budget -= sum(_chunk_bytes(parquet, g, groups[f.schema_id].arrow.names) for g in wanted)
-            if budget < 0:
+            chunks = sum(_chunk_bytes(parquet, g, groups[f.schema_id].arrow.names) for g in wanted)
+            chosen_bytes += chunks
+            if chosen_bytes > max_bytes:
                 return None
             chosen.append((f, parquet, wanted))
         # Counted only once the driver reads: a plan Spark's reader reads reports no data bytes.
-        for f, parquet, wanted in chosen:
+        for _, parquet, wanted in chosen:
             plan.report.row_groups_planned += parquet.metadata.num_row_groups
             plan.report.row_groups_read += len(wanted)
-            plan.report.data_bytes_read += sum(_chunk_bytes(parquet, g, groups[f.schema_id].arrow.names)
-                                               for g in wanted)
+        plan.report.data_bytes_read += chosen_bytes
         parts: dict[int, list[pa.Table]] = {}
         rows = 0
         for f, parquet, wanted in chosen:
@@ -468,7 +468,7 @@ def _order_columns(order_by: str) -> list[Any]:
 
     columns = []
     for o in parse_order_by(order_by):
-        c = F.col(f"`{o.column}`")
+        c = F.col(_quoted(o.column))
         if o.ascending:
             columns.append(c.asc_nulls_first() if o.nulls_first else c.asc_nulls_last())
         else:
@@ -536,7 +536,7 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
     if order_by is not None and limit is not None and fallback is None:
         df = _bounded(df, plan, order_by, limit)  # before the projection: the key may not be selected
     if selected is not None:
-        df = df.select(*[f"`{c}`" for c in selected])
+        df = df.select(*[_quoted(c) for c in selected])
     if order_by is not None:
         df = df.orderBy(*_order_columns(order_by))
         if limit is not None:
@@ -566,7 +566,7 @@ def _bounded(df: DataFrame, plan: ReadPlan, order_by: str, limit: int) -> DataFr
     bound = topn_bound(plan, first.column, limit, ascending=first.ascending)
     if bound is None:
         return df
-    c = F.col(f"`{first.column}`")
+    c = F.col(_quoted(first.column))
     value = F.lit(bound).cast(df.schema[first.column].dataType)  # the column's type: pushed as is
     keep = c <= value if first.ascending else c >= value
     return df.filter(keep | c.isNull() if first.nulls_first else keep)
