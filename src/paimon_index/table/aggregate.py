@@ -53,13 +53,12 @@ from paimon_index.arrow_filter import to_arrow_expression
 from paimon_index.deletionvectors.vector import BitmapDeletionVector
 from paimon_index.errors import CorruptFileError, InvalidOptionError
 from paimon_index.fileindex.evaluate import FileIndexEvaluator
-from paimon_index.fileindex.format import ContainerReader
 from paimon_index.fileindex.options import FileIndexOptions
-from paimon_index.fileindex.range_bitmap import RangeBitmapIndex, RangeBitmapReader
+from paimon_index.fileindex.range_bitmap import RangeBitmapReader
 from paimon_index.fileindex.result import REMAIN, FileIndexResult, Rows
 from paimon_index.predicate import ALWAYS_FALSE, ALWAYS_TRUE, Predicate, columns_of
 from paimon_index.sql import bind_predicate
-from paimon_index.table.fileio import IOCounters, TableIO
+from paimon_index.table.fileio import TableIO
 from paimon_index.table.read import (
     ScanReport,
     SplitVectors,
@@ -70,6 +69,7 @@ from paimon_index.table.read import (
     _subtract_deleted,
     container_source,
     index_container,
+    range_bitmap_reader,
 )
 from paimon_index.table.schemas import mapping_of
 from paimon_index.table.stats import plan_splits
@@ -194,20 +194,10 @@ def _identity(schema: Mapping[str, DataType], meta: Any) -> bool:
 def _index_answer(io: TableIO, meta: Any, bound: Predicate, schema: Mapping[str, DataType],
                   report: ScanReport) -> FileIndexResult:
     """The container's answer for ``bound`` (REMAIN without a container)."""
-    tally = IOCounters()
-    try:
-        with index_container(io, meta, container_source(meta), report, tally) as (container, readers):
-            if container is None:
-                return REMAIN
-            return FileIndexEvaluator(container, schema, exact_answers=True, readers=readers).evaluate(bound)
-    finally:
-        _count_io(report, tally)
-
-
-def _count_io(report: ScanReport, tally: IOCounters) -> None:
-    report.index_bytes_read += tally.bytes_read
-    report.index_requests += tally.read_requests
-    report.files_opened += tally.other_requests
+    with index_container(io, meta.file_path, container_source(meta), report) as (container, readers):
+        if container is None:
+            return REMAIN
+        return FileIndexEvaluator(container, schema, exact_answers=True, readers=readers).evaluate(bound)
 
 
 # -- count -----------------------------------------------------------------------------------------
@@ -377,36 +367,19 @@ def _natural(key: Any, dtype: DataType) -> Any:
     return None  # TIMESTAMP (time zones), CHAR (padding): read the rows instead
 
 
-def _range_bitmap(container: ContainerReader | None, evaluator: FileIndexEvaluator | None,
-                  column: str) -> RangeBitmapReader | None:
-    if container is None or evaluator is None:
-        return None
-    for entry in container.column_entries(column):
-        if entry.index_type == RangeBitmapIndex.name and not entry.empty:
-            reader = evaluator.reader(entry)
-            if isinstance(reader, RangeBitmapReader):
-                return reader
-    return None
-
-
 def _file_min_max(io: TableIO, meta: Any, deletion_file: Any, column: str, bound: Predicate,
                   schema: Mapping[str, DataType], report: AggregateReport,
                   use_index: bool) -> tuple[Any, Any]:
     if use_index and _identity(schema, meta):
-        tally = IOCounters()
-        try:
-            source = container_source(meta)
-            with index_container(io, meta, source, report.scan, tally) as (container, readers):
-                evaluator = None if container is None \
-                    else FileIndexEvaluator(container, schema, exact_answers=True, readers=readers)
-                ranged = _range_bitmap(container, evaluator, column)
-                if ranged is not None and evaluator is not None:
-                    answer = _min_max_from_index(io, meta, deletion_file, ranged, evaluator, column, bound,
-                                                 schema, report)
-                    if answer is not None:
-                        return answer
-        finally:
-            _count_io(report.scan, tally)
+        with index_container(io, meta.file_path, container_source(meta), report.scan) as (container, readers):
+            evaluator = None if container is None \
+                else FileIndexEvaluator(container, schema, exact_answers=True, readers=readers)
+            ranged = range_bitmap_reader(container, evaluator, column)
+            if ranged is not None and evaluator is not None:
+                answer = _min_max_from_index(io, meta, deletion_file, ranged, evaluator, column, bound,
+                                             schema, report)
+                if answer is not None:
+                    return answer
     report.files_read += 1
     source = container_source(meta) if use_index else None
     with _vectors(io, [deletion_file], report.scan) as vectors:

@@ -70,6 +70,7 @@ from paimon_index.fileindex.base import TopN
 from paimon_index.fileindex.evaluate import FileIndexEvaluator
 from paimon_index.fileindex.format import ContainerReader
 from paimon_index.fileindex.options import FileIndexOptions
+from paimon_index.fileindex.range_bitmap import RangeBitmapIndex, RangeBitmapReader
 from paimon_index.fileindex.result import REMAIN, SKIP, FileIndexResult, Rows, and_not
 from paimon_index.predicate import ALWAYS_FALSE, ALWAYS_TRUE, Predicate, columns_of
 from paimon_index.sql import bind_predicate
@@ -177,10 +178,10 @@ def open_container(io: TableIO, meta: Any, source: bytes | str | None = None,
 
 
 @contextmanager
-def index_container(io: TableIO | None, meta: Any, source: bytes | str | None, report: ScanReport,
-                    tally: IOCounters | None = None
+def index_container(io: TableIO | None, data_path: str, source: bytes | str | None, report: ScanReport
                     ) -> Iterator[tuple[ContainerReader | None, dict[Any, Any] | None]]:
-    """``(container or None, shared index readers or None)`` of a data file for one use.
+    """``(container or None, shared index readers or None)`` of the data file at ``data_path`` for
+    one use; what reading it cost is added to ``report`` (index bytes and requests, opens).
 
     A ``.index`` file comes through the metadata cache (parsed once per process, see
     :mod:`paimon_index.table.metacache`); embedded bytes are parsed here.
@@ -189,16 +190,36 @@ def index_container(io: TableIO | None, meta: Any, source: bytes | str | None, r
         yield None, None
         return
     if isinstance(source, bytes):
-        container = ContainerReader(source, meta.file_path)
+        container = ContainerReader(source, data_path)
         try:
             yield container, None
         finally:
             container.close()
         return
     assert io is not None, "an .index file is read through io"
-    with checkout_container(io, source, tally) as (container, readers, hit):
-        report.metadata_cache_hits += int(hit)
-        yield container, readers
+    tally = IOCounters()
+    try:
+        with checkout_container(io, source, tally) as (container, readers, hit):
+            report.metadata_cache_hits += int(hit)
+            yield container, readers
+    finally:
+        report.index_bytes_read += tally.bytes_read
+        report.index_requests += tally.read_requests
+        report.files_opened += tally.other_requests
+
+
+def range_bitmap_reader(container: ContainerReader | None, evaluator: FileIndexEvaluator | None,
+                        column: str) -> RangeBitmapReader | None:
+    """The container's (non-empty) range bitmap on ``column``, built through ``evaluator`` (so a
+    cached container's readers are reused); None when it has none."""
+    if container is None or evaluator is None:
+        return None
+    for entry in container.column_entries(column):
+        if entry.index_type == RangeBitmapIndex.name and not entry.empty:
+            reader = evaluator.reader(entry)
+            if isinstance(reader, RangeBitmapReader):
+                return reader
+    return None
 
 
 def _group_bytes(parquet: pq.ParquetFile, group: int, columns: list[str] | None) -> int:
@@ -353,27 +374,21 @@ def _evaluate(io: TableIO | None, meta: Any, source: bytes | str | None, bound: 
             report.files_skipped_by_schema += 1
             return SKIP
     result: FileIndexResult = REMAIN
-    tally = IOCounters()
-    try:
-        with index_container(io, meta, source, report, tally) as (container, readers):
-            if container is not None:
-                result = FileIndexEvaluator(container, file_types, readers=readers).evaluate(file_bound)
-            if result.remain and deletion_file is not None:
-                assert vectors is not None, "read_split passes the split's vectors with its deletion files"
-                result = _subtract_deleted(result, deletion_file, meta.row_count, report, vectors)
-            if topn is not None and container is not None and result.remain:
-                if bound is not ALWAYS_TRUE:
-                    assert io is not None, "TopN reads data files through io"
-                    exact = to_arrow_expression(bound, schema)
-                    result = _exact_selection(io, meta, result, bound, exact, report, mapping)
-                evaluator = FileIndexEvaluator(container, file_types, readers=readers)
-                result = evaluator.evaluate_topn(topn, result)
-                if isinstance(result, Rows):
-                    report.rows_kept_by_topn += len(result.bitmap)
-    finally:
-        report.index_bytes_read += tally.bytes_read
-        report.index_requests += tally.read_requests
-        report.files_opened += tally.other_requests
+    with index_container(io, meta.file_path, source, report) as (container, readers):
+        if container is not None:
+            result = FileIndexEvaluator(container, file_types, readers=readers).evaluate(file_bound)
+        if result.remain and deletion_file is not None:
+            assert vectors is not None, "read_split passes the split's vectors with its deletion files"
+            result = _subtract_deleted(result, deletion_file, meta.row_count, report, vectors)
+        if topn is not None and container is not None and result.remain:
+            if bound is not ALWAYS_TRUE:
+                assert io is not None, "TopN reads data files through io"
+                exact = to_arrow_expression(bound, schema)
+                result = _exact_selection(io, meta, result, bound, exact, report, mapping)
+            evaluator = FileIndexEvaluator(container, file_types, readers=readers)
+            result = evaluator.evaluate_topn(topn, result)
+            if isinstance(result, Rows):
+                report.rows_kept_by_topn += len(result.bitmap)
     return result
 
 

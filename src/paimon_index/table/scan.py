@@ -50,20 +50,20 @@ from pyroaring import BitMap
 from paimon_index.errors import CorruptFileError, PaimonIndexError
 from paimon_index.fileindex.base import TopN
 from paimon_index.fileindex.evaluate import FileIndexEvaluator
-from paimon_index.fileindex.format import ContainerReader
 from paimon_index.fileindex.options import FileIndexOptions
-from paimon_index.fileindex.range_bitmap import RangeBitmapIndex, RangeBitmapReader
 from paimon_index.fileindex.result import Rows
 from paimon_index.predicate import ALWAYS_TRUE, And, Leaf, Or, Predicate, and_, or_
 from paimon_index.sql import bind_predicate, split_top_level, unwrap_parentheses
 from paimon_index.table.fileio import TableIO
-from paimon_index.table.paimon import latest_snapshot, pinned_table, snapshot_by_id
+from paimon_index.table.paimon import pinned_table, read_snapshot
 from paimon_index.table.read import (
     ScanReport,
     SplitVectors,
     UnsupportedTableError,
     _evaluate,
     container_source,
+    index_container,
+    range_bitmap_reader,
 )
 from paimon_index.table.schemas import ReadSchema, read_schema
 from paimon_index.table.stats import plan_splits
@@ -178,15 +178,6 @@ def _deleted_positions(vectors: SplitVectors, deletion_file: Any, row_count: int
     return positions if len(positions) else None
 
 
-def _snapshot(table: Any, snapshot_id: int | None) -> Any:
-    if snapshot_id is None:
-        return latest_snapshot(table)
-    snapshot = snapshot_by_id(table, snapshot_id)
-    if snapshot is None:
-        raise PaimonIndexError(f"snapshot {snapshot_id} of the table does not exist")
-    return snapshot
-
-
 def plan_read(table: Any, where: str | Predicate | None = None, *, snapshot_id: int | None = None,
               use_index: bool = True, topn: TopN | None = None) -> ReadPlan:
     """Plan a read of ``table`` (pypaimon table) on one pinned snapshot (default: the latest).
@@ -206,7 +197,7 @@ def plan_read(table: Any, where: str | Predicate | None = None, *, snapshot_id: 
     started = time.perf_counter()
     if snapshot_id is not None:
         # Time travel reads under the snapshot's schema (pypaimon resolves it when pinning), as Java does.
-        table = pinned_table(table, _snapshot(table, snapshot_id).id)
+        table = pinned_table(table, snapshot_id)
     schema = read_schema(table)
     if isinstance(where, str) or where is None:
         bound, exact = conservative_predicate(where, schema)
@@ -215,10 +206,10 @@ def plan_read(table: Any, where: str | Predicate | None = None, *, snapshot_id: 
     use_index = use_index and FileIndexOptions.from_table_options(table_options(table)).read_enabled
     primary_key = bool(table.is_primary_key_table)
     report = ScanReport()
-    snapshot = _snapshot(table, snapshot_id)
+    snapshot = read_snapshot(table)  # the pinned one (time travel), else the latest; read once
     if snapshot is None:
         return ReadPlan(None, schema, bound, exact, (), report, primary_key, time.perf_counter() - started)
-    pinned = pinned_table(table, snapshot.id)
+    pinned = table if snapshot_id is not None else pinned_table(table, snapshot.id)
     if primary_key:
         from paimon_index.table.pk.read import check_merge_free
 
@@ -315,7 +306,7 @@ def topn_bound(plan: ReadPlan, column: str, limit: int, *, ascending: bool) -> i
     io = TableIO.of(plan.table)
     best: list[np.ndarray] = []
     for f in plan.files:
-        values = _best_values(io, f, column, plan.schema, limit, ascending)
+        values = _best_values(io, f, column, plan.schema, limit, ascending, plan.report)
         if values is None:
             return None
         best.append(values)
@@ -326,17 +317,14 @@ def topn_bound(plan: ReadPlan, column: str, limit: int, *, ascending: bool) -> i
 
 
 def _best_values(io: TableIO, f: FilePlan, column: str, schema: ReadSchema, limit: int,
-                 ascending: bool) -> np.ndarray | None:
+                 ascending: bool, report: ScanReport) -> np.ndarray | None:
     """The file's ``limit`` best live non-NULL values of ``column`` (fewer when it has fewer; None:
     the file has no range bitmap on the column)."""
     assert f.index is not None
-    container = (ContainerReader(f.index, f.path) if isinstance(f.index, bytes)
-                 else ContainerReader(io.source(f.index), owns_source=True))
-    try:
-        evaluator = FileIndexEvaluator(container, schema)
-        reader = next((r for e in container.column_entries(column)
-                       if e.index_type == RangeBitmapIndex.name and not e.empty
-                       and isinstance(r := evaluator.reader(e), RangeBitmapReader)), None)
+    with index_container(io, f.path, f.index, report) as (container, readers):
+        assert container is not None
+        evaluator = FileIndexEvaluator(container, schema, readers=readers)
+        reader = range_bitmap_reader(container, evaluator, column)
         if reader is None:
             return None
         if reader.header.cardinality <= 0:
@@ -351,8 +339,6 @@ def _best_values(io: TableIO, f: FilePlan, column: str, schema: ReadSchema, limi
         for i in range(bsi.n_slices):  # each row's code, bit by bit (k rows, not the file)
             codes |= np.isin(positions, np.asarray((rows & bsi.slice(i)).to_array(), np.uint32)
                              ).astype(np.int64) << i
-        dictionary = reader.dictionary
-        return np.array([dictionary.key_at(int(c)) for c in np.unique(codes)], np.int64)[
-            np.searchsorted(np.unique(codes), codes)]
-    finally:
-        container.close()
+        distinct, of_row = np.unique(codes, return_inverse=True)
+        keys = np.array([reader.dictionary.key_at(int(c)) for c in distinct], np.int64)
+        return keys[of_row]
