@@ -63,7 +63,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from paimon_index.errors import InvalidOptionError
-from paimon_index.predicate import ALWAYS_FALSE, ALWAYS_TRUE, And, Leaf, Op, Or, Predicate
+from paimon_index.predicate import ALWAYS_FALSE, ALWAYS_TRUE, And, Leaf, Op, Or, Predicate, columns_of
 from paimon_index.table.fileio import TableIO
 from paimon_index.types import DataType, TypeRoot, canonical_literal, parse_type
 
@@ -374,7 +374,7 @@ def row_group_may_match(parquet: pq.ParquetFile, group: int, predicate: Predicat
     meta = parquet.metadata.row_group(group)
     columns = {meta.column(c).path_in_schema: c for c in range(meta.num_columns)}
     stats: dict[str, ColumnStats] = {}
-    for name in dict.fromkeys(leaf.column for leaf in _leaves(predicate)):
+    for name in columns_of(predicate):
         dtype = schema.get(name)
         index = columns.get(name)
         if dtype is None or index is None:
@@ -392,14 +392,6 @@ def row_group_may_match(parquet: pq.ParquetFile, group: int, predicate: Predicat
                 lo = hi = None  # bounds we cannot read are unknown bounds
         stats[name] = ColumnStats(lo, hi, nulls, meta.num_rows)
     return stats_may_match(predicate, stats, schema)
-
-
-def _leaves(p: Predicate) -> list[Leaf]:
-    if isinstance(p, Leaf):
-        return [p]
-    if isinstance(p, And | Or):
-        return [leaf for c in p.children for leaf in _leaves(c)]
-    return []
 
 
 class _FileStats:
@@ -453,7 +445,6 @@ def plan_splits(table: Any, bound: Predicate, schema: Mapping[str, DataType], re
 
     ``report.files_skipped_by_stats`` counts them. Primary-key tables are planned unpruned.
     """
-    from paimon_index.predicate import columns_of
     from paimon_index.table.paimon import cached_manifest_reads
 
     scan = cached_manifest_reads((read_builder or table.new_read_builder()).new_scan(), report)
