@@ -77,19 +77,28 @@ class Calls:
         return [r.key for r in self.items if method is None or r.method == method]
 
 
+#: How long :meth:`RequestLog.since` waits for requests still being recorded.
+SETTLE_SECONDS = 10.0
+
+
 class RequestLog:
     """WSGI middleware: every request to the wrapped application, in arrival order (thread-safe)."""
 
     def __init__(self, app: Callable[..., Iterable[bytes]]) -> None:
         self._app = app
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
         self._requests: list[Request] = []
+        #: Requests begun and not yet recorded: a client can have a whole response before the
+        #: server thread comes back to record it.
+        self._in_flight = 0
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterator[bytes]:
         path = unquote(environ.get("PATH_INFO", ""))
         bucket, _, key = path.lstrip("/").partition("/")  # path-style addressing only
         bytes_in = int(environ.get("CONTENT_LENGTH") or 0)
         status: list[int] = [0]
+        with self._lock:
+            self._in_flight += 1
 
         def record_status(code: str, headers: list[Any], *exc: Any) -> Any:
             status[0] = int(code.split(" ", 1)[0])
@@ -105,13 +114,17 @@ class RequestLog:
                 self._requests.append(Request(environ.get("REQUEST_METHOD", "?"), bucket, key,
                                               environ.get("QUERY_STRING", ""), bytes_in, bytes_out,
                                               status[0]))
+                self._in_flight -= 1
+                self._lock.notify_all()
 
     def mark(self) -> int:
         with self._lock:
             return len(self._requests)
 
     def since(self, mark: int, bucket: str | None = None) -> list[Request]:
+        """The requests recorded after ``mark``, once every request in flight is recorded."""
         with self._lock:
+            self._lock.wait_for(lambda: self._in_flight == 0, timeout=SETTLE_SECONDS)
             items = self._requests[mark:]
         return [r for r in items if bucket is None or r.bucket == bucket]
 
