@@ -320,3 +320,24 @@ def test_topn_bound_refused(spark: Any, ranked: str) -> None:
     ids = jobs.read(spark, "db.r", columns=["id"], warehouse=ranked, order_by="v DESC, id", limit=3).collect()
     assert [r["id"] for r in ids] == [r["id"] for r in _live(spark, ranked, "db.r").orderBy(
         spark_col("v").desc(), "id").limit(3).collect()]
+
+
+def test_one_file_plan_runs_as_one_task(spark: Any, tmp_path: Path) -> None:
+    """An index that leaves one file makes the aggregate one task with no shuffle (the session's
+    single-task setting); a table without floats gets no shielding projection; the answer is
+    Spark's over the same file."""
+    schema = pa.schema([("id", pa.int64()), ("s", pa.string())])
+    t = create_table(str(tmp_path), "db.one", schema, options={
+        "bucket": "-1", "file-index.bloom-filter.columns": "id"})
+    for k in range(3):
+        ids = np.arange(k * 100, (k + 1) * 100)
+        write_arrow(t, pa.table({"id": ids, "s": [f"x{i % 7}" for i in ids]}, schema=schema))
+    where = "id = 150 OR (id > 120 AND id < 130 AND s <> 'x3')"
+    planned = jobs.read_planned(spark, "db.one", where, warehouse=str(tmp_path), small_read_bytes=0)
+    assert len(planned.plan.files) == 1
+    counted = planned.dataframe.groupBy("s").count()
+    text = counted._jdf.queryExecution().executedPlan().toString()
+    assert "Exchange" not in text and "nanvl" not in text, text
+    want = spark.read.parquet(planned.plan.files[0].path).filter(where).groupBy("s").count()
+    assert sorted(map(tuple, counted.collect())) == sorted(map(tuple, want.collect()))
+    assert sum(r[1] for r in counted.collect()) == 9

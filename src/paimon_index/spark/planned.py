@@ -430,20 +430,24 @@ def _shield_floats(df: DataFrame, schema: Any) -> DataFrame:
     so a struct's float fields are replaced in place (``withField``: a NULL struct stays NULL).
     Spark's filter still runs on every row; only its row-group skipping on these fields is given up.
     """
+    # df's schema is known here (asking df would be a Py4J round trip), and so is whether any field
+    # needs the shield: a Column is a JVM object, so none is built for a table without floats.
+    floats = {f.name: _float_paths(f.dataType) for f in schema.fields}
+    if not any(floats.values()):
+        return df
     from pyspark.sql import functions as F
 
-    columns, shielded = [], False
-    for f in schema.fields:  # df's schema, known here: asking df would be a Py4J round trip
+    columns = []
+    for f in schema.fields:
         column = F.col(_quoted(f.name))
-        for path in _float_paths(f.dataType):
+        for path in floats[f.name]:
             field = F.col(_quoted(f.name))
             for name in path:
                 field = field.getField(name)
             value = F.nanvl(field, field)
             column = column.withField(".".join(_quoted(n) for n in path), value) if path else value
-            shielded = True
         columns.append(column.alias(f.name))
-    return df.select(*columns) if shielded else df
+    return df.select(*columns)
 
 
 @contextlib.contextmanager

@@ -47,12 +47,20 @@ __all__ = ["MIN_JAVA", "check_executors", "configure", "java_version", "local_se
 MIN_JAVA = 17
 DEFAULT_MASTER = "local[*]"
 LOCAL_MASTER_PREFIX = "local"
+SINGLE_TASK = "spark.sql.optimizer.singleTaskExecution"
 SESSION_CONF = {
     "spark.sql.python.filterPushdown.enabled": "true",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "4",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
+    # Spark 4.3+: a query over a one-file scan (or a small local relation) whose aggregate or sort
+    # would need a shuffle runs as one task instead of two stages; an index that leaves one file is
+    # then one task end to end (docs/read-path.md). Ignored by Sparks without the setting.
+    SINGLE_TASK + ".enabled": "true",
+    SINGLE_TASK + ".aggregation": "true",
+    SINGLE_TASK + ".sort": "true",
+    SINGLE_TASK + ".limitOffset": "true",
 }
 RUNTIME_CONF = ("spark.sql.python.filterPushdown.enabled",)
 _VERSION_RE = re.compile(r'version "(\d+)(?:\.(\d+))?')
