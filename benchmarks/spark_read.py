@@ -42,8 +42,10 @@ target measures); the point lookup and TopN collect their rows. Engines:
     count     ``paimon_index.spark.jobs.count(spark, table, where)`` index-only counts (when it
               exists; the count shapes only)
 
-Each round runs every query on every engine, the engine order rotating per round (interleaved:
-drift hits every engine alike); the table shows the median time of ``--rounds`` rounds, its ratio to
+After one untimed warm-up of every query on every engine, each round runs every query on every
+engine, the engine order rotating per round (interleaved: drift hits every engine alike); the
+reference runs with Spark's default single-task setting (off; paimon-index's sessions turn it on);
+the table shows the median time of ``--rounds`` rounds, its ratio to
 the reference's median, and from the last round: bytes read (Spark's task input bytes — Hadoop file
 reads — plus, for our engines, the data and index bytes their scan report counts), files and row
 groups read (ours: the scan report; the reference: the scan node's file count, and the row groups
@@ -106,6 +108,9 @@ TARGET_INDEXED_COUNT = 20.0
 #: The planned read with its driver-side small read off (Spark's Parquet reader reads every plan);
 #: only run when named in ``--engines``, to compare the two in one run.
 SCAN_ONLY = "planned-scan"
+#: Set on by paimon-index's local sessions (one-file plans run as one task); the reference runs with
+#: Spark's default (off): with it on, its 50-file queries cannot use it and measured ~5% slower.
+SINGLE_TASK_SETTING = "spark.sql.optimizer.singleTaskExecution.enabled"
 
 
 # ------------------------------------------------------------------------------------------------
@@ -320,7 +325,8 @@ class Bench:
             df = self.spark.read.parquet(*self.built.files).where(dv_filter(self.built.rows))
             return df if q.where is None else df.where(q.where)
 
-        run = self._timed(build_df, q)
+        with spark_default(self.spark, SINGLE_TASK_SETTING):
+            run = self._timed(build_df, q)
         run.row_groups_read = stats_row_groups(self.built.files, q.where)
         return run
 
@@ -369,6 +375,18 @@ class Bench:
         start = time.perf_counter()
         n = jobs.count(self.spark, TABLE, q.where, warehouse=self.built.warehouse)  # type: ignore[attr-defined]
         return Run(time.perf_counter() - start, [(int(getattr(n, "rows", n)),)])
+
+
+@contextlib.contextmanager
+def spark_default(spark: Any, key: str) -> Any:
+    """``key`` at Spark's own default while the block runs (the reference is plain Spark)."""
+    previous = spark.conf.get(key, None)
+    spark.conf.unset(key)
+    try:
+        yield
+    finally:
+        if previous is not None:
+            spark.conf.set(key, previous)
 
 
 def _scan_files(df: Any) -> int | None:
@@ -507,8 +525,9 @@ def measure(spark: Any, built: Built, qs: list[Query], rounds: int,
     missing = [f"{verb} not available" for name, verb in (("planned", "jobs.read"), ("count", "jobs.count"))
                if name not in bench.engines]
     print("engines: " + ", ".join(engines) + (f"   ({'; '.join(missing)})" if missing else ""))
-    # Warm-up: start the Python workers and the JIT once, untimed.
-    for q in qs[:1]:
+    # Warm-up, untimed: every query once on every engine (Python workers, the JVM's JIT and Spark's
+    # generated code for each query shape), so round 1 times the same warm state as the others.
+    for q in qs:
         for engine in engines:
             bench.engines[engine](q)
     cells: dict[tuple[str, str], Cell] = {}
