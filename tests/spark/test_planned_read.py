@@ -340,4 +340,4 @@ def test_one_file_plan_runs_as_one_task(spark: Any, tmp_path: Path) -> None:
     assert "Exchange" not in text and "nanvl" not in text, text
     want = spark.read.parquet(planned.plan.files[0].path).filter(where).groupBy("s").count()
     assert sorted(map(tuple, counted.collect())) == sorted(map(tuple, want.collect()))
-    assert sum(r[1] for r in counted.collect()) == 9
+    assert sum(r[1] for r in counted.collect()) == 8  # 121..129 but 122, 129 (x3); and 150
