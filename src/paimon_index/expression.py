@@ -6,8 +6,9 @@
 The same text means the same in Python and in Spark (``F.expr``), for what is supported:
 
 * literals: integers (INT, or BIGINT when they do not fit), decimals ``1.5`` (exact, Arrow
-  decimal128 as Spark's DECIMAL literal), ``1.5e3``/``1.5D`` (DOUBLE), ``'text'`` (``''`` escapes a
-  quote), ``TRUE``, ``FALSE``, ``NULL``;
+  decimal128 as Spark's DECIMAL literal), ``1.5e3``/``1.5D`` (DOUBLE), ``'text'`` or ``"text"``
+  read as Spark reads them (backslash escapes: ``'x\\\\y'`` is ``x\\y``, ``'it\\'s'``; a doubled quote is
+  one), ``TRUE``, ``FALSE``, ``NULL``; ``--`` and ``/* */`` comments;
 * column references, case-insensitive as in Spark, optionally in backquotes;
 * ``+ - * /`` and unary ``-``; ``/`` is Spark's fractional division (DOUBLE for integer and
   floating operands); ``||`` concatenates strings; parentheses;
@@ -30,17 +31,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_index.errors import DataError, InvalidPredicateError
+from paimon_index.sql import STRING_LITERAL, WHITESPACE, string_value
 
 __all__ = ["Expression", "compile_expression"]
 
-_TOKEN = re.compile(r"""
-    (?P<space>\s+)
+#: Spark's lexer for these expressions; string literals and comments exactly as in WHERE text
+#: (:mod:`paimon_index.sql`: single or double quotes, backslash escapes, a doubled quote).
+_TOKEN = re.compile(rf"""
+    (?P<space>{WHITESPACE})
   | (?P<number>(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?[dDlL]?)
-  | (?P<string>'(?:[^']|'')*')
+  | (?P<string>{STRING_LITERAL})
   | (?P<quoted>`(?:[^`]|``)+`)
   | (?P<name>[A-Za-z_][A-Za-z_0-9]*)
   | (?P<op>\|\||[-+*/(),])
-""", re.VERBOSE)
+""", re.VERBOSE | re.DOTALL)
 
 #: Largest INT literal; larger integer literals are BIGINT (Spark).
 _INT_MAX = 2**31 - 1
@@ -144,7 +148,7 @@ class _Parser:
         if kind == "number":
             return _const(_number(value))
         if kind == "string":
-            return _const(pa.scalar(value[1:-1].replace("''", "'"), pa.string()))
+            return _const(pa.scalar(string_value(value), pa.string()))
         if kind in ("name", "quoted"):
             name = value[1:-1].replace("``", "`") if kind == "quoted" else value
             if kind == "name" and (nxt := self.peek()) is not None and nxt[1] == "(":

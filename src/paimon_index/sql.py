@@ -66,11 +66,16 @@ from paimon_index.types import DataType, parse_schema
 
 __all__ = ["bind_predicate", "parse_order_by", "parse_predicate", "split_top_level", "unwrap_parentheses"]
 
+#: A Spark string literal: single or double quotes, backslash escapes and a doubled quote inside
+#: (its value: :func:`string_value`). Shared with the SET expressions (:mod:`paimon_index.expression`).
+STRING_LITERAL = r"'(?:[^'\\]|\\.|'')*'" + r'|"(?:[^"\\]|\\.|"")*"'
+#: Spark's comments and white space (one token of nothing).
+WHITESPACE = r"\s+|--[^\n]*|/\*.*?\*/"
 #: Spark's lexer, as far as this grammar goes: string literals in single or double quotes with
 #: backslash escapes and a doubled quote inside; comments are whitespace.
-_TOKENS = r"""
-    (?P<ws>\s+|--[^\n]*|/\*.*?\*/)
-  | (?P<string>'(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.|"")*")
+_TOKENS = rf"""
+    (?P<ws>{WHITESPACE})
+  | (?P<string>{STRING_LITERAL})
   | (?P<hex>[xX]'[0-9A-Fa-f]*')
   | (?P<quoted>`(?:[^`]|``)*`)
   | (?P<number>-?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?)
@@ -112,7 +117,7 @@ def _tokens(text: str, pattern: re.Pattern[str]) -> list[_Token]:
     return out
 
 
-def _string_value(quoted: str) -> str:
+def string_value(quoted: str) -> str:
     """A string literal's value as Spark reads it: backslash escapes, a doubled quote is one."""
     quote = quoted[0]
 
@@ -299,7 +304,7 @@ class _Parser:
         tok = self.take()
         if tok.kind != "string":
             raise self.error("LIKE takes a string pattern", tok.pos)
-        pattern = _string_value(tok.text)
+        pattern = string_value(tok.text)
         body = pattern[:-1]
         if pattern.endswith("%") and "%" not in body and "_" not in body and "\\" not in body:
             return Leaf(Op.STARTS_WITH, column, (body,))
@@ -323,7 +328,7 @@ class _Parser:
     def literal(self) -> object:
         tok = self.take()
         if tok.kind == "string":
-            return _string_value(tok.text)
+            return string_value(tok.text)
         if tok.kind == "hex":
             digits = tok.text[2:-1]
             if len(digits) % 2:

@@ -32,6 +32,10 @@ CASES = [
     ("length(s)", pa.int32()), ("concat(s, '-', s)", pa.string()), ("s || l", pa.string()),
     ("NULL", pa.int64()), ("`l` + (2 * (l - 1))", pa.int64()), ("TRUE", pa.bool_()),
     ("10000000000 + l", pa.int64()), ("1.5d + i", pa.float64()),
+    # string literals as Spark's lexer reads them: backslash escapes, double quotes, comments
+    ("'x\\\\y'", pa.string()), ("'it\\'s' || s", pa.string()), ('"dq" || s', pa.string()),
+    ('"say ""hi"""', pa.string()), ("'a\\tb\\u0041\\101'", pa.string()), ("'50\\%' -- comment", pa.string()),
+    ("concat(s, /* c */ 'z')", pa.string()),
 ]
 
 
