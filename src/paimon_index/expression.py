@@ -31,12 +31,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_index.errors import DataError, InvalidPredicateError
-from paimon_index.sql import STRING_LITERAL, WHITESPACE, string_value
+from paimon_index.lexing import STRING_LITERAL, WHITESPACE, string_value
 
 __all__ = ["Expression", "compile_expression"]
 
 #: Spark's lexer for these expressions; string literals and comments exactly as in WHERE text
-#: (:mod:`paimon_index.sql`: single or double quotes, backslash escapes, a doubled quote).
+#: (:mod:`paimon_index.lexing`: single or double quotes, backslash escapes, a doubled quote).
 _TOKEN = re.compile(rf"""
     (?P<space>{WHITESPACE})
   | (?P<number>(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?[dDlL]?)

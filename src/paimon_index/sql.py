@@ -46,6 +46,7 @@ from dataclasses import dataclass
 
 from paimon_index.errors import InvalidPredicateError
 from paimon_index.fileindex.base import SortOrder
+from paimon_index.lexing import STRING_LITERAL, WHITESPACE, string_value
 from paimon_index.predicate import (
     ALWAYS_FALSE,
     ALWAYS_TRUE,
@@ -66,11 +67,6 @@ from paimon_index.types import DataType, parse_schema
 
 __all__ = ["bind_predicate", "parse_order_by", "parse_predicate", "split_top_level", "unwrap_parentheses"]
 
-#: A Spark string literal: single or double quotes, backslash escapes and a doubled quote inside
-#: (its value: :func:`string_value`). Shared with the SET expressions (:mod:`paimon_index.expression`).
-STRING_LITERAL = r"'(?:[^'\\]|\\.|'')*'" + r'|"(?:[^"\\]|\\.|"")*"'
-#: Spark's comments and white space (one token of nothing).
-WHITESPACE = r"\s+|--[^\n]*|/\*.*?\*/"
 #: Spark's lexer, as far as this grammar goes: string literals in single or double quotes with
 #: backslash escapes and a doubled quote inside; comments are whitespace.
 _TOKENS = rf"""
@@ -85,11 +81,6 @@ _TOKENS = rf"""
 _TOKEN = re.compile(_TOKENS, re.VERBOSE | re.DOTALL)
 #: Any Spark SQL text: what the grammar does not know is one ``other`` token per character.
 _ANY_TOKEN = re.compile(_TOKENS + r"  | (?P<other>.)", re.VERBOSE | re.DOTALL)
-#: Spark's backslash escapes in string literals (``ParserUtils.unescapeSQLString``).
-_ESCAPE = r"\\(?:u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|([01][0-7]{2})|(.))"
-_ESCAPES = {q: re.compile(f"{_ESCAPE}|{q}{q}", re.DOTALL) for q in "'\""}
-_ESCAPED_CHARS = {"0": "\0", "b": "\b", "n": "\n", "r": "\r", "t": "\t", "Z": "\x1a",
-                  "%": "\\%", "_": "\\_"}  # LIKE's escapes stay escaped
 
 _FLIP = {Op.EQ: Op.EQ, Op.NE: Op.NE, Op.LT: Op.GT, Op.LE: Op.GE, Op.GT: Op.LT, Op.GE: Op.LE}
 NULL_SAFE_EQ = "<=>"
@@ -115,21 +106,6 @@ def _tokens(text: str, pattern: re.Pattern[str]) -> list[_Token]:
         pos = m.end()
     out.append(_Token("end", "", len(text)))
     return out
-
-
-def string_value(quoted: str) -> str:
-    """A string literal's value as Spark reads it: backslash escapes, a doubled quote is one."""
-    quote = quoted[0]
-
-    def replace(m: re.Match[str]) -> str:
-        u16, u32, octal, char = m.groups()
-        if u16 or u32:
-            return chr(int(u16 or u32, 16))
-        if octal:
-            return chr(int(octal, 8))
-        return quote if char is None else _ESCAPED_CHARS.get(char, char)
-
-    return _ESCAPES[quote].sub(replace, quoted[1:-1])
 
 
 @dataclass(frozen=True)
