@@ -152,7 +152,7 @@ def xxh64(values: pa.Array) -> np.ndarray:
     buf = values.buffers()[2]
     data = np.frombuffer(buf, dtype=np.uint8) if buf is not None else np.zeros(0, np.uint8)
     starts = offsets[:-1].astype(np.int64)
-    lengths = (offsets[1:] - offsets[:-1]).astype(np.int64)
+    lengths = offsets[1:].astype(np.int64) - starts
     out = np.empty(n, dtype=np.uint64)
     uniq, inverse, counts = np.unique(lengths, return_inverse=True, return_counts=True)
     by_length = np.argsort(inverse, kind="stable")

@@ -125,7 +125,7 @@ from pyspark.sql.types import (
 from pyspark.sql.types import DataType as SparkType
 
 from paimon_index.errors import InvalidOptionError, PaimonIndexError
-from paimon_index.predicate import ALWAYS_FALSE, ALWAYS_TRUE, Leaf, Op, Or, Predicate, and_, bind, or_
+from paimon_index.predicate import ALWAYS_FALSE, ALWAYS_TRUE, And, Leaf, Op, Or, Predicate, and_, bind, or_
 from paimon_index.spark.options import (
     BUCKET_EXCLUSIVE,
     FILTER_PUSHDOWN,
@@ -190,6 +190,7 @@ def _negate(p: Predicate) -> Predicate | None:
         if p.op is Op.IN:  # literals are never NULL here (see _in)
             return Leaf(Op.NOT_IN, p.column, p.literals)
         return None  # NOT of a string match: no operator of ours; Spark applies it
+    assert isinstance(p, And | Or)  # the constants returned above
     # The null-safe forms below are ORs and ANDs of leaves whose NULL rows are settled; NOT (a OR b)
     # = NOT a AND NOT b holds in three-valued logic, and so does its dual.
     children = [_negate(c) for c in p.children]
@@ -244,7 +245,7 @@ def _exact_in_arrow(p: Predicate, schema: dict[str, DataType]) -> bool:
         if dtype is None or dtype.is_nested:
             return False
         return dtype.root not in _FLOATS or p.op in _FLOAT_SAFE
-    if p in (ALWAYS_TRUE, ALWAYS_FALSE):
+    if not isinstance(p, And | Or):  # ALWAYS_TRUE, ALWAYS_FALSE
         return True
     return all(_exact_in_arrow(c, schema) for c in p.children)
 

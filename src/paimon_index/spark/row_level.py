@@ -29,7 +29,7 @@ import heapq
 import pickle
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -49,6 +49,8 @@ from paimon_index.table.row_level import (
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
+
+    from paimon_index.table.rewrite import RewriteTask
 
 __all__ = ["assigned", "balanced_groups", "delete", "delete_rows", "read_pinned", "rewrite_file_index",
            "update", "update_rows"]
@@ -193,7 +195,7 @@ def rewrite_file_index(spark: SparkSession, table: str, where: str | None = None
               for group in balanced_groups([_file_bytes(t.meta) for t in tasks], slots)]
     files_done = sc.accumulator(0)
 
-    def rebuild(part: Iterator[list[Any]]) -> Iterator[bytes]:
+    def rebuild(part: Iterable[list[RewriteTask]]) -> Iterator[bytes]:
         opened = open_table(warehouse, table, catalog_options=catalog_options)
         for group in part:
             for task in group:
