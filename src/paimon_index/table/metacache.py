@@ -55,7 +55,8 @@ from paimon_index.table.fileio import FileIOSource, FileStatus, IOCounters, Tabl
 __all__ = ["DEFAULT_MAX_BYTES", "MAX_BYTES_ENV", "CachedContainer", "MetadataCache", "checkout_container",
            "configure", "metadata_cache"]
 
-#: Default budget: enough for the parsed metadata of a few thousand data files' queried indexes.
+#: Default budget: the parsed metadata of a few thousand data files' bitmap and Bloom indexes, or of
+#: ~230 range bitmaps over 400,000 rows each kept as words (~1.1 MB each, docs/read-path.md).
 DEFAULT_MAX_BYTES = 256 << 20
 #: Environment variable read at import: the cache budget in bytes (0 disables it).
 MAX_BYTES_ENV = "PAIMON_INDEX_METADATA_CACHE_BYTES"
