@@ -102,14 +102,6 @@ BITMAP64_KEY_BYTES = 4
 MAX_FRAME_BYTES = 2**31 - 1
 LOW_32_MASK = 0xFFFF_FFFF
 
-# Portable RoaringBitmap format (RoaringFormatSpec).
-ROARING_COOKIE_NO_RUNS = 12346
-ROARING_COOKIE_RUNS = 12347
-ROARING_MAX_CONTAINERS = 1 << 16
-ROARING_NO_OFFSET_THRESHOLD = 4
-ROARING_ARRAY_MAX_CARDINALITY = 4096
-ROARING_BITSET_BYTES = 8192
-ROARING_RUN_BYTES = 4
 #: Smallest portable bitmap: the cookie and a container count of 0.
 EMPTY_PORTABLE_BITMAP = BitMap().serialize()
 #: Smallest 64-bit bucket: a key and an empty portable bitmap.
@@ -512,54 +504,8 @@ def new_deletion_vector(bitmap64: bool = False) -> DeletionVector:
 
 
 # -- reading -------------------------------------------------------------------------------------
-def _u16_le(reader: ByteReader, field: str) -> int:
-    return int.from_bytes(reader.read_view(2, field), "little")
-
-
-def _skip_portable_bitmap(reader: ByteReader, field: str) -> None:
-    """Advance past one portable RoaringBitmap, checking that its header fits the bytes left."""
-    cookie_at = reader.pos
-    cookie = reader.u32_le(f"{field} cookie")
-    if cookie & 0xFFFF == ROARING_COOKIE_RUNS:
-        containers = (cookie >> 16) + 1
-        run_flags = np.unpackbits(
-            np.frombuffer(reader.read_view((containers + 7) // 8, f"{field} run flags"), dtype=np.uint8),
-            bitorder="little")[:containers].astype(bool)
-        has_offsets = containers >= ROARING_NO_OFFSET_THRESHOLD
-    elif cookie == ROARING_COOKIE_NO_RUNS:
-        count_at = reader.pos
-        containers = reader.u32_le(f"{field} container count")
-        if containers > ROARING_MAX_CONTAINERS:
-            raise reader.error(f"{containers} containers, at most {ROARING_MAX_CONTAINERS}",
-                               f"{field} container count", count_at)
-        run_flags = np.zeros(containers, dtype=bool)
-        has_offsets = True
-    else:
-        raise reader.error(f"unknown portable RoaringBitmap cookie {cookie}", f"{field} cookie", cookie_at)
-    descriptors = np.frombuffer(reader.read_view(4 * containers, f"{field} container keys"), dtype="<u2")
-    cardinalities = descriptors[1::2].astype(np.int64) + 1
-    if has_offsets:
-        reader.skip(4 * containers, f"{field} container offsets")
-    sizes = np.where(cardinalities > ROARING_ARRAY_MAX_CARDINALITY, ROARING_BITSET_BYTES, 2 * cardinalities)
-    sizes[run_flags] = 0
-    before = np.concatenate(([0], np.cumsum(sizes)))
-    start = reader.pos
-    run_bytes = 0
-    for index in np.flatnonzero(run_flags).tolist():
-        reader.seek(min(start + int(before[index]) + run_bytes, reader.end), f"{field} run container")
-        runs = _u16_le(reader, f"{field} run count")
-        run_bytes += 2 + ROARING_RUN_BYTES * runs
-    end = start + int(before[-1]) + run_bytes
-    if end > reader.end:
-        raise reader.error(f"truncated: containers need {end - start} bytes, "
-                           f"only {reader.end - start} remain", f"{field} containers", start)
-    reader.seek(end, f"{field} containers")
-
-
 def _read_portable_bitmap(reader: ByteReader, field: str) -> BitMap:
-    start = reader.pos
-    _skip_portable_bitmap(reader, field)
-    end = reader.pos
+    start, end = bitmaps.portable_span(reader, field)
     reader.seek(start, field)
     raw = reader.read_view(end - start, field)
     return bitmaps.deserialize(raw, path=reader.source.name, offset=start, field=field)

@@ -18,8 +18,9 @@ Part 1 — portable Roaring format, as ``RoaringBitmap32.serialize`` writes it (
   ``8192 > 2 + 4 * runs``. (CRoaring decides the tie ``2 * cardinality == 2 + 4 * runs``
   differently, so we serialize with NumPy instead of pyroaring: :func:`serialize_positions`.)
   Reading goes through pyroaring (CRoaring validates container contents); :func:`read_portable`
-  first walks the structure to find where a bitmap ends, which formats without explicit lengths
-  (the legacy BSI index) need.
+  first walks the structure to find where a bitmap ends (:func:`paimon_index.bitmaps.portable_span`,
+  the walk deletion vectors use too), which formats without explicit lengths (the legacy BSI
+  index) need.
 
 Part 2 — ``BitSliceIndexBitmap`` (Paimon ``fileindex.rangebitmap.BitSliceIndexBitmap``, version 1):
 the row -> dictionary code mapping of a range-bitmap index. Big-endian::
@@ -52,6 +53,20 @@ from pyroaring import BitMap
 
 from paimon_index import bitmaps
 from paimon_index.binary import ByteReader, ByteWriter, Source
+from paimon_index.bitmaps import (  # the portable format's constants, used by the writers here too
+    ARRAY_MAX_CARDINALITY,
+    BITMAP_CONTAINER_BYTES,
+    CONTAINER_BITS,
+    CONTAINER_VALUES,
+    LOW_MASK,
+    NO_OFFSET_THRESHOLD,
+    RUN_BYTES,
+    RUN_COUNT_BYTES,
+    SERIAL_COOKIE,
+    SERIAL_COOKIE_NO_RUN,
+    portable_head,
+    portable_span,
+)
 from paimon_index.errors import InvalidPredicateError
 
 __all__ = [
@@ -67,21 +82,7 @@ __all__ = [
     "words_to_bitmap",
 ]
 
-SERIAL_COOKIE_NO_RUN = 12346
-SERIAL_COOKIE = 12347
-#: Below this many containers, a bitmap with run containers has no offset table.
-NO_OFFSET_THRESHOLD = 4
-ARRAY_MAX_CARDINALITY = 4096
-BITMAP_CONTAINER_BYTES = 8192
-#: A position's high 16 bits pick its container (the key), the low 16 bits its value inside.
-CONTAINER_BITS = 16
-LOW_MASK = (1 << CONTAINER_BITS) - 1
-CONTAINER_VALUES = 1 << CONTAINER_BITS
-MAX_CONTAINERS = 1 << CONTAINER_BITS
 INT32_LIMIT = 2**31
-#: Bytes of a run container's run count, and of one (start, length - 1) run.
-RUN_COUNT_BYTES = 2
-RUN_BYTES = 4
 
 BSI_VERSION = 1
 #: version + slice count + ebm length + indexes length
@@ -228,50 +229,6 @@ def deserialize_bitmap(data: bytes | memoryview, r: ByteReader, field: str, at: 
     return bitmaps.deserialize(data, path=r.source.name, offset=at, field=field)
 
 
-def _portable_head(r: ByteReader, field: str) -> tuple[int, np.ndarray, bool]:
-    """The cookie part of a portable Roaring bitmap at the cursor: ``(container count, run flag per
-    container, whether container offsets follow the headers)``; checks the cookie and the count."""
-    start = r.pos
-    cookie = r.u32_le(f"{field} cookie")
-    if cookie & LOW_MASK == SERIAL_COOKIE:
-        m = (cookie >> CONTAINER_BITS) + 1
-        run_flags = np.unpackbits(np.frombuffer(r.read_bytes((m + 7) // 8, f"{field} run flags"),
-                                                dtype=np.uint8), bitorder="little")[:m].astype(bool)
-        return m, run_flags, m >= NO_OFFSET_THRESHOLD
-    if cookie == SERIAL_COOKIE_NO_RUN:
-        at = r.pos
-        m = r.i32_le(f"{field} container count")
-        if not 0 <= m <= MAX_CONTAINERS:
-            raise r.error(f"container count {m} outside [0, {MAX_CONTAINERS}]", field, at)
-        return m, np.zeros(m, dtype=bool), True
-    raise r.error(f"unknown Roaring cookie {cookie}", field, start)
-
-
-def portable_span(r: ByteReader, field: str) -> tuple[int, int]:
-    """Walk one portable Roaring bitmap at the cursor without decoding it: ``(start, end)``.
-
-    Advances the cursor to ``end``. Checks the cookie, the container count and that every
-    container lies inside the reader's range.
-    """
-    start = r.pos
-    m, run_flags, has_offsets = _portable_head(r, field)
-    descriptive = np.frombuffer(r.read_bytes(4 * m, f"{field} container headers"), dtype="<u2")
-    cards = descriptive[1::2].astype(np.int64) + 1
-    if has_offsets:
-        r.skip(4 * m, f"{field} container offsets")
-    sizes = np.where(cards > ARRAY_MAX_CARDINALITY, BITMAP_CONTAINER_BYTES, 2 * cards)
-    if run_flags.any():
-        for c in range(m):
-            if run_flags[c]:
-                runs = int.from_bytes(r.read_bytes(RUN_COUNT_BYTES, f"{field} run count"), "little")
-                r.skip(RUN_BYTES * runs, f"{field} runs of container {c}")
-            else:
-                r.skip(int(sizes[c]), f"{field} container {c}")
-    else:
-        r.skip(int(sizes.sum()), f"{field} containers")
-    return start, r.pos
-
-
 def read_portable(r: ByteReader, field: str) -> BitMap:
     """Read one portable Roaring bitmap at the cursor, advancing exactly past it."""
     start, end = portable_span(r, field)
@@ -295,7 +252,7 @@ def dense_words(r: ByteReader, n_words: int, field: str) -> np.ndarray:
     checked as :func:`portable_span` checks them; container contents are not (a stray bit is
     harmless: every comparison ends with an AND of the existence bitmap).
     """
-    m, run_flags, has_offsets = _portable_head(r, field)
+    m, run_flags, has_offsets = portable_head(r, field)
     descriptive = np.frombuffer(r.read_view(4 * m, f"{field} container headers"), dtype="<u2")
     keys = descriptive[0::2].astype(np.int64)
     cards = descriptive[1::2].astype(np.int64) + 1
