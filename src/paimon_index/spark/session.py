@@ -54,9 +54,10 @@ SESSION_CONF = {
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "4",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
-    # Spark 4.3+: a query over a one-file scan (or a small local relation) whose aggregate or sort
-    # would need a shuffle runs as one task instead of two stages; an index that leaves one file is
-    # then one task end to end (docs/read-path.md). Ignored by Sparks without the setting.
+    # Spark 4.3+: a query over a one-file scan that is one partition anyway (or a small local
+    # relation) runs its aggregate, sort or limit in that task instead of adding a shuffle stage;
+    # an index that leaves one file is then one task end to end (docs/clusters.md). Ignored by
+    # Sparks without the setting.
     SINGLE_TASK + ".enabled": "true",
     SINGLE_TASK + ".aggregation": "true",
     SINGLE_TASK + ".sort": "true",
