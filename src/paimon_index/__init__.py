@@ -7,6 +7,8 @@ The table API (:mod:`paimon_index.table.api`)::
     table.write(data); table.read(where="id = 1"); table.delete("id = 1"); ...
 """
 
+from typing import TYPE_CHECKING
+
 from paimon_index.errors import (
     CommitError,
     ConcurrentChangeError,
@@ -20,6 +22,9 @@ from paimon_index.errors import (
     TableNotFoundError,
     UnsupportedTypeError,
 )
+
+if TYPE_CHECKING:  # at run time the table API loads on first use (see __getattr__)
+    from paimon_index.table.api import CommitResult, MaintenanceResult, Table, create_table, open_table
 
 __version__ = "0.1.0"
 

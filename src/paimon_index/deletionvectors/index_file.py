@@ -211,7 +211,7 @@ def opened_source(source: Source | bytes | bytearray | memoryview | str | os.Pat
     if hasattr(source, "read_at"):
         yield source  # type: ignore[misc]
         return
-    src = open_source(source)  # type: ignore[arg-type]
+    src = open_source(source)
     try:
         yield src
     finally:

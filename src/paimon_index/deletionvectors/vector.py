@@ -285,8 +285,8 @@ class DeletionVector(abc.ABC):
         return self.get_cardinality()
 
     def __contains__(self, position: object) -> bool:
-        return isinstance(position, int | np.integer) and 0 <= position <= self.MAX_POSITION \
-            and self.is_deleted(int(position))
+        return bool(isinstance(position, int | np.integer) and 0 <= position <= self.MAX_POSITION
+                    and self.is_deleted(int(position)))
 
     def __iter__(self) -> Iterator[int]:
         return iter(self.positions().tolist())

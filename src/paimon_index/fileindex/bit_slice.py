@@ -492,14 +492,14 @@ class BitSliceReader:
         # The same on the slices as 64-bit words: a reader asked again (shared by the metadata
         # cache) converts its slices once, then each comparison is a few word-wise passes.
         self.load_words(start, self.n_slices)
-        state = self._dense_slice(start).copy()
+        words = self._dense_slice(start).copy()
         for i in range(start + 1, self.n_slices):
             if (code >> i) & 1:
-                np.bitwise_and(state, self._dense_slice(i), out=state)
+                np.bitwise_and(words, self._dense_slice(i), out=words)
             else:
-                np.bitwise_or(state, self._dense_slice(i), out=state)
-        np.bitwise_and(state, self._dense_not_null(), out=state)
-        return words_to_bitmap(state)
+                np.bitwise_or(words, self._dense_slice(i), out=words)
+        np.bitwise_and(words, self._dense_not_null(), out=words)
+        return words_to_bitmap(words)
 
     def load_words(self, begin: int, end: int) -> None:
         """Bring the byte range of slices ``[begin, end)`` not yet in word form in one read."""

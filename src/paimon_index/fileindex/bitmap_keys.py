@@ -257,8 +257,8 @@ def parse_entries(r: ByteReader, count: int, kind: KeyKind, n_ints: int, what: s
     tail = 4 * n_ints
     fixed = _fixed_width_entries(r, count, n_ints)
     if fixed is not None:  # every key has the same length: a matrix, no loop
-        keys, ints, size = fixed
-        return Entries(keys, ints, start + np.arange(count, dtype=np.int64) * (size // count))
+        fixed_keys, ints, size = fixed
+        return Entries(fixed_keys, ints, start + np.arange(count, dtype=np.int64) * (size // count))
     unpack_len = STRUCT_I32.unpack_from
     unpack_ints = struct.Struct(">" + "i" * n_ints).unpack_from
     total = r.end - start  # bytes left for the entries (error messages count against these)

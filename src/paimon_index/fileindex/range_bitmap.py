@@ -202,7 +202,7 @@ class RangeBitmapReader(IndexReader):
             lo_raw = self._codec.read(h, "range-bitmap min")
             hi_raw = self._codec.read(h, "range-bitmap max")
             lo, hi = self._codec.order_raw(lo_raw), self._codec.order_raw(hi_raw)
-            if lo > hi or (card == 1) != (lo == hi):
+            if lo > hi or (card == 1) != (lo == hi):  # type: ignore[operator]  # one codec: both int or both bytes
                 raise h.error(f"min/max inconsistent with cardinality {card}",
                               "range-bitmap min/max", at)
         at = h.pos

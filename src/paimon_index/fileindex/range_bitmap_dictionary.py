@@ -652,7 +652,7 @@ class DictionaryReader:
 
         def key_at(i: int) -> bytes:
             keys.seek(base + int(offs[i]), f"{field} key {i}")
-            return bytes(self._codec.read(keys, f"{field} key {i}"))  # type: ignore[arg-type]
+            return bytes(self._codec.read(keys, f"{field} key {i}"))
 
         low, high = 0, chunk.size - 1
         while low <= high:
