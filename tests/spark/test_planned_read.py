@@ -341,3 +341,59 @@ def test_one_file_plan_runs_as_one_task(spark: Any, tmp_path: Path) -> None:
     want = spark.read.parquet(planned.plan.files[0].path).filter(where).groupBy("s").count()
     assert sorted(map(tuple, counted.collect())) == sorted(map(tuple, want.collect()))
     assert sum(r[1] for r in counted.collect()) == 8  # 121..129 but 122, 129 (x3); and 150
+
+
+TEMPORAL_SCHEMA = pa.schema([("id", pa.int64()), ("dt", pa.date32()), ("ts", pa.timestamp("us")),
+                             ("tm", pa.timestamp("ms")), ("tl", pa.timestamp("us", tz="UTC")),
+                             ("dc", pa.decimal128(10, 2))])
+TEMPORAL_SPARK = "id long, dt date, ts timestamp_ntz, tm timestamp_ntz, tl timestamp, dc decimal(10,2)"
+
+
+@pytest.fixture(scope="module")
+def ranked_temporal(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """4 files of DATE, TIMESTAMP(6), TIMESTAMP(3), TIMESTAMP_LTZ(6) and DECIMAL(10, 2) columns with
+    range bitmaps: ties, NULLs, values before 1970 (negative keys), sub-millisecond parts, and the
+    best values of every column (both ends) deleted in the first two files."""
+    import datetime as dt
+    from decimal import Decimal
+
+    root = str(tmp_path_factory.mktemp("temporal"))
+    t = create_table(root, "db.tt", TEMPORAL_SCHEMA, options={
+        "bucket": "-1", "deletion-vectors.enabled": "true",
+        "file-index.range-bitmap.columns": "dt,ts,tm,tl,dc"})
+    base_time = dt.datetime(1969, 12, 31, 23, 59, 58, 999_000)
+    for k in range(4):
+        ids = list(range(k * 50, (k + 1) * 50))
+        rank = [None if i % 11 == 0 else i * 7 % 13 for i in ids]
+        write_arrow(t, pa.table({
+            "id": ids,
+            "dt": [None if r is None else dt.date(1969, 12, 25) + dt.timedelta(days=r) for r in rank],
+            "ts": [None if r is None else base_time + dt.timedelta(microseconds=r * 1500 + i % 2)
+                   for r, i in zip(rank, ids, strict=True)],
+            "tm": [None if r is None else base_time + dt.timedelta(milliseconds=r * 250) for r in rank],
+            "tl": [None if r is None else (base_time + dt.timedelta(microseconds=r * 777)).replace(
+                tzinfo=dt.UTC) for r in rank],
+            "dc": [None if r is None else Decimal(r * 37 - 200).scaleb(-2) for r in rank],
+        }, schema=TEMPORAL_SCHEMA))
+    delete_arrow(t, "id < 100 AND (dc = 2.44 OR dc = -2.00)")  # ranks 12 and 0: each column's ends
+    return root
+
+
+@pytest.mark.parametrize("column", ["dt", "ts", "tm", "tl", "dc"])
+def test_topn_bound_on_dates_timestamps_decimals(spark: Any, ranked_temporal: str, column: str) -> None:
+    """The bound on DATE, TIMESTAMP (NTZ, millis and micros keys), TIMESTAMP_LTZ and DECIMAL keys
+    is pushed into Spark's Parquet reader and never changes the answer (Spark's ORDER BY/LIMIT over
+    pypaimon's read of the live rows)."""
+    from paimon_index.table.api import open_table
+
+    rows = read_arrow(open_table(ranked_temporal, "db.tt").paimon_table, "TRUE")[0]
+    spark.createDataFrame(rows, TEMPORAL_SPARK).createOrReplaceTempView("temporal_live")
+    for order_by, limit in ((f"{column} DESC, id", 5), (f"{column} DESC, id", 30), (f"{column}, id DESC", 5),
+                            (f"{column} DESC NULLS FIRST, id", 5), (f"{column} ASC NULLS LAST, id", 30)):
+        want = spark.sql(f"SELECT * FROM temporal_live ORDER BY {order_by} LIMIT {limit}").collect()
+        planned = jobs.read_planned(spark, "db.tt", warehouse=ranked_temporal, order_by=order_by,
+                                    limit=limit, small_read_bytes=0)
+        assert _row_reprs(planned.dataframe.collect()) == _row_reprs(want), (order_by, limit)
+        text = planned.dataframe._jdf.queryExecution().executedPlan().toString()
+        assert re.search(rf"PushedFilters: \[[^\]]*(GreaterThanOrEqual|LessThanOrEqual)\({column},", text), \
+            (order_by, limit, text)

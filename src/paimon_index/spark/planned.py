@@ -53,6 +53,7 @@ systems the session is configured for).
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -90,6 +91,10 @@ SMALL_READ_FILES = 8
 _SMALL_TYPES = (pa.types.is_boolean, pa.types.is_integer, pa.types.is_floating, pa.types.is_decimal,
                 pa.types.is_string, pa.types.is_large_string, pa.types.is_binary, pa.types.is_large_binary,
                 pa.types.is_date32)
+#: TopN bounds on TIMESTAMP columns: a millisecond key covers these microseconds; NTZ literals count
+#: from this wall-clock epoch.
+_MICROS_PER_MILLI = 1_000
+_EPOCH = dt.datetime(1970, 1, 1)
 #: Where :func:`_local_frame` keeps the two JVM methods it calls (each lookup is a Py4J round trip).
 _SQL_UTILS = "_paimon_index_sql_utils"
 #: Arrow -> Arrow casts Spark performs exactly as the Python reader (Arrow / Java widening) does.
@@ -570,10 +575,46 @@ def _bounded(df: DataFrame, plan: ReadPlan, order_by: str, limit: int) -> DataFr
     bound = topn_bound(plan, first.column, limit, ascending=first.ascending)
     if bound is None:
         return df
+    value = _bound_value(bound, plan.schema.get(first.column), df.schema[first.column].dataType,
+                         ascending=first.ascending)
+    if value is None:
+        return df
     c = F.col(_quoted(first.column))
-    value = F.lit(bound).cast(df.schema[first.column].dataType)  # the column's type: pushed as is
     keep = c <= value if first.ascending else c >= value
     return df.filter(keep | c.isNull() if first.nulls_first else keep)
+
+
+def _bound_value(key: int, dtype: Any, spark_type: Any, *, ascending: bool) -> Any:
+    """The TopN bound (a range-bitmap key) as a literal of the column's Spark type, which Spark
+    folds and pushes into its Parquet reader; None when it has no such literal.
+
+    A TIMESTAMP key in millis (precision <= 3) stands for every microsecond of that millisecond
+    (keys round down), so ``<=`` takes its last microsecond and ``>=`` its first: the filter keeps
+    every row whose key reaches the bound.
+    """
+    from decimal import Decimal
+
+    from pyspark.sql import functions as F
+
+    from paimon_index.types import MILLIS_PRECISION, TypeRoot
+
+    root = dtype.root
+    if root is TypeRoot.DATE:
+        return F.expr(f"date_from_unix_date({int(key)})")
+    if root in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ):
+        micros = int(key)
+        if (dtype.precision or 0) <= MILLIS_PRECISION:
+            micros = micros * _MICROS_PER_MILLI + (_MICROS_PER_MILLI - 1 if ascending else 0)
+        if root is TypeRoot.TIMESTAMP_LTZ:
+            return F.expr(f"timestamp_micros({micros})")  # an instant: no time zone involved
+        try:  # TIMESTAMP is Spark's TIMESTAMP_NTZ: a wall-clock literal, exact to the microsecond
+            text = (_EPOCH + dt.timedelta(microseconds=micros)).isoformat(sep=" ", timespec="microseconds")
+        except OverflowError:
+            return None  # outside years 1..9999: Spark sorts everything
+        return F.expr(f"TIMESTAMP_NTZ '{text}'")
+    if root is TypeRoot.DECIMAL:
+        return F.lit(Decimal(int(key)).scaleb(-(dtype.scale or 0))).cast(spark_type)
+    return F.lit(int(key)).cast(spark_type)  # integers: the column's type, pushed as is
 
 
 def _python_source(spark: SparkSession, table: str, snapshot_id: int | None, warehouse: str,

@@ -279,7 +279,12 @@ def _plan_file(io: TableIO, vectors: SplitVectors, meta: Any, deletion_file: Any
 # -- TopN bound ----------------------------------------------------------------------------------------
 #: Column types whose range-bitmap keys are the values themselves (integers): a bound needs no decoding
 #: that could disagree with Spark's order (floats: NaN and -0.0; strings, decimals: other encodings).
-_BOUNDED_ROOTS = frozenset({TypeRoot.TINYINT, TypeRoot.SMALLINT, TypeRoot.INT, TypeRoot.BIGINT})
+#: Columns whose range-bitmap key orders exactly as Spark orders the column: integers (the value),
+#: DATE (epoch days), TIMESTAMP and TIMESTAMP_LTZ (epoch millis at precision <= 3, rounded down;
+#: else micros), DECIMAL (the unscaled value at the column's scale). Not FLOAT/DOUBLE (NaN sorts
+#: above every number in Spark, -0.0 equals 0.0), not strings (Spark's collations).
+_BOUNDED_ROOTS = frozenset({TypeRoot.TINYINT, TypeRoot.SMALLINT, TypeRoot.INT, TypeRoot.BIGINT,
+                            TypeRoot.DATE, TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ, TypeRoot.DECIMAL})
 #: Above this LIMIT no bound is computed (each file's k best values are decoded in Python).
 MAX_BOUNDED_LIMIT = 10_000
 
@@ -290,9 +295,10 @@ def topn_bound(plan: ReadPlan, column: str, limit: int, *, ascending: bool) -> i
     Every live non-NULL value of ``column`` is in a range bitmap here: each file's ``limit`` best
     live values (the vector subtracted) are taken from its bitmap, and the ``limit``-th best of them
     all is the bound -- ``limit`` live rows are at least that good, so every row of the answer is too
-    (ties included). None when any file cannot tell (no range bitmap on the column, older schema),
+    (ties included). The bound is the range bitmap's key (:data:`_BOUNDED_ROOTS` says what it is
+    for each type). None when any file cannot tell (no range bitmap on the column, older schema),
     when the plan has a WHERE (the index's rows would have to be exactly the matching ones), for
-    non-integer columns, primary-key tables, or fewer than ``limit`` non-NULL live values. NULLs are
+    other column types, primary-key tables, or fewer than ``limit`` non-NULL live values. NULLs are
     not bounded: a caller whose NULLs sort first keeps them (``column IS NULL``).
     """
     dtype = plan.schema.get(column)
