@@ -9,6 +9,7 @@ generator's version are the same)::
     status    STRING  6 values, skewed (60% .. 0.1%)         bitmap
     amount    INT     uniform in [0, 1,000,000)              range bitmap (a spread column)
     customer  BIGINT, note STRING (~40 bytes)                payload
+    created   TIMESTAMP(3)  ``ts`` as a timestamp              range bitmap
 
 Then one ``Table.delete`` (deletion vectors) removes ``ts < T AND amount < 10,000``: 1% of the rows
 of the first tenth of the files. The reference, ``spark.read.parquet`` of the table's live data
@@ -23,6 +24,7 @@ Query shapes (each result hashed or collected the same way by every engine):
     OR                   SELECT * WHERE status = 'DISPUTED' OR id = <one id>
     range                SELECT * WHERE amount BETWEEN 500,000 AND 504,999   (0.5%, spread)
     TopN                 SELECT * ORDER BY amount DESC, id LIMIT 10
+    TopN timestamp       SELECT * ORDER BY created DESC, id LIMIT 10  (the newest rows)
     point lookup         SELECT * WHERE id = <one id>
     clustered 0.05%      SELECT * WHERE ts BETWEEN a AND b  (~10,000 rows: one file, one or two row groups)
     count where bitmap   SELECT count(*) WHERE status = 'DISPUTED'
@@ -88,7 +90,7 @@ import pyarrow.dataset as ds
 
 SEED = 20261123
 #: Bump when the generated table changes: a cached table of another version is rebuilt.
-GENERATOR_VERSION = 2
+GENERATOR_VERSION = 3
 TABLE = "bench.events"
 FIRST_ID = 5_000_000_000
 FIRST_TS = 1_735_689_600_000  # 2025-01-01 00:00:00 UTC, millis
@@ -124,14 +126,16 @@ def generate(start: int, rows: int) -> pa.Table:
     status = np.searchsorted(np.cumsum(STATUS_SHARES), rng.random(rows) * sum(STATUS_SHARES))
     customer = rng.integers(1_000_000, 9_000_000, rows)
     items = pc.cast(pa.array(rng.integers(1, 40, rows)), pa.string())
+    ts = FIRST_TS + position * MILLIS_PER_ROW + rng.integers(0, TS_JITTER, rows)
     return pa.table({
         "id": FIRST_ID + position,
-        "ts": FIRST_TS + position * MILLIS_PER_ROW + rng.integers(0, TS_JITTER, rows),
+        "ts": ts,
         "status": names.take(pa.array(np.minimum(status, len(STATUSES) - 1))),
         "amount": rng.integers(0, AMOUNTS, rows).astype(np.int32),
         "customer": customer,
         "note": pc.binary_join_element_wise("customer ", pc.cast(pa.array(customer), pa.string()),
                                             " ordered ", items, " items", ""),
+        "created": pa.array(ts, pa.timestamp("ms")),
     })
 
 
@@ -143,7 +147,7 @@ def index_options(rows_per_file: int) -> dict[str, str]:
         "file-index.bloom-filter.id.items": str(rows_per_file),
         "file-index.bloom-filter.id.fpp": BLOOM_FPP,
         "file-index.bitmap.columns": "status",
-        "file-index.range-bitmap.columns": "ts,amount",
+        "file-index.range-bitmap.columns": "ts,amount,created",
     }
 
 
@@ -213,6 +217,10 @@ class Query:
     where: str | None
     shape: str  # count | aggregate | hash | rows | topn
     target: float | None  # needed speed-up over the reference (None: "not slower than 1.1x")
+    order: tuple[str, ...] = ()  # topn: ORDER BY keys
+
+
+TOPN_ORDER = ("amount DESC", "id")
 
 
 def queries(rows: int) -> list[Query]:
@@ -225,7 +233,8 @@ def queries(rows: int) -> list[Query]:
         Query("select * spread", "status = 'REFUNDED'", "hash", None),
         Query("OR", f"status = 'DISPUTED' OR id = {one + 7}", "hash", None),
         Query("range", "amount BETWEEN 500000 AND 504999", "hash", None),
-        Query("TopN", None, "topn", None),
+        Query("TopN", None, "topn", None, TOPN_ORDER),
+        Query("TopN timestamp", None, "topn", None, ("created DESC", "id")),
         Query("point lookup", f"id = {one}", "rows", TARGET_SELECTIVE),
         Query("clustered 0.05%", f"ts BETWEEN {low} AND {high}", "hash", TARGET_SELECTIVE),
         Query("count where bitmap", "status = 'DISPUTED'", "count", TARGET_INDEXED_COUNT),
@@ -233,9 +242,8 @@ def queries(rows: int) -> list[Query]:
     ]
 
 
-TOPN_ORDER = ("amount DESC", "id")
 COLUMN_TYPES = {"id": "BIGINT", "ts": "BIGINT", "status": "STRING", "amount": "INT", "customer": "BIGINT",
-                "note": "STRING"}
+                "note": "STRING", "created": "TIMESTAMP(3)"}
 TOPN_LIMIT = 10
 
 
@@ -250,7 +258,9 @@ def shaped(df: Any, q: Query) -> Any:
     if q.shape == "hash":
         return df.agg(F.count(F.lit(1)), F.bit_xor(F.xxhash64(*[F.col(c) for c in df.columns])))
     if q.shape == "topn":
-        return df.orderBy(F.col("amount").desc(), F.col("id")).limit(TOPN_LIMIT)
+        keys = [k.split() for k in q.order]
+        return df.orderBy(*[F.col(k[0]).desc() if k[-1].upper() == "DESC" else F.col(k[0]) for k in keys]
+                          ).limit(TOPN_LIMIT)
     return df
 
 
@@ -339,7 +349,7 @@ class Bench:
             reader = (self.spark.read.format("paimon_index").option("warehouse", self.built.warehouse)
                       .option("filter-pushdown", "true").option("scan-report", reports.name))
             if q.shape == "topn":
-                reader = reader.option("topn", ", ".join(TOPN_ORDER)).option("limit", str(TOPN_LIMIT))
+                reader = reader.option("topn", ", ".join(q.order)).option("limit", str(TOPN_LIMIT))
             df = reader.load(TABLE)
             return df if q.where is None else df.where(q.where)
 
@@ -350,7 +360,7 @@ class Bench:
 
         made: list[Any] = []
         if q.shape == "topn":  # the planned read's own TopN (its global bound), as the source gets its hint
-            options = {"order_by": ", ".join(TOPN_ORDER), "limit": TOPN_LIMIT, **options}
+            options = {"order_by": ", ".join(q.order), "limit": TOPN_LIMIT, **options}
 
         def build_df() -> Any:
             made.append(jobs.read_planned(self.spark, TABLE, where=q.where,  # type: ignore[attr-defined]

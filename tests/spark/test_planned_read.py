@@ -23,6 +23,7 @@ import paimon_index
 from javaoracle import java_oracle
 from paimon_index.errors import InvalidOptionError, TableError
 from paimon_index.spark import jobs
+from paimon_index.spark import planned as planned_module
 from paimon_index.sql import parse_order_by
 from paimon_index.table.catalog import create_table
 from paimon_index.table.paimon import arrow_schema
@@ -397,3 +398,35 @@ def test_topn_bound_on_dates_timestamps_decimals(spark: Any, ranked_temporal: st
         text = planned.dataframe._jdf.queryExecution().executedPlan().toString()
         assert re.search(rf"PushedFilters: \[[^\]]*(GreaterThanOrEqual|LessThanOrEqual)\({column},", text), \
             (order_by, limit, text)
+
+
+def test_timestamp_ltz_literals_follow_the_session_time_zone(spark: Any, tmp_path: Path) -> None:
+    """Spark reads ``TIMESTAMP '...'`` against a TIMESTAMP_LTZ column in the session's time zone; the
+    plan must not prune by the literal read as UTC (a file of 03:00 UTC rows matches ``tl <
+    TIMESTAMP '2025-01-01 00:00'`` in Los Angeles, where that midnight is 08:00 UTC)."""
+    import datetime as dt
+
+    schema = pa.schema([("id", pa.int64()), ("tl", pa.timestamp("us", tz="UTC")), ("tn", pa.timestamp("us"))])
+    t = create_table(str(tmp_path), "db.ltz", schema, options={
+        "bucket": "-1", "file-index.range-bitmap.columns": "tl"})
+    for day in (1, 2):
+        at = dt.datetime(2025, 1, day, 3, 0)
+        write_arrow(t, pa.table({"id": [day], "tl": [at.replace(tzinfo=dt.UTC)], "tn": [at]}, schema=schema))
+    paths = [f.file_path for s in _table_at(str(tmp_path), "db.ltz") for f in s.files]
+    previous = spark.conf.get("spark.sql.session.timeZone")
+    try:
+        for zone in ("America/Los_Angeles", "Asia/Tokyo", "UTC"):
+            spark.conf.set("spark.sql.session.timeZone", zone)
+            for where in ("tl < TIMESTAMP '2025-01-01 00:00:00'", "tl >= TIMESTAMP '2025-01-02 12:00:00'",
+                          "tl = TIMESTAMP '2025-01-01 03:00:00'", "tn < TIMESTAMP '2025-01-01 04:00:00'"):
+                want = sorted(r.id for r in spark.read.parquet(*paths).filter(where).collect())
+                for small in (0, planned_module.SMALL_READ_BYTES):
+                    got = jobs.read(spark, "db.ltz", where, warehouse=str(tmp_path), small_read_bytes=small)
+                    assert sorted(r.id for r in got.collect()) == want, (zone, where, small)
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", previous)
+
+
+def _table_at(warehouse: str, name: str) -> list[Any]:
+    builder = CatalogFactory.create({"warehouse": warehouse}).get_table(name).new_read_builder()
+    return builder.new_scan().plan().splits()

@@ -95,6 +95,7 @@ _SMALL_TYPES = (pa.types.is_boolean, pa.types.is_integer, pa.types.is_floating, 
 #: from this wall-clock epoch.
 _MICROS_PER_MILLI = 1_000
 _EPOCH = dt.datetime(1970, 1, 1)
+_SESSION_TIME_ZONE = "spark.sql.session.timeZone"
 #: Where :func:`_local_frame` keeps the two JVM methods it calls (each lookup is a Py4J round trip).
 _SQL_UTILS = "_paimon_index_sql_utils"
 #: Arrow -> Arrow casts Spark performs exactly as the Python reader (Arrow / Java widening) does.
@@ -519,7 +520,9 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
         parse_order_by(order_by)  # a bad ORDER BY fails before any planning
     # No TopN hint: per-file candidates never empty a file that holds a matching row (each file has
     # its own top k), so they would cost a Python read of the predicate's columns and prune nothing.
-    plan = plan_read(paimon, where, snapshot_id=snapshot_id, use_index=use_index)
+    # Spark reads the WHERE's TIMESTAMP literals in the session's time zone (see plan_read).
+    plan = plan_read(paimon, where, snapshot_id=snapshot_id, use_index=use_index,
+                     session_time_zone=spark.conf.get(_SESSION_TIME_ZONE))
     groups = {sid: _Group(paimon, plan, sid) for sid in sorted({f.schema_id for f in plan.files})}
     fallback = next((p for p in (g.problem() for g in groups.values()) if p is not None), None)
     # use_index=False is the comparison without any pruning: no row-group statistics either.

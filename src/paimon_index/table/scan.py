@@ -152,14 +152,28 @@ def conservative_predicate(text: str | None, schema: Mapping[str, Any]) -> tuple
 
 def _scalar_only(p: Predicate, schema: Mapping[str, Any]) -> Predicate:
     """``p`` with every leaf on a nested column (ROW, ARRAY, MAP: no index, no statistics) TRUE."""
+    return _true_where(p, lambda dtype: dtype is None or dtype.is_nested, schema)
+
+
+def _true_where(p: Predicate, opaque: Any, schema: Mapping[str, Any]) -> Predicate:
+    """``p`` with every leaf whose column type ``opaque`` holds for TRUE (a superset: NOT is at the
+    leaves already, so a TRUE leaf only widens an AND or an OR)."""
     if isinstance(p, Leaf):
-        dtype = schema.get(p.column)
-        return ALWAYS_TRUE if dtype is None or dtype.is_nested else p
+        return ALWAYS_TRUE if opaque(schema.get(p.column)) else p
     if isinstance(p, And):
-        return and_(*(_scalar_only(c, schema) for c in p.children))
+        return and_(*(_true_where(c, opaque, schema) for c in p.children))
     if isinstance(p, Or):
-        return or_(*(_scalar_only(c, schema) for c in p.children))
+        return or_(*(_true_where(c, opaque, schema) for c in p.children))
     return p
+
+
+#: Session time zones that read a wall-clock literal as UTC (Spark accepts region ids and offsets).
+_UTC_ZONES = frozenset({"UTC", "GMT", "Z", "UCT", "ZULU", "UNIVERSAL", "ETC/UTC", "ETC/GMT", "ETC/UCT",
+                        "ETC/ZULU", "ETC/UNIVERSAL", "ETC/GMT0", "GMT0", "+00:00", "-00:00", "UTC+00:00"})
+
+
+def _ltz_opaque(dtype: Any) -> bool:
+    return dtype is not None and dtype.root is TypeRoot.TIMESTAMP_LTZ
 
 
 # -- planning ------------------------------------------------------------------------------------------
@@ -179,7 +193,8 @@ def _deleted_positions(vectors: SplitVectors, deletion_file: Any, row_count: int
 
 
 def plan_read(table: Any, where: str | Predicate | None = None, *, snapshot_id: int | None = None,
-              use_index: bool = True, topn: TopN | None = None) -> ReadPlan:
+              use_index: bool = True, topn: TopN | None = None, session_time_zone: str | None = None
+              ) -> ReadPlan:
     """Plan a read of ``table`` (pypaimon table) on one pinned snapshot (default: the latest).
 
     The plan's schema is the table's current one, or with ``snapshot_id`` that snapshot's (time
@@ -188,7 +203,10 @@ def plan_read(table: Any, where: str | Predicate | None = None, *, snapshot_id: 
     ``where``: Spark SQL text (made a superset by :func:`conservative_predicate`) or a bound
     predicate (taken as exact). ``topn``: keep only the files holding a TopN candidate (only used
     with an exact predicate). ``use_index=False`` (or ``file-index.read.enabled = false``) skips
-    statistics and indexes: every live file is planned.
+    statistics and indexes: every live file is planned. ``session_time_zone``: the Spark session's
+    (``spark.sql.session.timeZone``) when Spark applies the WHERE text: Spark reads a TIMESTAMP
+    literal against a TIMESTAMP_LTZ column as wall-clock time there, this parser as UTC, so outside
+    UTC such leaves prune nothing (TRUE; the plan is then not exact).
 
     Raises:
         UnsupportedTableError: a primary-key table whose level-0 files need a merge.
@@ -201,6 +219,9 @@ def plan_read(table: Any, where: str | Predicate | None = None, *, snapshot_id: 
     schema = read_schema(table)
     if isinstance(where, str) or where is None:
         bound, exact = conservative_predicate(where, schema)
+        if session_time_zone is not None and session_time_zone.strip().upper() not in _UTC_ZONES:
+            wide = _true_where(bound, _ltz_opaque, schema)
+            bound, exact = wide, exact and wide == bound
     else:
         bound, exact = where, True
     use_index = use_index and FileIndexOptions.from_table_options(table_options(table)).read_enabled
