@@ -152,8 +152,18 @@ def test_small_read_evolved_and_timestamp_tables(spark: Any, tmp_path: Path) -> 
         assert small.small_rows is not None and parquet.small_rows is None
         assert _key(small.dataframe.collect()) == _key(parquet.dataframe.collect()), where
         assert small.dataframe.schema == parquet.dataframe.schema
-    ts = pa.schema([("id", pa.int64()), ("at", pa.timestamp("us"))])
+    # Timestamps (NTZ in millis and micros, LTZ) go the small way too, as Spark's microseconds.
+    ts = pa.schema([("id", pa.int64()), ("at", pa.timestamp("us")), ("ms", pa.timestamp("ms")),
+                    ("tl", pa.timestamp("us", tz="UTC"))])
     timed = create_table(w, "db.ts", ts, options={"bucket": "-1"})
-    write_arrow(timed, pa.table({"id": [1], "at": pa.array([10**15], pa.timestamp("us"))}, schema=ts))
-    planned = jobs.read_planned(spark, "db.ts", "id = 1", warehouse=w)
-    assert planned.small_rows is None and planned.dataframe.count() == 1
+    stamps = [10**15 + 1, -86_400_000_001, None]  # after 2001, before 1970 with a microsecond, NULL
+    write_arrow(timed, pa.table({"id": [1, 2, 3], "at": pa.array(stamps, pa.timestamp("us")),
+                                 "ms": pa.array([None if s is None else s // 1000 for s in stamps],
+                                                pa.timestamp("ms")),
+                                 "tl": pa.array(stamps, pa.timestamp("us", tz="UTC"))}, schema=ts))
+    for where in ["id = 1", "id >= 2", "at < TIMESTAMP '1970-01-01 00:00:00'", "tl IS NULL OR id = 1"]:
+        small = jobs.read_planned(spark, "db.ts", where, warehouse=w)
+        parquet = jobs.read_planned(spark, "db.ts", where, warehouse=w, small_read_bytes=0)
+        assert small.small_rows is not None and parquet.small_rows is None, where
+        assert _key(small.dataframe.collect()) == _key(parquet.dataframe.collect()), where
+        assert small.dataframe.schema == parquet.dataframe.schema

@@ -87,10 +87,11 @@ SMALL_READ_ROWS = 2_000
 #: The most data files a small read opens (each costs the driver a footer read before it can tell).
 SMALL_READ_FILES = 8
 #: Arrow types the small read hands Spark as Spark's Parquet reader reads them (checked against it
-#: by tests); any other column (timestamps, nested) leaves the read to Spark's Parquet reader.
+#: by tests; timestamps of any unit Spark reads, as Spark's microseconds); any other column (nested)
+#: leaves the read to Spark's Parquet reader.
 _SMALL_TYPES = (pa.types.is_boolean, pa.types.is_integer, pa.types.is_floating, pa.types.is_decimal,
                 pa.types.is_string, pa.types.is_large_string, pa.types.is_binary, pa.types.is_large_binary,
-                pa.types.is_date32)
+                pa.types.is_date32, pa.types.is_timestamp)
 #: TopN bounds on TIMESTAMP columns: a millisecond key covers these microseconds; NTZ literals count
 #: from this wall-clock epoch.
 _MICROS_PER_MILLI = 1_000
