@@ -432,3 +432,28 @@ def test_timestamp_ltz_literals_follow_the_session_time_zone(spark: Any, tmp_pat
 def _table_at(warehouse: str, name: str) -> list[Any]:
     builder = CatalogFactory.create({"warehouse": warehouse}).get_table(name).new_read_builder()
     return builder.new_scan().plan().splits()
+
+
+def test_topn_reads_only_files_that_reach_the_bound(spark: Any, tmp_path: Path) -> None:
+    """TopN drops the files whose best live value cannot reach the bound (ties and NULLs that sort
+    first kept); the answer is Spark's ORDER BY/LIMIT over pypaimon's read of the live rows."""
+    from paimon_index.table.api import open_table
+
+    schema = pa.schema([("id", pa.int64()), ("v", pa.int32())])
+    t = create_table(str(tmp_path), "db.c", schema, options={
+        "bucket": "-1", "deletion-vectors.enabled": "true", "file-index.range-bitmap.columns": "v"})
+    for k in range(4):  # file k: v in [100k, 100k + 99], file 0 with NULLs
+        ids = np.arange(k * 100, (k + 1) * 100)
+        values = [None if k == 0 and i % 10 == 0 else int(i) for i in ids]
+        write_arrow(t, pa.table({"id": ids, "v": pa.array(values, pa.int32())}, schema=schema))
+    delete_arrow(t, "v >= 300 AND v < 397")  # file 3 keeps 397..399: the rest of a top 5 is in file 2
+    rows = read_arrow(open_table(str(tmp_path), "db.c").paimon_table, "TRUE")[0]
+    spark.createDataFrame(rows, "id long, v int").createOrReplaceTempView("clustered_live")
+    for order_by, files in (("v DESC, id", 2), ("v DESC NULLS FIRST, id", 3), ("v, id", 1),
+                            ("v ASC NULLS LAST, id", 1)):
+        want = spark.sql(f"SELECT * FROM clustered_live ORDER BY {order_by} LIMIT 5").collect()
+        for small in (0, planned_module.SMALL_READ_BYTES):
+            got = jobs.read_planned(spark, "db.c", warehouse=str(tmp_path), order_by=order_by, limit=5,
+                                    small_read_bytes=small)
+            assert len(got.plan.files) == files, order_by
+            assert _row_reprs(got.dataframe.collect()) == _row_reprs(want), (order_by, small)

@@ -53,6 +53,7 @@ systems the session is configured for).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -64,7 +65,7 @@ import pyarrow as pa
 from paimon_index.errors import InvalidOptionError, PaimonIndexError
 from paimon_index.sql import parse_order_by
 from paimon_index.table.read import UnsupportedTableError
-from paimon_index.table.scan import FilePlan, ReadPlan, plan_read, topn_bound
+from paimon_index.table.scan import FilePlan, ReadPlan, plan_read, topn_prune
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -524,6 +525,14 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
     # Spark reads the WHERE's TIMESTAMP literals in the session's time zone (see plan_read).
     plan = plan_read(paimon, where, snapshot_id=snapshot_id, use_index=use_index,
                      session_time_zone=spark.conf.get(_SESSION_TIME_ZONE))
+    bound = None
+    if order_by is not None and limit is not None:
+        first = parse_order_by(order_by)[0]
+        bound, kept = topn_prune(plan, first.column, limit, ascending=first.ascending,
+                                 nulls_first=first.nulls_first)
+        if use_index and len(kept) < len(plan.files):  # files no row of the answer is in
+            plan.report.files_skipped_by_index += len(plan.files) - len(kept)
+            plan = dataclasses.replace(plan, files=kept)
     groups = {sid: _Group(paimon, plan, sid) for sid in sorted({f.schema_id for f in plan.files})}
     fallback = next((p for p in (g.problem() for g in groups.values()) if p is not None), None)
     # use_index=False is the comparison without any pruning: no row-group statistics either.
@@ -546,8 +555,8 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
         df = _shield_floats(df, current if fallback is None else df.schema)
     if where is not None and where.strip():
         df = df.filter(where)
-    if order_by is not None and limit is not None and fallback is None:
-        df = _bounded(df, plan, order_by, limit)  # before the projection: the key may not be selected
+    if order_by is not None and bound is not None and fallback is None:
+        df = _bounded(df, plan, order_by, bound)  # before the projection: the key may not be selected
     if selected is not None:
         df = df.select(*[_quoted(c) for c in selected])
     if order_by is not None:
@@ -568,7 +577,7 @@ def _time_travel(paimon: Any, table: str, snapshot_id: int) -> Any:
     return pinned_table(paimon, snapshot_id)
 
 
-def _bounded(df: DataFrame, plan: ReadPlan, order_by: str, limit: int) -> DataFrame:
+def _bounded(df: DataFrame, plan: ReadPlan, order_by: str, bound: int) -> DataFrame:
     """``df`` with the TopN's global bound on its first ORDER BY key as a filter Spark pushes into
     its Parquet reader (row groups whose min/max cannot reach the bound are skipped); the same
     rows in the answer (:func:`~paimon_index.table.scan.topn_bound`: ties kept by ``>=``/``<=``,
@@ -576,9 +585,6 @@ def _bounded(df: DataFrame, plan: ReadPlan, order_by: str, limit: int) -> DataFr
     from pyspark.sql import functions as F
 
     first = parse_order_by(order_by)[0]
-    bound = topn_bound(plan, first.column, limit, ascending=first.ascending)
-    if bound is None:
-        return df
     value = _bound_value(bound, plan.schema.get(first.column), df.schema[first.column].dataType,
                          ascending=first.ascending)
     if value is None:

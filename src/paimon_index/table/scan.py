@@ -70,7 +70,7 @@ from paimon_index.table.stats import plan_splits
 from paimon_index.table.write import table_options
 from paimon_index.types import TypeRoot
 
-__all__ = ["FilePlan", "ReadPlan", "conservative_predicate", "plan_read", "topn_bound"]
+__all__ = ["FilePlan", "ReadPlan", "conservative_predicate", "plan_read", "topn_bound", "topn_prune"]
 
 
 @dataclass(frozen=True)
@@ -322,31 +322,51 @@ def topn_bound(plan: ReadPlan, column: str, limit: int, *, ascending: bool) -> i
     other column types, primary-key tables, or fewer than ``limit`` non-NULL live values. NULLs are
     not bounded: a caller whose NULLs sort first keeps them (``column IS NULL``).
     """
+    return topn_prune(plan, column, limit, ascending=ascending, nulls_first=True)[0]
+
+
+def topn_prune(plan: ReadPlan, column: str, limit: int, *, ascending: bool, nulls_first: bool
+               ) -> tuple[int | None, tuple[FilePlan, ...]]:
+    """(:func:`topn_bound`, the plan's files that can hold a row of the answer).
+
+    A file can when its best live value reaches the bound (ties included), or when it has live
+    NULLs and NULLs sort first; the others hold only rows that ``limit`` rows elsewhere beat.
+    Without a bound, every file.
+    """
     dtype = plan.schema.get(column)
     if (dtype is None or dtype.root not in _BOUNDED_ROOTS or not 0 < limit <= MAX_BOUNDED_LIMIT
             or not plan.files or plan.predicate is not ALWAYS_TRUE or not plan.exact or plan.primary_key
             or plan.table is None):
-        return None
+        return None, plan.files
     current = plan.schema.current.id
     if any(f.schema_id != current or f.index is None for f in plan.files):
-        return None
+        return None, plan.files
     io = TableIO.of(plan.table)
     best: list[np.ndarray] = []
+    nulls: list[bool] = []
     for f in plan.files:
-        values = _best_values(io, f, column, plan.schema, limit, ascending, plan.report)
-        if values is None:
-            return None
-        best.append(values)
+        found = _best_values(io, f, column, plan.schema, limit, ascending, plan.report)
+        if found is None:
+            return None, plan.files
+        best.append(found[0])
+        nulls.append(found[1])
     every = np.sort(np.concatenate(best))
     if len(every) < limit:
-        return None
-    return int(every[limit - 1] if ascending else every[-limit])
+        return None, plan.files
+    bound = int(every[limit - 1] if ascending else every[-limit])
+
+    def reaches(values: np.ndarray) -> bool:
+        return bool(len(values)) and (int(values.min()) <= bound if ascending else int(values.max()) >= bound)
+
+    kept = tuple(f for f, values, has_null in zip(plan.files, best, nulls, strict=True)
+                 if reaches(values) or (nulls_first and has_null))
+    return bound, kept
 
 
 def _best_values(io: TableIO, f: FilePlan, column: str, schema: ReadSchema, limit: int,
-                 ascending: bool, report: ScanReport) -> np.ndarray | None:
-    """The file's ``limit`` best live non-NULL values of ``column`` (fewer when it has fewer; None:
-    the file has no range bitmap on the column)."""
+                 ascending: bool, report: ScanReport) -> tuple[np.ndarray, bool] | None:
+    """(the file's ``limit`` best live non-NULL values of ``column``, fewer when it has fewer;
+    whether a live row is NULL there). None: the file has no range bitmap on the column."""
     assert f.index is not None
     with index_container(io, f.path, f.index, report) as (container, readers):
         assert container is not None
@@ -355,11 +375,12 @@ def _best_values(io: TableIO, f: FilePlan, column: str, schema: ReadSchema, limi
         if reader is None:
             return None
         if reader.header.cardinality <= 0:
-            return np.empty(0, np.int64)  # every row NULL
+            return np.empty(0, np.int64), f.live_rows > 0  # every row NULL
         bsi = reader.bsi
         live = bsi.not_null()
         if f.deleted is not None:
             live = live - BitMap(f.deleted.astype(np.uint32))
+        has_null = len(live) < f.live_rows
         rows = bsi.bottom_k(limit, live, True) if ascending else bsi.top_k(limit, live, True)
         positions = np.asarray(rows.to_array(), dtype=np.uint32)
         codes = np.zeros(len(positions), np.int64)
@@ -368,4 +389,4 @@ def _best_values(io: TableIO, f: FilePlan, column: str, schema: ReadSchema, limi
                              ).astype(np.int64) << i
         distinct, of_row = np.unique(codes, return_inverse=True)
         keys = np.array([reader.dictionary.key_at(int(c)) for c in distinct], np.int64)
-        return keys[of_row]
+        return keys[of_row], has_null
