@@ -13,8 +13,9 @@ pyroaring raises on bytes that are not a valid bitmap â€” empty input included â
 :class:`~paimon_index.errors.CorruptFileError` naming file, offset and field. Where a bitmap ends
 inside a larger body (a bit slice, a deletion vector's bucket) is found by the one structural
 walk, :func:`portable_span`, which checks the cookie, the container count and that every container
-lies inside the body, without decoding any; :func:`portable_head` reads the part before the
-container headers. (The writers live with the formats that write bitmaps.)
+lies inside the body, without decoding any; :func:`portable_headers` reads everything before the
+containers, for readers that decode them themselves. (The writers live with the formats that write
+bitmaps.)
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from pyroaring import BitMap
 from paimon_index.binary import ByteReader
 from paimon_index.errors import CorruptFileError
 
-__all__ = ["deserialize", "portable_head", "portable_span"]
+__all__ = ["deserialize", "portable_headers", "portable_span"]
 
 SERIAL_COOKIE_NO_RUN = 12346
 SERIAL_COOKIE = 12347
@@ -56,7 +57,7 @@ def deserialize(data: bytes | memoryview, *, path: str, offset: int, field: str)
         raise CorruptFileError(f"invalid Roaring bitmap: {e}", path=path, offset=offset, field=field) from e
 
 
-def portable_head(r: ByteReader, field: str) -> tuple[int, np.ndarray, bool]:
+def _head(r: ByteReader, field: str) -> tuple[int, np.ndarray, bool]:
     """The cookie part of a portable bitmap at the cursor: ``(container count, run flag per
     container, whether container offsets follow the headers)``; checks the cookie and the count."""
     start = r.pos
@@ -75,17 +76,23 @@ def portable_head(r: ByteReader, field: str) -> tuple[int, np.ndarray, bool]:
     raise r.error(f"unknown portable RoaringBitmap cookie {cookie}", f"{field} cookie", start)
 
 
+def portable_headers(r: ByteReader, field: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Everything of a portable bitmap before its containers, the cursor left at the first one:
+    ``(key, cardinality, run flag)`` per container. Checks the cookie and the container count."""
+    count, run_flags, has_offsets = _head(r, field)
+    headers = np.frombuffer(r.read_view(4 * count, f"{field} container headers"), dtype="<u2")
+    if has_offsets:
+        r.skip(4 * count, f"{field} container offsets")
+    return headers[0::2].astype(np.int64), headers[1::2].astype(np.int64) + 1, run_flags
+
+
 def portable_span(r: ByteReader, field: str) -> tuple[int, int]:
     """Walk one portable bitmap at the cursor without decoding it: ``(start, end)``, the cursor
     left at ``end``. Checks the cookie, the container count and that every container lies inside
     the reader's range; reads only the run counts of run containers (no per-container Python for
     the others)."""
     start = r.pos
-    count, run_flags, has_offsets = portable_head(r, field)
-    headers = np.frombuffer(r.read_view(4 * count, f"{field} container headers"), dtype="<u2")
-    cardinalities = headers[1::2].astype(np.int64) + 1
-    if has_offsets:
-        r.skip(4 * count, f"{field} container offsets")
+    _, cardinalities, run_flags = portable_headers(r, field)
     sizes = np.where(cardinalities > ARRAY_MAX_CARDINALITY, BITMAP_CONTAINER_BYTES, 2 * cardinalities)
     sizes[run_flags] = 0
     before = np.concatenate(([0], np.cumsum(sizes)))

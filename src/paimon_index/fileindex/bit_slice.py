@@ -64,7 +64,7 @@ from paimon_index.bitmaps import (  # the portable format's constants, used by t
     RUN_COUNT_BYTES,
     SERIAL_COOKIE,
     SERIAL_COOKIE_NO_RUN,
-    portable_head,
+    portable_headers,
     portable_span,
 )
 from paimon_index.errors import InvalidPredicateError
@@ -252,16 +252,11 @@ def dense_words(r: ByteReader, n_words: int, field: str) -> np.ndarray:
     checked as :func:`portable_span` checks them; container contents are not (a stray bit is
     harmless: every comparison ends with an AND of the existence bitmap).
     """
-    m, run_flags, has_offsets = portable_head(r, field)
-    descriptive = np.frombuffer(r.read_view(4 * m, f"{field} container headers"), dtype="<u2")
-    keys = descriptive[0::2].astype(np.int64)
-    cards = descriptive[1::2].astype(np.int64) + 1
-    if has_offsets:
-        r.skip(4 * m, f"{field} container offsets")
+    keys, cards, run_flags = portable_headers(r, field)
     # Whole containers up to the row count (never sized from the file); later ones are skipped.
     width = -(-n_words // CONTAINER_WORDS) * CONTAINER_WORDS
     words = np.zeros(width, dtype="<u8")
-    for c in range(m):
+    for c in range(len(keys)):
         base = int(keys[c]) * CONTAINER_WORDS
         card = int(cards[c])
         if base >= width:
