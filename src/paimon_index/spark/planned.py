@@ -70,6 +70,8 @@ from paimon_index.table.scan import FilePlan, ReadPlan, plan_read, topn_prune
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from paimon_index.fileindex.base import SortOrder
+
 __all__ = ["PlannedRead", "read", "read_planned"]
 
 #: The internal join column (no Paimon table has such a name).
@@ -525,7 +527,7 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
     # Spark reads the WHERE's TIMESTAMP literals in the session's time zone (see plan_read).
     plan = plan_read(paimon, where, snapshot_id=snapshot_id, use_index=use_index,
                      session_time_zone=spark.conf.get(_SESSION_TIME_ZONE))
-    bound = None
+    bound, first = None, None
     if order_by is not None and limit is not None:
         first = parse_order_by(order_by)[0]
         bound, kept = topn_prune(plan, first.column, limit, ascending=first.ascending,
@@ -555,8 +557,8 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
         df = _shield_floats(df, current if fallback is None else df.schema)
     if where is not None and where.strip():
         df = df.filter(where)
-    if order_by is not None and bound is not None and fallback is None:
-        df = _bounded(df, plan, order_by, bound)  # before the projection: the key may not be selected
+    if first is not None and bound is not None and fallback is None:
+        df = _bounded(df, plan, first, bound)  # before the projection: the key may not be selected
     if selected is not None:
         df = df.select(*[_quoted(c) for c in selected])
     if order_by is not None:
@@ -577,14 +579,13 @@ def _time_travel(paimon: Any, table: str, snapshot_id: int) -> Any:
     return pinned_table(paimon, snapshot_id)
 
 
-def _bounded(df: DataFrame, plan: ReadPlan, order_by: str, bound: int) -> DataFrame:
+def _bounded(df: DataFrame, plan: ReadPlan, first: SortOrder, bound: int) -> DataFrame:
     """``df`` with the TopN's global bound on its first ORDER BY key as a filter Spark pushes into
     its Parquet reader (row groups whose min/max cannot reach the bound are skipped); the same
     rows in the answer (:func:`~paimon_index.table.scan.topn_bound`: ties kept by ``>=``/``<=``,
     NULLs kept where they sort first)."""
     from pyspark.sql import functions as F
 
-    first = parse_order_by(order_by)[0]
     value = _bound_value(bound, plan.schema.get(first.column), df.schema[first.column].dataType,
                          ascending=first.ascending)
     if value is None:
