@@ -40,7 +40,7 @@ when the predicate is TRUE; deletion vectors are read by their manifest ranges o
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -155,7 +155,7 @@ def _scalar_only(p: Predicate, schema: Mapping[str, Any]) -> Predicate:
     return _true_where(p, lambda dtype: dtype is None or dtype.is_nested, schema)
 
 
-def _true_where(p: Predicate, opaque: Any, schema: Mapping[str, Any]) -> Predicate:
+def _true_where(p: Predicate, opaque: Callable[[Any], bool], schema: Mapping[str, Any]) -> Predicate:
     """``p`` with every leaf whose column type ``opaque`` holds for TRUE (a superset: NOT is at the
     leaves already, so a TRUE leaf only widens an AND or an OR)."""
     if isinstance(p, Leaf):
@@ -298,8 +298,6 @@ def _plan_file(io: TableIO, vectors: SplitVectors, meta: Any, deletion_file: Any
 
 
 # -- TopN bound ----------------------------------------------------------------------------------------
-#: Column types whose range-bitmap keys are the values themselves (integers): a bound needs no decoding
-#: that could disagree with Spark's order (floats: NaN and -0.0; strings, decimals: other encodings).
 #: Columns whose range-bitmap key orders exactly as Spark orders the column: integers (the value),
 #: DATE (epoch days), TIMESTAMP and TIMESTAMP_LTZ (epoch millis at precision <= 3, rounded down;
 #: else micros), DECIMAL (the unscaled value at the column's scale). Not FLOAT/DOUBLE (NaN sorts
