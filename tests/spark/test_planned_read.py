@@ -64,8 +64,8 @@ def _ids(df: Any) -> list[int]:
     return sorted(r["id"] for r in df.select("id").collect())
 
 
-def _table(warehouse: str) -> Any:
-    return CatalogFactory.create({"warehouse": warehouse}).get_table("db.t")
+def _table(warehouse: str, name: str = "db.t") -> Any:
+    return CatalogFactory.create({"warehouse": warehouse}).get_table(name)
 
 
 def test_rows_equal_pypaimon_and_java(spark: Any, warehouse: str) -> None:
@@ -414,7 +414,8 @@ def test_timestamp_ltz_literals_follow_the_session_time_zone(spark: Any, tmp_pat
     for day in (1, 2):
         at = dt.datetime(2025, 1, day, 3, 0)
         write_arrow(t, pa.table({"id": [day], "tl": [at.replace(tzinfo=dt.UTC)], "tn": [at]}, schema=schema))
-    paths = [f.file_path for s in _table_at(str(tmp_path), "db.ltz") for f in s.files]
+    splits = _table(str(tmp_path), "db.ltz").new_read_builder().new_scan().plan().splits()
+    paths = [f.file_path for s in splits for f in s.files]
     previous = spark.conf.get("spark.sql.session.timeZone")
     try:
         for zone in ("America/Los_Angeles", "Asia/Tokyo", "UTC"):
@@ -427,11 +428,6 @@ def test_timestamp_ltz_literals_follow_the_session_time_zone(spark: Any, tmp_pat
                     assert sorted(r.id for r in got.collect()) == want, (zone, where, small)
     finally:
         spark.conf.set("spark.sql.session.timeZone", previous)
-
-
-def _table_at(warehouse: str, name: str) -> list[Any]:
-    builder = CatalogFactory.create({"warehouse": warehouse}).get_table(name).new_read_builder()
-    return builder.new_scan().plan().splits()
 
 
 def test_topn_reads_only_files_that_reach_the_bound(spark: Any, tmp_path: Path) -> None:
