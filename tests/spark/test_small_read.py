@@ -167,3 +167,16 @@ def test_small_read_evolved_and_timestamp_tables(spark: Any, tmp_path: Path) -> 
         assert small.small_rows is not None and parquet.small_rows is None, where
         assert _key(small.dataframe.collect()) == _key(parquet.dataframe.collect()), where
         assert small.dataframe.schema == parquet.dataframe.schema
+
+
+def test_local_relation_keeps_rows_after_an_empty_batch(spark: Any) -> None:
+    """Spark's Arrow stream reader ended the relation at an empty batch: a small read whose first
+    file's candidates all failed the filter returned only the rows before it (primary-key point
+    lookups over 4 buckets came back empty)."""
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    schema = StructType([StructField("id", LongType(), True)])
+    empty = pa.table({"id": pa.array([], pa.int64())})
+    chunked = pa.concat_tables([pa.table({"id": [1, 2]}), empty, pa.table({"id": [3]}), empty])
+    assert sorted(r.id for r in planned._local_frame(spark, chunked, schema).collect()) == [1, 2, 3]
+    assert planned._local_frame(spark, pa.concat_tables([empty, empty]), schema).collect() == []

@@ -368,7 +368,10 @@ def _local_frame(spark: SparkSession, arrow: pa.Table, schema: Any) -> DataFrame
             members = (utils.readArrowStreamFromFile, utils.toDataFrame)
             setattr(sc, _SQL_UTILS, members)
         read_file, to_frame = members
-        batches = arrow.cast(to_arrow_schema(schema, timezone="UTC")).to_batches()
+        # Spark's Arrow stream reader ends the relation at the first empty batch (measured on
+        # Spark 4.3: rows of every later batch were lost), and a concatenation of per-file reads
+        # has one for each file the filter emptied: only batches holding rows are sent.
+        batches = [b for b in arrow.cast(to_arrow_schema(schema, timezone="UTC")).to_batches() if b.num_rows]
         jiter = sc._serialize_to_jvm(batches, ArrowStreamSerializer(), read_file,
                                      lambda: sc._jvm.ArrowIteratorServer())  # type: ignore[union-attr]
         frame = ClassicFrame(to_frame(jiter, schema.json(), spark._jsparkSession), spark)
