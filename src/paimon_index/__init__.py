@@ -20,6 +20,7 @@ from paimon_index.errors import (
     TableError,
     TableExistsError,
     TableNotFoundError,
+    UnsupportedTableError,
     UnsupportedTypeError,
 )
 
@@ -42,6 +43,7 @@ __all__ = [
     "TableError",
     "TableExistsError",
     "TableNotFoundError",
+    "UnsupportedTableError",
     "UnsupportedTypeError",
     "__version__",
     "create_table",

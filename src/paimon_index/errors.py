@@ -8,6 +8,7 @@ Every error raised on purpose by paimon-index derives from :class:`PaimonIndexEr
     ├── InvalidOptionError     a malformed or unknown ``file-index.*`` option (also a ValueError)
     ├── InvalidPredicateError  a predicate that does not parse or does not fit the schema
     ├── EnvironmentCheckError  the machine lacks something (Java for Spark, an optional package)
+    ├── UnsupportedTableError  a table (or state) a reader or verb cannot handle exactly yet
     ├── TableError             a table-level operation failed (names the table and what)
     │   ├── ConcurrentChangeError  another commit landed after the operation planned; nothing applied
     │   ├── CommitError            the commit failed for another reason; nothing applied
@@ -32,6 +33,7 @@ __all__ = [
     "PaimonIndexError",
     "TableError",
     "TableNotFoundError",
+    "UnsupportedTableError",
     "UnsupportedTypeError",
 ]
 
@@ -88,6 +90,11 @@ class InvalidPredicateError(PaimonIndexError, ValueError):
 
 class EnvironmentCheckError(PaimonIndexError, RuntimeError):
     """Something the machine must provide is missing; the message says what to install."""
+
+
+class UnsupportedTableError(PaimonIndexError):
+    """A table (or a state of one) a reader or verb cannot handle exactly yet; the message says what
+    to do instead."""
 
 
 class TableError(PaimonIndexError):

@@ -13,9 +13,11 @@ from pypaimon import CatalogFactory, Schema
 from pypaimon.filesystem.local_file_io import LocalFileIO
 
 from paimon_index.arrow_filter import to_arrow_expression
+from paimon_index.errors import UnsupportedTableError
 from paimon_index.sql import bind_predicate
 from paimon_index.table.fileio import TableIO
-from paimon_index.table.read import ScanReport, UnsupportedTableError, read_arrow, read_positions
+from paimon_index.table.files import ScanReport, read_positions
+from paimon_index.table.read import read_arrow
 from paimon_index.table.write import table_schema, write_arrow
 
 OPTIONS = {

@@ -128,22 +128,22 @@ def test_a_point_query_makes_few_requests_and_reports_them(table: Any) -> None:
 
 
 def test_split_files_and_the_file_io_reach_executors_pickled(table: Any) -> None:
-    """A Spark task gets its split and the table's FileIO by pickle; it reads the same rows."""
+    """A Spark task gets its files' plans (unresolved: locations only) and the table's FileIO by
+    pickle; it resolves and reads the same rows."""
     import pickle
 
-    from paimon_index.sql import bind_predicate
     from paimon_index.table.fileio import TableIO
-    from paimon_index.table.read import ScanReport, read_split
-    from paimon_index.table.write import table_schema
+    from paimon_index.table.files import ScanReport
+    from paimon_index.table.read import read_file_plans
+    from paimon_index.table.scan import plan_read
 
-    schema = table_schema(table)
     query = "status = 'PAID' AND id < 1000"
-    bound = bind_predicate(query, schema)
+    plan = plan_read(table, query, strict=True, defer=True)
     io = pickle.loads(pickle.dumps(TableIO.of(table)))
     assert type(io.file_io) is type(table.file_io) and io.counters.read_requests == 0
     report = ScanReport()
-    splits = pickle.loads(pickle.dumps(table.new_read_builder().new_scan().plan().splits()))
-    got = [i for s in splits for b in read_split(s, bound, schema, io=io, report=report)
+    files = pickle.loads(pickle.dumps(plan.files))
+    got = [i for b in read_file_plans(io, files, plan.predicate, plan.schema, report)
            for i in b.column("id").to_pylist()]
     expected, _ = read_arrow(table, query, use_index=False)
     assert sorted(got) == sorted(expected.column("id").to_pylist()) and got

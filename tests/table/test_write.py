@@ -125,7 +125,7 @@ def test_an_index_built_in_memory_is_used_only_for_a_file_holding_exactly_those_
     from paimon_index.fileindex.builder import build_file_index
     from paimon_index.fileindex.options import FileIndexOptions
     from paimon_index.table.fileio import TableIO
-    from paimon_index.table.read import container_source
+    from paimon_index.table.files import container_source
     from paimon_index.table.write import attach_file_indexes, file_container
 
     data = orders(3_000, 4)

@@ -79,7 +79,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import (
@@ -140,6 +140,9 @@ from paimon_index.spark.options import (
     pushdown_safe,
 )
 from paimon_index.types import DataType, TypeRoot
+
+if TYPE_CHECKING:  # the table layer loads in the driver's planning and in tasks, not on import
+    from paimon_index.table.files import FilePlan
 
 __all__ = ["BUCKET_EXCLUSIVE", "FILTER_PUSHDOWN", "METADATA", "READ_ENABLED", "SNAPSHOT_ID", "SOURCE_NAME",
            "WAREHOUSE", "PaimonIndexDataSource", "pushdown_safe", "spark_filter_to_predicate", "spark_type"]
@@ -278,9 +281,11 @@ class TableLayout:
 
 @dataclass(frozen=True)
 class SplitPartition(InputPartition):
-    """One pypaimon split and what to do with it (pickled to an executor)."""
+    """The data files of one (partition, bucket) of the read plan, unresolved (their locations: the
+    task reads their ``.index`` files and vectors itself), and what to do with them (pickled to an
+    executor)."""
 
-    split: Any  # None: nothing left to read, the partition only carries ``planned``
+    files: tuple[FilePlan, ...]  # empty: nothing left to read, the partition only carries ``planned``
     predicate: Predicate
     use_index: bool
     apply_topn: bool
@@ -328,60 +333,45 @@ class PaimonIndexReader(DataSourceReader):
         self.predicate = and_(*taken)
 
     def partitions(self) -> Sequence[InputPartition]:
-        from paimon_index.fileindex.options import FileIndexOptions
         from paimon_index.table.fileio import TableIO
-        from paimon_index.table.read import ScanReport, prune_split
-        from paimon_index.table.stats import plan_splits
-        from paimon_index.table.write import table_options, table_schema
+        from paimon_index.table.scan import plan_read
 
         table = _open_table(self.options)
-        schema = table_schema(table)
-        use_index = self.options.use_index and \
-            FileIndexOptions.from_table_options(table_options(table)).read_enabled
-        if table.is_primary_key_table:
-            from paimon_index.table.primary_key import check_merge_free
-            from paimon_index.table.read import UnsupportedTableError
-
-            if not check_merge_free(table):
-                raise UnsupportedTableError("level-0 files with merge-on-read: read them with "
-                                            "table.primary_key.read_primary_key, or compact first")
-        report = ScanReport()
-        # Value statistics first: files whose min/max prove no row matches never become splits.
-        splits = plan_splits(table, self.predicate if use_index else ALWAYS_TRUE, schema, report)
-        if use_index:
-            files_before, rows_before = sum(len(s.files) for s in splits), sum(s.row_count for s in splits)
-            splits = [p for p in (prune_split(s, self.predicate, schema, report)
-                                  for s in splits) if p is not None]
-            # The executors count the files they get; these are the ones they never see.
-            report.files_planned = files_before - sum(len(s.files) for s in splits)
-            report.files_skipped_by_index = report.files_planned
-            report.rows_planned = rows_before - sum(s.row_count for s in splits)
+        # One plan, deferred: the driver drops the files whose value statistics, embedded index or
+        # schema version rule the filters out; the tasks resolve the rest where the data is.
+        plan = plan_read(table, self.predicate, use_index=self.options.use_index, defer=True)
+        groups: dict[tuple[Any, ...], list[FilePlan]] = {}
+        for f in plan.files:
+            groups.setdefault((f.partition, f.bucket), []).append(f)
         apply_topn = self.all_filters_taken and self.options.topn is not None
-        io = TableIO.of(table)
-        partitions = [SplitPartition(s, self.predicate, use_index, apply_topn, schema, io) for s in splits]
+        use_index = self.options.use_index
+        io = TableIO.of(table) if plan.table is None else TableIO.of(plan.table)
+        partitions = [SplitPartition(tuple(files), self.predicate, use_index, apply_topn, plan.schema, io)
+                      for files in groups.values()]
         if self.options.scan_report:
             # Always one partition at least, so the planning counts reach a task.
-            first = partitions[0].split if partitions else None
-            partitions[:1] = [SplitPartition(first, self.predicate, use_index, apply_topn, schema, io,
-                                             report)]
-        # No split left and no report: an empty list (Spark then reads one empty InputPartition).
+            first = partitions[0].files if partitions else ()
+            partitions[:1] = [SplitPartition(first, self.predicate, use_index, apply_topn, plan.schema, io,
+                                             plan.report)]
+        # No file left and no report: an empty list (Spark then reads one empty InputPartition).
         return partitions
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         from pyspark.sql.pandas.types import to_arrow_schema
 
         from paimon_index.spark.report import add_task_report
-        from paimon_index.table.read import ScanReport, read_split
+        from paimon_index.table.files import ScanReport
+        from paimon_index.table.read import read_file_plans
 
         if not isinstance(partition, SplitPartition):
             return  # every file was ruled out: Spark reads the one empty partition it made instead
         target = to_arrow_schema(self.layout.spark_schema, timezone=SPARK_ARROW_TIMEZONE)
         report = ScanReport()
         topn = self.options.topn if partition.apply_topn and partition.use_index else None
-        if partition.split is not None:
-            for batch in read_split(partition.split, partition.predicate, partition.schema,
-                                    io=partition.io, use_index=partition.use_index, report=report,
-                                    topn=topn, row_ids=self.layout.row_ids):
+        if partition.files:
+            for batch in read_file_plans(partition.io, partition.files, partition.predicate, partition.schema,
+                                         report, use_index=partition.use_index, topn=topn,
+                                         row_ids=self.layout.row_ids):
                 yield _as_spark_arrow(batch.select(target.names), target)
         if self.options.scan_report:
             if partition.planned is not None:
@@ -484,7 +474,7 @@ def _open_table(options: ReadOptions | WriteOptions) -> Any:
 
 
 def _metadata_fields() -> list[StructField]:
-    from paimon_index.table.read import BUCKET_COLUMN, FILE_PATH_COLUMN, PARTITION_COLUMN, ROW_INDEX_COLUMN
+    from paimon_index.table.files import BUCKET_COLUMN, FILE_PATH_COLUMN, PARTITION_COLUMN, ROW_INDEX_COLUMN
 
     return [StructField(FILE_PATH_COLUMN, _STRING), StructField(ROW_INDEX_COLUMN, _BIGINT),
             StructField(PARTITION_COLUMN, _STRING), StructField(BUCKET_COLUMN, _INT)]
@@ -562,7 +552,7 @@ def _layout_from_schema_file(options: ReadOptions) -> TableLayout | None:
 
 
 def _unsupported(message: str) -> Exception:
-    from paimon_index.table.read import UnsupportedTableError
+    from paimon_index.errors import UnsupportedTableError
 
     return UnsupportedTableError(message)
 

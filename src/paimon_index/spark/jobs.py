@@ -56,6 +56,7 @@ from paimon_index.spark.planned import PlannedRead, read, read_planned
 from paimon_index.table.aggregate import AggregateReport
 from paimon_index.table.api import APPEND, OVERWRITE, CommitResult, MaintenanceResult, open_table
 from paimon_index.table.fileio import TableIO
+from paimon_index.table.files import FilePlan, missing_files_named
 from paimon_index.table.paimon import delta_file_counts, latest_snapshot
 
 if TYPE_CHECKING:
@@ -255,21 +256,21 @@ def count(spark: SparkSession, table: str, where: str | None = None, *, warehous
     if opened.is_primary_key_table or latest_snapshot(opened.paimon_table) is None:
         return opened.count(where, use_index=use_index)
     paimon_table = opened.paimon_table
-    bound, schema, use_index = aggregate.plan_aggregate(paimon_table, where, use_index)
-    io = TableIO.of(paimon_table)
-    # One DV index file read per split; the tasks re-evaluate their files' candidates themselves.
-    total, unanswered = aggregate.index_counts(paimon_table, bound, schema, use_index, report, io)
-    remaining = [(meta, deletion_file) for meta, deletion_file, _ in unanswered]
-    if not remaining:
+    with missing_files_named(f"count of {table}"):
+        plan = aggregate.plan_aggregate(paimon_table, where, use_index)
+        total, unanswered = aggregate.index_counts(plan, report)
+    if not unanswered:
         return total
+    # Tasks get each file's locations only and resolve it again (a selection can be megabytes).
+    remaining = [f.unresolved() for f in unanswered]
+    io, bound, schema = TableIO.of(plan.table), plan.predicate, plan.schema
     chunks = [remaining[i:i + COUNT_FILES_PER_TASK] for i in range(0, len(remaining), COUNT_FILES_PER_TASK)]
 
-    def count_files(part: Iterable[list[tuple[Any, Any]]]) -> Iterator[bytes]:
+    def count_files(part: Iterable[list[FilePlan]]) -> Iterator[bytes]:
         for chunk in part:
             task_report = AggregateReport()
-            found = sum(aggregate.count_by_reading(meta, deletion_file, bound, schema, task_report, use_index,
-                                                   io=io)
-                        for meta, deletion_file in chunk)
+            found = sum(aggregate.count_by_reading(io, f, bound, schema, task_report, use_index)
+                        for f in chunk)
             yield pickle.dumps((found, task_report))
 
     for pickled in spark.sparkContext.parallelize(chunks, len(chunks)).mapPartitions(count_files).collect():

@@ -62,9 +62,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from paimon_index.errors import InvalidOptionError, PaimonIndexError
+from paimon_index.errors import InvalidOptionError, PaimonIndexError, UnsupportedTableError
 from paimon_index.sql import parse_order_by
-from paimon_index.table.read import UnsupportedTableError
 from paimon_index.table.scan import FilePlan, ReadPlan, plan_read, topn_prune
 
 if TYPE_CHECKING:

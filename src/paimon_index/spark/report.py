@@ -37,7 +37,7 @@ from pyspark.accumulators import AccumulatorParam
 
 from paimon_index.errors import InvalidOptionError
 from paimon_index.spark.options import SCAN_REPORT_PREFIX
-from paimon_index.table.read import ScanReport
+from paimon_index.table.files import ScanReport
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -37,7 +37,7 @@ import pyarrow as pa
 from paimon_index.errors import InvalidOptionError
 from paimon_index.spark.datasource import FILTER_PUSHDOWN, METADATA, SNAPSHOT_ID, SOURCE_NAME, WAREHOUSE
 from paimon_index.table.catalog import open_table
-from paimon_index.table.read import BUCKET_COLUMN, METADATA_COLUMNS, PARTITION_COLUMN
+from paimon_index.table.files import BUCKET_COLUMN, METADATA_COLUMNS, PARTITION_COLUMN
 from paimon_index.table.row_level import (
     RowChange,
     RowChangePlan,

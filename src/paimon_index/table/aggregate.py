@@ -3,13 +3,12 @@ cannot tell.
 
     count_rows(table, where=None, *, use_index=True) -> (int, AggregateReport)
     min_max(table, column, where=None, *, use_index=True) -> ((min, max), AggregateReport)
-    plan_aggregate(table, where, use_index) -> (bound, schema, use_index)
-    file_pairs(table, bound, schema, use_index, report) -> [(data file, deletion file | None)]
-    count_from_index(meta, deletion_file, bound, schema, report) -> int | None   (per file, driver)
-    count_by_reading(meta, deletion_file, bound, schema, report) -> int          (per file, anywhere)
+    plan_aggregate(table, where, use_index) -> ReadPlan       (the one read plan, exact answers on)
+    index_counts(plan, report) -> (count, [FilePlan the indexes could not answer])
+    count_by_reading(io, file, bound, schema, report) -> int  (per file, anywhere: a task resolves it)
 
-**count**, per data file of the pinned plan (value statistics prune first, as reads do; a pruned
-file counts 0):
+**count**, per data file of the pinned read plan (:func:`paimon_index.table.scan.plan_read`: value
+statistics, indexes and vectors applied as for a read; a file the plan drops counts 0):
 
 1. no predicate: ``row_count - |deletion vector|`` (the vector read from its DV index file, no data);
 2. the file's index container answers the predicate *exactly*
@@ -36,11 +35,11 @@ was read for the others. Append tables only (primary-key tables need a merge fir
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import decimal
 import math
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,39 +48,30 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyroaring import BitMap
 
-from paimon_index.arrow_filter import to_arrow_expression
-from paimon_index.deletionvectors.vector import BitmapDeletionVector
-from paimon_index.errors import CorruptFileError, InvalidOptionError
+from paimon_index.errors import InvalidOptionError, UnsupportedTableError
 from paimon_index.fileindex.evaluate import FileIndexEvaluator
-from paimon_index.fileindex.options import FileIndexOptions
 from paimon_index.fileindex.range_bitmap import RangeBitmapReader
-from paimon_index.fileindex.result import REMAIN, FileIndexResult, Rows
-from paimon_index.predicate import ALWAYS_FALSE, ALWAYS_TRUE, Predicate, columns_of
-from paimon_index.sql import bind_predicate
+from paimon_index.fileindex.result import Rows
+from paimon_index.predicate import ALWAYS_TRUE, Predicate
 from paimon_index.table.fileio import TableIO
-from paimon_index.table.read import (
+from paimon_index.table.files import (
+    FilePlan,
     ScanReport,
-    SplitVectors,
-    UnsupportedTableError,
-    _evaluate,
-    _exact_selection,
-    _read_file,
-    _subtract_deleted,
-    container_source,
+    exact_selection,
     index_container,
+    missing_files_named,
     range_bitmap_reader,
+    read_rows,
+    resolve,
 )
+from paimon_index.table.scan import ReadPlan, plan_read
 from paimon_index.table.schemas import mapping_of
-from paimon_index.table.stats import plan_splits
-from paimon_index.table.write import table_options, table_schema
 from paimon_index.types import DataType, TypeRoot
 
 __all__ = [
     "AggregateReport",
     "count_by_reading",
-    "count_from_index",
     "count_rows",
-    "file_pairs",
     "index_counts",
     "min_max",
     "plan_aggregate",
@@ -123,9 +113,8 @@ class AggregateReport:
 
 # -- planning ------------------------------------------------------------------------------------
 
-def plan_aggregate(table: Any, where: Predicate | str | None,
-                   use_index: bool) -> tuple[Predicate, Mapping[str, DataType], bool]:
-    """(the bound predicate, the read schema, whether indexes are used) for an aggregate of ``table``.
+def plan_aggregate(table: Any, where: Predicate | str | None, use_index: bool) -> ReadPlan:
+    """The read plan of an aggregate of ``table``: strict WHERE, exact index answers.
 
     Raises:
         UnsupportedTableError: a primary-key table.
@@ -134,186 +123,64 @@ def plan_aggregate(table: Any, where: Predicate | str | None,
     if table.is_primary_key_table:
         raise UnsupportedTableError("index-only aggregates read append tables only (a primary-key "
                                     "table needs a merge first)")
-    schema = table_schema(table)
-    predicate = ALWAYS_TRUE if where is None else where
-    bound = bind_predicate(predicate, schema) if isinstance(predicate, str) else predicate
-    use_index = use_index and FileIndexOptions.from_table_options(table_options(table)).read_enabled
-    return bound, schema, use_index
+    return plan_read(table, ALWAYS_TRUE if where is None else where, use_index=use_index, strict=True,
+                     exact_answers=True)
 
 
-def _splits(table: Any, bound: Predicate, use_index: bool, schema: Mapping[str, DataType],
-            report: AggregateReport) -> list[tuple[list[Any], list[Any]]]:
-    """(data file metas, deletion file or None of each) per split the value statistics leave."""
-    planned = []
-    for split in plan_splits(table, bound if use_index else ALWAYS_TRUE, schema, report.scan):
-        deletion_files = split.data_deletion_files or [None] * len(split.files)
-        planned.append((list(split.files), list(deletion_files)))
-        report.files_planned += len(split.files)
-        report.scan.files_planned += len(split.files)
-    return planned
-
-
-def file_pairs(table: Any, bound: Predicate, schema: Mapping[str, DataType], use_index: bool,
-               report: AggregateReport) -> list[tuple[Any, Any]]:
-    """(data file meta, deletion file or None) of every file the value statistics leave."""
-    return [pair for metas, deletions in _splits(table, bound, use_index, schema, report)
-            for pair in zip(metas, deletions, strict=True)]
-
-
-def _deleted(vectors: SplitVectors | None, deletion_file: Any, row_count: int) -> BitMap:
-    """The file's deleted positions (empty without a vector), checked against its row count."""
-    if deletion_file is None:
-        return BitMap()
-    assert vectors is not None, "a file with a deletion vector is counted with its split's vectors"
-    vector = vectors.read(deletion_file)
-    # A 32-bit vector is a bitmap already; a 64-bit one is rebuilt from its positions.
-    deleted = vector.bitmap if isinstance(vector, BitmapDeletionVector) \
-        else BitMap(vector.positions().astype(np.uint32))
-    if deleted and deleted.max() >= row_count:
-        raise CorruptFileError(f"deletion vector holds row {deleted.max()} of a {row_count}-row file",
-                               path=deletion_file.dv_index_path, offset=deletion_file.offset,
-                               field="deletion vector")
-    return deleted
-
-
-@contextmanager
-def _vectors(io: TableIO, deletion_files: list[Any], report: ScanReport) -> Iterator[SplitVectors]:
-    """The deletion vector source of one split (each DV index file read once), closed after use."""
-    vectors = SplitVectors(io, deletion_files, report)
-    try:
-        yield vectors
-    finally:
-        vectors.close()
-
-
-def _identity(schema: Mapping[str, DataType], meta: Any) -> bool:
-    mapping = mapping_of(schema, meta)
+def _identity(schema: Mapping[str, DataType], f: FilePlan) -> bool:
+    mapping = mapping_of(schema, f)
     return mapping is None or mapping.identity
-
-
-def _index_answer(io: TableIO, meta: Any, bound: Predicate, schema: Mapping[str, DataType],
-                  report: ScanReport) -> FileIndexResult:
-    """The container's answer for ``bound`` (REMAIN without a container)."""
-    with index_container(io, meta.file_path, container_source(meta), report) as (container, readers):
-        if container is None:
-            return REMAIN
-        return FileIndexEvaluator(container, schema, exact_answers=True, readers=readers).evaluate(bound)
 
 
 # -- count -----------------------------------------------------------------------------------------
 
-def count_from_index(meta: Any, deletion_file: Any, bound: Predicate, schema: Mapping[str, DataType],
-                     report: AggregateReport, use_index: bool = True, *, io: TableIO,
-                     vectors: SplitVectors | None = None) -> int | None:
-    """The file's count from its row count, deletion vector and index alone; None when they cannot
-    tell (:func:`count_by_reading` then counts it). ``vectors``: the split's deletion vectors
-    (default: the file's DV index file is opened for this file alone)."""
-    if vectors is not None or deletion_file is None:
-        return _index_count(io, meta, deletion_file, bound, schema, report, use_index, vectors)[0]
-    with _vectors(io, [deletion_file], report.scan) as own:
-        return _index_count(io, meta, deletion_file, bound, schema, report, use_index, own)[0]
+def index_counts(plan: ReadPlan, report: AggregateReport) -> tuple[int, list[FilePlan]]:
+    """(the count of every file the metadata and indexes answer, the other files of the plan).
 
-
-def index_counts(table: Any, bound: Predicate, schema: Mapping[str, DataType], use_index: bool,
-                 report: AggregateReport, io: TableIO
-                 ) -> tuple[int, list[tuple[Any, Any, FileIndexResult | None]]]:
-    """(the count of every file the metadata and indexes answer, the other files as
-    ``(meta, deletion file, candidates)``), one :class:`SplitVectors` per split."""
+    A file is answered when its plan is exact (:attr:`FilePlan.exact`: no predicate, or an index
+    answer that is exactly the matching rows) or when the plan dropped it (SKIP, every row deleted,
+    a column its schema version lacks); value statistics' drops are not files at all here.
+    """
+    report.scan.merge(plan.report)
+    considered = plan.report.files_planned
+    report.files_planned += considered
+    report.files_answered_by_index += considered - len(plan.files)
     total = 0
-    remaining: list[tuple[Any, Any, FileIndexResult | None]] = []
-    for metas, deletions in _splits(table, bound, use_index, schema, report):
-        with _vectors(io, deletions, report.scan) as vectors:
-            for meta, deletion_file in zip(metas, deletions, strict=True):
-                count, candidates = _index_count(io, meta, deletion_file, bound, schema, report, use_index,
-                                                 vectors)
-                if count is None:
-                    remaining.append((meta, deletion_file, candidates))
-                else:
-                    total += count
+    remaining: list[FilePlan] = []
+    for f in plan.files:
+        if f.exact:
+            report.files_answered_by_index += 1
+            total += f.live_rows if f.selected is None else len(f.selected)
+        else:
+            remaining.append(f)
     return total, remaining
 
 
-def _index_count(io: TableIO, meta: Any, deletion_file: Any, bound: Predicate, schema: Mapping[str, DataType],
-                 report: AggregateReport, use_index: bool, vectors: SplitVectors | None
-                 ) -> tuple[int | None, FileIndexResult | None]:
-    """(the count when the index answers it, else None; the index's candidates when it has any)."""
-    if bound is ALWAYS_TRUE:
-        report.files_answered_by_index += 1
-        return int(meta.row_count) - len(_deleted(vectors, deletion_file, meta.row_count)), None
-    if bound is ALWAYS_FALSE:
-        report.files_answered_by_index += 1
-        return 0, None
-    if not use_index:
-        return None, None
-    if not _identity(schema, meta):
-        # An evolved file: only "no row can match" is taken from its index (or its schema).
-        if _evaluate(io, meta, container_source(meta), bound, schema, report.scan).remain:
-            return None, None
-        report.files_answered_by_index += 1
-        report.scan.files_skipped_by_index += 1
-        return 0, None
-    result = _index_answer(io, meta, bound, schema, report.scan)
-    if not result.remain:
-        report.files_answered_by_index += 1
-        report.scan.files_skipped_by_index += 1
-        return 0, None
-    if not (isinstance(result, Rows) and result.exact):
-        return None, result
-    report.files_answered_by_index += 1
-    selected = result.bitmap
-    # |selection - deleted| without building the difference.
-    removed = selected.intersection_cardinality(_deleted(vectors, deletion_file, meta.row_count)) \
-        if deletion_file is not None else 0
-    report.scan.rows_selected_by_index += len(selected)
-    report.scan.rows_removed_by_deletion_vectors += removed
-    return len(selected) - removed, None
-
-
-def count_by_reading(meta: Any, deletion_file: Any, bound: Predicate, schema: Mapping[str, DataType],
-                     report: AggregateReport, use_index: bool = True,
-                     candidates: FileIndexResult | None = None, *, io: TableIO) -> int:
-    """The file's exact count: the index's candidates (all rows without an index; ``candidates``
-    when the caller has them already) minus the deletion vector, then the predicate applied to its
-    columns of those rows."""
+def count_by_reading(io: TableIO, f: FilePlan, bound: Predicate, schema: Mapping[str, DataType],
+                     report: AggregateReport, use_index: bool = True) -> int:
+    """The file's exact count: its candidate live rows (resolved here when ``f`` comes unresolved,
+    as a task gets it), the predicate applied to its columns of those rows."""
     report.files_read += 1
-    with _vectors(io, [deletion_file], report.scan) as vectors:
-        if candidates is None:
-            source = container_source(meta) if use_index else None
-            candidates = _evaluate(io, meta, source, bound, schema, report.scan, None, deletion_file, vectors)
-        elif candidates.remain and deletion_file is not None:
-            candidates = _subtract_deleted(candidates, deletion_file, meta.row_count, report.scan, vectors)
-    if not candidates.remain:
-        return 0
-    return len(_matching(io, meta, candidates, bound, schema, report.scan, []))
-
-
-def _matching(io: TableIO, meta: Any, candidates: FileIndexResult, bound: Predicate,
-              schema: Mapping[str, DataType], report: ScanReport, extra: list[str]) -> pa.Table:
-    """The rows of ``candidates`` that satisfy ``bound``: its columns plus ``extra`` ones."""
-    positions = None
-    if isinstance(candidates, Rows):
-        positions = np.frombuffer(candidates.bitmap.to_array(), dtype=np.uint32).astype(np.int64)
-        report.rows_selected_by_index += len(positions)
-    wanted = list(dict.fromkeys([*extra, *columns_of(bound)]))
-    if not wanted:  # TRUE with deleted rows: no column needed, only the positions
-        assert positions is not None
-        return pa.table({"position": pa.array(positions)})
-    rows = _read_file(io, meta, positions, report, mapping_of(schema, meta), wanted)
-    report.rows_read += rows.num_rows
-    kept = rows if bound is ALWAYS_TRUE else rows.filter(to_arrow_expression(bound, schema))
-    report.rows_returned += kept.num_rows
-    return kept
+    if not f.resolved:
+        planned = resolve(io, f, bound, schema, report.scan, use_index=use_index, exact_answers=True)
+        if planned is None:
+            return 0
+        f = planned
+        if f.exact:
+            return f.live_rows if f.selected is None else len(f.selected)
+    return read_rows(io, f, bound, schema, report.scan, columns=[]).num_rows
 
 
 def count_rows(table: Any, where: Predicate | str | None = None, *, use_index: bool = True
                ) -> tuple[int, AggregateReport]:
     """``SELECT count(*) FROM table WHERE where`` on the latest snapshot of ``table`` (pypaimon)."""
-    bound, schema, use_index = plan_aggregate(table, where, use_index)
-    io = TableIO.of(table)
     report = AggregateReport()
-    total, remaining = index_counts(table, bound, schema, use_index, report, io)
-    for meta, deletion_file, candidates in remaining:
-        total += count_by_reading(meta, deletion_file, bound, schema, report, use_index, candidates, io=io)
+    with missing_files_named("count"):
+        plan = plan_aggregate(table, where, use_index)
+        total, remaining = index_counts(plan, report)
+        io = TableIO.of(plan.table) if plan.table is not None else TableIO.of(table)
+        for f in remaining:
+            total += count_by_reading(io, f, plan.predicate, plan.schema, report)
     return total, report
 
 
@@ -367,59 +234,46 @@ def _natural(key: Any, dtype: DataType) -> Any:
     return None  # TIMESTAMP (time zones), CHAR (padding): read the rows instead
 
 
-def _file_min_max(io: TableIO, meta: Any, deletion_file: Any, column: str, bound: Predicate,
-                  schema: Mapping[str, DataType], report: AggregateReport,
-                  use_index: bool) -> tuple[Any, Any]:
-    if use_index and _identity(schema, meta):
-        with index_container(io, meta.file_path, container_source(meta), report.scan) as (container, readers):
+def _file_min_max(io: TableIO, f: FilePlan, column: str, plan: ReadPlan, use_index: bool,
+                  report: AggregateReport) -> tuple[Any, Any]:
+    if use_index and _identity(plan.schema, f):
+        with index_container(io, f.path, f.index, report.scan) as (container, readers):
             evaluator = None if container is None \
-                else FileIndexEvaluator(container, schema, exact_answers=True, readers=readers)
+                else FileIndexEvaluator(container, plan.schema, exact_answers=True, readers=readers)
             ranged = range_bitmap_reader(container, evaluator, column)
-            if ranged is not None and evaluator is not None:
-                answer = _min_max_from_index(io, meta, deletion_file, ranged, evaluator, column, bound,
-                                             schema, report)
+            if ranged is not None:
+                answer = _min_max_from_index(io, f, ranged, column, plan, report)
                 if answer is not None:
                     return answer
     report.files_read += 1
-    source = container_source(meta) if use_index else None
-    with _vectors(io, [deletion_file], report.scan) as vectors:
-        candidates = _evaluate(io, meta, source, bound, schema, report.scan, None, deletion_file, vectors)
-    if not candidates.remain:
-        return None, None
-    rows = _matching(io, meta, candidates, bound, schema, report.scan, [column])
+    rows = read_rows(io, f, plan.predicate, plan.schema, report.scan, columns=[column])
     return spark_min_max(rows.column(column))
 
 
-def _min_max_from_index(io: TableIO, meta: Any, deletion_file: Any, ranged: RangeBitmapReader,
-                        evaluator: FileIndexEvaluator, column: str, bound: Predicate,
-                        schema: Mapping[str, DataType], report: AggregateReport) -> tuple[Any, Any] | None:
+def _min_max_from_index(io: TableIO, f: FilePlan, ranged: RangeBitmapReader, column: str, plan: ReadPlan,
+                        report: AggregateReport) -> tuple[Any, Any] | None:
     """The file's (min, max) through its range bitmap; None when the index path cannot answer."""
-    dtype = schema[column]
+    dtype = plan.schema[column]
     span = ranged.value_range()
     if span is None:  # every row NULL: nothing to take, whatever the predicate
         report.files_answered_by_index += 1
         return None, None
-    if bound is ALWAYS_TRUE and deletion_file is None:
+    bound = plan.predicate
+    if bound is ALWAYS_TRUE and f.deleted is None:
         low, high = _natural(span[0], dtype), _natural(span[1], dtype)
         if low is not None and high is not None:
             report.files_answered_by_index += 1
             return low, high
-    selection = REMAIN if bound is ALWAYS_TRUE else evaluator.evaluate(bound)
-    exact = bound is ALWAYS_TRUE or selection.exact
-    if selection.remain and deletion_file is not None:
-        with _vectors(io, [deletion_file], report.scan) as vectors:
-            selection = _subtract_deleted(selection, deletion_file, meta.row_count, report.scan, vectors)
-    if not selection.remain:
+    live = f.live_positions()
+    candidates = None if live is None else BitMap(live.astype(np.uint32))
+    found: BitMap | None
+    if f.exact:
         report.files_answered_by_index += 1
-        return None, None
-    if not exact:  # the predicate's columns decide which candidates match
+        found = candidates
+    else:  # the predicate's columns decide which candidates match
         report.files_read += 1
-        exact_filter = to_arrow_expression(bound, schema)
-        found: BitMap | None = _exact_selection(io, meta, selection, bound, exact_filter, report.scan,
-                                                mapping_of(schema, meta)).bitmap
-    else:
-        report.files_answered_by_index += 1
-        found = selection.bitmap if isinstance(selection, Rows) else None
+        selection = Rows(candidates) if candidates is not None else Rows(BitMap(range(f.row_count)))
+        found = exact_selection(io, f, selection, bound, plan.schema, report.scan).bitmap
     if found is not None and not found:
         return None, None
     # The file's smallest (largest) value is the answer when a selected row holds it: no data read.
@@ -435,8 +289,8 @@ def _min_max_from_index(io: TableIO, meta: Any, deletion_file: Any, ranged: Rang
     if high is None:
         rows |= ranged.top_n(1, ascending=False, nulls_first=False, found=found, strict=True)
     positions = np.frombuffer(rows.to_array(), dtype=np.uint32).astype(np.int64)
-    values = _read_file(io, meta, positions, report.scan, mapping_of(schema, meta), [column]).column(column)
-    report.scan.rows_read += len(values)
+    exact_file = dataclasses.replace(f, selected=positions, deleted=None)
+    values = read_rows(io, exact_file, ALWAYS_TRUE, plan.schema, report.scan, columns=[column]).column(column)
     read_low, read_high = spark_min_max(values)
     return (read_low if low is None else low), (read_high if high is None else high)
 
@@ -449,14 +303,19 @@ def _holds(rows: BitMap, found: BitMap | None) -> bool:
 def min_max(table: Any, column: str, where: Predicate | str | None = None, *, use_index: bool = True
             ) -> tuple[tuple[Any, Any], AggregateReport]:
     """``SELECT min(column), max(column) FROM table WHERE where`` with Spark's meaning."""
-    bound, schema, use_index = plan_aggregate(table, where, use_index)
-    if column not in schema:
-        raise InvalidOptionError(f"min/max: unknown or non-scalar column {column!r} "
-                                 f"(columns: {', '.join(schema)})")
     report = AggregateReport()
-    io = TableIO.of(table)
-    answer: tuple[Any, Any] = (None, None)
-    for meta, deletion_file in file_pairs(table, bound, schema, use_index, report):
-        answer = _combine(answer, _file_min_max(io, meta, deletion_file, column, bound, schema, report,
-                                                use_index))
+    with missing_files_named(f"min/max of {column}"):
+        plan = plan_aggregate(table, where, use_index)
+        if column not in plan.schema:
+            raise InvalidOptionError(f"min/max: unknown or non-scalar column {column!r} "
+                                     f"(columns: {', '.join(plan.schema)})")
+        report.scan.merge(plan.report)
+        report.files_planned += plan.report.files_planned
+        report.files_answered_by_index += plan.report.files_planned - len(plan.files)
+        answer: tuple[Any, Any] = (None, None)
+        if plan.table is None:
+            return answer, report
+        io = TableIO.of(plan.table)
+        for f in plan.files:
+            answer = _combine(answer, _file_min_max(io, f, column, plan, use_index, report))
     return answer, report

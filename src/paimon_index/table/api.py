@@ -51,9 +51,9 @@ from paimon_index.fileindex.base import SortOrder, TopN
 from paimon_index.predicate import ALWAYS_TRUE, Predicate
 from paimon_index.table import catalog as _catalog
 from paimon_index.table.aggregate import AggregateReport
+from paimon_index.table.files import ScanReport
 from paimon_index.table.paimon import delta_file_counts, latest_snapshot, pinned_table, snapshot_exists
 from paimon_index.table.pk.upsert import LATEST as UPSERT_LATEST
-from paimon_index.table.read import ScanReport
 
 __all__ = ["CommitResult", "MaintenanceResult", "Table", "create_table", "open_table"]
 

@@ -37,7 +37,11 @@ from paimon_index.table.paimon import (
     latest_snapshot as _latest,
 )
 
-__all__ = ["BucketFiles", "BucketKey", "SnapshotPlan", "plan_snapshot"]
+__all__ = ["DV_BITMAP64", "DV_ENABLED", "BucketFiles", "BucketKey", "SnapshotPlan", "plan_snapshot"]
+
+#: Table options of deletion vectors (Paimon's names): on, and 64-bit vectors.
+DV_ENABLED = "deletion-vectors.enabled"
+DV_BITMAP64 = "deletion-vectors.bitmap64"
 
 #: (partition values, bucket)
 BucketKey = tuple[tuple[Any, ...], int]

@@ -42,24 +42,28 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_index.deletionvectors.maintainer import BucketDvMaintainer
-from paimon_index.errors import ConcurrentChangeError, DataError, InvalidOptionError, PaimonIndexError
+from paimon_index.errors import (
+    ConcurrentChangeError,
+    DataError,
+    InvalidOptionError,
+    PaimonIndexError,
+    UnsupportedTableError,
+)
 from paimon_index.fileindex.options import parse_bool
 from paimon_index.predicate import Predicate
-from paimon_index.sql import bind_predicate
 from paimon_index.table.fileio import FileIOSource, TableIO
-from paimon_index.table.paimon import CommitMessage, PaimonTable, pinned_table, table_name
-from paimon_index.table.plan import plan_snapshot
-from paimon_index.table.read import (
+from paimon_index.table.files import (
     BUCKET_COLUMN,
     FILE_PATH_COLUMN,
     METADATA_COLUMNS,
     PARTITION_COLUMN,
     ROW_INDEX_COLUMN,
-    UnsupportedTableError,
     partition_text,
-    read_split,
+    read_rows,
 )
-from paimon_index.table.stats import plan_splits
+from paimon_index.table.paimon import CommitMessage, PaimonTable, pinned_table, table_name
+from paimon_index.table.plan import DV_BITMAP64, DV_ENABLED, plan_snapshot
+from paimon_index.table.scan import plan_read
 from paimon_index.table.transaction import Transaction
 from paimon_index.table.write import table_options, table_schema, write_files
 
@@ -78,8 +82,6 @@ __all__ = [
     "write_rows",
 ]
 
-DV_ENABLED = "deletion-vectors.enabled"
-DV_BITMAP64 = "deletion-vectors.bitmap64"
 SNAPSHOT_ID = "scan.snapshot-id"
 
 
@@ -207,13 +209,15 @@ def commit_row_change(table: PaimonTable, plan: RowChangePlan, messages: Iterabl
 
 
 def _matching_rows(table: PaimonTable, plan: RowChangePlan, where: Predicate | str) -> pa.Table:
-    schema = table_schema(table)
-    bound = bind_predicate(where, schema) if isinstance(where, str) else where
-    pinned = pinned_table(table, plan.snapshot_id)
-    # Value statistics skip the files that cannot hold a matching row before any index is read.
-    batches = [b for split in plan_splits(pinned, bound, schema)
-               for b in read_split(split, bound, schema, io=TableIO.of(pinned), row_ids=plan.partition_keys)]
-    return pa.Table.from_batches(batches) if batches else pa.table({c: [] for c in METADATA_COLUMNS})
+    """The matching live rows of the planned snapshot, with their file, position, partition and
+    bucket (the one read plan: statistics, indexes and vectors, then the exact filter)."""
+    scan = plan_read(pinned_table(table, plan.snapshot_id), where, strict=True)
+    io = TableIO.of(scan.table) if scan.table is not None else TableIO.of(table)
+    parts = [read_rows(io, f, scan.predicate, scan.schema, scan.report, row_ids=plan.partition_keys)
+             for f in scan.files]
+    parts = [p for p in parts if p.num_rows]
+    return pa.concat_tables(parts, promote_options="default") if parts \
+        else pa.table({c: [] for c in METADATA_COLUMNS})
 
 
 def _mark_all(plan: RowChangePlan, matched: pa.Table, txn: Transaction) -> None:

@@ -39,6 +39,7 @@ when the predicate is TRUE; deletion vectors are read by their manifest ranges o
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -47,57 +48,31 @@ from typing import Any
 import numpy as np
 from pyroaring import BitMap
 
-from paimon_index.errors import CorruptFileError, PaimonIndexError
+from paimon_index.errors import PaimonIndexError, UnsupportedTableError
 from paimon_index.fileindex.base import TopN
 from paimon_index.fileindex.evaluate import FileIndexEvaluator
 from paimon_index.fileindex.options import FileIndexOptions
-from paimon_index.fileindex.result import Rows
 from paimon_index.predicate import ALWAYS_TRUE, And, Leaf, Or, Predicate, and_, or_
 from paimon_index.sql import bind_predicate, split_top_level, unwrap_parentheses
 from paimon_index.table.fileio import TableIO
-from paimon_index.table.paimon import pinned_table, read_snapshot
-from paimon_index.table.read import (
+from paimon_index.table.files import (
+    FilePlan,
     ScanReport,
     SplitVectors,
-    UnsupportedTableError,
-    _evaluate,
-    container_source,
+    file_plan,
+    index_answer,
     index_container,
+    missing_files_named,
     range_bitmap_reader,
+    resolve,
 )
-from paimon_index.table.schemas import ReadSchema, read_schema
+from paimon_index.table.paimon import pinned_table, read_snapshot
+from paimon_index.table.schemas import ReadSchema, mapping_of, read_schema
 from paimon_index.table.stats import plan_splits
 from paimon_index.table.write import table_options
 from paimon_index.types import TypeRoot
 
 __all__ = ["FilePlan", "ReadPlan", "conservative_predicate", "plan_read", "topn_bound", "topn_prune"]
-
-
-@dataclass(frozen=True)
-class FilePlan:
-    """One data file a read must open (see the module docstring)."""
-
-    path: str
-    name: str
-    partition: tuple[Any, ...]
-    bucket: int
-    schema_id: int
-    row_count: int
-    #: bytes of the data file, as the manifest records it
-    file_size: int
-    #: Rows the indexes kept, minus the deleted ones (None: every live row may match).
-    selected: np.ndarray | None = None
-    #: The file's deletion vector (None: no vector; never an empty array).
-    deleted: np.ndarray | None = None
-    #: False when no row the indexes kept is deleted: a reader applying the query's own filter
-    #: never meets a deleted row of this file, so it may skip the vector.
-    deletion_needed: bool = True
-    #: The file's index container (embedded bytes or the ``.index`` path; None: no index).
-    index: bytes | str | None = field(default=None, repr=False)
-
-    @property
-    def live_rows(self) -> int:
-        return self.row_count - (0 if self.deleted is None else len(self.deleted))
 
 
 @dataclass(frozen=True)
@@ -177,24 +152,9 @@ def _ltz_opaque(dtype: Any) -> bool:
 
 
 # -- planning ------------------------------------------------------------------------------------------
-def _positions(bitmap: BitMap) -> np.ndarray:
-    return np.frombuffer(bitmap.to_array(), dtype=np.uint32).astype(np.int64)
-
-
-def _deleted_positions(vectors: SplitVectors, deletion_file: Any, row_count: int) -> np.ndarray | None:
-    """The file's deletion vector as sorted positions (None when it deletes nothing)."""
-    vector = vectors.read(deletion_file)
-    positions = np.asarray(vector.positions(), dtype=np.int64)
-    if len(positions) and int(positions[-1]) >= row_count:
-        raise CorruptFileError(f"deletion vector holds row {int(positions[-1])} of a {row_count}-row file",
-                               path=deletion_file.dv_index_path, offset=deletion_file.offset,
-                               field="deletion vector")
-    return positions if len(positions) else None
-
-
 def plan_read(table: Any, where: str | Predicate | None = None, *, snapshot_id: int | None = None,
-              use_index: bool = True, topn: TopN | None = None, session_time_zone: str | None = None
-              ) -> ReadPlan:
+              use_index: bool = True, topn: TopN | None = None, session_time_zone: str | None = None,
+              strict: bool = False, defer: bool = False, exact_answers: bool = False) -> ReadPlan:
     """Plan a read of ``table`` (pypaimon table) on one pinned snapshot (default: the latest).
 
     The plan's schema is the table's current one, or with ``snapshot_id`` that snapshot's (time
@@ -208,8 +168,16 @@ def plan_read(table: Any, where: str | Predicate | None = None, *, snapshot_id: 
     literal against a TIMESTAMP_LTZ column as wall-clock time there, this parser as UTC, so outside
     UTC such leaves prune nothing (TRUE; the plan is then not exact).
 
+    ``strict``: WHERE text must parse whole (the Python API's rule; an error names what does not).
+    ``defer``: leave the files unresolved for the tasks that read them (a Spark source's plan): the
+    driver drops only the files an embedded index or their schema version rules out, and reads no
+    ``.index`` file and no vector. ``exact_answers``: also make the index answers exact that need
+    one more bitmap (a count's; :class:`~paimon_index.table.files.FilePlan` ``exact``).
+
     Raises:
         UnsupportedTableError: a primary-key table whose level-0 files need a merge.
+        InvalidPredicateError: (``strict``) WHERE text that does not parse or fit the schema.
+        TableError: a file the snapshot lists is missing.
         PaimonIndexError: ``snapshot_id`` does not exist; a corrupt index or deletion vector.
     """
     started = time.perf_counter()
@@ -217,7 +185,9 @@ def plan_read(table: Any, where: str | Predicate | None = None, *, snapshot_id: 
         # Time travel reads under the snapshot's schema (pypaimon resolves it when pinning), as Java does.
         table = pinned_table(table, snapshot_id)
     schema = read_schema(table)
-    if isinstance(where, str) or where is None:
+    if isinstance(where, str) and strict:
+        bound, exact = bind_predicate(where, schema), True
+    elif isinstance(where, str) or where is None:
         bound, exact = conservative_predicate(where, schema)
         if session_time_zone is not None and session_time_zone.strip().upper() not in _UTC_ZONES:
             wide = _true_where(bound, _ltz_opaque, schema)
@@ -226,13 +196,19 @@ def plan_read(table: Any, where: str | Predicate | None = None, *, snapshot_id: 
         bound, exact = where, True
     use_index = use_index and FileIndexOptions.from_table_options(table_options(table)).read_enabled
     primary_key = bool(table.is_primary_key_table)
+    if primary_key:
+        from paimon_index.table.pk.plan import dv_mode
+
+        if not dv_mode(table):
+            raise UnsupportedTableError("primary-key tables without deletion vectors need a merge by key: "
+                                        "read them with Table.read")
     report = ScanReport()
     snapshot = read_snapshot(table)  # the pinned one (time travel), else the latest; read once
     if snapshot is None:
         return ReadPlan(None, schema, bound, exact, (), report, primary_key, time.perf_counter() - started)
     pinned = table if snapshot_id is not None else pinned_table(table, snapshot.id)
     if primary_key:
-        from paimon_index.table.pk.read import check_merge_free
+        from paimon_index.table.pk.plan import check_merge_free
 
         if not check_merge_free(pinned):
             raise UnsupportedTableError("this primary-key table has level-0 files that need a merge "
@@ -242,59 +218,41 @@ def plan_read(table: Any, where: str | Predicate | None = None, *, snapshot_id: 
     topn = topn if use_index and exact else None
     files: list[FilePlan] = []
     io = TableIO.of(pinned)
-    for split in plan_splits(pinned, prune, schema, report):
-        deletions = split.data_deletion_files or [None] * len(split.files)
-        partition = tuple(split.partition.values or ())
-        # Each DV index file of the split is read once, every vector the split needs in one request.
-        vectors = SplitVectors(io, deletions, report)
-        try:
-            for meta, deletion_file in zip(split.files, deletions, strict=True):
-                plan = _plan_file(io, vectors, meta, deletion_file, partition, int(split.bucket), prune,
-                                  schema, report, topn)
-                if plan is not None:
-                    files.append(plan)
-        finally:
-            vectors.close()
+    with missing_files_named(f"planning a read of snapshot {snapshot.id}"):
+        for split in plan_splits(pinned, prune, schema, report):
+            deletions = split.data_deletion_files or [None] * len(split.files)
+            partition = tuple(split.partition.values or ())
+            unresolved = [file_plan(meta, deletion, partition, int(split.bucket))
+                          for meta, deletion in zip(split.files, deletions, strict=True)]
+            if defer:
+                files.extend(f for f in unresolved if _may_match_on_driver(f, prune, schema, report))
+                continue
+            # Each DV index file of the split is read once, every vector the split needs in one request.
+            with SplitVectors(io, deletions, report) as vectors:
+                for f in unresolved:
+                    planned = resolve(io, f, bound, schema, report, vectors=vectors, topn=topn,
+                                      use_index=use_index, exact_answers=exact_answers)
+                    if planned is not None:
+                        files.append(planned)
     return ReadPlan(int(snapshot.id), schema, bound, exact, tuple(files), report, primary_key,
                     time.perf_counter() - started, pinned)
 
 
-def _plan_file(io: TableIO, vectors: SplitVectors, meta: Any, deletion_file: Any, partition: tuple[Any, ...],
-               bucket: int, bound: Predicate, schema: ReadSchema, report: ScanReport,
-               topn: TopN | None) -> FilePlan | None:
+def _may_match_on_driver(f: FilePlan, bound: Predicate, schema: ReadSchema, report: ScanReport) -> bool:
+    """Whether ``f`` stays in a deferred plan: only what the driver has in hand is asked (an embedded
+    index, the file's schema version); a ``.index`` file and the vector are left to the task."""
+    mapping = mapping_of(schema, f)
+    embedded = isinstance(f.index, bytes)
+    if bound is ALWAYS_TRUE or (not embedded and (mapping is None or mapping.identity)):
+        return True
+    quick = dataclasses.replace(f, index=f.index if embedded else None)
+    if index_answer(None, quick, bound, schema, ScanReport(), None, None, False).remain:
+        return True
     report.files_planned += 1
-    report.rows_planned += meta.row_count
-    row_count = int(meta.row_count)
-    deleted = None if deletion_file is None else _deleted_positions(vectors, deletion_file, row_count)
-    selected: np.ndarray | None = None
-    deletion_needed = deleted is not None
-    if bound is not ALWAYS_TRUE or topn is not None:
-        source = container_source(meta)
-        # TopN candidates are taken among live rows, so the vector goes in; otherwise the vector
-        # (already read above) is subtracted here, once.
-        result = _evaluate(io, meta, source, bound, schema, report, topn,
-                           deletion_file if topn is not None else None, vectors)
-        if not result.remain:
-            report.files_skipped_by_index += 1
-            return None
-        if isinstance(result, Rows):
-            bitmap = result.bitmap
-            report.rows_selected_by_index += len(bitmap)
-            if deleted is not None and topn is None:
-                before = len(bitmap)
-                bitmap = bitmap - BitMap(deleted.astype(np.uint32))
-                report.rows_removed_by_deletion_vectors += before - len(bitmap)
-                # Every row the query can match is a kept row: none of them is deleted.
-                deletion_needed = before != len(bitmap)
-            if not bitmap:
-                report.files_skipped_by_index += 1
-                return None
-            selected = _positions(bitmap)
-    if deleted is not None and selected is None and len(deleted) >= row_count:
-        report.files_skipped_by_index += 1  # every row deleted
-        return None
-    return FilePlan(meta.file_path, meta.file_name, partition, bucket, int(meta.schema_id), row_count,
-                    int(meta.file_size), selected, deleted, deletion_needed, container_source(meta))
+    report.rows_planned += f.row_count
+    report.files_skipped_by_index += 1
+    report.files_skipped_on_driver += 1
+    return False
 
 
 # -- TopN bound ----------------------------------------------------------------------------------------

@@ -24,8 +24,8 @@ from typing import Any
 import pyarrow as pa
 
 from paimon_index.table.fileio import TableIO
+from paimon_index.table.files import container_source, open_container, partition_text
 from paimon_index.table.paimon import PaimonTable
-from paimon_index.table.read import container_source, open_container, partition_text
 
 __all__ = ["FILE_INDEXES_SCHEMA", "file_indexes"]
 

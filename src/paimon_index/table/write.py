@@ -54,6 +54,7 @@ from paimon_index.fileindex.builder import build_file_index
 from paimon_index.fileindex.options import FileIndexOptions
 from paimon_index.table.catalog import dictionary_page_bytes, row_group_bytes
 from paimon_index.table.fileio import TableIO
+from paimon_index.table.files import INDEX_FILE_SUFFIX
 from paimon_index.table.paimon import PaimonTable
 from paimon_index.table.schemas import ReadSchema, read_schema
 from paimon_index.table.stats import attach_value_stats
@@ -63,8 +64,6 @@ __all__ = ["INDEX_FILE_SUFFIX", "attach_file_indexes", "conform", "file_containe
            "rows_per_row_group", "store_container", "table_options", "table_schema", "write_arrow",
            "write_files", "write_with"]
 
-#: Paimon names a data file's index file ``<data-file>.index``.
-INDEX_FILE_SUFFIX = ".index"
 #: Fewest rows in a row group, whatever the block size: every row group costs a footer entry and
 #: column chunk headers per column, and a reader's seek per column.
 MIN_ROW_GROUP_ROWS = 4096

@@ -30,7 +30,7 @@ from paimon_index.table.pk.plan import (
     max_level,
     plan_snapshot,
 )
-from paimon_index.table.row_level import DV_ENABLED
+from paimon_index.table.plan import DV_ENABLED
 
 __all__ = ["compact", "set_deletion_vectors"]
 

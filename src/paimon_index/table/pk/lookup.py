@@ -26,8 +26,8 @@ from paimon_index.deletionvectors.maintainer import BucketDvMaintainer
 from paimon_index.fileindex.evaluate import FileIndexEvaluator
 from paimon_index.predicate import Leaf, Op, bind
 from paimon_index.table.fileio import TableIO
+from paimon_index.table.files import container_source, open_container
 from paimon_index.table.pk.plan import KEY_PREFIX, POSITION, Bucket, live_rows, trimmed_keys
-from paimon_index.table.read import container_source, open_container
 from paimon_index.table.write import conform
 
 __all__ = ["file_keys", "key_range", "key_tuple", "keys_of_partition", "last_per_key", "mark_keys",

@@ -30,16 +30,35 @@ import numpy as np
 import pyarrow as pa
 
 from paimon_index.deletionvectors.maintainer import BucketDvMaintainer
-from paimon_index.errors import ConcurrentChangeError, DataError, InvalidOptionError, PaimonIndexError
+from paimon_index.errors import (
+    ConcurrentChangeError,
+    DataError,
+    InvalidOptionError,
+    PaimonIndexError,
+    UnsupportedTableError,
+)
 from paimon_index.fileindex.options import parse_bool, parse_int
 from paimon_index.table.fileio import FileIOSource, TableIO
-from paimon_index.table.read import UnsupportedTableError
-from paimon_index.table.row_level import DV_BITMAP64, DV_ENABLED
+from paimon_index.table.plan import DV_BITMAP64, DV_ENABLED
 from paimon_index.table.write import table_options
 
-__all__ = ["DEFAULT_COMPACTION_THRESHOLD", "ROW_KIND_COLUMN", "Bucket", "BucketKey", "NullKeyError", "Plan",
-           "PrimaryKeyTableError", "check_keys", "check_table", "dv_mode", "live_rows", "maintainer",
-           "plan_snapshot"]
+__all__ = [
+    "DEFAULT_COMPACTION_THRESHOLD",
+    "ROW_KIND_COLUMN",
+    "Bucket",
+    "BucketKey",
+    "NullKeyError",
+    "Plan",
+    "PrimaryKeyTableError",
+    "check_keys",
+    "check_merge_free",
+    "check_table",
+    "dv_mode",
+    "live_rows",
+    "maintainer",
+    "merge_free",
+    "plan_snapshot",
+]
 
 #: Optional column of an upsert batch: Paimon's row kinds as short strings.
 ROW_KIND_COLUMN = "_ROW_KIND"
@@ -178,6 +197,28 @@ def plan_snapshot(table: Any, snapshot: Any | None, *, vectors: bool = True) -> 
         plan.buckets[key] = Bucket(files.partition_row, files.bucket, list(files.files),
                                    list(files.dv_entries) if vectors else [])
     return plan
+
+
+def merge_free(table: Any, plan: Plan) -> bool:
+    options = check_table(table)
+    level0 = plan.level0()
+    if not level0:
+        return True
+    if parse_bool(options.get(MERGE_ON_READ, "false"), MERGE_ON_READ):
+        return False
+    raise PrimaryKeyTableError(f"the table has {len(level0)} level-0 files, which a merge-free read does "
+                               f"not see: write through upsert_arrow, run compact(), or set "
+                               f"'{MERGE_ON_READ}' = 'true'")
+
+
+def check_merge_free(table: Any) -> bool:
+    """True when a merge-free read sees everything; False when level-0 files need merge-on-read.
+
+    Raises PrimaryKeyTableError when level-0 files exist and merge-on-read is not enabled.
+    """
+    from paimon_index.table.paimon import read_snapshot
+
+    return merge_free(table, plan_snapshot(table, read_snapshot(table), vectors=False))
 
 
 def maintainer(plan: Plan, bucket: Bucket) -> BucketDvMaintainer:
