@@ -276,3 +276,31 @@ def test_aggregates_match_the_reference_hypothesis(seed: int, query_seed: int) -
 
 def test_generator_columns_cover_min_max() -> None:
     assert set(MIN_MAX_COLUMNS) <= {c.name for c in COLUMNS}
+
+
+@pytest.mark.parametrize("lost", ["index", "vector"])
+def test_a_missing_index_or_vector_file_is_a_table_error_naming_it(tmp_path: Path, lost: str) -> None:
+    """count() and min_max() raised a raw FileNotFoundError for a listed ``.index`` or DV index
+    file that is gone, where read() raised TableError for the same table."""
+    from paimon_index.errors import TableError
+
+    t = paimon_index.create_table(str(tmp_path), "db.t", pa.schema([("id", pa.int64()), ("s", pa.string())]),
+                                  options={"bucket": "-1", "deletion-vectors.enabled": "true",
+                                           "file-index.bitmap.columns": "s",
+                                           "file-index.range-bitmap.columns": "id",
+                                           "file-index.in-manifest-threshold": "16b"})
+    t.write(pa.table({"id": np.arange(100, dtype=np.int64), "s": [f"s{i % 3}" for i in range(100)]}))
+    t.delete("id < 10")
+    gone = list(tmp_path.rglob("*.parquet.index")) if lost == "index" \
+        else list((tmp_path / "db.db" / "t" / "index").glob("index-*"))  # the DV index files
+    assert gone
+    for p in gone:
+        p.unlink()
+    calls = {"count where": lambda: t.count("s = 's1'"), "min/max": lambda: t.min_max("id"),
+             "min/max where": lambda: t.min_max("id", "s = 's2'"), "read": lambda: t.read("s = 's1'")}
+    if lost == "vector":  # a count without WHERE needs the vectors, not the indexes
+        calls["count"] = lambda: t.count()
+    for name, call in calls.items():
+        with pytest.raises(TableError, match="missing") as caught:
+            call()
+        assert any(p.name in str(caught.value) for p in gone), (name, str(caught.value))

@@ -480,3 +480,26 @@ def test_primary_key_table_in_deletion_vectors_mode(tmp_path: Path) -> None:
     rows, _ = read_primary_key(open_table(warehouse, "db.pk"), "k = 120")
     assert rows["tag"].to_pylist() == ["r2-0"]
     assert rewrite_file_index(open_table(warehouse, "db.pk")) is None
+
+
+def test_a_rewrite_whose_planned_snapshot_expired_deletes_the_index_files_it_wrote(warehouse: str) -> None:
+    """ConcurrentChangeError promises the written files are deleted; a rewrite refused because its
+    planned snapshot expired left its new ``.index`` files behind (the transaction was made before
+    the files were staged)."""
+    from paimon_index.table.maintenance import expire_snapshots
+
+    alter_table_options(warehouse, NAME, set_options={"file-index.bloom-filter.columns": "id",
+                                                      "file-index.in-manifest-threshold": "64b"})
+    table = _table(warehouse)
+    tasks = plan_rewrite(table)
+    planned = {t.snapshot_id for t in tasks}
+    assert len(planned) == 1 and None not in planned
+    messages = [rewrite_file(table, t) for t in tasks]
+    written = [Path(m.new_files[0].file_path).with_name(e) for m in messages if m is not None
+               for e in m.new_files[0].extra_files or ()]
+    assert written and all(p.exists() for p in written)
+    write_arrow(table, _batch(10 * ROWS_PER_WRITE, np.random.default_rng(1)))  # a newer snapshot
+    expire_snapshots(_table(warehouse), retain_last=1)  # the planned one is gone
+    with pytest.raises(ConcurrentChangeError, match="no longer exists"):
+        commit_rewrite(_table(warehouse), messages, snapshot_id=planned.pop())
+    assert not [p for p in written if p.exists()]

@@ -501,10 +501,12 @@ def commit_rewrite(table: PaimonTable, messages: Iterable[Any | None], *, snapsh
             planned file); nothing was committed and the new index files were deleted.
     """
     collected = [m for m in messages if m is not None]
+    # The new index files exist already: a planned snapshot that expired meanwhile deletes them too.
     txn = (Transaction.begin(table, operation="rewrite_file_index") if snapshot_id is None
-           else Transaction.on(table, snapshot_id, operation="rewrite_file_index"))
+           else Transaction.on(table, snapshot_id, operation="rewrite_file_index", staged=collected))
     with txn:
-        txn.stage(collected)
+        if snapshot_id is None:
+            txn.stage(collected)
         seen: set[tuple[tuple[Any, ...], int, str]] = set()
         for message in collected:
             for meta in message.deleted_files:

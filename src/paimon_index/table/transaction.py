@@ -111,22 +111,29 @@ class Transaction:
 
     @classmethod
     def on(cls, table: PaimonTable, snapshot_id: int | None, *, exact: bool = True, overwrite: bool = False,
-           partition: Mapping[str, Any] | None = None, operation: str = "commit") -> Transaction:
-        """A transaction planned on snapshot ``snapshot_id`` (None: the table was empty).
+           partition: Mapping[str, Any] | None = None, operation: str = "commit",
+           staged: Iterable[Any | None] = (), tracked: Iterable[str] = ()) -> Transaction:
+        """A transaction planned on snapshot ``snapshot_id`` (None: the table was empty), with the
+        commit messages ``staged`` and the files ``tracked`` that were written for it already (work
+        planned before this transaction: executors, a rewrite).
 
         Raises:
             ConcurrentChangeError: that snapshot no longer exists (expired), so nothing planned
-                on it can commit exactly.
+                on it can commit exactly; the files of ``staged`` and ``tracked`` were deleted.
         """
         snapshot = None
         if snapshot_id is not None:
             snapshot = snapshot_by_id(table, snapshot_id)
-            if snapshot is None:
-                raise ConcurrentChangeError(f"{operation} on table {table_name(table)} was "
-                                            f"planned on snapshot {snapshot_id}, which no longer exists; "
-                                            "run it again")
-        return cls(table, snapshot, exact=exact, overwrite=overwrite, partition=partition,
-                   operation=operation)
+        txn = cls(table, snapshot, exact=exact, overwrite=overwrite, partition=partition, operation=operation)
+        txn.stage(staged)
+        txn.track(*tracked)
+        if snapshot_id is not None and snapshot is None:
+            txn.abort()
+            raise ConcurrentChangeError(f"{operation} on table {table_name(table)} was "
+                                        f"planned on snapshot {snapshot_id}, which no longer exists; "
+                                        "nothing was applied and the files written were deleted — run it "
+                                        "again")
+        return txn
 
     # state ---------------------------------------------------------------------------------------
 

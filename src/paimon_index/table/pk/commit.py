@@ -28,10 +28,12 @@ def begin(table: Any, operation: str) -> Transaction:
     return Transaction.begin(table, operation=operation)
 
 
-def on_snapshot(table: Any, snapshot_id: int | None, operation: str) -> Transaction:
-    """A transaction pinned on ``snapshot_id`` (the one prepared work was planned on); raises
-    ConcurrentChangeError when that snapshot is gone."""
-    return Transaction.on(table, snapshot_id, operation=operation)
+def on_snapshot(table: Any, snapshot_id: int | None, operation: str, written: Iterable[str] = ()
+                ) -> Transaction:
+    """A transaction pinned on ``snapshot_id`` (the one prepared work was planned on), tracking the
+    files ``written`` for it; raises ConcurrentChangeError when that snapshot is gone (those files
+    deleted)."""
+    return Transaction.on(table, snapshot_id, operation=operation, tracked=written)
 
 
 def delete_discarded(table: Any, index_dir: str, discarded: Iterable[Any]) -> None:

@@ -262,13 +262,7 @@ def commit_prepared(table: Any, prepared: list[PreparedUpsert]) -> int | None:
         abandon(table, written, _UPSERT)
         raise ConcurrentChangeError(f"tasks planned on different snapshots {sorted(map(str, planned))}; "
                                     "nothing was applied, run it again")
-    try:
-        txn = on_snapshot(table, planned.pop() if planned else None, _UPSERT)
-    except ConcurrentChangeError:
-        abandon(table, written, _UPSERT)
-        raise
-    with txn:
-        txn.track(*written)
+    with on_snapshot(table, planned.pop() if planned else None, _UPSERT, written) as txn:
         for p in prepared:
             txn.stage(p.messages)
         snapshot_id = txn.commit()
