@@ -479,11 +479,11 @@ def _no_listing_job(spark: SparkSession, files: int) -> Iterator[None]:
             conf.set(_LISTING_THRESHOLD, previous)
 
 
-def _order_columns(order_by: str) -> list[Any]:
+def _order_columns(orders: Sequence[SortOrder]) -> list[Any]:
     from pyspark.sql import functions as F
 
     columns = []
-    for o in parse_order_by(order_by):
+    for o in orders:
         c = F.col(_quoted(o.column))
         if o.ascending:
             columns.append(c.asc_nulls_first() if o.nulls_first else c.asc_nulls_last())
@@ -523,15 +523,15 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
     current = _spark_schema(paimon.table_schema.fields)
     selected = _check_columns(columns, current.names, table)
     if order_by is not None:
-        parse_order_by(order_by)  # a bad ORDER BY fails before any planning
+        orders = parse_order_by(order_by)  # parsed once; a bad ORDER BY fails before any planning
     # No TopN hint: per-file candidates never empty a file that holds a matching row (each file has
     # its own top k), so they would cost a Python read of the predicate's columns and prune nothing.
     # Spark reads the WHERE's TIMESTAMP literals in the session's time zone (see plan_read).
-    plan = plan_read(paimon, where, snapshot_id=snapshot_id, use_index=use_index,
-                     session_time_zone=spark.conf.get(_SESSION_TIME_ZONE))
+    # ``paimon`` is pinned already when time travelling: plan_read plans on its snapshot.
+    plan = plan_read(paimon, where, use_index=use_index, session_time_zone=spark.conf.get(_SESSION_TIME_ZONE))
     bound, first = None, None
     if order_by is not None and limit is not None:
-        first = parse_order_by(order_by)[0]
+        first = orders[0]
         bound, kept = topn_prune(plan, first.column, limit, ascending=first.ascending,
                                  nulls_first=first.nulls_first)
         if use_index and len(kept) < len(plan.files):  # files no row of the answer is in
@@ -564,7 +564,7 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
     if selected is not None:
         df = df.select(*[_quoted(c) for c in selected])
     if order_by is not None:
-        df = df.orderBy(*_order_columns(order_by))
+        df = df.orderBy(*_order_columns(orders))
         if limit is not None:
             df = df.limit(limit)
     return PlannedRead(df, plan, fallback, None if small is None else small[1])

@@ -514,11 +514,11 @@ def spark_sort_indices(rows: pa.Table, orders: Iterable[SortOrder]) -> pa.Array:
 def _merged_read(table: Any, predicate: Predicate | str) -> tuple[pa.Table, ScanReport]:
     """A primary-key table without deletion vectors: pypaimon merges by key, then the exact filter."""
     from paimon_index.arrow_filter import to_arrow_expression
-    from paimon_index.sql import bind_predicate
+    from paimon_index.table.scan import bind_where
     from paimon_index.table.write import table_schema
 
     schema = table_schema(table)
-    bound = bind_predicate(predicate, schema) if isinstance(predicate, str) else predicate
+    bound = bind_where(predicate, schema)
     builder = table.new_read_builder()
     merged = builder.new_read().to_arrow(builder.new_scan().plan().splits())
     report = ScanReport()

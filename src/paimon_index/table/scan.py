@@ -1,4 +1,4 @@
-"""The per-file plan of a read: which data files a query must read, and which rows of them are live.
+"""The one read plan: which data files a query must read, and which rows of them are live.
 
     plan = plan_read(table, "status = 'PAID' OR id = 7", snapshot_id=None, use_index=True)
     plan.snapshot_id                  # the one pinned snapshot everything below comes from
@@ -7,17 +7,15 @@
     plan.report                       # ScanReport: files skipped by stats / index / schema / DVs
     topn_bound(plan, "score", 10, ascending=False)   # ORDER BY score DESC LIMIT 10 keeps score >= it
 
-A :class:`FilePlan` names one data file of the snapshot (path, partition, bucket, schema id, row
-count) with two optional row sets, both sorted ``int64`` positions:
-
-* ``deleted``: the file's deletion vector (None: no vector) -- rows that must never be returned;
-* ``selected``: the rows the indexes kept, minus the deleted ones (None: the index kept every row,
-  or no index answered). A superset of the matching live rows, never the exact answer: the reader
-  still applies the query's own filter.
-
-``deletion_needed`` is False for a file whose vector deletes none of the rows the indexes kept: every
-row the query can match is a kept row, so a reader applying the query's own filter never returns
-a deleted row and may read the file without its vector (the planned read then needs no join).
+Every reader plans here, once per query: the Python read and primary-key reads
+(:mod:`paimon_index.table.read`), counts and min/max (:mod:`paimon_index.table.aggregate`, with
+``exact_answers``), row-level matching (:mod:`paimon_index.table.row_level`), the planned Spark read
+and its small read (:mod:`paimon_index.spark.planned`), and the ``paimon_index`` source, whose plan is
+``defer``-red: its files go to the tasks unresolved and the tasks resolve them where the data is.
+The WHERE is bound once (:func:`bind_where` for the Python API, :func:`conservative_predicate` for
+Spark SQL text), the snapshot pinned once, ``use_index`` decided once (with
+``file-index.read.enabled``). Each file is a :class:`~paimon_index.table.files.FilePlan` (plain
+values; see :mod:`paimon_index.table.files` for its row sets and how it is resolved and read).
 
 Files absent from ``plan.files`` hold no matching live row: their value statistics rule the
 predicate out (:func:`paimon_index.table.stats.plan_splits`), their index answers SKIP (embedded or
@@ -72,7 +70,8 @@ from paimon_index.table.stats import plan_splits
 from paimon_index.table.write import table_options
 from paimon_index.types import TypeRoot
 
-__all__ = ["FilePlan", "ReadPlan", "conservative_predicate", "plan_read", "topn_bound", "topn_prune"]
+__all__ = ["FilePlan", "ReadPlan", "bind_where", "conservative_predicate", "plan_read", "topn_bound",
+           "topn_prune"]
 
 
 @dataclass(frozen=True)
@@ -94,6 +93,19 @@ class ReadPlan:
     @property
     def rows_planned(self) -> int:
         return sum(f.row_count for f in self.files)
+
+
+# -- WHERE text -> a predicate ----------------------------------------------------------------------
+def bind_where(where: str | Predicate | None, schema: Mapping[str, Any]) -> Predicate:
+    """The Python API's WHERE (SQL-like text, bound strictly, or a predicate tree; None: TRUE) --
+    every reader's one binding (the read plan's, and the merge readers' of tables it refuses).
+
+    Raises:
+        InvalidPredicateError: text that does not parse or does not fit the schema.
+    """
+    if where is None:
+        return ALWAYS_TRUE
+    return bind_predicate(where, schema) if isinstance(where, str) else where
 
 
 # -- WHERE text -> a superset predicate --------------------------------------------------------------
@@ -185,15 +197,13 @@ def plan_read(table: Any, where: str | Predicate | None = None, *, snapshot_id: 
         # Time travel reads under the snapshot's schema (pypaimon resolves it when pinning), as Java does.
         table = pinned_table(table, snapshot_id)
     schema = read_schema(table)
-    if isinstance(where, str) and strict:
-        bound, exact = bind_predicate(where, schema), True
-    elif isinstance(where, str) or where is None:
+    if strict or not (isinstance(where, str) or where is None):
+        bound, exact = bind_where(where, schema), True
+    else:
         bound, exact = conservative_predicate(where, schema)
         if session_time_zone is not None and session_time_zone.strip().upper() not in _UTC_ZONES:
             wide = _true_where(bound, _ltz_opaque, schema)
             bound, exact = wide, exact and wide == bound
-    else:
-        bound, exact = where, True
     use_index = use_index and FileIndexOptions.from_table_options(table_options(table)).read_enabled
     primary_key = bool(table.is_primary_key_table)
     if primary_key:

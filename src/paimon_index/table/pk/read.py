@@ -19,7 +19,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_index.predicate import Predicate
-from paimon_index.sql import bind_predicate
 from paimon_index.table.paimon import read_snapshot
 from paimon_index.table.pk.lookup import last_per_key
 from paimon_index.table.pk.plan import (
@@ -37,7 +36,7 @@ from paimon_index.table.pk.plan import (
     user_columns,
 )
 from paimon_index.table.read import ScanReport, read_plan
-from paimon_index.table.scan import plan_read
+from paimon_index.table.scan import bind_where, plan_read
 from paimon_index.table.write import table_schema
 
 __all__ = ["check_merge_free", "read_primary_key"]
@@ -48,7 +47,7 @@ def read_primary_key(table: Any, predicate: Predicate | str) -> tuple[pa.Table, 
     snapshot = read_snapshot(table)
     if not merge_free(table, plan_snapshot(table, snapshot, vectors=False)):
         schema = table_schema(table)
-        bound = bind_predicate(predicate, schema) if isinstance(predicate, str) else predicate
+        bound = bind_where(predicate, schema)
         return _merge_read(table, plan_snapshot(table, snapshot), bound, schema, user_columns(table))
     if snapshot is None:
         return pa.schema(arrow_fields(table)).empty_table(), ScanReport()
