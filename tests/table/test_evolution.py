@@ -30,10 +30,11 @@ from pypaimon import CatalogFactory, Schema
 from pypaimon.schema.data_types import AtomicType
 from pypaimon.schema.schema_change import SchemaChange
 
+from paimon_index.errors import SchemaEvolutionError
 from paimon_index.fileindex.base import SortOrder, TopN
 from paimon_index.table.read import read_arrow
 from paimon_index.table.row_level import delete_arrow, update_arrow
-from paimon_index.table.schemas import ReadSchema, SchemaEvolutionError, read_schema
+from paimon_index.table.schemas import ReadSchema, read_schema
 from paimon_index.table.write import write_arrow
 
 ORACLE = Path(__file__).resolve().parents[2].parent / "shared" / "java-paimon" / "oracle.sh"

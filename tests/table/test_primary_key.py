@@ -17,10 +17,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from paimon_index.errors import PrimaryKeyTableError
 from paimon_index.table.catalog import create_table, open_table
-from paimon_index.table.expire import expire_snapshots, referenced_files
+from paimon_index.table.maintenance import expire_snapshots, referenced_files
 from paimon_index.table.pk import (
-    PrimaryKeyTableError,
     compact,
     read_primary_key,
     set_deletion_vectors,

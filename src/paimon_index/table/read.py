@@ -65,7 +65,7 @@ from pyroaring import BitMap
 from paimon_index.arrow_filter import to_arrow_expression
 from paimon_index.deletionvectors.index_file import prefetch_vectors, read_vector
 from paimon_index.deletionvectors.vector import DeletionVector
-from paimon_index.errors import CorruptFileError, PaimonIndexError
+from paimon_index.errors import CorruptFileError, UnsupportedTableError
 from paimon_index.fileindex.base import TopN
 from paimon_index.fileindex.evaluate import FileIndexEvaluator
 from paimon_index.fileindex.format import ContainerReader
@@ -110,10 +110,6 @@ DENSE_SELECTION_DIVISOR = 4
 
 #: A column name no Paimon table can have (it carries row positions through a filter).
 _POSITION = "__paimon_index_position__"
-
-
-class UnsupportedTableError(PaimonIndexError):
-    """A table this reader cannot read exactly yet."""
 
 
 @dataclass

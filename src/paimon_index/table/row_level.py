@@ -42,7 +42,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_index.deletionvectors.maintainer import BucketDvMaintainer
-from paimon_index.errors import ConcurrentChangeError, DataError, InvalidOptionError, PaimonIndexError
+from paimon_index.errors import (
+    ConcurrentChangeError,
+    DataError,
+    InvalidOptionError,
+    PaimonIndexError,
+    UnsupportedTableError,
+)
 from paimon_index.fileindex.options import parse_bool
 from paimon_index.predicate import Predicate
 from paimon_index.sql import bind_predicate
@@ -55,7 +61,6 @@ from paimon_index.table.read import (
     METADATA_COLUMNS,
     PARTITION_COLUMN,
     ROW_INDEX_COLUMN,
-    UnsupportedTableError,
     partition_text,
     read_split,
 )

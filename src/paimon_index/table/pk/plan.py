@@ -30,10 +30,15 @@ import numpy as np
 import pyarrow as pa
 
 from paimon_index.deletionvectors.maintainer import BucketDvMaintainer
-from paimon_index.errors import ConcurrentChangeError, DataError, InvalidOptionError, PaimonIndexError
+from paimon_index.errors import (
+    ConcurrentChangeError,
+    InvalidOptionError,
+    NullKeyError,
+    PrimaryKeyTableError,
+    UnsupportedTableError,
+)
 from paimon_index.fileindex.options import parse_bool, parse_int
 from paimon_index.table.fileio import FileIOSource, TableIO
-from paimon_index.table.read import UnsupportedTableError
 from paimon_index.table.row_level import DV_BITMAP64, DV_ENABLED
 from paimon_index.table.write import table_options
 
@@ -59,14 +64,6 @@ POSITION = "__paimon_index_position__"
 
 #: (partition values, bucket): how buckets are keyed everywhere in this package.
 BucketKey = tuple[tuple[Any, ...], int]
-
-
-class PrimaryKeyTableError(PaimonIndexError):
-    """A primary-key operation that the table's state or options do not allow."""
-
-
-class NullKeyError(PrimaryKeyTableError, DataError):
-    """Rows with NULL in a primary-key column (Paimon keys are never NULL)."""
 
 
 # ------------------------------------------------------------------------------------------------

@@ -37,7 +37,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from paimon_index.errors import ConcurrentChangeError, InvalidOptionError
+from paimon_index.errors import ConcurrentChangeError, InvalidOptionError, PrimaryKeyTableError
 from paimon_index.table.fileio import TableIO
 from paimon_index.table.paimon import CommitMessage
 from paimon_index.table.pk.commit import abandon, begin, delete_discarded, on_snapshot, written_paths
@@ -52,7 +52,6 @@ from paimon_index.table.pk.plan import (
     Bucket,
     BucketKey,
     Plan,
-    PrimaryKeyTableError,
     arrow_fields,
     check_keys,
     check_table,
