@@ -38,7 +38,7 @@ import pyarrow as pa
 from pyspark.sql.types import IntegerType, StructField, StructType
 
 from paimon_index.spark.datasource import BUCKET_EXCLUSIVE, SOURCE_NAME, WAREHOUSE
-from paimon_index.table import expire as expire_module
+from paimon_index.table import maintenance as expire_module
 from paimon_index.table import pk as primary_key
 from paimon_index.table.catalog import open_table
 

@@ -212,7 +212,7 @@ class Table:
 
     def _upsert(self, rows: pa.Table, planned: int | object | None = UPSERT_LATEST) -> int | None:
         """Upsert ``rows``; ``planned``: the snapshot they were read from (commit exactly on it)."""
-        from paimon_index.table.primary_key import ROW_KIND_COLUMN, dv_mode, upsert_arrow
+        from paimon_index.table.pk import ROW_KIND_COLUMN, dv_mode, upsert_arrow
         from paimon_index.table.write import write_arrow
 
         if rows.num_rows == 0:
@@ -285,7 +285,7 @@ class Table:
     def _pk_change(self, operation: str, where: Predicate | str, assignments: dict[str, Any] | None
                    ) -> CommitResult:
         """DELETE/UPDATE on a primary-key table: find the rows, then upsert (or delete) their keys."""
-        from paimon_index.table.primary_key import ROW_KIND_COLUMN
+        from paimon_index.table.pk import ROW_KIND_COLUMN
 
         keys = list(self._paimon.primary_keys)
         if assignments is not None and set(assignments) & set(keys):
@@ -317,7 +317,7 @@ class Table:
         """Compact a primary-key table's files (``full``: everything into the highest level)."""
         if not self.is_primary_key_table:
             raise TableError(f"compact is for primary-key tables; {self.identifier} is an append table")
-        from paimon_index.table.primary_key import compact
+        from paimon_index.table.pk import compact
 
         return self._result("compact", compact(self._paimon, full=full), 0)
 
@@ -400,7 +400,7 @@ class Table:
         if latest_snapshot(table) is None:
             return schema.empty_table(), ScanReport()
         if self.is_primary_key_table:
-            from paimon_index.table.primary_key import dv_mode, read_primary_key
+            from paimon_index.table.pk import dv_mode, read_primary_key
 
             if not dv_mode(table):
                 return _merged_read(table, predicate)
