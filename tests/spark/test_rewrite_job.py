@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from paimon_index.spark.row_level import balanced_groups, rewrite_file_index
+from paimon_index.spark import jobs
+from paimon_index.spark._tasks import balanced_groups
 from paimon_index.table.catalog import alter_table_options, create_table, open_table
 from paimon_index.table.system import file_indexes
 from paimon_index.table.write import write_arrow
@@ -30,7 +31,7 @@ def test_sixty_files_are_rewritten_by_one_job(spark, tmp_path: Path) -> None:
     group = f"rewrite-{tmp_path.name}"
     sc.setJobGroup(group, "rewrite_file_index of 60 files")
     try:
-        snapshot = rewrite_file_index(spark, "db.t", warehouse=warehouse, progress=False)
+        snapshot = jobs.rewrite_file_index(spark, "db.t", warehouse=warehouse, progress=False).snapshot_id
     finally:
         sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
     assert len(sc.statusTracker().getJobIdsForGroup(group)) == 1  # was one job per file

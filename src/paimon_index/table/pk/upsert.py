@@ -307,7 +307,7 @@ def commit_upsert(table: Any, messages: list[Any], removed_keys: list[pa.Table])
             if bucket_keys.group_by(trimmed).aggregate([]).num_rows != bucket_keys.num_rows:
                 raise PrimaryKeyTableError(
                     f"a key was written by two tasks into bucket {bucket}: repartition the data by the "
-                    f"primary key {list(table.primary_keys)} (paimon_index.spark.primary_key.upsert does)")
+                    f"primary key {list(table.primary_keys)} (paimon_index.spark.jobs.upsert does)")
         target = key_schema(table)
         removed = pa.concat_tables([conform(t, target) for t in removed_keys]) if removed_keys else \
             target.empty_table()
