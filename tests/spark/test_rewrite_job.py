@@ -47,8 +47,11 @@ def test_groups_are_balanced_and_complete(sizes: list[int], groups: int) -> None
     assert sorted(i for g in got for i in g) == list(range(len(sizes)))  # every file once
     assert len(got) == min(groups, len(sizes)) and all(got)
     # LPT's guarantee: the heaviest group is at most 4/3 of the best split, which weighs at least
-    # the largest file and at least an even share.
-    best_bound = max(max(sizes), sum(sizes) / len(got))
+    # the largest file, an even share, and (more files than groups) two of the len(got) + 1
+    # largest files sharing a group: [5, 5, 5, 5] in 3 groups is best split as 10, not 6.7.
+    largest = sorted(sizes, reverse=True)
+    pair = largest[len(got) - 1] + largest[len(got)] if len(sizes) > len(got) else 0
+    best_bound = max(largest[0], sum(sizes) / len(got), pair)
     assert max(sum(sizes[i] for i in g) for g in got) <= 4 / 3 * best_bound + 1
 
 
