@@ -39,7 +39,7 @@ import numpy as np
 import pyarrow as pa
 
 from paimon_index.table.catalog import create_table
-from paimon_index.table.primary_key import read_primary_key, upsert_arrow
+from paimon_index.table.pk import read_primary_key, upsert_arrow
 
 SEED = 20261122
 HOT_EVERY = 1000

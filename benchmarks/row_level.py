@@ -10,7 +10,7 @@ Measured (wall time, best of ``--repeat``):
     read before       full read of the table with our reader (``read_arrow``), and the 1% query
     delete            ``DELETE ... WHERE category = 'c042'``: find the rows through the bitmap index,
                       mark them in every bucket's deletion vector, write the DV index file, commit
-                      — as a Spark job (``paimon_index.spark.row_level.delete``) and in one process
+                      — as a Spark job (``paimon_index.spark.jobs.delete``) and in one process
                       (``delete_arrow``), each on its own copy of the table
     read after        the same reads after the delete (deletion vectors applied)
 
@@ -107,7 +107,7 @@ def main() -> None:
         assert after["full read"][1] == before["full read"][1] - deleted
         delete_spark = None
         if args.spark:
-            from paimon_index.spark.row_level import delete
+            from paimon_index.spark import jobs
             from paimon_index.spark.session import local_session
 
             spark = local_session("bench-row-level")
@@ -116,7 +116,7 @@ def main() -> None:
             (spark.read.format("paimon_index").option("warehouse", spark_wh).option("filter-pushdown", "true")
              .load(TABLE).limit(1).collect())
             start = time.perf_counter()
-            delete(spark, TABLE, f"category = '{DELETED_CATEGORY}'", warehouse=spark_wh)
+            jobs.delete(spark, TABLE, f"category = '{DELETED_CATEGORY}'", warehouse=spark_wh)
             delete_spark = time.perf_counter() - start
             check = open_table(spark_wh, TABLE)
             assert read_arrow(check, "id >= 0")[0].num_rows == after["full read"][1]

@@ -33,8 +33,7 @@ from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
 from paimon_index.arrow_filter import to_arrow_expression
-from paimon_index.errors import InvalidPredicateError, UnsupportedTypeError
-from paimon_index.fileindex.bsi import BsiValueError
+from paimon_index.errors import BsiValueError, InvalidPredicateError, UnsupportedTypeError
 from paimon_index.fileindex.builder import build_file_index
 from paimon_index.fileindex.evaluate import FileIndexEvaluator
 from paimon_index.fileindex.format import ContainerReader

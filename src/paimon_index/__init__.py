@@ -10,13 +10,20 @@ The table API (:mod:`paimon_index.table.api`)::
 from typing import TYPE_CHECKING
 
 from paimon_index.errors import (
+    BsiValueError,
     CommitError,
     ConcurrentChangeError,
     CorruptFileError,
     DataError,
+    DeletionVectorTooLargeError,
+    EnvironmentCheckError,
     InvalidOptionError,
     InvalidPredicateError,
+    NoAtomicCreateError,
+    NullKeyError,
     PaimonIndexError,
+    PrimaryKeyTableError,
+    SchemaEvolutionError,
     TableError,
     TableExistsError,
     TableNotFoundError,
@@ -30,15 +37,22 @@ if TYPE_CHECKING:  # at run time the table API loads on first use (see __getattr
 __version__ = "0.1.0"
 
 __all__ = [
+    "BsiValueError",
     "CommitError",
     "CommitResult",
     "ConcurrentChangeError",
     "CorruptFileError",
     "DataError",
+    "DeletionVectorTooLargeError",
+    "EnvironmentCheckError",
     "InvalidOptionError",
     "InvalidPredicateError",
     "MaintenanceResult",
+    "NoAtomicCreateError",
+    "NullKeyError",
     "PaimonIndexError",
+    "PrimaryKeyTableError",
+    "SchemaEvolutionError",
     "Table",
     "TableError",
     "TableExistsError",

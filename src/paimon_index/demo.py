@@ -244,10 +244,10 @@ def _row_level(root: Path, session: Any) -> None:
     print(f"\nrow-level changes through deletion vectors ({how}):")
     start = time.perf_counter()
     if session is not None:
-        from paimon_index.spark.row_level import delete, update
+        from paimon_index.spark import jobs
 
-        delete(session, TABLE, where_deleted, warehouse=warehouse)
-        update(session, TABLE, assignments, where_updated, warehouse=warehouse)
+        jobs.delete(session, TABLE, where_deleted, warehouse=warehouse)
+        jobs.update(session, TABLE, assignments, where_updated, warehouse=warehouse)
     else:
         table.delete(where_deleted)
         table.update(assignments, where_updated)
@@ -271,9 +271,9 @@ def _row_level(root: Path, session: Any) -> None:
                              "file-index.bloom-filter.columns": "id,region"})
     start = time.perf_counter()
     if session is not None:
-        from paimon_index.spark.row_level import rewrite_file_index
+        from paimon_index.spark import jobs
 
-        snapshot = rewrite_file_index(session, TABLE, warehouse=warehouse)
+        snapshot = jobs.rewrite_file_index(session, TABLE, warehouse=warehouse, progress=True).snapshot_id
     else:
         snapshot = table.rewrite_file_index().snapshot_id
     table = paimon_index.open_table(warehouse, TABLE)
@@ -324,11 +324,11 @@ def _primary_keys(root: Path, session: Any, rows: int) -> dict[int, str]:
     print(f"\nprimary-key table {PK_TABLE} in deletion-vectors mode ({how}):")
     start = time.perf_counter()
     if session is not None:
-        from paimon_index.spark.primary_key import upsert
+        from paimon_index.spark import jobs
 
-        upsert(session, session.createDataFrame(load.to_pandas()), PK_TABLE, warehouse=warehouse)
+        jobs.upsert(session, session.createDataFrame(load.to_pandas()), PK_TABLE, warehouse=warehouse)
         loaded = time.perf_counter()
-        upsert(session, session.createDataFrame(change.to_pandas()), PK_TABLE, warehouse=warehouse)
+        jobs.upsert(session, session.createDataFrame(change.to_pandas()), PK_TABLE, warehouse=warehouse)
     else:
         table.upsert(load)
         loaded = time.perf_counter()

@@ -8,12 +8,22 @@ Every error raised on purpose by paimon-index derives from :class:`PaimonIndexEr
     ├── InvalidOptionError     a malformed or unknown ``file-index.*`` option (also a ValueError)
     ├── InvalidPredicateError  a predicate that does not parse or does not fit the schema
     ├── EnvironmentCheckError  the machine lacks something (Java for Spark, an optional package)
-    ├── UnsupportedTableError  a table (or state) a reader or verb cannot handle exactly yet
+    ├── BsiValueError          a value the legacy bsi index cannot store (also a ValueError)
+    ├── DeletionVectorTooLargeError  a 64-bit vector whose frame would pass 2 GiB (also a ValueError)
+    ├── SchemaEvolutionError   a data file that cannot be read under the current schema
+    ├── UnsupportedTableError  a table (or table state) an operation cannot handle exactly
+    ├── PrimaryKeyTableError   a primary-key operation the table's state or options do not allow
+    │   └── NullKeyError           NULL in a primary-key column (also a DataError)
     ├── TableError             a table-level operation failed (names the table and what)
     │   ├── ConcurrentChangeError  another commit landed after the operation planned; nothing applied
     │   ├── CommitError            the commit failed for another reason; nothing applied
-    │   ├── TableNotFoundError     no such table (or it exists already, for create)
+    │   │   └── NoAtomicCreateError    the store cannot create a snapshot file atomically
+    │   ├── TableNotFoundError     no such table
+    │   ├── TableExistsError       ``create_table`` of a table that exists already
     │   └── DataError              rows that do not fit the table (NULL key, type mismatch)
+
+Every class is defined here and exported from :mod:`paimon_index` (``tests/test_public_surface.py``
+checks both), so ``except paimon_index.<Name>`` works whichever module raised it.
 
 A corrupt file is never reported as a raw ``struct.error``, ``IndexError`` or ``ValueError``: the
 binary cursor (:mod:`paimon_index.binary`) turns every short read into a :class:`CorruptFileError`
@@ -23,15 +33,22 @@ whose message reads ``<file>@<offset>: <field>: <reason>``.
 from __future__ import annotations
 
 __all__ = [
+    "BsiValueError",
     "CommitError",
     "ConcurrentChangeError",
     "CorruptFileError",
     "DataError",
+    "DeletionVectorTooLargeError",
     "EnvironmentCheckError",
     "InvalidOptionError",
     "InvalidPredicateError",
+    "NoAtomicCreateError",
+    "NullKeyError",
     "PaimonIndexError",
+    "PrimaryKeyTableError",
+    "SchemaEvolutionError",
     "TableError",
+    "TableExistsError",
     "TableNotFoundError",
     "UnsupportedTableError",
     "UnsupportedTypeError",
@@ -92,9 +109,25 @@ class EnvironmentCheckError(PaimonIndexError, RuntimeError):
     """Something the machine must provide is missing; the message says what to install."""
 
 
+class BsiValueError(PaimonIndexError, ValueError):
+    """A value the BSI format cannot store (``Long.MIN_VALUE``); Paimon's writer fails too."""
+
+
+class DeletionVectorTooLargeError(PaimonIndexError, ValueError):
+    """A 64-bit vector whose frame would pass 2 GiB (Java: "Can't serialize index > 2GB")."""
+
+
+class SchemaEvolutionError(PaimonIndexError):
+    """A data file cannot be read under the current schema (missing schema file, failed cast)."""
+
+
 class UnsupportedTableError(PaimonIndexError):
-    """A table (or a state of one) a reader or verb cannot handle exactly yet; the message says what
-    to do instead."""
+    """A table (or a table state) an operation cannot handle exactly yet: a primary-key table
+    where an append table is needed, level-0 files a merge-free read cannot read, ..."""
+
+
+class PrimaryKeyTableError(PaimonIndexError):
+    """A primary-key operation that the table's state or options do not allow."""
 
 
 class TableError(PaimonIndexError):
@@ -112,6 +145,10 @@ class CommitError(TableError):
     """A commit failed for a reason other than a concurrent change; nothing was applied."""
 
 
+class NoAtomicCreateError(CommitError):
+    """The table's store cannot create a file atomically, so a commit could silently lose a race."""
+
+
 class TableNotFoundError(TableError, LookupError):
     """The table does not exist."""
 
@@ -122,3 +159,7 @@ class TableExistsError(TableError):
 
 class DataError(TableError, ValueError):
     """Rows that do not fit the table: a NULL primary key, a value the column type cannot hold."""
+
+
+class NullKeyError(PrimaryKeyTableError, DataError):
+    """Rows with NULL in a primary-key column (Paimon keys are never NULL)."""

@@ -23,12 +23,11 @@ from paimon_index.deletionvectors.vector import (
     Bitmap64DeletionVector,
     BitmapDeletionVector,
     DeletionVector,
-    DeletionVectorTooLargeError,
     deserialize_deletion_vector,
     new_deletion_vector,
     read_deletion_vector,
 )
-from paimon_index.errors import CorruptFileError
+from paimon_index.errors import CorruptFileError, DeletionVectorTooLargeError
 
 GOLDEN_DV = Path(__file__).resolve().parents[2].parent / "shared" / "golden" / "dv"
 KINDS = {"dv32": BitmapDeletionVector, "dv64": Bitmap64DeletionVector}

@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 from goldens import GOLDEN, answer_of, case_names, load_case
 from mutations import check_golden_corruption
 from paimon_index.binary import BytesSource
-from paimon_index.errors import CorruptFileError, PaimonIndexError, UnsupportedTypeError
+from paimon_index.errors import BsiValueError, CorruptFileError, PaimonIndexError, UnsupportedTypeError
 from paimon_index.fileindex import bsi
 from paimon_index.fileindex.base import SortOrder, TopN
-from paimon_index.fileindex.bsi import BsiIndex, BsiReader, BsiValueError
+from paimon_index.fileindex.bsi import BsiIndex, BsiReader
 from paimon_index.fileindex.builder import build_index_bodies
 from paimon_index.fileindex.evaluate import FileIndexEvaluator
 from paimon_index.fileindex.format import ContainerReader, write_container

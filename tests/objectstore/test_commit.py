@@ -11,10 +11,10 @@ import pyarrow as pa
 import pytest
 
 from objectstore.conftest import S3Warehouse
-from paimon_index.errors import ConcurrentChangeError, EnvironmentCheckError
+from paimon_index.errors import ConcurrentChangeError, EnvironmentCheckError, NoAtomicCreateError
 from paimon_index.table import fileio
 from paimon_index.table.catalog import create_table, open_table
-from paimon_index.table.fileio import NoAtomicCreateError, TableIO
+from paimon_index.table.fileio import TableIO
 from paimon_index.table.paimon import check_snapshot_store, latest_snapshot, snapshot_by_id
 from paimon_index.table.transaction import Transaction
 

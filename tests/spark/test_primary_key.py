@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from paimon_index.spark.primary_key import compact, expire_snapshots, upsert
+from paimon_index.spark import jobs
 from paimon_index.spark.report import scan_report
 from paimon_index.table.catalog import create_table, open_table
 
@@ -46,8 +46,8 @@ def test_upserts_and_deletes_by_key_equal_a_dict(spark, tmp_path: Path, bucket: 
         [(k, "common", 2, "-D") for k in range(100, 150)] + [(1000, "rare", 2, "+I")],
     ]
     for number, batch in enumerate(batches):
-        snapshot = upsert(spark, spark.createDataFrame(batch, ROWS_DDL), "db.pk", warehouse=warehouse)
-        assert snapshot is not None
+        result = jobs.upsert(spark, spark.createDataFrame(batch, ROWS_DDL), "db.pk", warehouse=warehouse)
+        assert result.snapshot_id is not None and result.rows_affected == len(batch)
         for k, tag, n, kind in batch:
             if kind == "-D":
                 model.pop(k, None)
@@ -61,8 +61,8 @@ def test_upserts_and_deletes_by_key_equal_a_dict(spark, tmp_path: Path, bucket: 
     assert got == sorted(v for v in model.values() if v[1] == "rare")
     assert report.files_skipped_by_index > 0 and report.rows_read == len(got)  # merge-free, by index
 
-    compact(spark, "db.pk", warehouse=warehouse, full=True)
-    expire_snapshots(spark, "db.pk", warehouse=warehouse, retain_last=1)
+    jobs.compact(spark, "db.pk", warehouse=warehouse, full=True)
+    jobs.expire_snapshots(spark, "db.pk", warehouse=warehouse, retain_last=1)
     assert _rows(spark, warehouse) == sorted(model.values()) == _pypaimon(warehouse)
 
 
@@ -94,7 +94,8 @@ def test_partitioned_table_upserts_through_spark_equal_a_dict_and_pypaimon(spark
         + [("b", k, None, 1, "-D") for k in range(0, 40, 4)],
     ]
     for batch in batches:
-        assert upsert(spark, spark.createDataFrame(batch, ddl), "db.pt", warehouse=warehouse) is not None
+        result = jobs.upsert(spark, spark.createDataFrame(batch, ddl), "db.pt", warehouse=warehouse)
+        assert result.snapshot_id is not None
         for p, k, tag, n, kind in batch:
             if kind == "-D":
                 model.pop((p, k), None)

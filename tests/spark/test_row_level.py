@@ -8,8 +8,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from paimon_index.spark import jobs
 from paimon_index.spark.report import scan_report
-from paimon_index.spark.row_level import delete, update
 from paimon_index.table.catalog import create_table, open_table
 from paimon_index.table.write import write_arrow
 
@@ -63,12 +63,12 @@ def test_random_appends_deletes_and_updates_equal_a_model(spark, tmp_path: Path,
             model += rows
         elif kind == "delete":
             tag, limit = rng.choice(TAGS), rng.randrange(next_id + 1)
-            delete(spark, "db.t", f"tag = '{tag}' AND id < {limit}", warehouse=warehouse)
+            jobs.delete(spark, "db.t", f"tag = '{tag}' AND id < {limit}", warehouse=warehouse)
             model = [r for r in model if not (r[1] == tag and r[0] < limit)]
         else:
             tag = rng.choice(TAGS)
-            update(spark, "db.t", {"tag": "concat(tag, '+')", "id": "id + 100000"}, f"tag = '{tag}'",
-                   warehouse=warehouse)
+            jobs.update(spark, "db.t", {"tag": "concat(tag, '+')", "id": "id + 100000"}, f"tag = '{tag}'",
+                        warehouse=warehouse)
             model = [(r[0] + 100_000, r[1] + "+", r[2]) if r[1] == tag else r for r in model]
         assert _rows(spark, warehouse) == sorted(model), (step, kind)
         if not bitmap64:  # pypaimon reads 32-bit vectors only
@@ -84,8 +84,10 @@ def test_indexes_still_skip_after_a_delete_and_a_failed_job_changes_nothing(spar
         write_arrow(table, pa.table({"id": list(range(first, first + 1000)),
                                      "tag": ["rare" if rare and i % 100 == 0 else "a" for i in range(1000)],
                                      "dt": ["x"] * 1000}))
-    assert delete(spark, "db.t", "tag = 'rare' AND id < 1000", warehouse=warehouse) is not None
-    assert delete(spark, "db.t", "tag = 'rare' AND id < 1000", warehouse=warehouse) is None  # idempotent
+    first = jobs.delete(spark, "db.t", "tag = 'rare' AND id < 1000", warehouse=warehouse)
+    assert first.snapshot_id is not None and first.rows_affected == 10
+    again = jobs.delete(spark, "db.t", "tag = 'rare' AND id < 1000", warehouse=warehouse)
+    assert again.snapshot_id is None and again.rows_affected == 0  # idempotent
     reports = scan_report(spark)
     got = sorted(r.id for r in _load(spark, warehouse, **{"scan-report": reports.name})
                  .filter("tag = 'rare'").collect())
@@ -100,14 +102,13 @@ def test_indexes_still_skip_after_a_delete_and_a_failed_job_changes_nothing(spar
     before = open_table(warehouse, "db.t").snapshot_manager().get_latest_snapshot().id
     rows_before = _rows(spark, warehouse)
     with pytest.raises(Exception, match="boom"):
-        update(spark, "db.t", {"tag": "CASE WHEN id = 3500 THEN raise_error('boom') ELSE 'z' END"},
-               "id >= 3000", warehouse=warehouse)
+        jobs.update(spark, "db.t", {"tag": "CASE WHEN id = 3500 THEN raise_error('boom') ELSE 'z' END"},
+                    "id >= 3000", warehouse=warehouse)
     assert open_table(warehouse, "db.t").snapshot_manager().get_latest_snapshot().id == before
     assert _rows(spark, warehouse) == rows_before
 
 
 def test_rewrite_file_index_job_rebuilds_only_out_of_date_files(spark, tmp_path: Path, capsys) -> None:
-    from paimon_index.spark.row_level import rewrite_file_index
     from paimon_index.table.catalog import alter_table_options
     from paimon_index.table.system import file_indexes
 
@@ -117,9 +118,11 @@ def test_rewrite_file_index_job_rebuilds_only_out_of_date_files(spark, tmp_path:
     for dt in ("x", "y"):
         write_arrow(table, pa.table({"id": list(range(500)), "tag": [TAGS[i % 4] for i in range(500)],
                                      "dt": [dt] * 500}))
-    assert rewrite_file_index(spark, "db.t", warehouse=warehouse) is None  # all up to date
+    # all up to date
+    assert jobs.rewrite_file_index(spark, "db.t", warehouse=warehouse, progress=True).snapshot_id is None
     alter_table_options(warehouse, "db.t", set_options={"file-index.bloom-filter.columns": "id"})
-    snapshot = rewrite_file_index(spark, "db.t", where="dt = 'y'", warehouse=warehouse)
+    snapshot = jobs.rewrite_file_index(spark, "db.t", where="dt = 'y'", warehouse=warehouse,
+                                       progress=True).snapshot_id
     assert capsys.readouterr().err.endswith("] 1/1 files\n")  # one partition planned, one file
     listing = file_indexes(open_table(warehouse, "db.t")).to_pylist()
     types = {(r["partition"], r["index_type"]) for r in listing}

@@ -1,7 +1,7 @@
 """``UPDATE ... SET col = '<expression>'``: the Python evaluator gives what Spark's ``F.expr`` gives.
 
 Reference: Spark itself (``CAST(expr AS <column type>)`` over the same rows, as
-``paimon_index.spark.row_level.update`` does), compared with :meth:`Table.update`'s evaluation.
+``paimon_index.spark.jobs.update`` does), compared with :meth:`Table.update`'s evaluation.
 """
 
 from __future__ import annotations

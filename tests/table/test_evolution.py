@@ -30,10 +30,11 @@ from pypaimon import CatalogFactory, Schema
 from pypaimon.schema.data_types import AtomicType
 from pypaimon.schema.schema_change import SchemaChange
 
+from paimon_index.errors import SchemaEvolutionError
 from paimon_index.fileindex.base import SortOrder, TopN
 from paimon_index.table.read import read_arrow
 from paimon_index.table.row_level import delete_arrow, update_arrow
-from paimon_index.table.schemas import ReadSchema, SchemaEvolutionError, read_schema
+from paimon_index.table.schemas import ReadSchema, read_schema
 from paimon_index.table.write import write_arrow
 
 ORACLE = Path(__file__).resolve().parents[2].parent / "shared" / "java-paimon" / "oracle.sh"
@@ -449,7 +450,7 @@ def test_primary_key_table_in_deletion_vectors_mode_reads_evolved_files(tmp_path
     """Merge-free reads of a primary-key table go through the same mapping; an upsert after the
     change replaces an old-schema row."""
     from paimon_index.table.catalog import create_table, open_table
-    from paimon_index.table.primary_key import read_primary_key, upsert_arrow
+    from paimon_index.table.pk import read_primary_key, upsert_arrow
 
     warehouse = str(tmp_path)
     schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("k", pa.string()), ("v", pa.int32())])

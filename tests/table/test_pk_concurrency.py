@@ -18,9 +18,9 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+from paimon_index.errors import ConcurrentChangeError
 from paimon_index.table.catalog import create_table, open_table
-from paimon_index.table.expire import referenced_files
-from paimon_index.table.row_level import ConcurrentChangeError
+from paimon_index.table.maintenance import referenced_files
 
 SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), ("tag", pa.string()), ("n", pa.int32())])
 BUCKETS = {"fixed": {"bucket": "2"}, "dynamic": {"bucket": "-1", "dynamic-bucket.target-row-num": "50"}}

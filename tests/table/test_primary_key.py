@@ -17,10 +17,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from paimon_index.errors import PrimaryKeyTableError
 from paimon_index.table.catalog import create_table, open_table
-from paimon_index.table.expire import expire_snapshots, referenced_files
+from paimon_index.table.maintenance import expire_snapshots, referenced_files
 from paimon_index.table.pk import (
-    PrimaryKeyTableError,
     compact,
     read_primary_key,
     set_deletion_vectors,
@@ -365,9 +365,3 @@ def test_null_primary_key_is_a_project_error_naming_the_column(tmp_path: Path) -
     assert table.snapshot_manager().get_latest_snapshot() is None
     assert not any(p.suffix == ".parquet" for p in tmp_path.rglob("*"))
 
-
-def test_old_module_name_re_exports_the_package() -> None:
-    from paimon_index.table import pk, primary_key
-
-    assert set(primary_key.__all__) == set(pk.__all__)
-    assert all(getattr(primary_key, name) is getattr(pk, name) for name in pk.__all__)

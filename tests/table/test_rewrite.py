@@ -448,7 +448,7 @@ def test_a_renamed_column_is_indexed_under_its_name_in_the_file(tmp_path: Path) 
 
 
 def test_primary_key_table_in_deletion_vectors_mode(tmp_path: Path) -> None:
-    from paimon_index.table.primary_key import read_primary_key, upsert_arrow
+    from paimon_index.table.pk import read_primary_key, upsert_arrow
 
     warehouse = str(tmp_path)
     schema = pa.schema([pa.field("k", pa.int64(), nullable=False), ("tag", pa.string())])

@@ -13,16 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from paimon_index.errors import InvalidOptionError
+from paimon_index.errors import ConcurrentChangeError, InvalidOptionError
 from paimon_index.table.catalog import create_table
 from paimon_index.table.read import read_arrow
-from paimon_index.table.row_level import (
-    ConcurrentChangeError,
-    commit_row_change,
-    delete_arrow,
-    plan_row_change,
-    update_arrow,
-)
+from paimon_index.table.row_level import commit_row_change, delete_arrow, plan_row_change, update_arrow
 from paimon_index.table.transaction import Transaction
 from paimon_index.table.write import write_arrow
 

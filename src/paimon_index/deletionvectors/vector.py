@@ -61,7 +61,7 @@ from pyroaring import BitMap
 
 from paimon_index import bitmaps
 from paimon_index.binary import ByteReader, ByteWriter
-from paimon_index.errors import PaimonIndexError
+from paimon_index.errors import DeletionVectorTooLargeError
 
 __all__ = [
     "BITMAP32_MAGIC",
@@ -109,10 +109,6 @@ MIN_BITMAP64_BUCKET_BYTES = BITMAP64_KEY_BYTES + len(EMPTY_PORTABLE_BITMAP)
 
 _MAGIC32_BE = BITMAP32_MAGIC.to_bytes(4, "big", signed=True)
 _MAGIC64_AS_BE_INT = int.from_bytes(BITMAP64_MAGIC.to_bytes(4, "little"), "big", signed=True)
-
-
-class DeletionVectorTooLargeError(PaimonIndexError, ValueError):
-    """A 64-bit vector whose frame would pass 2 GiB (Java: "Can't serialize index > 2GB")."""
 
 
 # -- positions in bulk ---------------------------------------------------------------------------

@@ -50,7 +50,7 @@ import numpy as np
 from pyroaring import BitMap
 
 from paimon_index.binary import ByteReader, ByteWriter, Source
-from paimon_index.errors import InvalidOptionError, InvalidPredicateError, PaimonIndexError
+from paimon_index.errors import BsiValueError, InvalidOptionError, InvalidPredicateError
 from paimon_index.fileindex.base import IndexReader, IndexType, IndexWriter
 from paimon_index.fileindex.bit_slice import (
     deserialize_bitmap,
@@ -74,10 +74,6 @@ SUPPORTED_TYPES = frozenset({
     TypeRoot.TINYINT, TypeRoot.SMALLINT, TypeRoot.INT, TypeRoot.BIGINT, TypeRoot.DATE,
     TypeRoot.TIME, TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ, TypeRoot.DECIMAL,
 })
-
-
-class BsiValueError(PaimonIndexError, ValueError):
-    """A value the BSI format cannot store (``Long.MIN_VALUE``); Paimon's writer fails too."""
 
 
 # ------------------------------------------------------------------------------------------------

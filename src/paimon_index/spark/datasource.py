@@ -396,7 +396,7 @@ class PaimonIndexWriter(DataSourceArrowWriter):
         self.overwrite = overwrite
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> PaimonCommitMessages:
-        from paimon_index.table.primary_key import dv_mode, split_batch
+        from paimon_index.table.pk import dv_mode, split_batch
         from paimon_index.table.write import attach_file_indexes, new_table_write, write_with
 
         table = _open_table(self.options)
@@ -412,7 +412,7 @@ class PaimonIndexWriter(DataSourceArrowWriter):
                         write_with(writer, upserts)
                 written = attach_file_indexes(table, writer.prepare_commit())
                 if self.options.bucket_exclusive:
-                    from paimon_index.table.primary_key import owned_buckets, prepare_upsert
+                    from paimon_index.table.pk import owned_buckets, prepare_upsert
 
                     scope = owned_buckets(table, written, removed)
                     return PaimonCommitMessages([], None, prepare_upsert(table, written, removed, scope))
@@ -425,7 +425,7 @@ class PaimonIndexWriter(DataSourceArrowWriter):
             writer.close()
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        from paimon_index.table.primary_key import commit_prepared, commit_upsert, dv_mode
+        from paimon_index.table.pk import commit_prepared, commit_upsert, dv_mode
 
         parts = [part for part in messages if isinstance(part, PaimonCommitMessages)]
         collected = [m for part in parts for m in part.messages]
@@ -573,7 +573,7 @@ def _layout_from_catalog(options: ReadOptions) -> TableLayout:
 
     table = _open_table(options)
     if table.is_primary_key_table:
-        from paimon_index.table.primary_key import dv_mode
+        from paimon_index.table.pk import dv_mode
 
         if not dv_mode(table):
             raise _unsupported("primary-key tables are read by this source in deletion-vectors mode only "
@@ -637,7 +637,7 @@ class PaimonIndexDataSource(DataSource):
         return PaimonIndexReader(self._read_options(), self._layout())
 
     def writer(self, schema: Any, overwrite: bool) -> PaimonIndexWriter:
-        from paimon_index.table.primary_key import dv_mode
+        from paimon_index.table.pk import dv_mode
 
         options = parse_write_options(self.options)
         if overwrite and dv_mode(_open_table(options)):

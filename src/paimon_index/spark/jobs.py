@@ -19,15 +19,47 @@ changed --, ``rows_affected``, ``files_added``/``files_removed`` of that snapsho
 :class:`paimon_index.MaintenanceResult`. ``catalog_options`` (``fs.*``, pypaimon's spelling) reach
 the driver's catalog, the ``paimon_index`` source and every task.
 
+This is the Spark layer's one public module of verbs; what its jobs run on executors is in the
+private :mod:`paimon_index.spark._tasks`, and every job calls the same table-layer functions as
+its :class:`paimon_index.Table` namesake (the job only distributes the per-file or per-bucket work).
+
 Where the work runs:
 
 - ``read`` / ``read_planned`` plan on the driver with the indexes and let Spark's own Parquet reader
   read the surviving files (:mod:`paimon_index.spark.planned`);
 - ``write`` goes through the ``paimon_index`` source (executors write files and indexes, the driver
-  commits them together); ``upsert``, ``delete``, ``update`` and ``rewrite_file_index`` are the jobs
-  of :mod:`paimon_index.spark.primary_key` and :mod:`paimon_index.spark.row_level`. On a
-  primary-key table ``delete``/``update`` read the matching rows through the source and upsert
-  their keys (``-D`` rows, or the new values), as :meth:`Table.delete`/:meth:`Table.update` do;
+  commits them together);
+- ``upsert`` computes each row's Paimon bucket (fixed-bucket tables, pypaimon's bucket function)
+  and repartitions by it, so every bucket reaches exactly one task, then writes through the source
+  with ``bucket-exclusive = true``: each task deduplicates its rows (the last row of a key wins;
+  ``-D``/``-U`` rows delete the key), writes them with pypaimon's key-value writer plus each new
+  file's index, and for the buckets it owns looks the written and deleted keys up, marks the older
+  rows in deletion vectors and places the new files in levels
+  (:func:`paimon_index.table.pk.prepare_upsert`); the driver commits what all tasks prepared as one
+  snapshot (:func:`~paimon_index.table.pk.commit_prepared`), exactly on the snapshot they planned
+  on. A dynamic-bucket table (``bucket = -1``) is written by one task (pypaimon's bucket assigner
+  extends one HASH index per bucket, which two tasks cannot share) and has the lookup done on the
+  driver (:func:`~paimon_index.table.pk.commit_upsert`);
+- ``delete``/``update`` of an append table are :func:`paimon_index.table.row_level.change_rows`,
+  the shape :meth:`Table.delete`/:meth:`Table.update` run in one process: the driver pins the
+  latest snapshot and every bucket's DV state; the table is read at that snapshot with the metadata
+  columns (data file, row position, partition, bucket), filters pushed into the file indexes; the
+  matching positions are grouped per bucket and each group's task merges them into the bucket's
+  vectors and writes its new DV index file; an UPDATE's new values (Spark SQL expressions over the
+  old row) are written by tasks as new data files with their indexes; the driver commits every
+  task's messages as **one** snapshot, exactly on the planned one (ConcurrentChangeError, the
+  tasks' files deleted, if another commit landed meanwhile). A failing task fails the job before
+  anything is committed;
+- ``delete``/``update`` of a primary-key table are :func:`paimon_index.table.pk.change_by_key`,
+  as in :class:`paimon_index.Table`: the matching rows are read through the source and their keys
+  upserted by the ``upsert`` job (``-D`` rows, or the new values). The source's writer plans its
+  upsert on the latest snapshot (it takes no snapshot to commit on), so these rows are read from
+  the latest snapshot too;
+- ``rewrite_file_index``: one job; the driver plans the files (those of the partitions ``where``
+  selects) and packs them into tasks of about equal bytes (``min(files, 2 x defaultParallelism)``
+  tasks, so one large file does not leave the other cores idle behind it); executors rebuild and
+  compare each file's container (:func:`paimon_index.table.rewrite.rewrite_file`); the driver
+  commits the changed ones together;
 - ``count`` answers on the **driver** every file its indexes answer exactly (row counts, deletion
   vectors, index bitmaps: :mod:`paimon_index.table.aggregate`); the other files, if any, are
   counted by Spark tasks, each reading only the predicate's columns of its files' candidate rows;
@@ -48,19 +80,41 @@ from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from paimon_index.errors import InvalidOptionError
-from paimon_index.spark import primary_key as spark_pk
-from paimon_index.spark import row_level as spark_row_level
-from paimon_index.spark.datasource import SOURCE_NAME, WAREHOUSE
+from paimon_index.errors import InvalidOptionError, PrimaryKeyTableError
+from paimon_index.spark import _tasks
+from paimon_index.spark.datasource import (
+    BUCKET_EXCLUSIVE,
+    FILTER_PUSHDOWN,
+    METADATA,
+    SNAPSHOT_ID,
+    SOURCE_NAME,
+    WAREHOUSE,
+)
 from paimon_index.spark.planned import PlannedRead, read, read_planned
+from paimon_index.table import pk
 from paimon_index.table.aggregate import AggregateReport
-from paimon_index.table.api import APPEND, OVERWRITE, CommitResult, MaintenanceResult, open_table
+from paimon_index.table.api import (
+    APPEND,
+    OVERWRITE,
+    CommitResult,
+    MaintenanceResult,
+    commit_result,
+    open_table,
+)
 from paimon_index.table.fileio import TableIO
 from paimon_index.table.files import FilePlan, missing_files_named
-from paimon_index.table.paimon import delta_file_counts, latest_snapshot
+from paimon_index.table.paimon import latest_snapshot
+from paimon_index.table.pk.upsert import DELETE_KIND, ROW_KIND_COLUMN, change_by_key
+from paimon_index.table.row_level import (
+    RowChange,
+    RowChangePlan,
+    assignment_columns,
+    change_rows,
+)
+from paimon_index.table.transaction import Transaction
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 __all__ = ["PlannedRead", "compact", "count", "delete", "expire_snapshots", "read", "read_planned",
            "remove_orphan_files", "rewrite_file_index", "update", "upsert", "write"]
@@ -69,23 +123,31 @@ CatalogOptions = Mapping[str, str] | None
 #: ``count``: data files per Spark task when files must be read (a file's read is one task's work
 #: at most; a few per task keep the task overhead small next to it).
 COUNT_FILES_PER_TASK = 4
-#: Paimon's row-kind column and the kind that deletes a key (see table/pk).
-ROW_KIND_COLUMN, DELETE_KIND = "_ROW_KIND", "-D"
+#: Table option: the number of buckets (``-1``: dynamic buckets).
+BUCKET, DYNAMIC_BUCKET = "bucket", "-1"
+
+
+def _opened(warehouse: str, table: str, catalog_options: CatalogOptions) -> Any:
+    """The pypaimon table (the driver's)."""
+    return open_table(warehouse, table, catalog_options=catalog_options).paimon_table
 
 
 def _result(warehouse: str, table: str, catalog_options: CatalogOptions, operation: str,
             snapshot_id: int | None, rows: int) -> CommitResult:
-    """The verb's result: the data files its snapshot added and removed, read from the snapshot."""
+    """The verb's result, as :class:`paimon_index.Table`'s verbs build it."""
     if snapshot_id is None:
         return CommitResult(operation, None, 0)
-    opened = open_table(warehouse, table, catalog_options=catalog_options).paimon_table
-    added, removed = delta_file_counts(opened, snapshot_id)
-    return CommitResult(operation, snapshot_id, rows, added, removed)
+    return commit_result(_opened(warehouse, table, catalog_options), operation, snapshot_id, rows)
 
 
 def _latest(warehouse: str, table: str, catalog_options: CatalogOptions) -> int | None:
-    snapshot = latest_snapshot(open_table(warehouse, table, catalog_options=catalog_options).paimon_table)
+    snapshot = latest_snapshot(_opened(warehouse, table, catalog_options))
     return None if snapshot is None else int(snapshot.id)
+
+
+def _source(spark: SparkSession, warehouse: str, catalog_options: CatalogOptions) -> Any:
+    """A ``DataFrameReader`` of the ``paimon_index`` source for the warehouse."""
+    return spark.read.format(SOURCE_NAME).options(**dict(catalog_options or {})).option(WAREHOUSE, warehouse)
 
 
 def write(df: DataFrame, table: str, mode: str = APPEND, *, warehouse: str,
@@ -102,7 +164,7 @@ def write(df: DataFrame, table: str, mode: str = APPEND, *, warehouse: str,
     if mode not in (APPEND, OVERWRITE):
         raise InvalidOptionError(f"write mode must be {APPEND!r} or {OVERWRITE!r}, got {mode!r}")
     before = _latest(warehouse, table, catalog_options)
-    counted, rows = spark_pk.count_rows(df.sparkSession, df)
+    counted, rows = _tasks.counted(df.sparkSession, df)
     writer = counted.write.format(SOURCE_NAME).options(**dict(catalog_options or {}))
     writer.option(WAREHOUSE, warehouse).mode(mode).save(table)
     after = _latest(warehouse, table, catalog_options)
@@ -114,56 +176,146 @@ def upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
            catalog_options: CatalogOptions = None, partitions: int | None = None) -> CommitResult:
     """Insert or replace ``df``'s rows by primary key (``_ROW_KIND`` '-D'/'-U' rows delete their key).
 
-    See :func:`paimon_index.spark.primary_key.upsert` (tasks own whole buckets; ``partitions``
-    tasks, default Spark's parallelism).
+    Tasks own whole buckets (``partitions`` tasks, default Spark's parallelism); see the module
+    docstring.
 
     Raises:
         PrimaryKeyTableError: ``table`` is not a primary-key table in deletion-vectors mode.
         ConcurrentChangeError: another commit landed meanwhile; nothing was applied.
     """
-    snapshot, rows = spark_pk.upsert_rows(spark, df, table, warehouse=warehouse, partitions=partitions,
-                                          catalog_options=catalog_options)
+    snapshot, rows = _upsert(spark, df, table, warehouse=warehouse, partitions=partitions,
+                             catalog_options=catalog_options)
     return _result(warehouse, table, catalog_options, "upsert", snapshot, rows)
 
 
-def _pk_change(spark: SparkSession, table: str, where: str, assignments: Mapping[str, Any] | None, *,
-               warehouse: str, catalog_options: CatalogOptions) -> CommitResult:
-    """DELETE/UPDATE of a primary-key table: read the matching rows, upsert (or delete) their keys."""
+def _upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
+            partitions: int | None = None, catalog_options: CatalogOptions = None) -> tuple[int | None, int]:
+    """Upsert ``df`` into the primary-key table ``table`` in one snapshot: the new snapshot id (None
+    when nothing was committed) and the number of rows of ``df`` written."""
+    catalog_options = dict(catalog_options or {})
+    paimon_table = _opened(warehouse, table, catalog_options)
+    if not pk.dv_mode(paimon_table):
+        raise PrimaryKeyTableError(f"{table} is not a primary-key table in deletion-vectors mode")
+    count = partitions or spark.sparkContext.defaultParallelism
+    before = latest_snapshot(paimon_table)
+    df, written = _tasks.counted(spark, df)
+    writer_options = {**catalog_options, WAREHOUSE: warehouse}
+    if str(paimon_table.options.options.to_map().get(BUCKET, DYNAMIC_BUCKET)) == DYNAMIC_BUCKET:
+        # pypaimon assigns dynamic buckets through one HASH index per bucket; two tasks would each
+        # extend it (a conflict at commit), so the assignment runs in one task.
+        shuffled = df.repartition(1)
+    else:
+        # Shuffle by Paimon's bucket: a task owns whole buckets and looks their keys up itself.
+        with_bucket = _tasks.with_bucket(df, warehouse, table, catalog_options)
+        shuffled = with_bucket.repartition(count, _tasks.UPSERT_BUCKET_COLUMN, *paimon_table.partition_keys) \
+            .drop(_tasks.UPSERT_BUCKET_COLUMN)
+        writer_options[BUCKET_EXCLUSIVE] = "true"
+    shuffled.write.format(SOURCE_NAME).options(**writer_options).mode("append").save(table)
+    after = latest_snapshot(_opened(warehouse, table, catalog_options))
+    if after is None or (before is not None and after.id == before.id):
+        return None, 0
+    return int(after.id), int(written.value)
+
+
+class _SparkKeyedRows:
+    """:class:`~paimon_index.table.pk.upsert.KeyedRows` as DataFrames: read through the source,
+    upserted by the :func:`upsert` job."""
+
+    def __init__(self, spark: SparkSession, table: str, columns: list[str], warehouse: str,
+                 catalog_options: CatalogOptions) -> None:
+        self.spark, self.table, self.columns = spark, table, columns
+        self.warehouse, self.catalog_options = warehouse, catalog_options
+
+    def matching(self, where: str, snapshot_id: int) -> DataFrame:
+        # The latest snapshot, not ``snapshot_id``: the source's writer plans the upsert on the
+        # latest one (it takes no snapshot to commit on), so reading an older one would only widen
+        # the window in which a concurrent change is overwritten.
+        del snapshot_id
+        return _source(self.spark, self.warehouse, self.catalog_options).load(self.table).filter(where)
+
+    def deleted(self, rows: DataFrame) -> DataFrame:
+        from pyspark.sql import functions as F
+
+        return rows.select(*self.columns, F.lit(DELETE_KIND).alias(ROW_KIND_COLUMN))
+
+    def assigned(self, rows: DataFrame, assignments: Mapping[str, Any]) -> DataFrame:
+        return _assigned_rows(rows, self.columns, assignments)
+
+    def upsert(self, rows: DataFrame, snapshot_id: int) -> tuple[int | None, int]:
+        del snapshot_id  # see matching
+        return _upsert(self.spark, rows, self.table, warehouse=self.warehouse,
+                       catalog_options=self.catalog_options)
+
+
+def _assigned(value: Any) -> Column:
+    """A SET value as a Spark column: a string is SQL expression text (``"'PAID'"`` is the string
+    literal), anything else a constant."""
     from pyspark.sql import functions as F
 
-    opened = open_table(warehouse, table, catalog_options=catalog_options)
-    keys = list(opened.paimon_table.primary_keys)
-    columns = opened.schema.names
-    if assignments is not None and set(assignments) & set(keys):
-        raise InvalidOptionError(f"UPDATE of {table} cannot change primary-key columns {keys}")
-    matched = (spark.read.format(SOURCE_NAME).options(**dict(catalog_options or {}))
-               .option(WAREHOUSE, warehouse).load(table).filter(where))
-    if assignments is None:
-        rows = matched.select(*columns, F.lit(DELETE_KIND).alias(ROW_KIND_COLUMN))
-    else:
-        rows = matched.select(*[spark_row_level.assigned(assignments[c]).cast(matched.schema[c].dataType)
-                                .alias(c) if c in assignments else F.col(c) for c in columns])
-    operation = "delete" if assignments is None else "update"
-    snapshot, count = spark_pk.upsert_rows(spark, rows, table, warehouse=warehouse,
-                                           catalog_options=catalog_options)
-    return _result(warehouse, table, catalog_options, operation, snapshot, count)
+    return F.expr(value) if isinstance(value, str) else F.lit(value)
+
+
+def _assigned_rows(rows: DataFrame, columns: list[str], assignments: Mapping[str, Any]) -> DataFrame:
+    """``rows`` with the SET values, each cast to its column's type (every value sees the old row)."""
+    from pyspark.sql import functions as F
+
+    return rows.select(*[_assigned(assignments[c]).cast(rows.schema[c].dataType).alias(c)
+                         if c in assignments else F.col(c) for c in columns])
+
+
+def _read_pinned(spark: SparkSession, warehouse: str, table: str, plan: RowChangePlan,
+                 catalog_options: CatalogOptions) -> DataFrame:
+    """The table at the planned snapshot, with the metadata columns."""
+    # Pushdown forced on: every scan of this DataFrame (UPDATE scans it twice) pushes the same
+    # filter, so the read plan Spark 4.1-4.3 share between them is right for each (docs/semantics.md).
+    return (_source(spark, warehouse, catalog_options).option(METADATA, "true")
+            .option(SNAPSHOT_ID, str(plan.snapshot_id)).option(FILTER_PUSHDOWN, "true").load(table))
+
+
+def _stage(txn: Transaction, messages: DataFrame) -> int:
+    """Run the job, stage the commit messages its tasks returned; the rows they changed."""
+    collected, rows = _tasks.collect(messages)
+    txn.stage(collected)
+    return rows
+
+
+def _delete_by_position(spark: SparkSession, table: str, where: str, *, warehouse: str,
+                        catalog_options: CatalogOptions) -> RowChange:
+    def mark(plan: RowChangePlan, txn: Transaction) -> int:
+        matched = _read_pinned(spark, warehouse, table, plan, catalog_options).filter(where)
+        return _stage(txn, _tasks.mark_job(matched, plan))
+
+    return change_rows(_opened(warehouse, table, catalog_options), "delete", mark)
+
+
+def _update_by_position(spark: SparkSession, table: str, assignments: Mapping[str, Any], where: str, *,
+                        columns: list[str], warehouse: str, catalog_options: CatalogOptions) -> RowChange:
+    def mark(plan: RowChangePlan, txn: Transaction) -> int:
+        matched = _read_pinned(spark, warehouse, table, plan, catalog_options).filter(where)
+        written = _tasks.write_job(_assigned_rows(matched, columns, assignments), warehouse, table,
+                                   catalog_options)
+        return _stage(txn, _tasks.mark_job(matched, plan).unionAll(written))
+
+    return change_rows(_opened(warehouse, table, catalog_options), "update", mark)
 
 
 def delete(spark: SparkSession, table: str, where: str, *, warehouse: str,
            catalog_options: CatalogOptions = None) -> CommitResult:
     """``DELETE FROM table WHERE where`` (Spark SQL condition) in one snapshot.
 
-    Append tables: deletion vectors (:func:`paimon_index.spark.row_level.delete`), exactly on the
-    snapshot read. Primary-key tables: the matching keys are upserted as deletes.
+    Append tables: deletion vectors, exactly on the snapshot read. Primary-key tables: the matching
+    keys are upserted as deletes. See the module docstring.
 
     Raises:
         InvalidOptionError: an append table without ``deletion-vectors.enabled``.
         ConcurrentChangeError: another commit landed after the rows were found; nothing was applied.
     """
-    if open_table(warehouse, table, catalog_options=catalog_options).is_primary_key_table:
-        return _pk_change(spark, table, where, None, warehouse=warehouse, catalog_options=catalog_options)
-    change = spark_row_level.delete_rows(spark, table, where, warehouse=warehouse,
-                                         catalog_options=catalog_options)
+    opened = open_table(warehouse, table, catalog_options=catalog_options)
+    if opened.is_primary_key_table:
+        keyed = _SparkKeyedRows(spark, table, opened.schema.names, warehouse, catalog_options)
+        snapshot, rows = change_by_key(opened.paimon_table, where, None, keyed)
+        return _result(warehouse, table, catalog_options, "delete", snapshot, rows)
+    change = _delete_by_position(spark, table, where, warehouse=warehouse, catalog_options=catalog_options)
     return _result(warehouse, table, catalog_options, "delete", change.snapshot_id, change.rows)
 
 
@@ -177,28 +329,45 @@ def update(spark: SparkSession, table: str, set: Mapping[str, Any], where: str |
         ConcurrentChangeError: another commit landed after the rows were found; nothing was applied.
     """
     opened = open_table(warehouse, table, catalog_options=catalog_options)
-    lower = {name.lower(): name for name in opened.schema.names}
-    unknown = [c for c in set if str(c).lower() not in lower]
-    if unknown:
-        raise InvalidOptionError(f"UPDATE of {table} sets unknown columns {unknown} "
-                                 f"(columns: {opened.schema.names})")
-    assignments = {lower[str(c).lower()]: value for c, value in set.items()}
+    columns = opened.schema.names
+    assignments = assignment_columns(table, columns, set)
     condition = "true" if where is None else where
     if opened.is_primary_key_table:
-        return _pk_change(spark, table, condition, assignments, warehouse=warehouse,
-                          catalog_options=catalog_options)
-    change = spark_row_level.update_rows(spark, table, assignments, condition, warehouse=warehouse,
-                                         catalog_options=catalog_options)
+        keyed = _SparkKeyedRows(spark, table, columns, warehouse, catalog_options)
+        snapshot, rows = change_by_key(opened.paimon_table, condition, assignments, keyed)
+        return _result(warehouse, table, catalog_options, "update", snapshot, rows)
+    change = _update_by_position(spark, table, assignments, condition, columns=columns, warehouse=warehouse,
+                                 catalog_options=catalog_options)
     return _result(warehouse, table, catalog_options, "update", change.snapshot_id, change.rows)
 
 
 def rewrite_file_index(spark: SparkSession, table: str, where: str | None = None, *, warehouse: str,
                        catalog_options: CatalogOptions = None, progress: bool = False) -> CommitResult:
     """Rebuild the file indexes the table's ``file-index.*`` options ask for, as one Spark job
-    (tasks balanced by file bytes; ``where``: partitions), committed as one snapshot; ``progress``
-    prints a bar on stderr."""
-    snapshot = spark_row_level.rewrite_file_index(spark, table, where, warehouse=warehouse, progress=progress,
-                                                  catalog_options=catalog_options)
+    (tasks balanced by file bytes; ``where``: partitions), committed as one snapshot.
+
+    ``progress`` prints ``files checked / total`` on stderr as tasks finish (an accumulator of
+    files done, polled while the job runs).
+    """
+    from paimon_index.table.rewrite import commit_rewrite, plan_rewrite
+
+    paimon_table = _opened(warehouse, table, catalog_options)
+    tasks = plan_rewrite(paimon_table, where)
+    if not tasks:
+        return _result(warehouse, table, catalog_options, "rewrite_file_index", None, 0)
+    sc = spark.sparkContext
+    slots = min(len(tasks), max(1, sc.defaultParallelism) * _tasks.TASKS_PER_CORE)
+    groups = [[tasks[i] for i in group]
+              for group in _tasks.balanced_groups([_tasks.file_bytes(t.meta) for t in tasks], slots)]
+    files_done = sc.accumulator(0)
+    job = _tasks.rebuild_job(sc, groups, files_done, warehouse, table, catalog_options)
+    if progress:
+        with _tasks.ProgressWhile(lambda: int(files_done.value), len(tasks), "rewrite_file_index"):
+            pickled = job.collect()
+    else:
+        pickled = job.collect()
+    messages = [pickle.loads(p) for p in pickled]
+    snapshot = commit_rewrite(paimon_table, messages, snapshot_id=tasks[0].snapshot_id)
     return _result(warehouse, table, catalog_options, "rewrite_file_index", snapshot, 0)
 
 

@@ -55,7 +55,7 @@ from paimon_index.table.files import ScanReport
 from paimon_index.table.paimon import delta_file_counts, latest_snapshot, pinned_table, snapshot_exists
 from paimon_index.table.pk.upsert import LATEST as UPSERT_LATEST
 
-__all__ = ["CommitResult", "MaintenanceResult", "Table", "create_table", "open_table"]
+__all__ = ["CommitResult", "MaintenanceResult", "Table", "commit_result", "create_table", "open_table"]
 
 #: ``write(mode=...)`` values.
 APPEND, OVERWRITE = "append", "overwrite"
@@ -89,6 +89,15 @@ class MaintenanceResult:
     expired_snapshots: tuple[int, ...] = ()
     deleted_files: tuple[str, ...] = ()
     details: Any = field(default=None, compare=False)
+
+
+def commit_result(table: Any, operation: str, snapshot_id: int | None, rows: int) -> CommitResult:
+    """A verb's result (the ``Table`` verb's and its :mod:`paimon_index.spark.jobs` twin's): the data
+    files snapshot ``snapshot_id`` added and removed, read from the snapshot (``table``: pypaimon's)."""
+    if snapshot_id is None:
+        return CommitResult(operation, None, 0)
+    added, removed = delta_file_counts(table, snapshot_id)
+    return CommitResult(operation, snapshot_id, rows, added, removed)
 
 
 def create_table(warehouse: str, identifier: str, schema: pa.Schema | Any, *,
@@ -212,7 +221,7 @@ class Table:
 
     def _upsert(self, rows: pa.Table, planned: int | object | None = UPSERT_LATEST) -> int | None:
         """Upsert ``rows``; ``planned``: the snapshot they were read from (commit exactly on it)."""
-        from paimon_index.table.primary_key import ROW_KIND_COLUMN, dv_mode, upsert_arrow
+        from paimon_index.table.pk import ROW_KIND_COLUMN, dv_mode, upsert_arrow
         from paimon_index.table.write import write_arrow
 
         if rows.num_rows == 0:
@@ -246,7 +255,7 @@ class Table:
         from paimon_index.table.row_level import delete_rows
 
         change = delete_rows(self._paimon, where)
-        return self._result("delete", change.snapshot_id, change.rows)
+        return commit_result(self._paimon, "delete", change.snapshot_id, change.rows)
 
     def update(self, set: Mapping[str, Any], where: Predicate | str | None = None) -> CommitResult:
         """``UPDATE t SET col = value-or-expression, ... WHERE where`` in one snapshot.
@@ -263,61 +272,32 @@ class Table:
         from paimon_index.table.row_level import update_rows
 
         change = update_rows(self._paimon, assignments, predicate)
-        return self._result("update", change.snapshot_id, change.rows)
+        return commit_result(self._paimon, "update", change.snapshot_id, change.rows)
 
     def _assignments(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        from paimon_index.table.row_level import assignment_columns
+
         schema = self.schema
-        lower = {name.lower(): name for name in schema.names}
-        assignments: dict[str, Any] = {}
-        for column, value in values.items():
-            name = lower.get(str(column).lower())
-            if name is None:
-                raise InvalidOptionError(f"UPDATE of {self.identifier} sets unknown column {column!r} "
-                                         f"(columns: {schema.names})")
-            target = schema.field(name).type
+        assignments = assignment_columns(self.identifier, schema.names, values)
+        for name, value in assignments.items():
             if isinstance(value, str):
                 expression = compile_expression(value, schema)
-                assignments[name] = _assigned(expression, target, name)
-            else:
-                assignments[name] = value
+                assignments[name] = _assigned(expression, schema.field(name).type, name)
         return assignments
 
     def _pk_change(self, operation: str, where: Predicate | str, assignments: dict[str, Any] | None
                    ) -> CommitResult:
         """DELETE/UPDATE on a primary-key table: find the rows, then upsert (or delete) their keys."""
-        from paimon_index.table.primary_key import ROW_KIND_COLUMN
+        from paimon_index.table.pk.upsert import change_by_key
 
-        keys = list(self._paimon.primary_keys)
-        if assignments is not None and set(assignments) & set(keys):
-            raise InvalidOptionError(f"UPDATE of {self.identifier} cannot change primary-key columns {keys}")
-        # Read and commit on one snapshot: a change landing in between refuses this one
-        # (ConcurrentChangeError) instead of being undone by it.
-        planned = self.snapshot_id
-        if planned is None:
-            return CommitResult(operation, None)
-        matched = self.read(where, snapshot_id=planned)
-        if matched.num_rows == 0:
-            return CommitResult(operation, None)
-        if assignments is None:
-            rows = matched.append_column(ROW_KIND_COLUMN, pa.array(["-D"] * matched.num_rows, pa.string()))
-        else:
-            rows = matched
-            for name, value in assignments.items():
-                column = value(matched) if callable(value) else pa.array([value] * matched.num_rows)
-                field_ = matched.schema.field(name)
-                try:
-                    column = column.cast(field_.type)
-                except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
-                    raise DataError(f"UPDATE of {self.identifier}: the value for column {name!r} does not "
-                                    f"fit its type {field_.type}: {e}") from e
-                rows = rows.set_column(matched.schema.get_field_index(name), field_, column)
-        return self._result(operation, self._upsert(rows, planned), matched.num_rows)
+        snapshot, rows = change_by_key(self._paimon, where, assignments, _ArrowKeyedRows(self))
+        return commit_result(self._paimon, operation, snapshot, rows)
 
     def compact(self, full: bool = False) -> CommitResult:
         """Compact a primary-key table's files (``full``: everything into the highest level)."""
         if not self.is_primary_key_table:
             raise TableError(f"compact is for primary-key tables; {self.identifier} is an append table")
-        from paimon_index.table.primary_key import compact
+        from paimon_index.table.pk import compact
 
         return self._result("compact", compact(self._paimon, full=full), 0)
 
@@ -328,10 +308,7 @@ class Table:
         return self._result("rewrite_file_index", rewrite_file_index(self._paimon, where), 0)
 
     def _result(self, operation: str, snapshot_id: int | None, rows: int) -> CommitResult:
-        if snapshot_id is None:
-            return CommitResult(operation, None, 0)
-        added, removed = delta_file_counts(self._paimon, snapshot_id)
-        return CommitResult(operation, snapshot_id, rows, added, removed)
+        return commit_result(self._paimon, operation, snapshot_id, rows)
 
     # reading -------------------------------------------------------------------------------------
 
@@ -400,7 +377,7 @@ class Table:
         if latest_snapshot(table) is None:
             return schema.empty_table(), ScanReport()
         if self.is_primary_key_table:
-            from paimon_index.table.primary_key import dv_mode, read_primary_key
+            from paimon_index.table.pk import dv_mode, read_primary_key
 
             if not dv_mode(table):
                 return _merged_read(table, predicate)
@@ -487,6 +464,40 @@ class Table:
                                      remove=list(remove), catalog_options=self.catalog_options)
         self._paimon = self._open()
         return self
+
+
+class _ArrowKeyedRows:
+    """:class:`~paimon_index.table.pk.upsert.KeyedRows` of a ``Table``: Arrow tables in this process,
+    read and upserted exactly on the planned snapshot."""
+
+    def __init__(self, table: Table) -> None:
+        self.table = table
+
+    def matching(self, where: Predicate | str, snapshot_id: int) -> pa.Table:
+        return self.table.read(where, snapshot_id=snapshot_id)
+
+    def deleted(self, rows: pa.Table) -> pa.Table:
+        from paimon_index.table.pk.upsert import DELETE_KIND, ROW_KIND_COLUMN
+
+        return rows.append_column(ROW_KIND_COLUMN, pa.array([DELETE_KIND] * rows.num_rows, pa.string()))
+
+    def assigned(self, rows: pa.Table, assignments: Mapping[str, Any]) -> pa.Table:
+        if rows.num_rows == 0:
+            return rows  # nothing matched: no value to evaluate (nor to fail)
+        updated = rows
+        for name, value in assignments.items():
+            column = value(rows) if callable(value) else pa.array([value] * rows.num_rows)
+            field_ = rows.schema.field(name)
+            try:
+                column = column.cast(field_.type)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
+                raise DataError(f"UPDATE of {self.table.identifier}: the value for column {name!r} does not "
+                                f"fit its type {field_.type}: {e}") from e
+            updated = updated.set_column(rows.schema.get_field_index(name), field_, column)
+        return updated
+
+    def upsert(self, rows: pa.Table, snapshot_id: int) -> tuple[int | None, int]:
+        return self.table._upsert(rows, snapshot_id), rows.num_rows
 
 
 def spark_sort_indices(rows: pa.Table, orders: Iterable[SortOrder]) -> pa.Array:

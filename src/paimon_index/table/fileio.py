@@ -49,7 +49,7 @@ from urllib.parse import urlparse
 
 import pyarrow.parquet as pq
 
-from paimon_index.errors import CommitError, CorruptFileError, EnvironmentCheckError
+from paimon_index.errors import CorruptFileError, EnvironmentCheckError, NoAtomicCreateError
 
 __all__ = ["ALLOW_NON_ATOMIC_OPTION", "COALESCE_GAP_BYTES", "FileIOSource", "FileStatus", "IOCounters",
            "NoAtomicCreateError", "TableIO", "coalesce"]
@@ -63,9 +63,6 @@ S3_OPTION_PREFIXES = ("fs.s3.", "s3.", "s3a.", "fs.s3a.")
 #: HTTP status of a conditional PUT whose key exists (412) or is being created by another PUT (409).
 _PRECONDITION_FAILED, _CONDITIONAL_CONFLICT = 412, 409
 
-
-class NoAtomicCreateError(CommitError):
-    """The table's store cannot create a file atomically, so a commit could silently lose a race."""
 
 #: Two wanted ranges closer than this are fetched as one request (the gap is read and dropped):
 #: on an object store a round trip costs far more than 1 MiB of transfer.

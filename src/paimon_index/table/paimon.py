@@ -63,8 +63,8 @@ from pypaimon.utils.file_store_path_factory import canonical_data_file_path
 from pypaimon.write.commit_message import CommitMessage
 from pypaimon.write.file_store_commit import FileStoreCommit
 
-from paimon_index.errors import TableError
-from paimon_index.table.fileio import NoAtomicCreateError, TableIO
+from paimon_index.errors import NoAtomicCreateError, TableError
+from paimon_index.table.fileio import TableIO
 from paimon_index.table.metacache import MANIFEST_WEIGHT_FACTOR, metadata_cache
 
 __all__ = [

@@ -1,9 +1,16 @@
 """Row-level DELETE and UPDATE on append tables, through deletion vectors (Paimon's DV mode).
 
-    delete_arrow(table, where) -> snapshot id | None          (one process; Spark: spark/row_level.py)
-    update_arrow(table, {"col": value or pa.Array fn}, where) -> snapshot id | None
+    change_rows(table, operation, mark) -> RowChange          the one plan / mark / commit shape
+    delete_rows(table, where) -> RowChange                    it, with the rows found in this process
+    update_rows(table, {"col": value or pa.Array fn}, where) -> RowChange
+    assignment_columns(table, names, set) -> {column: value}  SET's columns as the table spells them
 
-The steps (the same in the Spark jobs, which run step 2 and 3 on executors):
+The public verbs are :meth:`paimon_index.Table.delete`/``update`` (which call :func:`delete_rows` /
+:func:`update_rows`) and :func:`paimon_index.spark.jobs.delete`/``update`` (which call
+:func:`change_rows` with a ``mark`` step that runs as Spark tasks). ``delete_arrow`` /
+``update_arrow`` are the snapshot-id shorthands the tests use.
+
+The steps (:func:`change_rows` runs 1 and 4 on the driver; step 2 and 3 are its ``mark``):
 
 1. **Plan** (driver, :func:`plan_row_change`): pin the latest snapshot; for every (partition,
    bucket) collect its ``DELETION_VECTORS`` index-manifest entries. A bucket's vectors live in one
@@ -33,7 +40,7 @@ from __future__ import annotations
 
 import inspect
 import posixpath
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,7 +50,6 @@ import pyarrow.compute as pc
 
 from paimon_index.deletionvectors.maintainer import BucketDvMaintainer
 from paimon_index.errors import (
-    ConcurrentChangeError,
     DataError,
     InvalidOptionError,
     PaimonIndexError,
@@ -69,9 +75,10 @@ from paimon_index.table.write import table_options, table_schema, write_files
 
 __all__ = [
     "BucketPlan",
-    "ConcurrentChangeError",
     "RowChange",
     "RowChangePlan",
+    "assignment_columns",
+    "change_rows",
     "commit_row_change",
     "delete_arrow",
     "delete_rows",
@@ -240,50 +247,99 @@ class RowChange:
     rows: int
 
 
-def delete_rows(table: PaimonTable, where: Predicate | str) -> RowChange:
-    """``DELETE FROM table WHERE where`` in one snapshot, exactly on the snapshot it read."""
+#: A row change's step 2 and 3: find the rows on the plan's snapshot, stage the change in the
+#: transaction (DV index files, an UPDATE's new data files) and say how many rows it changed.
+MarkStep = Callable[[RowChangePlan, Transaction], int]
+
+
+def change_rows(table: PaimonTable, operation: str, mark: MarkStep) -> RowChange:
+    """The one shape of a DELETE/UPDATE by position: plan on the latest snapshot (pinned), ``mark``
+    (in this process, or as Spark tasks whose messages the driver stages), commit exactly on the
+    planned snapshot.
+
+    Raises:
+        ConcurrentChangeError: another commit landed after the plan; nothing was applied and the
+            files ``mark`` staged were deleted.
+    """
     plan = plan_row_change(table)
     if plan is None:
         return RowChange(None, 0)
-    with Transaction(table, plan.snapshot, operation="delete") as txn:
+    with Transaction(table, plan.snapshot, operation=operation) as txn:
+        rows = mark(plan, txn)
+        snapshot = txn.commit()
+    return RowChange(snapshot, rows if snapshot is not None else 0)
+
+
+def delete_rows(table: PaimonTable, where: Predicate | str) -> RowChange:
+    """``DELETE FROM table WHERE where`` in one snapshot, exactly on the snapshot it read."""
+
+    def mark(plan: RowChangePlan, txn: Transaction) -> int:
         matched = _matching_rows(table, plan, where)
         _mark_all(plan, matched, txn)
-        return RowChange(txn.commit(), matched.num_rows)
+        return matched.num_rows
+
+    return change_rows(table, "delete", mark)
 
 
 def delete_arrow(table: PaimonTable, where: Predicate | str) -> int | None:
-    """``DELETE FROM table WHERE where`` in one snapshot; None when no row matched."""
+    """:func:`delete_rows`' snapshot: None when no row matched."""
     return delete_rows(table, where).snapshot_id
 
 
 Assignment = Any | Callable[[pa.Table], pa.Array]
 
 
+def assignment_columns(table: str, columns: Sequence[str], values: Mapping[str, Any]) -> dict[str, Any]:
+    """SET's columns resolved as Spark resolves them (case-insensitively) to the table's spelling.
+
+    Raises:
+        InvalidOptionError: a column the table does not have.
+    """
+    lower = {name.lower(): name for name in columns}
+    resolved: dict[str, Any] = {}
+    for column, value in values.items():
+        name = lower.get(str(column).lower())
+        if name is None:
+            raise InvalidOptionError(f"UPDATE of {table} sets unknown column {column!r} "
+                                     f"(columns: {list(columns)})")
+        resolved[name] = value
+    return resolved
+
+
 def update_arrow(table: PaimonTable, assignments: Mapping[str, Assignment],
                  where: Predicate | str) -> int | None:
-    """``UPDATE table SET col = value, ... WHERE where`` in one snapshot (None when no row matched).
-
-    A value is a constant or a function of the matching rows (an Arrow table) returning the column.
-    """
+    """:func:`update_rows`' snapshot: None when no row matched."""
     return update_rows(table, assignments, where).snapshot_id
 
 
 def update_rows(table: PaimonTable, assignments: Mapping[str, Assignment],
                 where: Predicate | str) -> RowChange:
-    """:func:`update_arrow`, also saying how many rows changed."""
+    """``UPDATE table SET col = value, ... WHERE where`` in one snapshot, exactly on the snapshot
+    it read: the matching rows marked deleted, their new values appended as new data files.
+
+    A value is a constant or a function of the matching rows (an Arrow table) returning the column.
+    """
     unknown = set(assignments) - set(table_schema(table))
     if unknown:
         raise InvalidOptionError(f"UPDATE sets unknown columns: {sorted(unknown)}")
-    plan = plan_row_change(table)
-    if plan is None:
-        return RowChange(None, 0)
-    matched = _matching_rows(table, plan, where)
-    if matched.num_rows == 0:
-        return RowChange(None, 0)
-    before = matched.drop_columns(list(METADATA_COLUMNS))
+
+    def mark(plan: RowChangePlan, txn: Transaction) -> int:
+        matched = _matching_rows(table, plan, where)
+        if matched.num_rows == 0:
+            return 0
+        updated = _assigned(table, matched.drop_columns(list(METADATA_COLUMNS)), assignments)
+        _mark_all(plan, matched, txn)
+        txn.stage(write_rows(table, updated))
+        return matched.num_rows
+
+    return change_rows(table, "update", mark)
+
+
+def _assigned(table: PaimonTable, before: pa.Table, assignments: Mapping[str, Assignment]) -> pa.Table:
+    """The rows with their new values; every assignment sees the rows as they were (SQL:
+    ``SET a = b, b = a`` swaps them)."""
     updated = before
     for name, value in assignments.items():
-        # Every assignment sees the rows as they were (SQL: SET a = b, b = a swaps them).
         field = before.schema.field(name)
         try:
             column = value(before) if callable(value) else \
@@ -294,7 +350,4 @@ def update_rows(table: PaimonTable, assignments: Mapping[str, Assignment],
             raise DataError(f"UPDATE of table {table_name(table)}: the value for column "
                             f"{name!r} does not fit its type {field.type}: {e}") from e
         updated = updated.set_column(before.schema.get_field_index(name), field, column)
-    with Transaction(table, plan.snapshot, operation="update") as txn:
-        _mark_all(plan, matched, txn)
-        txn.stage(write_rows(table, updated))
-        return RowChange(txn.commit(), matched.num_rows)
+    return updated

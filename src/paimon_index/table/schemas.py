@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from paimon_index.errors import PaimonIndexError
+from paimon_index.errors import PaimonIndexError, SchemaEvolutionError
 from paimon_index.fileindex.base import TopN
 from paimon_index.predicate import ALWAYS_FALSE, ALWAYS_TRUE, And, Leaf, Op, Or, Predicate, and_, or_
 from paimon_index.types import DataType, parse_type
@@ -64,10 +64,6 @@ __all__ = ["Column", "FileMapping", "ReadSchema", "SchemaEvolutionError", "Schem
 
 #: How Paimon spells a non-nullable type; nullability is not part of "the same type" here.
 _NOT_NULL = " NOT NULL"
-
-
-class SchemaEvolutionError(PaimonIndexError):
-    """A data file cannot be read under the current schema (missing schema file, failed cast)."""
 
 
 @dataclass(frozen=True, slots=True)

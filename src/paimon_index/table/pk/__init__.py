@@ -27,14 +27,9 @@ Partitioned tables: data files store the key *without* the partition fields (Pai
 primary key); lookups run per (partition, bucket) on that trimmed key.
 """
 
+from paimon_index.errors import NullKeyError, PrimaryKeyTableError
 from paimon_index.table.pk.compaction import compact, set_deletion_vectors
-from paimon_index.table.pk.plan import (
-    DEFAULT_COMPACTION_THRESHOLD,
-    ROW_KIND_COLUMN,
-    NullKeyError,
-    PrimaryKeyTableError,
-    dv_mode,
-)
+from paimon_index.table.pk.plan import DEFAULT_COMPACTION_THRESHOLD, ROW_KIND_COLUMN, dv_mode
 from paimon_index.table.pk.read import check_merge_free, read_primary_key
 from paimon_index.table.pk.upsert import (
     PreparedUpsert,

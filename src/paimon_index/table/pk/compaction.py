@@ -16,14 +16,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from paimon_index.errors import ConcurrentChangeError, InvalidOptionError
+from paimon_index.errors import ConcurrentChangeError, InvalidOptionError, PrimaryKeyTableError
 from paimon_index.table.paimon import CommitMessage
 from paimon_index.table.pk.commit import begin, written_paths
 from paimon_index.table.pk.levels import rewrite
 from paimon_index.table.pk.plan import (
     DEFAULT_COMPACTION_THRESHOLD,
     Plan,
-    PrimaryKeyTableError,
     arrow_fields,
     check_table,
     maintainer,

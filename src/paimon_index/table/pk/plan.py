@@ -32,9 +32,9 @@ import pyarrow as pa
 from paimon_index.deletionvectors.maintainer import BucketDvMaintainer
 from paimon_index.errors import (
     ConcurrentChangeError,
-    DataError,
     InvalidOptionError,
-    PaimonIndexError,
+    NullKeyError,
+    PrimaryKeyTableError,
     UnsupportedTableError,
 )
 from paimon_index.fileindex.options import parse_bool, parse_int
@@ -78,14 +78,6 @@ POSITION = "__paimon_index_position__"
 
 #: (partition values, bucket): how buckets are keyed everywhere in this package.
 BucketKey = tuple[tuple[Any, ...], int]
-
-
-class PrimaryKeyTableError(PaimonIndexError):
-    """A primary-key operation that the table's state or options do not allow."""
-
-
-class NullKeyError(PrimaryKeyTableError, DataError):
-    """Rows with NULL in a primary-key column (Paimon keys are never NULL)."""
 
 
 # ------------------------------------------------------------------------------------------------

@@ -6,6 +6,12 @@
     prepare_upsert(table, messages, deleted keys, scope) -> PreparedUpsert   executor, own buckets
     commit_prepared(table, [PreparedUpsert]) -> snapshot id         driver
     commit_upsert(table, messages, [deleted keys]) -> snapshot id   driver does the lookup
+    change_by_key(table, where, set | None, rows) -> (snapshot id, rows)   DELETE/UPDATE by key
+
+DELETE and UPDATE of a primary-key table are upserts of the matching rows' keys
+(:func:`change_by_key`, the one implementation behind :meth:`paimon_index.Table.delete`/``update``
+and :func:`paimon_index.spark.jobs.delete`/``update``; :class:`KeyedRows` says where the rows are:
+Arrow tables in this process, DataFrames in Spark).
 
 An upsert:
 
@@ -30,16 +36,17 @@ level is free.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from paimon_index.errors import ConcurrentChangeError, InvalidOptionError
+from paimon_index.errors import ConcurrentChangeError, InvalidOptionError, PrimaryKeyTableError
 from paimon_index.table.fileio import TableIO
-from paimon_index.table.paimon import CommitMessage
+from paimon_index.table.paimon import CommitMessage, latest_snapshot, table_name
 from paimon_index.table.pk.commit import abandon, begin, delete_discarded, on_snapshot, written_paths
 from paimon_index.table.pk.levels import free_level, rewrite, write_rows
 from paimon_index.table.pk.lookup import file_keys, keys_of_partition, last_per_key, mark_keys
@@ -52,7 +59,6 @@ from paimon_index.table.pk.plan import (
     Bucket,
     BucketKey,
     Plan,
-    PrimaryKeyTableError,
     arrow_fields,
     check_keys,
     check_table,
@@ -66,8 +72,8 @@ from paimon_index.table.pk.plan import (
 )
 from paimon_index.table.write import conform, table_schema
 
-__all__ = ["PreparedUpsert", "bucket_of_rows", "commit_prepared", "commit_upsert", "owned_buckets",
-           "prepare_upsert", "split_batch", "upsert_arrow"]
+__all__ = ["KeyedRows", "PreparedUpsert", "bucket_of_rows", "change_by_key", "commit_prepared",
+           "commit_upsert", "owned_buckets", "prepare_upsert", "split_batch", "upsert_arrow"]
 
 _UPSERT = "upsert"
 
@@ -295,7 +301,7 @@ def commit_upsert(table: Any, messages: list[Any], removed_keys: list[pa.Table])
             if bucket_keys.group_by(trimmed).aggregate([]).num_rows != bucket_keys.num_rows:
                 raise PrimaryKeyTableError(
                     f"a key was written by two tasks into bucket {bucket}: repartition the data by the "
-                    f"primary key {list(table.primary_keys)} (paimon_index.spark.primary_key.upsert does)")
+                    f"primary key {list(table.primary_keys)} (paimon_index.spark.jobs.upsert does)")
         target = key_schema(table)
         removed = pa.concat_tables([conform(t, target) for t in removed_keys]) if removed_keys else \
             target.empty_table()
@@ -305,3 +311,55 @@ def commit_upsert(table: Any, messages: list[Any], removed_keys: list[pa.Table])
         snapshot_id = txn.commit()
     delete_discarded(table, plan.index_dir, prepared.discarded)
     return snapshot_id
+
+
+Rows = TypeVar("Rows")
+#: The row kind that deletes a key.
+DELETE_KIND = "-D"
+
+
+class KeyedRows(Protocol[Rows]):
+    """Where the rows of a DELETE/UPDATE by key are, and how they are changed and upserted."""
+
+    def matching(self, where: Any, snapshot_id: int) -> Rows:
+        """The rows matching ``where``, one per key (read at ``snapshot_id`` where the upsert can
+        commit exactly on it)."""
+        ...
+
+    def deleted(self, rows: Rows) -> Rows:
+        """The rows with ``_ROW_KIND`` ``-D``: upserted, they delete their keys."""
+        ...
+
+    def assigned(self, rows: Rows, assignments: Mapping[str, Any]) -> Rows:
+        """The rows with the SET values (cast to their columns' types)."""
+        ...
+
+    def upsert(self, rows: Rows, snapshot_id: int) -> tuple[int | None, int]:
+        """Upsert the rows, planned on ``snapshot_id``: the new snapshot (None: nothing committed)
+        and the number of rows upserted."""
+        ...
+
+
+def change_by_key(table: Any, where: Any, assignments: Mapping[str, Any] | None,
+                  rows: KeyedRows[Rows]) -> tuple[int | None, int]:
+    """DELETE (``assignments`` None) or UPDATE of a primary-key table: find the matching rows on
+    the latest snapshot, then upsert their keys as deletes (``-D``) or with the new values. The new
+    snapshot (None when nothing changed) and the number of rows changed.
+
+    Raises:
+        InvalidOptionError: an UPDATE of a primary-key column (it would move the row to a new key).
+        ConcurrentChangeError: another commit landed after the rows were read (where ``rows``
+            commits on the snapshot it read).
+    """
+    keys = list(table.primary_keys)
+    if assignments is not None and set(assignments) & set(keys):
+        raise InvalidOptionError(f"UPDATE of {table_name(table)} cannot change primary-key columns {keys}")
+    # Read and commit on one snapshot: a change landing in between refuses this one
+    # (ConcurrentChangeError) instead of being undone by it.
+    snapshot = latest_snapshot(table)
+    if snapshot is None:
+        return None, 0
+    planned = int(snapshot.id)
+    matched = rows.matching(where, planned)
+    changed = rows.deleted(matched) if assignments is None else rows.assigned(matched, assignments)
+    return rows.upsert(changed, planned)

@@ -1,0 +1,199 @@
+"""What the Spark jobs of :mod:`paimon_index.spark.jobs` run on executors (private to them).
+
+    mark_job(matched, plan) -> DataFrame        DELETE/UPDATE: one task per bucket marks its rows
+    write_job(rows, warehouse, table) -> DataFrame   UPDATE: tasks write the new rows' data files
+    collect(messages) -> (commit messages, rows)     the driver's half: what the tasks returned
+    counted(spark, df) -> (df, accumulator)     rows of a DataFrame, counted as a job runs it
+    with_bucket(df, warehouse, table) -> DataFrame   upsert: each row's Paimon bucket as a column
+    rebuild_job(sc, groups, ...) -> RDD         rewrite_file_index: tasks rebuild their files' indexes
+    balanced_groups(sizes, groups)              rewrite_file_index: files packed by bytes
+    ProgressWhile(done, total, label)           a progress bar on stderr while a job runs
+
+Every task works through the table layer (:mod:`paimon_index.table.row_level`,
+:mod:`paimon_index.table.pk`, :mod:`paimon_index.table.rewrite`), exactly as the
+:class:`paimon_index.Table` verbs do in one process; tasks return pypaimon commit messages
+(pickled) and the driver commits them.
+"""
+
+from __future__ import annotations
+
+import heapq
+import pickle
+import sys
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+from pyspark.sql.types import IntegerType, StructField, StructType
+
+from paimon_index.table import pk
+from paimon_index.table.catalog import open_table
+from paimon_index.table.files import BUCKET_COLUMN, METADATA_COLUMNS, PARTITION_COLUMN
+from paimon_index.table.row_level import RowChangePlan, mark_deleted, write_rows
+
+if TYPE_CHECKING:
+    from pyspark import RDD, SparkContext
+    from pyspark.sql import DataFrame, SparkSession
+
+    from paimon_index.table.rewrite import RewriteTask
+
+CatalogOptions = Mapping[str, str] | None
+#: What every row-change task returns: its pickled commit messages and how many table rows it
+#: marked deleted.
+MESSAGE_SCHEMA = "message binary, rows long"
+#: The upsert's shuffle key: the Paimon bucket of the row.
+UPSERT_BUCKET_COLUMN = "__paimon_index_bucket__"
+
+
+# -- DELETE / UPDATE by position -----------------------------------------------------------------
+def _pickled(messages: list[Any], rows: int = 0) -> pa.Table:
+    kept: list[bytes | None] = [pickle.dumps(m) for m in messages if m is not None]
+    if rows and not kept:
+        kept = [None]  # the count must still reach the driver
+    # A task's row count rides on its first message.
+    counts = [rows] + [0] * (len(kept) - 1) if kept else []
+    return pa.table({"message": pa.array(kept, pa.binary()), "rows": pa.array(counts, pa.int64())})
+
+
+def _mark_task(plan: RowChangePlan) -> Callable[[tuple[Any, ...], pa.Table], pa.Table]:
+    def mark(key: tuple[Any, ...], rows: pa.Table) -> pa.Table:
+        partition, bucket = key[0].as_py(), key[1].as_py()
+        return _pickled([mark_deleted(plan.bucket(partition, bucket), rows)], rows.num_rows)
+
+    return mark
+
+
+def mark_job(matched: DataFrame, plan: RowChangePlan) -> DataFrame:
+    """The matched rows' positions marked in their buckets' vectors, one task per bucket
+    (:func:`paimon_index.table.row_level.mark_deleted`, each writing the bucket's new DV index file)."""
+    positions = matched.select(*METADATA_COLUMNS)
+    return positions.groupBy(PARTITION_COLUMN, BUCKET_COLUMN).applyInArrow(_mark_task(plan), MESSAGE_SCHEMA)
+
+
+def write_job(rows: DataFrame, warehouse: str, table: str, catalog_options: CatalogOptions) -> DataFrame:
+    """``rows`` written as new data files with their indexes, by the tasks holding them."""
+
+    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        kept = [b for b in batches if b.num_rows]
+        if kept:
+            opened = open_table(warehouse, table, catalog_options=catalog_options)
+            yield from _pickled(write_rows(opened, pa.Table.from_batches(kept))).to_batches()
+
+    return rows.mapInArrow(write, MESSAGE_SCHEMA)
+
+
+def collect(messages: DataFrame) -> tuple[list[Any], int]:
+    """The tasks' commit messages and the number of rows they marked deleted (runs the job)."""
+    rows = messages.collect()
+    return ([pickle.loads(row.message) for row in rows if row.message is not None],
+            sum(row.rows for row in rows))
+
+
+# -- upsert --------------------------------------------------------------------------------------
+def counted(spark: SparkSession, df: DataFrame) -> tuple[DataFrame, Any]:
+    """``df`` passed through unchanged, and an accumulator that holds its row count once an action
+    ran it (no second scan of ``df``, whose source may not give the same rows twice)."""
+    counter = spark.sparkContext.accumulator(0)
+
+    def count(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            counter.add(batch.num_rows)
+            yield batch
+
+    return df.mapInArrow(count, df.schema), counter
+
+
+def with_bucket(df: DataFrame, warehouse: str, table: str, catalog_options: CatalogOptions) -> DataFrame:
+    """``df`` with each row's Paimon bucket in :data:`UPSERT_BUCKET_COLUMN` (pypaimon's bucket
+    function, fixed-bucket tables)."""
+
+    def add(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        opened = open_table(warehouse, table, catalog_options=catalog_options)
+        for batch in batches:
+            _, buckets = pk.bucket_of_rows(opened, pa.Table.from_batches([batch]))
+            yield batch.append_column(UPSERT_BUCKET_COLUMN, pa.array(buckets, pa.int32()))
+
+    schema = StructType([*df.schema.fields, StructField(UPSERT_BUCKET_COLUMN, IntegerType())])
+    return df.mapInArrow(add, schema)
+
+
+# -- rewrite_file_index --------------------------------------------------------------------------
+#: Tasks per core of ``rewrite_file_index``: a little more than one, so a core that finishes early
+#: takes another group instead of idling behind the slowest one.
+TASKS_PER_CORE = 2
+
+
+def file_bytes(meta: Any) -> int:
+    return max(1, int(getattr(meta, "file_size", 0) or 0))  # an unknown size still weighs
+
+
+def balanced_groups(sizes: Sequence[int], groups: int) -> list[list[int]]:
+    """The indexes of ``sizes`` in at most ``groups`` groups of about equal total size.
+
+    Largest first, each onto the group lightest so far (LPT scheduling: the heaviest group weighs
+    at most 4/3 of the best possible split); empty groups are dropped. Runs on the driver over
+    the planned files: one sort and one heap operation per file.
+    """
+    if groups < 1:
+        raise ValueError(f"groups must be positive, got {groups}")
+    order = sorted(range(len(sizes)), key=lambda i: -sizes[i])
+    heap = [(0, g) for g in range(min(groups, len(sizes)))]
+    members: list[list[int]] = [[] for _ in heap]
+    for i in order:
+        load, g = heapq.heappop(heap)
+        members[g].append(i)
+        heapq.heappush(heap, (load + sizes[i], g))
+    return [m for m in members if m]
+
+
+def rebuild_job(sc: SparkContext, groups: list[list[RewriteTask]], files_done: Any, warehouse: str,
+                table: str, catalog_options: CatalogOptions) -> RDD[bytes]:
+    """One task per group: rebuild and compare each file's container
+    (:func:`paimon_index.table.rewrite.rewrite_file`), return its pickled commit message and count
+    the files done in the accumulator ``files_done``."""
+    from paimon_index.table.rewrite import rewrite_file
+
+    def rebuild(part: Iterable[list[RewriteTask]]) -> Iterator[bytes]:
+        opened = open_table(warehouse, table, catalog_options=catalog_options)
+        for group in part:
+            for task in group:
+                yield pickle.dumps(rewrite_file(opened, task))
+            files_done.add(len(group))
+
+    # One element per partition: parallelize slices a list of n elements into n partitions evenly.
+    return sc.parallelize(groups, len(groups)).mapPartitions(rebuild)
+
+
+PROGRESS_INTERVAL_S = 0.5
+PROGRESS_WIDTH = 30
+
+
+class ProgressWhile:
+    """Prints ``done() / total`` on stderr every :data:`PROGRESS_INTERVAL_S` while the block runs."""
+
+    def __init__(self, done: Callable[[], int], total: int, label: str) -> None:
+        self.done, self.total, self.label = done, total, label
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(PROGRESS_INTERVAL_S):
+            _progress(self.label, min(self.done(), self.total - 1), self.total)
+
+    def __enter__(self) -> ProgressWhile:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        if exc[0] is None:
+            _progress(self.label, self.total, self.total)
+
+
+def _progress(label: str, done: int, total: int) -> None:
+    filled = PROGRESS_WIDTH * done // total
+    end = "\n" if done == total else ""
+    sys.stderr.write(f"\r{label} [{'#' * filled}{'.' * (PROGRESS_WIDTH - filled)}] {done}/{total} files{end}")
+    sys.stderr.flush()
