@@ -346,12 +346,13 @@ class PaimonIndexReader(DataSourceReader):
         apply_topn = self.all_filters_taken and self.options.topn is not None
         use_index = self.options.use_index
         io = TableIO.of(table) if plan.table is None else TableIO.of(plan.table)
-        partitions = [SplitPartition(tuple(files), self.predicate, use_index, apply_topn, plan.schema, io)
+        schema = plan.schema.detached({f.schema_id for f in plan.files})  # no pypaimon object in a task
+        partitions = [SplitPartition(tuple(files), self.predicate, use_index, apply_topn, schema, io)
                       for files in groups.values()]
         if self.options.scan_report:
             # Always one partition at least, so the planning counts reach a task.
             first = partitions[0].files if partitions else ()
-            partitions[:1] = [SplitPartition(first, self.predicate, use_index, apply_topn, plan.schema, io,
+            partitions[:1] = [SplitPartition(first, self.predicate, use_index, apply_topn, schema, io,
                                              plan.report)]
         # No file left and no report: an empty list (Spark then reads one empty InputPartition).
         return partitions

@@ -432,7 +432,8 @@ def count(spark: SparkSession, table: str, where: str | None = None, *, warehous
         return total
     # Tasks get each file's locations only and resolve it again (a selection can be megabytes).
     remaining = [f.unresolved() for f in unanswered]
-    io, bound, schema = TableIO.of(plan.table), plan.predicate, plan.schema
+    io, bound = TableIO.of(plan.table), plan.predicate
+    schema = plan.schema.detached({f.schema_id for f in remaining})  # no pypaimon object in a task
     chunks = [remaining[i:i + COUNT_FILES_PER_TASK] for i in range(0, len(remaining), COUNT_FILES_PER_TASK)]
 
     def count_files(part: Iterable[list[FilePlan]]) -> Iterator[bytes]:

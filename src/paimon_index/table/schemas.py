@@ -262,6 +262,14 @@ class ReadSchema(dict[str, DataType]):
             self._mappings[schema_id] = _mapping(self._version(schema_id), self.current, self.arrow_types)
         return self._mappings[schema_id]
 
+    def detached(self, schema_ids: Iterable[int]) -> ReadSchema:
+        """This schema with the mappings of ``schema_ids`` computed and no link to the table's schema
+        manager (a pypaimon object): what a task gets with the files it reads."""
+        copy = ReadSchema(self)
+        copy.current, copy.arrow_types, copy._manager = self.current, self.arrow_types, None
+        copy._mappings = {i: self.mapping(i) for i in schema_ids}
+        return copy
+
     def _version(self, schema_id: int) -> SchemaVersion:
         if schema_id == self.current.id:
             return self.current

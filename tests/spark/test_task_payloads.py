@@ -1,0 +1,98 @@
+"""What a Spark task receives: plain values, never a pypaimon object (pickled from the driver's plan).
+
+The source's partitions carry each (partition, bucket)'s files as unresolved ``FilePlan``s, the bound
+predicate and the current schema detached from pypaimon's schema manager (the mappings of the files'
+schema versions computed on the driver). The one pypaimon object a task still gets is the table's
+FileIO inside ``TableIO`` (pickled by pypaimon itself: a task must open the same store), checked
+here by name so that nothing else slips in beside it.
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import paimon_index
+from paimon_index.spark.datasource import PaimonIndexDataSource
+from paimon_index.table.fileio import TableIO
+
+pytestmark = pytest.mark.spark
+
+
+class _Recording(pickle.Pickler):
+    """A pickler that records every pypaimon object it meets (a TableIO is taken as a whole)."""
+
+    def __init__(self, file: Any) -> None:
+        super().__init__(file)
+        self.found: list[str] = []
+
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, TableIO):
+            return TableIO, (None,)  # its FileIO is pypaimon's on purpose (see the module docstring)
+        module = getattr(type(obj), "__module__", "") or ""
+        if module.startswith("pypaimon"):
+            self.found.append(f"{module}.{type(obj).__qualname__}")
+        return NotImplemented
+
+
+def _pypaimon_objects(payload: Any) -> list[str]:
+    pickler = _Recording(io.BytesIO())
+    pickler.dump(payload)
+    return sorted(set(pickler.found))
+
+
+def _partitions(warehouse: str, name: str) -> list[Any]:
+    source = PaimonIndexDataSource({"warehouse": warehouse, "path": name})
+    reader = source.reader(source.schema())
+    return list(reader.partitions())
+
+
+@pytest.mark.parametrize("kind", ["append", "primary-key"])
+def test_source_partitions_hold_no_pypaimon_object(tmp_path: Path, kind: str) -> None:
+    warehouse = str(tmp_path)
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("s", pa.string()), ("p", pa.int32())])
+    options = {"deletion-vectors.enabled": "true", "file-index.bitmap.columns": "s",
+               "file-index.in-manifest-threshold": "16b"}  # .index files: the task reads them
+    if kind == "append":
+        t = paimon_index.create_table(warehouse, "db.t", schema, partition_keys=["p"],
+                                      options={**options, "bucket": "-1"})
+    else:
+        t = paimon_index.create_table(warehouse, "db.t", schema, primary_keys=["id", "p"],
+                                      partition_keys=["p"], options={**options, "bucket": "2"})
+    ids = np.arange(200, dtype=np.int64)
+    t.write(pa.table({"id": ids, "s": [f"s{i % 4}" for i in ids], "p": (ids % 2).astype(np.int32)},
+                     schema=schema))
+    t.delete("id < 20")  # deletion vectors: the task reads them by their location
+    from pypaimon.schema.schema_change import SchemaChange
+
+    from paimon_index.table.catalog import catalog
+
+    catalog(warehouse).alter_table("db.t", [SchemaChange.add_column("extra", _int_type())], False)
+    partitions = _partitions(warehouse, "db.t")
+    assert partitions and all(p.files for p in partitions)
+    assert {f.schema_id for p in partitions for f in p.files} == {0}  # an older version: a mapping
+    files = [f for p in partitions for f in p.files]
+    assert all(not f.resolved and f.selected is None and f.deleted is None for f in files)
+    assert any(f.deletion is not None for p in partitions for f in p.files)
+    assert _pypaimon_objects(partitions) == []
+    # Small: locations, not row sets (the vectors and .index files are read by the task).
+    assert max(len(pickle.dumps(p)) for p in partitions) < 64 << 10
+
+
+def _int_type() -> Any:
+    from pypaimon.schema.data_types import AtomicType
+
+    return AtomicType("INT")
+
+
+def test_the_check_sees_a_pypaimon_object() -> None:
+    """The recording pickler is not blind: a pypaimon object is named."""
+    from pypaimon.schema.data_types import AtomicType
+
+    assert _pypaimon_objects({"x": [AtomicType("INT")]}) == ["pypaimon.schema.data_types.AtomicType"]
