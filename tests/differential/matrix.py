@@ -99,6 +99,11 @@ class Kind:
     extra_options: tuple[tuple[str, str], ...] = ()
 
     @property
+    def pypaimon_reads(self) -> bool:
+        """pypaimon reads 32-bit deletion vectors only (docs/row-level.md): no reference for 64-bit."""
+        return dict(self.extra_options).get("deletion-vectors.bitmap64") != "true"
+
+    @property
     def keys(self) -> list[str]:
         if not self.primary_key:
             return []
@@ -462,7 +467,7 @@ def _spec(kind: Kind, rows: list[dict[str, Any]]) -> TableSpec:
 
 
 #: States whose WHEREs the evaluator is checked on against Spark SQL (a Spark query each).
-REFERENCE_STATES = ("load", "overwrite", "evolve")
+REFERENCE_STATES = ("load", "evolve")
 APPEND_STATES = ("load", "delete", "update", "overwrite", "evolve", "evolved-update")
 #: The overwrite comes last on primary-key tables: "after-overwrite" upserts once more on top of it.
 PK_STATES = ("load", "upsert", "delete-update", "compact", "evolve", "evolved-compact", "overwrite",
@@ -716,6 +721,9 @@ class _StateReader:
         self.attempt("reference", None, None, check)
 
     def pypaimon(self) -> None:
+        if not self.kind.pypaimon_reads:
+            return
+
         def check() -> str | None:
             paimon = self.table.paimon_table
             builder = paimon.new_read_builder()
@@ -752,8 +760,9 @@ class _StateReader:
                                          planned.small_rows))
             return diff_rows(want, self.spark_rows(planned.dataframe))
         self.attempt("planned-small", where, sql, small)
-        self.attempt("planned-parquet", where, sql, lambda: diff_rows(want, self.spark_rows(
-            jobs.read(spark, name, sql, warehouse=warehouse, small_read_bytes=0))))
+        if source:  # Spark's Parquet reader: the generated WHERE (the point lookup is the small read's)
+            self.attempt("planned-parquet", where, sql, lambda: diff_rows(want, self.spark_rows(
+                jobs.read(spark, name, sql, warehouse=warehouse, small_read_bytes=0))))
         # jobs.count takes the paimon_index.sql dialect, as Table.count does.
         self.attempt("count-spark", where, text, lambda: diff_rows(
             [(len(want),)], [(jobs.count(spark, name, text, warehouse=warehouse),)]))
