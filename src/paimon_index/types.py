@@ -712,7 +712,9 @@ def canonical_literal(value: object, dtype: DataType) -> object:
         if isinstance(value, float | str):
             value = decimal.Decimal(str(value))
         if isinstance(value, decimal.Decimal):
-            scaled = value.scaleb(dtype.scale or 0)
+            # Exact: the default context (28 digits) would round a DECIMAL(38) value's unscaled key.
+            exact = decimal.Context(prec=max(28, len(value.as_tuple().digits)))
+            scaled = value.scaleb(dtype.scale or 0, context=exact)
             if scaled != scaled.to_integral_value():
                 raise bad(f"more than {dtype.scale} decimal places")
             value = int(scaled)

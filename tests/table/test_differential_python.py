@@ -114,6 +114,24 @@ def test_regression_decimal_literal_precision(tmp_path: Path) -> None:
     assert got.column("x").to_pylist() == [value]
 
 
+@pytest.mark.parametrize(("op", "literal"), [("<=", "-1234567890123456789012345678.1234567890"),
+                                           ("=", "-1234567890123456789012345678.1234567890"),
+                                           ("<", "-1234567890123456789012345678.1234567889")])
+def test_regression_decimal38_min_stat_rounded(tmp_path: Path, op: str, literal: str) -> None:
+    """Found by the differential matrix: a DECIMAL(38, 10) file statistic (and literal) became its
+    unscaled key under Python's 28-digit default context, so the file's min rounded up to
+    -1234567890123456789012345678 and ``x <= min`` pruned the file holding the row."""
+    value = decimal.Decimal("-1234567890123456789012345678.1234567890")
+    import paimon_index
+
+    schema = pa.schema([("id", pa.int64()), ("x", pa.decimal128(38, 10))])
+    table = paimon_index.create_table(str(tmp_path), "db.t", schema, options={"bucket": "-1"})
+    xs = pa.array([value, decimal.Decimal("1.5")], pa.decimal128(38, 10))
+    table.write(pa.table({"id": [1, 2], "x": xs}, schema=schema))
+    got = table.read(f"x {op} {literal}")
+    assert got.column("x").to_pylist() == [value]
+
+
 def test_regression_int_literal_out_of_range(tmp_path: Path) -> None:
     table = create_table(str(tmp_path), "db.t", pa.schema([("x", pa.int16())]), options={"bucket": "-1"})
     write_arrow(table, pa.table({"x": pa.array([1, None], pa.int16())}))

@@ -507,3 +507,57 @@ def test_driver_pruning_drops_files_that_lack_a_column_set_to_a_value(evolved) -
         assert len(plan.files) + plan.report.files_skipped_by_stats == planned - dropped, query
         assert plan.report.files_skipped_on_driver == dropped, query
         assert not any(f.resolved for f in plan.files), query
+
+
+# -- found by the differential matrix (tests/spark/test_differential_matrix.py) ---------------------
+def _pk_table_before_a_rename(tmp_path: Path) -> tuple[str, Any]:
+    import paimon_index
+
+    warehouse = str(tmp_path)
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("u", pa.int32()), ("v", pa.int32())])
+    table = paimon_index.create_table(warehouse, "db.t", schema, primary_keys=["id"],
+                                      options={"bucket": "1", "deletion-vectors.enabled": "true"})
+    return warehouse, table
+
+
+def _rename_u_widen_v(warehouse: str) -> Any:
+    import paimon_index
+
+    CatalogFactory.create({"warehouse": warehouse}).alter_table(
+        "db.t", [SchemaChange.rename_column("u", "u2"),
+                 SchemaChange.update_column_type("v", AtomicType("BIGINT"))])
+    return paimon_index.open_table(warehouse, "db.t")
+
+
+def _pk_rows(ids: list[int], u: list[int], v: list[int], renamed: bool = False) -> pa.Table:
+    return pa.table({"id": pa.array(ids, pa.int64()), "u2" if renamed else "u": pa.array(u, pa.int32()),
+                     "v": pa.array(v, pa.int64() if renamed else pa.int32())})
+
+
+def test_primary_key_compaction_maps_old_files_by_field_id(tmp_path: Path) -> None:
+    """A compaction rewrote files written before a rename by the current names: with only old files
+    it failed (KeyError 'u2'), with new files beside them the renamed column came back NULL."""
+    warehouse, table = _pk_table_before_a_rename(tmp_path)
+    table.upsert(_pk_rows([1, 2], [10, 20], [1, 2]))
+    table = _rename_u_widen_v(warehouse)
+    table.compact(full=True)  # old files only
+    assert sorted(table.read().to_pylist(), key=lambda r: r["id"]) == [
+        {"id": 1, "u2": 10, "v": 1}, {"id": 2, "u2": 20, "v": 2}]
+    warehouse2, table2 = _pk_table_before_a_rename(tmp_path / "mixed")
+    table2.upsert(_pk_rows([1, 2], [10, 20], [1, 2]))
+    table2 = _rename_u_widen_v(warehouse2)
+    table2.upsert(_pk_rows([3], [30], [BIG], renamed=True))
+    table2.compact(full=True)  # old and new files together
+    assert sorted(table2.read().to_pylist(), key=lambda r: r["id"]) == [
+        {"id": 1, "u2": 10, "v": 1}, {"id": 2, "u2": 20, "v": 2}, {"id": 3, "u2": 30, "v": BIG}]
+
+
+def test_primary_key_upsert_folds_old_level0_files_by_field_id(tmp_path: Path) -> None:
+    """Level-0 files (here: a plain overwrite) written before a rename were folded into the next
+    upsert by the current names (KeyError 'u2')."""
+    warehouse, table = _pk_table_before_a_rename(tmp_path)
+    table.write(_pk_rows([1, 2], [10, 20], [1, 2]), mode="overwrite")  # level-0 files
+    table = _rename_u_widen_v(warehouse)
+    table.upsert(_pk_rows([2], [21], [BIG], renamed=True))
+    assert sorted(table.read().to_pylist(), key=lambda r: r["id"]) == [
+        {"id": 1, "u2": 10, "v": 1}, {"id": 2, "u2": 21, "v": BIG}]

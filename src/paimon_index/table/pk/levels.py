@@ -25,7 +25,13 @@ import pyarrow.compute as pc
 from paimon_index.deletionvectors.maintainer import BucketDvMaintainer
 from paimon_index.table.fileio import TableIO
 from paimon_index.table.pk.lookup import key_tuple, overlaps
-from paimon_index.table.pk.plan import DELETING_VALUE_KINDS, VALUE_KIND_COLUMN, live_rows, user_columns
+from paimon_index.table.pk.plan import (
+    DELETING_VALUE_KINDS,
+    VALUE_KIND_COLUMN,
+    live_current_rows,
+    user_columns,
+)
+from paimon_index.table.schemas import read_schema
 from paimon_index.table.write import attach_file_indexes, new_table_write, write_with
 
 __all__ = ["free_level", "rewrite", "write_rows"]
@@ -61,7 +67,9 @@ def rewrite(table: Any, dvs: BucketDvMaintainer, files: list[Any], level: int) -
     """
     columns = user_columns(table)
     io = TableIO.of(table)
-    parts = [live_rows(m, dvs, [VALUE_KIND_COLUMN, *columns], io=io) for m in files]
+    schema = read_schema(table)  # files written before a schema change: their columns by field id
+    parts = [live_current_rows(table, m, dvs, columns, [VALUE_KIND_COLUMN], io=io, schema=schema)
+             for m in files]
     rows = pa.concat_tables(parts, promote_options="permissive") if parts else pa.table({})
     if rows.num_rows:
         live = pc.invert(pc.is_in(rows[VALUE_KIND_COLUMN], pa.array(DELETING_VALUE_KINDS, pa.int8())))

@@ -233,6 +233,23 @@ def maintainer(plan: Plan, bucket: Bucket) -> BucketDvMaintainer:
             source.close()
 
 
+def live_current_rows(table: Any, meta: Any, dvs: BucketDvMaintainer, columns: list[str], system: list[str],
+                      *, io: TableIO, schema: Any = None) -> pa.Table:
+    """:func:`live_rows` of the ``system`` columns (``_SEQUENCE_NUMBER``, ``_VALUE_KIND``) and of the
+    current schema's ``columns``, the file's own columns mapped to them by field id (a file written
+    before a rename holds the column under its old name; one written before ``ADD COLUMN`` lacks
+    it: NULL; a widened column is cast)."""
+    from paimon_index.table.schemas import read_schema
+
+    mapping = (schema if schema is not None else read_schema(table)).mapping(int(meta.schema_id))
+    file_columns = mapping.file_columns(columns) or []
+    rows = live_rows(meta, dvs, [*system, *file_columns], io=io)
+    current = mapping.evolve(rows.select(file_columns), columns, path=str(meta.file_path))
+    for name in reversed(system):
+        current = current.add_column(0, rows.schema.field(name), rows.column(name))
+    return current
+
+
 def live_rows(meta: Any, dvs: BucketDvMaintainer, columns: list[str] | None = None, *,
               io: TableIO) -> pa.Table:
     """A data file's rows not deleted by its vector, with their positions (column ``POSITION``)."""

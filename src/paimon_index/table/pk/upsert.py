@@ -63,7 +63,7 @@ from paimon_index.table.pk.plan import (
     check_keys,
     check_table,
     key_schema,
-    live_rows,
+    live_current_rows,
     maintainer,
     max_level,
     plan_snapshot,
@@ -99,13 +99,15 @@ def _with_row_kinds(table: Any, data: pa.Table) -> pa.Table:
     return data
 
 
-def _level0_rows(bucket: Bucket, plan: Plan, columns: list[str]) -> pa.Table | None:
+def _level0_rows(table: Any, bucket: Bucket, plan: Plan, columns: list[str]) -> pa.Table | None:
     """Rows of the bucket's level-0 files as an older upsert batch (sequence order, with row kinds)."""
     level0 = [m for m in bucket.files if m.level == 0]
     if not level0:
         return None
     dvs = maintainer(plan, bucket)
-    parts = [live_rows(m, dvs, [SEQUENCE_COLUMN, VALUE_KIND_COLUMN, *columns], io=plan.io) for m in level0]
+    # Level-0 files may predate a schema change: their columns by field id.
+    parts = [live_current_rows(table, m, dvs, columns, [SEQUENCE_COLUMN, VALUE_KIND_COLUMN], io=plan.io)
+             for m in level0]
     rows = pa.concat_tables(parts).sort_by([(SEQUENCE_COLUMN, "ascending")])
     kinds = np.where(np.isin(rows[VALUE_KIND_COLUMN].to_numpy(), DELETING_VALUE_KINDS), "-D", "+I")
     return rows.select(columns).append_column(ROW_KIND_COLUMN, pa.array(kinds.astype(object), pa.string()))
@@ -137,7 +139,8 @@ def upsert_arrow(table: Any, data: pa.Table, *, planned: int | object | None = L
     with txn:
         plan = plan_snapshot(table, txn.snapshot)
         # Level-0 files (plain pypaimon writes) are older than this batch: folded in first.
-        older = [t for t in (_level0_rows(b, plan, columns) for b in plan.buckets.values()) if t is not None]
+        older = [t for t in (_level0_rows(table, b, plan, columns) for b in plan.buckets.values())
+                 if t is not None]
         batch = last_per_key(pa.concat_tables([conform(t, target) for t in [*older, batch]]), keys)
         deleting = pc.is_in(batch[ROW_KIND_COLUMN], pa.array(DELETING_KINDS))
         upserts = batch.filter(pc.invert(deleting)).select(columns)
