@@ -662,8 +662,10 @@ class TableSequence:
         return out
 
     def check_state(self, state: str, number: int) -> None:
-        """Every read path at this state: Python paths for every WHERE (and none), Spark paths for
-        ``spark_wheres_per_state`` of them plus the point lookup (the small read's case)."""
+        """Every read path at this state: Python paths for every WHERE (and none); the Spark source,
+        Spark's Parquet path and jobs.count for the first generated WHERE, the small read for the
+        rest of ``spark_wheres`` (the point lookup, and the new column's WHERE after the schema
+        change), TopN for one WHERE."""
         self.reopen()
         wheres = self.wheres()
         spark_wheres = wheres[: self.run.spark_wheres_per_state] + wheres[self.run.wheres_per_state:]
@@ -674,7 +676,7 @@ class TableSequence:
         for k, where in enumerate([None, *wheres]):
             reader.python(where, MIN_MAX_COLUMNS[(number + k) % len(MIN_MAX_COLUMNS)])
         for k, where in enumerate(spark_wheres):
-            reader.spark_paths(where, source=k == 0)  # the Python data source costs seconds a query
+            reader.spark_paths(where, source=k == 0)  # a Spark query costs about a second
         reader.topn(TOPN_COLUMNS[number % len(TOPN_COLUMNS)], wheres[0])
         reader.java()
 
@@ -749,20 +751,19 @@ class _StateReader:
         sql = None if where is None else where.sql(SPARK)
         text = None if where is None else where.sql(PYTHON)
         want = self.want(where)
-        if source:
-            self.attempt("source", where, sql, lambda: diff_rows(want, self.spark_rows(
-                _filtered(spark.read.format("paimon_index").option("warehouse", warehouse).load(name), sql))))
-
-        def small() -> str | None:
-            planned = jobs.read_planned(spark, name, sql, warehouse=warehouse)
-            files = len(getattr(planned.plan, "files", ()))
-            self.run.small_reads.append((self.kind.name, self.state, files, planned.fallback,
-                                         planned.small_rows))
-            return diff_rows(want, self.spark_rows(planned.dataframe))
-        self.attempt("planned-small", where, sql, small)
-        if source:  # Spark's Parquet reader: the generated WHERE (the point lookup is the small read's)
-            self.attempt("planned-parquet", where, sql, lambda: diff_rows(want, self.spark_rows(
-                jobs.read(spark, name, sql, warehouse=warehouse, small_read_bytes=0))))
+        if not source:  # the point lookup (and the new column's WHERE): the small read's own case
+            def small() -> str | None:
+                planned = jobs.read_planned(spark, name, sql, warehouse=warehouse)
+                files = len(getattr(planned.plan, "files", ()))
+                self.run.small_reads.append((self.kind.name, self.state, files, planned.fallback,
+                                             planned.small_rows))
+                return diff_rows(want, self.spark_rows(planned.dataframe))
+            self.attempt("planned-small", where, sql, small)
+            return
+        self.attempt("source", where, sql, lambda: diff_rows(want, self.spark_rows(
+            _filtered(spark.read.format("paimon_index").option("warehouse", warehouse).load(name), sql))))
+        self.attempt("planned-parquet", where, sql, lambda: diff_rows(want, self.spark_rows(
+            jobs.read(spark, name, sql, warehouse=warehouse, small_read_bytes=0))))
         # jobs.count takes the paimon_index.sql dialect, as Table.count does.
         self.attempt("count-spark", where, text, lambda: diff_rows(
             [(len(want),)], [(jobs.count(spark, name, text, warehouse=warehouse),)]))
