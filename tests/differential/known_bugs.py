@@ -42,28 +42,9 @@ class KnownBug:
     applies: Callable[[Case], bool] = field(repr=False)
 
 
-def _pk_overwrite(case: Case) -> bool:
-    """tests/spark/test_differential_matrix.py, a primary-key table right after ``write(mode=
-    "overwrite")``: our readers refuse its level-0 files, pypaimon's and Java's read none of the
-    overwritten rows (a partitioned table keeps the partitions the overwrite did not touch)."""
-    kind, state = (case.statement[:2] if len(case.statement) >= 2 else ("", ""))
-    if not str(kind).startswith("pk-") or state != "overwrite":
-        return False
-    if case.source in ("pypaimon", "java"):  # the overwritten partitions' rows are missing, nothing else
-        return "extra 0: []" in case.detail
-    return any(sign in case.detail for sign in ("level-0 files", "PYTHON_DATA_SOURCE_ERROR"))
-
-
 #: Every bug this suite found and fixed has its repro among the ``test_regression_*`` tests.
 #: A new difference the suite finds gets an entry here (with a matcher) until it is fixed.
-KNOWN_BUGS: tuple[KnownBug, ...] = (
-    KnownBug("pk-overwrite-level0",
-             "Table.write(rows, mode='overwrite') on a primary-key table in deletion-vectors mode commits "
-             "the rows as level-0 files (pypaimon's overwrite), which no merge-free reader sees: every read "
-             "of ours fails with PrimaryKeyTableError until the next upsert or compaction folds them in; "
-             "pypaimon and Java Paimon read none of the overwritten rows. Repro: "
-             "test_differential_matrix.py::test_known_bug_pk_overwrite_is_readable", _pk_overwrite),
-)
+KNOWN_BUGS: tuple[KnownBug, ...] = ()
 
 
 def report_differences(description: str, failures: list[str], claimed: list[str]) -> None:

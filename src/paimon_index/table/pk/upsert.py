@@ -73,7 +73,8 @@ from paimon_index.table.pk.plan import (
 from paimon_index.table.write import conform, table_schema
 
 __all__ = ["KeyedRows", "PreparedUpsert", "bucket_of_rows", "change_by_key", "commit_prepared",
-           "commit_upsert", "owned_buckets", "prepare_upsert", "split_batch", "upsert_arrow"]
+           "commit_upsert", "overwrite_rows", "owned_buckets", "prepare_upsert", "split_batch",
+           "upsert_arrow"]
 
 _UPSERT = "upsert"
 
@@ -366,3 +367,45 @@ def change_by_key(table: Any, where: Any, assignments: Mapping[str, Any] | None,
     matched = rows.matching(where, planned)
     changed = rows.deleted(matched) if assignments is None else rows.assigned(matched, assignments)
     return rows.upsert(changed, planned)
+
+
+def overwrite_rows(table: Any, data: pa.Table) -> int | None:
+    """``INSERT OVERWRITE`` of a primary-key table in deletion-vectors mode, one exact snapshot: the
+    table's rows (the partitions ``data`` holds, while ``dynamic-partition-overwrite`` is on) become
+    the last row per key of ``data``.
+
+    The new files are placed in levels >= 1 in the same snapshot (nothing older survives where they
+    land, so no vector is needed): a merge-free reader, Java's included, never reads level 0, and
+    Java's writer in this mode likewise compacts its level-0 files before it commits. Level-0 files
+    left by an overwrite were invisible to every reader until the next upsert or compaction.
+
+    Raises:
+        InvalidOptionError: ``data`` has a ``_ROW_KIND`` column (an overwrite replaces, it deletes nothing).
+        NullKeyError: NULL in a primary-key column.
+        PrimaryKeyTableError: one bucket's new files overlap more often than the table has levels.
+        ConcurrentChangeError: another commit landed after the overwrite started; nothing applied.
+    """
+    from paimon_index.table.transaction import Transaction
+
+    options = check_table(table)
+    if ROW_KIND_COLUMN in data.column_names:
+        raise InvalidOptionError(f"an overwrite replaces rows: drop the {ROW_KIND_COLUMN} column (use upsert "
+                                 "to delete keys)")
+    check_keys(table, data)
+    rows = last_per_key(data, list(table.primary_keys))
+    top = max_level(options)
+    index_dir = str(table.path_factory().index_path())
+    with Transaction.begin(table, overwrite=True, operation="overwrite") as txn:
+        messages = write_rows(table, rows)
+        txn.track(*written_paths(messages, index_dir))
+        for message in messages:
+            placed: list[Any] = []
+            for new in sorted(message.new_files, key=lambda m: m.min_sequence_number):
+                level = free_level(placed, new, top)
+                if level is None:
+                    raise PrimaryKeyTableError(
+                        f"overwrite of {table_name(table)}: bucket {message.bucket} got more overlapping "
+                        f"files than levels 1..{top}; raise 'num-levels' or overwrite in smaller batches")
+                placed.append(replace(new, level=level))
+            txn.stage(replace(message, new_files=placed))
+        return txn.commit()
