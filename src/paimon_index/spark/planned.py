@@ -16,15 +16,16 @@ What runs where:
    footer read to infer it), Spark's column pruning and Parquet filter pushdown, and the user's
    ``where`` applied by Spark itself -- so every row returned is what Spark's filter says, by
    construction. Files with a deletion vector are read with ``_metadata.file_size`` and
-   ``_metadata.row_index`` (one BIGINT key) and broadcast-anti-joined with their deleted positions;
-   files without one, or whose vector deletes none of the rows the indexes kept
-   (``FilePlan.deletion_needed``: Spark's filter then never meets a deleted row), are read with no
-   join at all. Row selections of the indexes are *not* joined
-   in: Spark's filter is exact anyway, and a semi join cannot make the Parquet reader skip a page
-   (``docs/read-path.md``); they only decide which files are read. FLOAT/DOUBLE columns are kept out
-   of Spark's Parquet filter pushdown (:func:`_shield_floats`). A TopN (``order_by`` + ``limit``)
-   adds its global bound on the first key (:func:`paimon_index.table.scan.topn_bound`) as a filter
-   Spark's Parquet reader skips row groups by.
+   ``_metadata.row_index`` and keep the rows their vector does not hold (:func:`_live`: a filter on
+   the deleted runs when there are a few, else a broadcast join with 64-row words of deleted bits
+   that Spark reads from a Parquet file, so no task carries the vector); files without one, or
+   whose vector deletes none of the rows the indexes kept (``FilePlan.deletion_needed``: Spark's
+   filter then never meets a deleted row), are read with neither. Row selections of the indexes
+   are *not* joined in: Spark's filter is exact anyway, and a semi join cannot make the Parquet
+   reader skip a page (``docs/read-path.md``); they only decide which files are read. FLOAT/DOUBLE
+   columns are kept out of Spark's Parquet filter pushdown (:func:`_shield_floats`). A TopN
+   (``order_by`` + ``limit``) adds its global bound on the first key
+   (:func:`paimon_index.table.scan.topn_bound`) as a filter Spark's Parquet reader skips row groups by.
 3. **Or the driver, for a small plan** (:func:`_small_read`): when a few files' candidate row groups
    hold few bytes and few candidate rows, the driver reads them with pyarrow (deleted rows dropped,
    the index selection and the predicate applied in Arrow as a superset) and hands them to Spark as
