@@ -111,7 +111,7 @@ def test_plan_shape(spark: Any, warehouse: str) -> None:
     assert "ReadSchema: struct<id:bigint,s:string>" in text
     old = jobs.read_planned(spark, "db.t", "id < 10", ["id"], warehouse=warehouse, small_read_bytes=0)
     text = old.dataframe._jdf.queryExecution().executedPlan().toString()
-    assert "LeftAnti" in text
+    assert "_tmp_metadata_row_index" in text  # the vectors applied on Spark's row positions
     assert _ids(old.dataframe) == [i for i in range(10) if i % 5 != 3 and i != 5]
 
 
@@ -270,13 +270,14 @@ def _live(spark: Any, warehouse: str, name: str) -> Any:
 
 
 def test_dv_skipped_where_no_kept_row_is_deleted(spark: Any, ranked: str) -> None:
-    """A vector that deletes none of the rows the index kept is not joined; one that does is."""
+    """A vector that deletes none of the rows the index kept is not applied; one that does is (on the
+    rows' positions: a range filter or the words join, either reads ``_metadata.row_index``)."""
     live = _live(spark, ranked, "db.r")
     for where, joined in (("s = 'keep'", False), ("s = 'del'", True), ("s = 'keep' OR id = 3", True)):
         # small_read_bytes=0: Spark's reader (this small table would otherwise be read on the driver)
         planned = jobs.read_planned(spark, "db.r", where, warehouse=ranked, small_read_bytes=0)
         text = planned.dataframe._jdf.queryExecution().executedPlan().toString()
-        assert ("LeftAnti" in text) == joined, where
+        assert ("_tmp_metadata_row_index" in text) == joined, where
         assert any(f.deleted is not None for f in planned.plan.files), where
         assert _ids(planned.dataframe) == _ids(live.filter(where)), where
         assert _ids(jobs.read(spark, "db.r", where, warehouse=ranked)) == _ids(live.filter(where)), where

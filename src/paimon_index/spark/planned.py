@@ -16,15 +16,16 @@ What runs where:
    footer read to infer it), Spark's column pruning and Parquet filter pushdown, and the user's
    ``where`` applied by Spark itself -- so every row returned is what Spark's filter says, by
    construction. Files with a deletion vector are read with ``_metadata.file_size`` and
-   ``_metadata.row_index`` (one BIGINT key) and broadcast-anti-joined with their deleted positions;
-   files without one, or whose vector deletes none of the rows the indexes kept
-   (``FilePlan.deletion_needed``: Spark's filter then never meets a deleted row), are read with no
-   join at all. Row selections of the indexes are *not* joined
-   in: Spark's filter is exact anyway, and a semi join cannot make the Parquet reader skip a page
-   (``docs/read-path.md``); they only decide which files are read. FLOAT/DOUBLE columns are kept out
-   of Spark's Parquet filter pushdown (:func:`_shield_floats`). A TopN (``order_by`` + ``limit``)
-   adds its global bound on the first key (:func:`paimon_index.table.scan.topn_bound`) as a filter
-   Spark's Parquet reader skips row groups by.
+   ``_metadata.row_index`` and keep the rows their vector does not hold (:func:`_live`: a filter on
+   the deleted runs when there are a few, else a broadcast join with 64-row words of deleted bits
+   that Spark reads from a Parquet file, so no task carries the vector); files without one, or
+   whose vector deletes none of the rows the indexes kept (``FilePlan.deletion_needed``: Spark's
+   filter then never meets a deleted row), are read with neither. Row selections of the indexes
+   are *not* joined in: Spark's filter is exact anyway, and a semi join cannot make the Parquet
+   reader skip a page (``docs/read-path.md``); they only decide which files are read. FLOAT/DOUBLE
+   columns are kept out of Spark's Parquet filter pushdown (:func:`_shield_floats`). A TopN
+   (``order_by`` + ``limit``) adds its global bound on the first key
+   (:func:`paimon_index.table.scan.topn_bound`) as a filter Spark's Parquet reader skips row groups by.
 3. **Or the driver, for a small plan** (:func:`_small_read`): when a few files' candidate row groups
    hold few bytes and few candidate rows, the driver reads them with pyarrow (deleted rows dropped,
    the index selection and the predicate applied in Arrow as a superset) and hands them to Spark as
@@ -55,6 +56,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
+import os
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -73,11 +76,19 @@ if TYPE_CHECKING:
 
 __all__ = ["PlannedRead", "read", "read_planned"]
 
-#: The internal join column (no Paimon table has such a name).
+#: Internal columns of the deletion-vector join (no Paimon table has such names): the row's position,
+#: the key of its 64-row word (:func:`_row_key`) and the word of deleted bits.
 _ROW = "__paimon_index_row__"
-#: Row positions take the low 32 bits of the join key; file sizes the rest (up to 2^31 bytes).
-_POSITION_SPAN = 1 << 32
-_MAX_KEYED = 1 << 31
+_KEY = "__paimon_index_key__"
+_WORD = "__paimon_index_word__"
+_WORD_SHIFT = 6
+_WORD_ROWS = 1 << _WORD_SHIFT
+#: A batch's keys (files x words) stay well inside a BIGINT up to this many rows per file.
+_MAX_ROWS = 1 << 40
+#: A batch of files whose vectors hold at most this many runs of consecutive deleted positions is
+#: filtered on ``_metadata.row_index`` instead of joined (measured faster up to ~10 runs, slower from
+#: ~40: each run is one more comparison per row; see :func:`_live`).
+_RANGE_RUNS = 16
 #: Spark lists more paths than this with a distributed job (see :func:`_no_listing_job`).
 _LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 #: Default of ``small_read_bytes``: the most Parquet column-chunk bytes the driver reads itself for a
@@ -196,8 +207,8 @@ class _Group:
 
 
 def _key_batches(files: Sequence[FilePlan]) -> list[list[FilePlan]]:
-    """The files in batches where each file's size is unique (the anti join's key is the file's size
-    and the row's position, see :func:`_row_key`)."""
+    """The files in batches where each file's size is unique (a batch's scan tells its files apart by
+    ``_metadata.file_size``, see :func:`_row_key`)."""
     batches: list[list[FilePlan]] = []
     sizes: list[set[int]] = []
     for f in files:
@@ -212,47 +223,184 @@ def _key_batches(files: Sequence[FilePlan]) -> list[list[FilePlan]]:
     return batches
 
 
-def _row_key() -> Any:
-    """One BIGINT per row of a scan: ``file_size * 2^32 + row_index``.
+def _sorted(deleted: np.ndarray) -> np.ndarray:
+    """A vector's positions as sorted, distinct int64 (as read they already are)."""
+    positions = deleted.astype(np.int64, copy=False)
+    if len(positions) > 1 and not bool(np.all(positions[1:] > positions[:-1])):
+        positions = np.unique(positions)
+    return positions
 
-    A single long key makes the broadcast anti join a probe of a long hash map (a (path, position)
-    key hashes a string per row, measured ~2x slower on a full count); Spark's ``_metadata.file_path``
-    is also a URI (``file:/a%20b/...``), which a plain size needs no care for. Unique within a batch
-    of files of distinct sizes (:func:`_key_batches`); sizes and positions fit (:data:`_MAX_KEYED`).
+
+def _deleted_runs(deleted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The first and last positions of each run of consecutive deleted positions."""
+    deleted = _sorted(deleted)
+    breaks = np.flatnonzero(np.diff(deleted) != 1)
+    return (deleted[np.concatenate(([0], breaks + 1))],
+            deleted[np.concatenate((breaks, [len(deleted) - 1]))])
+
+
+def _stride(batch: Sequence[FilePlan]) -> int:
+    """Keys per file in :func:`_row_key`: one per word of the largest file."""
+    return max(f.row_count for f in batch) // _WORD_ROWS + 1
+
+
+def _row_key(batch: Sequence[FilePlan]) -> Any:
+    """One BIGINT per row of a scan of ``batch``: ``ordinal * stride + row_index // 64``, the key of
+    the 64-row word of deleted bits (:func:`_deleted_frame`) that holds the row.
+
+    The ordinal is the file's place in the batch, told by ``_metadata.file_size`` (unique within a
+    batch, :func:`_key_batches`), so the keys of a batch are dense from 0: Spark's broadcast hash
+    relation of BIGINT keys is then a plain array lookup, not a hash probe (a key of ``file_size *
+    2^32 + row_index`` per deleted *position* measured 1.2-2x slower on Q6 and ~2x on a count, see
+    ``benchmarks/scan_costs.py``). Spark's ``_metadata.file_path`` is also a URI (``file:/a%20b``),
+    which a size needs no care for.
     """
     from pyspark.sql import functions as F
 
-    return (F.col("_metadata.file_size") * F.lit(_POSITION_SPAN) + F.col("_metadata.row_index")).alias(_ROW)
+    size = F.col("_metadata.file_size")
+    stride = _stride(batch)
+    base: Any = None
+    for ordinal, f in enumerate(batch):
+        base = (F.when(size == F.lit(f.file_size), F.lit(ordinal * stride)) if base is None
+                else base.when(size == F.lit(f.file_size), F.lit(ordinal * stride)))
+    return (base + F.shiftright(F.col("_metadata.row_index"), _WORD_SHIFT)).alias(_KEY)
 
 
-def _deleted_frame(spark: SparkSession, files: Sequence[FilePlan]) -> DataFrame:
-    """The :func:`_row_key` of every deleted row of ``files``, as one small DataFrame to broadcast."""
+def _words(batch: Sequence[FilePlan]) -> pa.Table:
+    """(key, word) of every 64-row word of ``batch`` holding a deleted row: bit ``i`` of the word is
+    row ``key's first row + i`` (keys of :func:`_row_key`)."""
+    stride = _stride(batch)
+    keys, words = [], []
+    for ordinal, f in enumerate(batch):
+        assert f.deleted is not None
+        positions = _sorted(f.deleted)
+        word = positions >> _WORD_SHIFT
+        starts = np.flatnonzero(np.concatenate(([True], word[1:] != word[:-1])))
+        # Distinct positions of one word are distinct bits: their sum is their OR.
+        bit = np.left_shift(np.uint64(1), (positions & (_WORD_ROWS - 1)).astype(np.uint64))
+        keys.append(word[starts] + ordinal * stride)
+        words.append(np.add.reduceat(bit, starts).view(np.int64))
+    return pa.table({_KEY: pa.array(np.concatenate(keys), pa.int64()),
+                     _WORD: pa.array(np.concatenate(words), pa.int64())})
+
+
+def _deleted_frame(spark: SparkSession, batch: Sequence[FilePlan]) -> DataFrame:
+    """The deleted rows of ``batch`` as (key, word) rows (:func:`_words`), one DataFrame to broadcast.
+
+    On a local master they are a Parquet file that Spark reads (:func:`_words_file`): a local
+    relation (``createDataFrame``) is shipped inside the broadcast job's tasks, which measured 14 MiB
+    per task for 15% of TPC-H SF1's lineitem deleted and a planned Q6 ~4x slower than without the
+    vectors. Elsewhere the driver's disk is not the executors': a local relation, as before.
+    """
     from pyspark.sql.types import LongType, StructField, StructType
 
-    keys = np.concatenate([np.int64(f.file_size) * _POSITION_SPAN + f.deleted
-                           for f in files if f.deleted is not None])
-    schema = StructType([StructField(_ROW, LongType(), False)])
-    return spark.createDataFrame(pa.table({_ROW: pa.array(keys, pa.int64())}), schema)
+    schema = StructType([StructField(_KEY, LongType(), False), StructField(_WORD, LongType(), False)])
+    words = _words(batch)
+    if not _driver_files_readable(spark):
+        return spark.createDataFrame(words, schema)
+    return spark.read.schema(schema).parquet(_words_file(words))
+
+
+def _driver_files_readable(spark: SparkSession) -> bool:
+    """Whether Spark's tasks read the driver's local files (a local master)."""
+    return str(spark.sparkContext.master).startswith("local")
+
+
+def _words_file(words: pa.Table) -> str:
+    """A Parquet file of ``words`` in this process's scratch directory, named by its content (the
+    same vectors -- the same snapshot read again -- reuse one file; the directory goes at exit)."""
+    import hashlib
+
+    digest = hashlib.blake2b(digest_size=16)
+    for column in words.columns:
+        for chunk in column.chunks:
+            digest.update(chunk.buffers()[1])
+    path = os.path.join(_scratch(), f"words-{digest.hexdigest()}.parquet")
+    if not os.path.exists(path):
+        import pyarrow.parquet as pq
+
+        partial = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+        pq.write_table(words, partial, compression="none")
+        os.replace(partial, path)
+    return path
+
+
+_SCRATCH: list[str] = []
+_SCRATCH_LOCK = threading.Lock()
+
+
+def _scratch() -> str:
+    with _SCRATCH_LOCK:
+        if not _SCRATCH or not os.path.isdir(_SCRATCH[0]):
+            import atexit
+            import shutil
+            import tempfile
+
+            path = tempfile.mkdtemp(prefix="paimon-index-dv-")
+            atexit.register(shutil.rmtree, path, True)
+            _SCRATCH[:] = [path]
+        return _SCRATCH[0]
+
+
+def _range_filter(batch: Sequence[FilePlan]) -> Any:
+    """``NOT (file_size = s AND (row_index BETWEEN a AND b OR ...)) AND ...``: the live rows of
+    ``batch`` as a filter on the deleted runs (no join); for a few runs only (:data:`_RANGE_RUNS`)."""
+    from pyspark.sql import functions as F
+
+    row = F.col("_metadata.row_index")
+    live = []
+    for f in batch:
+        assert f.deleted is not None
+        firsts, lasts = _deleted_runs(f.deleted)
+        runs = [row == F.lit(first) if first == last else row.between(F.lit(first), F.lit(last))
+                for first, last in zip(firsts.tolist(), lasts.tolist(), strict=True)]
+        deleted = _balanced(runs, lambda a, b: a | b)
+        live.append(~((F.col("_metadata.file_size") == F.lit(f.file_size)) & deleted))
+    return _balanced(live, lambda a, b: a & b)
+
+
+def _balanced(columns: list[Any], op: Any) -> Any:
+    """``columns`` joined by ``op`` as a balanced tree (a chain of thousands overflows Spark's stack)."""
+    while len(columns) > 1:
+        columns = [op(columns[i], columns[i + 1]) if i + 1 < len(columns) else columns[i]
+                   for i in range(0, len(columns), 2)]
+    return columns[0]
+
+
+def _live(spark: SparkSession, scanned: DataFrame, batch: Sequence[FilePlan]) -> DataFrame:
+    """The rows of ``scanned`` (a scan of ``batch``, files of distinct sizes) minus their vectors.
+
+    A batch whose vectors hold at most :data:`_RANGE_RUNS` runs of deleted positions (a delete of a
+    clustered range) is filtered on ``_metadata.row_index`` (:func:`_range_filter`); any other is
+    left-outer joined, broadcast, with its 64-row words of deleted bits (:func:`_deleted_frame`) and
+    keeps the rows whose bit is clear.
+    """
+    from pyspark.sql import functions as F
+
+    runs = sum(len(_deleted_runs(f.deleted)[0]) for f in batch if f.deleted is not None)
+    if runs <= _RANGE_RUNS:
+        return scanned.where(_range_filter(batch))
+    keyed = scanned.select("*", _row_key(batch), F.col("_metadata.row_index").alias(_ROW))
+    joined = keyed.join(F.broadcast(_deleted_frame(spark, batch)), [_KEY], "left_outer")
+    clear = F.expr(f"shiftright({_WORD}, CAST({_ROW} & {_WORD_ROWS - 1} AS INT)) & 1 = 0")
+    live = joined.where(F.col(_WORD).isNull() | clear)
+    return live.drop(_KEY, _WORD, _ROW)
 
 
 def _scan(spark: SparkSession, group: _Group, files: Sequence[FilePlan], current: Any) -> DataFrame:
     """The live rows of ``files`` (one schema id) under the current schema."""
-    from pyspark.sql import functions as F
-
     file_schema = _spark_schema(group.fields)
     plain = [f.path for f in files if f.deleted is None or not f.deletion_needed]
     with_dv = [f for f in files if f.deleted is not None and f.deletion_needed]
-    if any(f.file_size >= _MAX_KEYED or f.row_count > _POSITION_SPAN for f in with_dv):
-        raise UnsupportedTableError("a data file with a deletion vector is over 2 GiB or 2^32 rows: "
+    if any(f.row_count > _MAX_ROWS for f in with_dv):
+        raise UnsupportedTableError("a data file with a deletion vector has over 2^40 rows: "
                                     "read it with Table.read or the paimon_index source")
     parts = []
     if plain:
         parts.append(group.project(spark.read.schema(file_schema).parquet(*plain), current))
     for batch in _key_batches(with_dv):
         scanned = spark.read.schema(file_schema).parquet(*[f.path for f in batch])
-        keyed = scanned.select("*", _row_key())
-        live = keyed.join(F.broadcast(_deleted_frame(spark, batch)), [_ROW], "left_anti")
-        parts.append(group.project(live.drop(_ROW), current))
+        parts.append(group.project(_live(spark, scanned, batch), current))
     out = parts[0]
     for part in parts[1:]:
         out = out.unionByName(part)

@@ -1,0 +1,187 @@
+"""Deletion vectors in the planned read, against ``spark.read.parquet`` of the live rows.
+
+The reference: each planned data file read with pyarrow, its deleted positions (the plan's vectors)
+removed, written to a Parquet file of its own and read by Spark -- so what is compared is only how
+the planned read applies the vectors on Spark's side (a filter on ``_metadata.row_index`` for a few
+deleted runs, a broadcast join with 64-row words of deleted bits otherwise; both forced here for
+every table). Tables: clustered and random deletions, a file with all rows but one deleted, files of
+equal size (told apart by their size in the scan), a partitioned table, a primary-key table after
+upserts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import paimon_index
+from paimon_index.spark import jobs
+from paimon_index.spark import planned as planned_module
+from paimon_index.table.scan import plan_read
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.int32()), ("r", pa.int32()), ("s", pa.string()),
+                    ("d", pa.float64())])
+OPTIONS = {"bucket": "-1", "deletion-vectors.enabled": "true"}
+ROWS = 2_000
+#: One file each: two clustered runs, ~30% at random, all rows but one, none.
+DELETES = ("id BETWEEN 100 AND 700 OR id BETWEEN 1500 AND 1510",
+           f"id >= {ROWS} AND id < {2 * ROWS} AND r < 30",
+           f"id >= {2 * ROWS} AND id < {3 * ROWS} AND id <> {2 * ROWS + 321}")
+PATHS = {"ranges": 1 << 30, "words": -1}  # _RANGE_RUNS forcing each way of applying the vectors
+
+
+def _batch(k: int, rows: int = ROWS, seed: int | None = None) -> pa.Table:
+    rng = np.random.default_rng(k if seed is None else seed)
+    ids = np.arange(k * rows, (k + 1) * rows, dtype=np.int64)
+    return pa.table({"id": ids, "p": (ids % 2).astype(np.int32),
+                     "r": rng.integers(0, 100, rows).astype(np.int32),
+                     "s": [f"s{i % 7}" for i in range(rows)], "d": rng.random(rows)}, schema=SCHEMA)
+
+
+def _table(root: Path, *, partitioned: bool = False) -> str:
+    t = paimon_index.create_table(str(root), "db.t", SCHEMA, options=OPTIONS,
+                                  partition_keys=["p"] if partitioned else ())
+    for k in range(len(DELETES) + 1):
+        t.write(_batch(k))
+    for where in DELETES:
+        t.delete(where)
+    return str(root)
+
+
+def _rows(df: Any) -> list[tuple[Any, ...]]:
+    return sorted((tuple(r) for r in df.collect()), key=repr)
+
+
+def _reference(spark: Any, files: Any, names: list[str], tmp: Path) -> Any:
+    """``spark.read.parquet`` of the live rows of ``files``: the deleted positions removed with pyarrow."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for i, f in enumerate(files):
+        data = pq.ParquetFile(f.path).read(columns=names)  # no hive partition discovery
+        if f.deleted is not None:
+            keep = np.ones(data.num_rows, dtype=bool)
+            keep[f.deleted] = False
+            data = data.filter(pa.array(keep))
+        paths.append(str(tmp / f"live-{i}.parquet"))
+        pq.write_table(data, paths[-1])
+    return spark.read.parquet(*paths).select(*names)
+
+
+def _check(spark: Any, warehouse: str, table: str, tmp: Path, monkeypatch: pytest.MonkeyPatch,
+           path: str) -> Any:
+    monkeypatch.setattr(planned_module, "_RANGE_RUNS", PATHS[path])
+    read = jobs.read_planned(spark, table, warehouse=warehouse, use_index=False, small_read_bytes=0)
+    names = read.dataframe.columns
+    assert any(f.deleted is not None for f in read.plan.files)
+    assert _rows(read.dataframe) == _rows(_reference(spark, read.plan.files, names, tmp / path))
+    # and the same rows as the Python reader
+    own = paimon_index.open_table(warehouse, table).read()
+    assert sorted(read.dataframe.select("id").toPandas()["id"]) == sorted(own["id"].to_pylist())
+    return read
+
+
+@pytest.fixture(scope="module")
+def unpartitioned(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return _table(tmp_path_factory.mktemp("dv") / "a dir%20x")
+
+
+@pytest.fixture(scope="module")
+def partitioned(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return _table(tmp_path_factory.mktemp("dv-part"), partitioned=True)
+
+
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_clustered_random_and_all_but_one(spark: Any, unpartitioned: str, tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch, path: str) -> None:
+    read = _check(spark, unpartitioned, "db.t", tmp_path, monkeypatch, path)
+    live = sorted(f.live_rows for f in read.plan.files)
+    assert live[0] == 1  # the file with every row but one deleted
+    text = read.dataframe._jdf.queryExecution().executedPlan().toString()
+    if path == "words":  # the words are a file Spark reads, not a local relation shipped in tasks
+        assert "LeftOuter" in text and "LocalTableScan" not in text
+    else:
+        assert "Join" not in text
+
+
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_partitioned(spark: Any, partitioned: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                     path: str) -> None:
+    read = _check(spark, partitioned, "db.t", tmp_path, monkeypatch, path)
+    assert len({f.partition for f in read.plan.files}) == 2
+
+
+def test_the_default_rule(spark: Any, unpartitioned: str, tmp_path: Path) -> None:
+    """Without forcing: the random file's thousand runs join, the same rows come back."""
+    read = jobs.read_planned(spark, "db.t", warehouse=unpartitioned, use_index=False, small_read_bytes=0)
+    text = read.dataframe._jdf.queryExecution().executedPlan().toString()
+    assert "LeftOuter" in text
+    expected = _reference(spark, read.plan.files, read.dataframe.columns, tmp_path)
+    assert _rows(read.dataframe) == _rows(expected)
+
+
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_files_of_equal_size(spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: str) -> None:
+    """Files of one size are scanned in separate batches (the scan tells a batch's files apart by
+    size); each file keeps its own vector."""
+    root = str(tmp_path / "wh")
+    t = paimon_index.create_table(root, "db.t", SCHEMA, options=OPTIONS)
+    for _ in range(3):
+        t.write(_batch(0))  # the same rows three times: three files of one size
+    t.delete("r < 30 OR id BETWEEN 10 AND 20")
+    table = t.paimon_table
+    plan = plan_read(table, None)
+    assert len({f.file_size for f in plan.files}) == 1 and len(plan.files) == 3
+    monkeypatch.setattr(planned_module, "_RANGE_RUNS", PATHS[path])
+    # the table's delete hits the same rows of each file: give each file a vector of its own too
+    rng = np.random.default_rng(7)
+    vectors = [np.arange(0, ROWS - 1, dtype=np.int64),  # all but the last row
+               np.sort(rng.choice(ROWS, ROWS // 3, replace=False)).astype(np.int64),
+               np.arange(500, 900, dtype=np.int64)]
+    own = [dataclasses.replace(f, deleted=v, deletion_needed=True)
+           for f, v in zip(plan.files, vectors, strict=True)]
+    for files in (list(plan.files), own):
+        group = planned_module._Group(table, plan, files[0].schema_id)
+        current = planned_module._spark_schema(table.table_schema.fields)
+        got = planned_module._scan(spark, group, files, current)
+        assert _rows(got) == _rows(_reference(spark, files, got.columns, tmp_path / path / str(id(files))))
+
+
+def test_local_relation_elsewhere(spark: Any, unpartitioned: str, tmp_path: Path,
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Off a local master the words go as a local relation (the driver's disk is not the executors')."""
+    monkeypatch.setattr(planned_module, "_RANGE_RUNS", -1)
+    monkeypatch.setattr(planned_module, "_driver_files_readable", lambda spark: False)
+    read = jobs.read_planned(spark, "db.t", warehouse=unpartitioned, use_index=False, small_read_bytes=0)
+    expected = _reference(spark, read.plan.files, read.dataframe.columns, tmp_path)
+    assert _rows(read.dataframe) == _rows(expected)
+
+
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_primary_key_after_upserts(spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                   path: str) -> None:
+    root = str(tmp_path / "pk")
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("r", pa.int32()), ("s", pa.string())])
+    t = paimon_index.create_table(root, "db.pk", schema, primary_keys=["id"],
+                                  options={"bucket": "2", "deletion-vectors.enabled": "true"})
+    keys = np.arange(4_000, dtype=np.int64)
+    t.upsert(pa.table({"id": keys, "r": (keys % 100).astype(np.int32), "s": [f"v0-{k}" for k in keys]},
+                      schema=schema))
+    rng = np.random.default_rng(3)
+    for round_ in range(1, 3):  # 10% of the keys at random, twice
+        changed = np.sort(rng.choice(keys, len(keys) // 10, replace=False))
+        t.upsert(pa.table({"id": changed, "r": (changed % 7).astype(np.int32),
+                           "s": [f"v{round_}-{k}" for k in changed]}, schema=schema))
+    read = _check(spark, root, "db.pk", tmp_path, monkeypatch, path)
+    assert read.plan.primary_key
+    got = {r["id"]: r["s"] for r in read.dataframe.collect()}
+    assert len(got) == len(keys)
+    own = t.read()
+    assert got == dict(zip(own["id"].to_pylist(), own["s"].to_pylist(), strict=True))
