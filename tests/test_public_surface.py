@@ -83,3 +83,25 @@ def test_table_and_jobs_offer_the_same_verbs_with_the_same_result_types() -> Non
         ours = inspect.signature(getattr(paimon_index.Table, verb)).return_annotation
         theirs = inspect.signature(getattr(jobs, verb)).return_annotation
         assert ours == theirs, (verb, ours, theirs)
+
+
+def test_no_private_name_is_imported_across_modules() -> None:
+    """A module uses another's private names only through a public one (the old readers shared
+    read.py's _evaluate/_exact_selection/_subtract_deleted, so one planner's fix missed the others).
+    A private *module* of a package (spark/_tasks.py) is imported by its own package only."""
+
+    root = Path(paimon_index.__file__).parent
+    wrong = []
+    for path in root.rglob("*.py"):
+        package = ".".join(("paimon_index", *path.relative_to(root).parent.parts))
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom) or not (node.module or "").startswith("paimon_index"):
+                continue
+            for alias in node.names:
+                if not alias.name.startswith("_"):
+                    continue
+                if (root / Path(*node.module.split(".")[1:]) / f"{alias.name}.py").exists() \
+                        and node.module == package:
+                    continue  # a private module imported by its own package
+                wrong.append(f"{path.relative_to(root)}: from {node.module} import {alias.name}")
+    assert not wrong, wrong

@@ -253,15 +253,15 @@ def _exact_in_arrow(p: Predicate, schema: dict[str, DataType]) -> bool:
     return all(_exact_in_arrow(c, schema) for c in p.children)
 
 
-def _nullable(t: SparkType) -> SparkType:
+def nullable_type(t: SparkType) -> SparkType:
     """``t`` with every field, element and value nullable (files may say NOT NULL; Spark must not
     rely on it, and a Python source's batches are checked against this exact schema)."""
     if isinstance(t, StructType):
-        return StructType([StructField(f.name, _nullable(f.dataType), True) for f in t.fields])
+        return StructType([StructField(f.name, nullable_type(f.dataType), True) for f in t.fields])
     if isinstance(t, ArrayType):
-        return ArrayType(_nullable(t.elementType), True)
+        return ArrayType(nullable_type(t.elementType), True)
     if isinstance(t, MapType):
-        return MapType(_nullable(t.keyType), _nullable(t.valueType), True)
+        return MapType(nullable_type(t.keyType), nullable_type(t.valueType), True)
     return t
 
 
@@ -596,7 +596,7 @@ def _layout_from_catalog(options: ReadOptions) -> TableLayout:
     if options.metadata_columns:
         fields += _metadata_fields()
         row_ids = tuple(table.partition_keys or ())
-    spark_schema = _nullable(StructType(fields))
+    spark_schema = nullable_type(StructType(fields))
     assert isinstance(spark_schema, StructType)
     return TableLayout(spark_schema, index_schema, row_ids)
 

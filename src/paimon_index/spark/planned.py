@@ -137,10 +137,10 @@ def _spark_schema(fields: Sequence[Any]) -> Any:
     """Spark's schema of pypaimon fields (every field nullable, as the Python source has it)."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    from paimon_index.spark.datasource import _nullable
+    from paimon_index.spark.datasource import nullable_type
     from paimon_index.table.paimon import arrow_schema
 
-    return _nullable(from_arrow_schema(arrow_schema(fields)))
+    return nullable_type(from_arrow_schema(arrow_schema(fields)))
 
 
 def _unreadable(arrow: pa.Schema) -> str | None:
