@@ -42,11 +42,12 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("table/fileio.py", "os.fdopen"): "the seam itself: exclusive publish without hard links (O_EXCL)",
     ("table/fileio.py", "os.unlink"): "the seam itself: the temporary file of a local exclusive publish",
     ("spark/session.py", "os.path.isfile"): "finds the local java binary for Spark, not table data",
-    ("spark/planned.py", "os.path.exists"): "the planned read's deletion-vector words: a scratch Parquet "
-                                            "file on the driver's disk that local Spark reads, not table data",
+    ("spark/planned.py", "os.path.exists"): "the planned read's deletion-vector words: a scratch "
+                                            "Parquet file on the driver (local Spark), not table data",
     ("spark/planned.py", "os.replace"): "publishes that scratch file whole (a concurrent read never sees "
                                         "half of it), not table data",
-    ("spark/planned.py", "os.path.isdir"): "the scratch directory of those files is still there, not table data",
+    ("spark/planned.py", "os.path.isdir"): "the scratch directory of those files is still there, not "
+                                           "table data",
     ("fileindex/format.py", "open_source"): "a local path (the CLI); tables pass a FileIOSource",
     ("deletionvectors/index_file.py", "open_source"): "a local path (CLI, tests); tables pass a FileIOSource",
     ("deletionvectors/index_file.py", "Path"): "local_write: DV files outside any table (CLI, tests); "
