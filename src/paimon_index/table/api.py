@@ -489,19 +489,11 @@ class _ArrowKeyedRows:
         return rows.append_column(ROW_KIND_COLUMN, pa.array([DELETE_KIND] * rows.num_rows, pa.string()))
 
     def assigned(self, rows: pa.Table, assignments: Mapping[str, Any]) -> pa.Table:
+        from paimon_index.table.row_level import assigned_rows
+
         if rows.num_rows == 0:
             return rows  # nothing matched: no value to evaluate (nor to fail)
-        updated = rows
-        for name, value in assignments.items():
-            column = value(rows) if callable(value) else pa.array([value] * rows.num_rows)
-            field_ = rows.schema.field(name)
-            try:
-                column = column.cast(field_.type)
-            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
-                raise DataError(f"UPDATE of {self.table.identifier}: the value for column {name!r} does not "
-                                f"fit its type {field_.type}: {e}") from e
-            updated = updated.set_column(rows.schema.get_field_index(name), field_, column)
-        return updated
+        return assigned_rows(self.table.identifier, rows, assignments)
 
     def upsert(self, rows: pa.Table, snapshot_id: int) -> tuple[int | None, int]:
         return self.table._upsert(rows, snapshot_id), rows.num_rows

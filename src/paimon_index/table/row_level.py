@@ -77,6 +77,7 @@ __all__ = [
     "BucketPlan",
     "RowChange",
     "RowChangePlan",
+    "assigned_rows",
     "assignment_columns",
     "change_rows",
     "commit_row_change",
@@ -327,7 +328,7 @@ def update_rows(table: PaimonTable, assignments: Mapping[str, Assignment],
         matched = _matching_rows(table, plan, where)
         if matched.num_rows == 0:
             return 0
-        updated = _assigned(table, matched.drop_columns(list(METADATA_COLUMNS)), assignments)
+        updated = assigned_rows(table_name(table), matched.drop_columns(list(METADATA_COLUMNS)), assignments)
         _mark_all(plan, matched, txn)
         txn.stage(write_rows(table, updated))
         return matched.num_rows
@@ -335,9 +336,9 @@ def update_rows(table: PaimonTable, assignments: Mapping[str, Assignment],
     return change_rows(table, "update", mark)
 
 
-def _assigned(table: PaimonTable, before: pa.Table, assignments: Mapping[str, Assignment]) -> pa.Table:
-    """The rows with their new values; every assignment sees the rows as they were (SQL:
-    ``SET a = b, b = a`` swaps them)."""
+def assigned_rows(table: str, before: pa.Table, assignments: Mapping[str, Assignment]) -> pa.Table:
+    """The rows with their new values (``table``: its name, for errors); every assignment sees the
+    rows as they were (SQL: ``SET a = b, b = a`` swaps them). Append and primary-key UPDATEs alike."""
     updated = before
     for name, value in assignments.items():
         field = before.schema.field(name)
@@ -347,7 +348,7 @@ def _assigned(table: PaimonTable, before: pa.Table, assignments: Mapping[str, As
             column = pa.array(column) if not isinstance(column, pa.Array | pa.ChunkedArray) else column
             column = column.cast(field.type)
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
-            raise DataError(f"UPDATE of table {table_name(table)}: the value for column "
+            raise DataError(f"UPDATE of table {table}: the value for column "
                             f"{name!r} does not fit its type {field.type}: {e}") from e
         updated = updated.set_column(before.schema.get_field_index(name), field, column)
     return updated
