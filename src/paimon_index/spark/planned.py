@@ -342,16 +342,15 @@ def _scratch() -> str:
         return _SCRATCH[0]
 
 
-def _range_filter(batch: Sequence[FilePlan]) -> Any:
+def _range_filter(batch: Sequence[FilePlan], runs_of: Sequence[tuple[np.ndarray, np.ndarray]]) -> Any:
     """``NOT (file_size = s AND (row_index BETWEEN a AND b OR ...)) AND ...``: the live rows of
-    ``batch`` as a filter on the deleted runs (no join); for a few runs only (:data:`_RANGE_RUNS`)."""
+    ``batch`` (each file's deleted runs in ``runs_of``, :func:`_deleted_runs`) as a filter on the
+    deleted runs (no join); for a few runs only (:data:`_RANGE_RUNS`)."""
     from pyspark.sql import functions as F
 
     row = F.col("_metadata.row_index")
     live = []
-    for f in batch:
-        assert f.deleted is not None
-        firsts, lasts = _deleted_runs(f.deleted)
+    for f, (firsts, lasts) in zip(batch, runs_of, strict=True):
         runs = [row == F.lit(first) if first == last else row.between(F.lit(first), F.lit(last))
                 for first, last in zip(firsts.tolist(), lasts.tolist(), strict=True)]
         deleted = _balanced(runs, lambda a, b: a | b)
@@ -377,9 +376,12 @@ def _live(spark: SparkSession, scanned: DataFrame, batch: Sequence[FilePlan]) ->
     """
     from pyspark.sql import functions as F
 
-    runs = sum(len(_deleted_runs(f.deleted)[0]) for f in batch if f.deleted is not None)
-    if runs <= _RANGE_RUNS:
-        return scanned.where(_range_filter(batch))
+    runs_of = []
+    for f in batch:
+        assert f.deleted is not None
+        runs_of.append(_deleted_runs(f.deleted))  # once per file: a vector can be millions of rows
+    if sum(len(firsts) for firsts, _ in runs_of) <= _RANGE_RUNS:
+        return scanned.where(_range_filter(batch, runs_of))
     keyed = scanned.select("*", _row_key(batch), F.col("_metadata.row_index").alias(_ROW))
     joined = keyed.join(F.broadcast(_deleted_frame(spark, batch)), [_KEY], "left_outer")
     clear = F.expr(f"shiftright({_WORD}, CAST({_ROW} & {_WORD_ROWS - 1} AS INT)) & 1 = 0")
