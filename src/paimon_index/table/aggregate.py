@@ -57,6 +57,7 @@ from paimon_index.table.fileio import TableIO
 from paimon_index.table.files import (
     FilePlan,
     ScanReport,
+    bitmap_positions,
     exact_selection,
     index_container,
     missing_files_named,
@@ -127,6 +128,14 @@ def plan_aggregate(table: Any, where: Predicate | str | None, use_index: bool) -
                      exact_answers=True)
 
 
+def _count_planned(plan: ReadPlan, report: AggregateReport) -> None:
+    """The plan's pruning in ``report``: a file the plan dropped (SKIP, every row deleted, a column its
+    schema version lacks) is answered without data; value statistics' drops are no files at all."""
+    report.scan.merge(plan.report)
+    report.files_planned += plan.report.files_planned
+    report.files_answered_by_index += plan.report.files_planned - len(plan.files)
+
+
 def _identity(schema: Mapping[str, DataType], f: FilePlan) -> bool:
     mapping = mapping_of(schema, f)
     return mapping is None or mapping.identity
@@ -141,10 +150,7 @@ def index_counts(plan: ReadPlan, report: AggregateReport) -> tuple[int, list[Fil
     answer that is exactly the matching rows) or when the plan dropped it (SKIP, every row deleted,
     a column its schema version lacks); value statistics' drops are not files at all here.
     """
-    report.scan.merge(plan.report)
-    considered = plan.report.files_planned
-    report.files_planned += considered
-    report.files_answered_by_index += considered - len(plan.files)
+    _count_planned(plan, report)
     total = 0
     remaining: list[FilePlan] = []
     for f in plan.files:
@@ -288,7 +294,7 @@ def _min_max_from_index(io: TableIO, f: FilePlan, ranged: RangeBitmapReader, col
         rows |= ranged.top_n(1, ascending=True, nulls_first=False, found=found, strict=True)
     if high is None:
         rows |= ranged.top_n(1, ascending=False, nulls_first=False, found=found, strict=True)
-    positions = np.frombuffer(rows.to_array(), dtype=np.uint32).astype(np.int64)
+    positions = bitmap_positions(rows)
     exact_file = dataclasses.replace(f, selected=positions, deleted=None)
     values = read_rows(io, exact_file, ALWAYS_TRUE, plan.schema, report.scan, columns=[column]).column(column)
     read_low, read_high = spark_min_max(values)
@@ -309,9 +315,7 @@ def min_max(table: Any, column: str, where: Predicate | str | None = None, *, us
         if column not in plan.schema:
             raise InvalidOptionError(f"min/max: unknown or non-scalar column {column!r} "
                                      f"(columns: {', '.join(plan.schema)})")
-        report.scan.merge(plan.report)
-        report.files_planned += plan.report.files_planned
-        report.files_answered_by_index += plan.report.files_planned - len(plan.files)
+        _count_planned(plan, report)
         answer: tuple[Any, Any] = (None, None)
         if plan.table is None:
             return answer, report

@@ -29,7 +29,6 @@ row with Spark's meaning, then the result is cast to the column's type as Spark'
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -365,11 +364,11 @@ class Table:
             else None
         try:
             rows, report = self._read(table, predicate, schema, topn=topn, use_index=use_index)
-        except FileNotFoundError as e:
-            # A data, index or DV file the snapshot lists is gone (removed by hand, or by an
-            # expiry/orphan clean-up that ran while this read planned an old snapshot).
-            raise TableError(f"read of {self.identifier} (snapshot {snapshot_id or self.snapshot_id}): "
-                             f"a file it lists is missing: {_missing_path(e)}") from e
+        except FileNotFoundError as e:  # a listed file is gone (by hand, or an expiry meanwhile)
+            from paimon_index.table.files import missing_file_error
+
+            what = f"read of {self.identifier} (snapshot {snapshot_id or self.snapshot_id})"
+            raise missing_file_error(what, e) from e
         self.last_scan_report = report
         if rows.num_columns == 0:
             rows = schema.empty_table()
@@ -536,13 +535,6 @@ def _merged_read(table: Any, predicate: Predicate | str) -> tuple[pa.Table, Scan
     rows = merged if bound is ALWAYS_TRUE else merged.filter(to_arrow_expression(bound, schema))
     report.rows_returned = rows.num_rows
     return rows, report
-
-
-def _missing_path(error: FileNotFoundError) -> str:
-    if error.filename:
-        return str(error.filename)
-    quoted = re.search(r"'([^']+)'", str(error))  # pyarrow names the path only in its message
-    return quoted.group(1) if quoted else str(error)
 
 
 def _as_table(data: pa.Table | pa.RecordBatch) -> pa.Table:

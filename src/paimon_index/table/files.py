@@ -36,7 +36,6 @@ is a :class:`~paimon_index.errors.TableError` naming it (:func:`missing_files_na
 
 from __future__ import annotations
 
-import errno
 import posixpath
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -51,13 +50,13 @@ from pyroaring import BitMap
 
 from paimon_index.arrow_filter import to_arrow_expression
 from paimon_index.deletionvectors.index_file import prefetch_vectors, read_vector
-from paimon_index.deletionvectors.vector import BitmapDeletionVector, DeletionVector
+from paimon_index.deletionvectors.vector import DeletionVector
 from paimon_index.errors import CorruptFileError, TableError
 from paimon_index.fileindex.base import TopN
 from paimon_index.fileindex.evaluate import FileIndexEvaluator
 from paimon_index.fileindex.format import ContainerReader
 from paimon_index.fileindex.range_bitmap import RangeBitmapIndex, RangeBitmapReader
-from paimon_index.fileindex.result import REMAIN, SKIP, FileIndexResult, Rows
+from paimon_index.fileindex.result import REMAIN, SKIP, FileIndexResult, Rows, and_not
 from paimon_index.predicate import ALWAYS_FALSE, ALWAYS_TRUE, Predicate, columns_of
 from paimon_index.table.fileio import IOCounters, TableIO
 from paimon_index.table.metacache import PARSED_WEIGHT_FACTOR, checkout_container, metadata_cache
@@ -72,11 +71,13 @@ __all__ = [
     "FilePlan",
     "ScanReport",
     "SplitVectors",
+    "bitmap_positions",
     "container_source",
     "exact_selection",
     "file_plan",
     "index_answer",
     "index_container",
+    "missing_file_error",
     "missing_files_named",
     "open_container",
     "partition_text",
@@ -323,16 +324,6 @@ class SplitVectors:
             cache.put(key, vector, PARSED_WEIGHT_FACTOR * (deletion.length or 0))
         return vector
 
-    def deleted_bitmap(self, deletion: Any, row_count: int) -> BitMap:
-        """The file's deleted positions as a bitmap, checked against its row count."""
-        vector = self.read(deletion)
-        # A 32-bit vector is a bitmap already; a 64-bit one is rebuilt from its positions.
-        deleted = vector.bitmap if isinstance(vector, BitmapDeletionVector) \
-            else BitMap(vector.positions().astype(np.uint32))
-        if deleted and deleted.max() >= row_count:
-            raise _past_the_end(deletion, deleted.max(), row_count)
-        return deleted
-
     def deleted_positions(self, deletion: Any, row_count: int) -> np.ndarray | None:
         """The file's deletion vector as sorted positions (None when it deletes nothing)."""
         positions = np.asarray(self.read(deletion).positions(), dtype=np.int64)
@@ -361,6 +352,11 @@ def _past_the_end(deletion: Any, row: int, row_count: int) -> CorruptFileError:
 
 
 # -- resolving: what the index and the vector leave ----------------------------------------------
+def bitmap_positions(bitmap: BitMap) -> np.ndarray:
+    """A row bitmap as the sorted ``int64`` positions a :class:`FilePlan` holds."""
+    return np.frombuffer(bitmap.to_array(), dtype=np.uint32).astype(np.int64)
+
+
 def resolve(io: TableIO, plan: FilePlan, bound: Predicate, schema: Mapping[str, DataType],
             report: ScanReport, *, vectors: SplitVectors | None = None, topn: TopN | None = None,
             use_index: bool = True, exact_answers: bool = False) -> FilePlan | None:
@@ -407,7 +403,7 @@ def _resolve(io: TableIO, plan: FilePlan, bound: Predicate, schema: Mapping[str,
             if not bitmap:
                 report.files_skipped_by_index += 1
                 return None
-            selected = np.frombuffer(bitmap.to_array(), dtype=np.uint32).astype(np.int64)
+            selected = bitmap_positions(bitmap)
     if deleted is not None and selected is None:
         report.rows_removed_by_deletion_vectors += len(deleted)
         if len(deleted) >= plan.row_count:
@@ -418,8 +414,8 @@ def _resolve(io: TableIO, plan: FilePlan, bound: Predicate, schema: Mapping[str,
 
 
 def index_answer(io: TableIO | None, plan: FilePlan, bound: Predicate, schema: Mapping[str, DataType],
-                  report: ScanReport, topn: TopN | None, deleted: np.ndarray | None,
-                  exact_answers: bool) -> FileIndexResult:
+                 report: ScanReport, topn: TopN | None, deleted: np.ndarray | None,
+                 exact_answers: bool) -> FileIndexResult:
     """What the file's index leaves for ``bound`` (and, with ``topn``, the TopN candidates among the
     live matching rows). A file of another schema version is asked on its own columns."""
     mapping = mapping_of(schema, plan)
@@ -442,7 +438,7 @@ def index_answer(io: TableIO | None, plan: FilePlan, bound: Predicate, schema: M
             result = Rows(result.bitmap)  # an evolved file's answer is only ever a superset
         if topn is not None and result.remain:
             if deleted is not None:
-                result = _and_not(result, BitMap(deleted.astype(np.uint32)), plan.row_count)
+                result = and_not(result, BitMap(deleted.astype(np.uint32)), plan.row_count)
             if bound is not ALWAYS_TRUE:
                 assert io is not None, "TopN reads data files through io"
                 result = exact_selection(io, plan, result, bound, schema, report)
@@ -452,19 +448,10 @@ def index_answer(io: TableIO | None, plan: FilePlan, bound: Predicate, schema: M
     return result
 
 
-def _and_not(result: FileIndexResult, deleted: BitMap, row_count: int) -> FileIndexResult:
-    if isinstance(result, Rows):
-        return result.and_not(deleted)
-    if result is SKIP or not deleted:
-        return result
-    return Rows(BitMap(range(row_count)) - deleted)
-
-
 def exact_selection(io: TableIO, plan: FilePlan, result: FileIndexResult, bound: Predicate,
                     schema: Mapping[str, DataType], report: ScanReport) -> Rows:
     """The rows of ``result`` that satisfy ``bound`` exactly, reading only its columns."""
-    positions = None if not isinstance(result, Rows) else \
-        np.frombuffer(result.bitmap.to_array(), dtype=np.uint32).astype(np.int64)
+    positions = bitmap_positions(result.bitmap) if isinstance(result, Rows) else None
     if positions is None:
         positions = np.arange(plan.row_count, dtype=np.int64)
     rows = _read_file(io, plan, positions, report, mapping_of(schema, plan), columns_of(bound))
@@ -570,23 +557,21 @@ def read_rows(io: TableIO, plan: FilePlan, bound: Predicate, schema: Mapping[str
 
 
 # -- errors ------------------------------------------------------------------------------------------
-def _missing_path(error: FileNotFoundError) -> str:
-    if error.filename:
-        return str(error.filename)
-    quoted = re.search(r"'([^']+)'", str(error))  # pyarrow names the path only in its message
-    return quoted.group(1) if quoted else str(error)
+def missing_file_error(what: str, error: FileNotFoundError) -> TableError:
+    """A data, index or DV file a plan lists that is gone (removed by hand, or by an expiry or orphan
+    clean-up that ran while an old snapshot was read), as a :class:`~paimon_index.errors.TableError`
+    naming the file; ``what``: the operation, e.g. ``"read of db.t (snapshot 4)"``."""
+    path = error.filename
+    if not path:
+        quoted = re.search(r"'([^']+)'", str(error))  # pyarrow names the path only in its message
+        path = quoted.group(1) if quoted else str(error)
+    return TableError(f"{what}: a file it lists is missing: {path}")
 
 
 @contextmanager
 def missing_files_named(what: str) -> Iterator[None]:
-    """A data, index or DV file a plan lists that is gone (removed by hand, or by an expiry or orphan
-    clean-up that ran while an old snapshot was read) as a :class:`~paimon_index.errors.TableError`
-    naming the file; ``what``: the operation, e.g. ``"read of db.t (snapshot 4)"``."""
+    """:func:`missing_file_error` for whatever runs inside."""
     try:
         yield
     except FileNotFoundError as e:
-        raise TableError(f"{what}: a file it lists is missing: {_missing_path(e)}") from e
-    except OSError as e:
-        if e.errno != errno.ENOENT:
-            raise
-        raise TableError(f"{what}: a file it lists is missing: {_missing_path(cast(Any, e))}") from e
+        raise missing_file_error(what, e) from e
