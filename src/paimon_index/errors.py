@@ -12,6 +12,7 @@ Every error raised on purpose by paimon-index derives from :class:`PaimonIndexEr
     ├── DeletionVectorTooLargeError  a 64-bit vector whose frame would pass 2 GiB (also a ValueError)
     ├── SchemaEvolutionError   a data file that cannot be read under the current schema
     ├── UnsupportedTableError  a table (or table state) an operation cannot handle exactly
+    ├── SqlError               SQL text the Spark noun cannot run (also a ValueError)
     ├── PrimaryKeyTableError   a primary-key operation the table's state or options do not allow
     │   └── NullKeyError           NULL in a primary-key column (also a DataError)
     ├── TableError             a table-level operation failed (names the table and what)
@@ -47,6 +48,7 @@ __all__ = [
     "PaimonIndexError",
     "PrimaryKeyTableError",
     "SchemaEvolutionError",
+    "SqlError",
     "TableError",
     "TableExistsError",
     "TableNotFoundError",
@@ -163,3 +165,8 @@ class DataError(TableError, ValueError):
 
 class NullKeyError(PrimaryKeyTableError, DataError):
     """Rows with NULL in a primary-key column (Paimon keys are never NULL)."""
+
+
+class SqlError(PaimonIndexError, ValueError):
+    """SQL text the Spark noun cannot run: a statement it does not support on Paimon tables, a
+    procedure or argument it does not know (the message names it and what to use instead)."""

@@ -693,7 +693,7 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
     small = None if fallback is not None or not plan.files or not use_index else \
         _small_read(spark, plan, groups, current, small_read_bytes)
     if fallback is not None:
-        df = _python_source(spark, table, snapshot_id, warehouse, catalog_options)
+        df = source_read(spark, table, snapshot_id, warehouse, catalog_options)
     elif not plan.files:
         df = spark.createDataFrame([], current)
     elif small is not None:
@@ -780,7 +780,7 @@ def _bound_value(key: int, dtype: Any, spark_type: Any, *, ascending: bool) -> A
     return F.lit(int(key)).cast(spark_type)  # integers: the column's type, pushed as is
 
 
-def _python_source(spark: SparkSession, table: str, snapshot_id: int | None, warehouse: str,
+def source_read(spark: SparkSession, table: str, snapshot_id: int | None, warehouse: str,
                    catalog_options: Mapping[str, str] | None) -> DataFrame:
     """The ``paimon_index`` source over the same table (a snapshot only when one was asked for: the
     source reads a pinned snapshot under that snapshot's schema, not the current one)."""

@@ -441,3 +441,19 @@ def alter_table_options(warehouse: str, identifier: str, *, set_options: Mapping
     if changes:
         cat.alter_table(identifier, changes)
     return cat.get_table(identifier)
+
+
+# ------------------------------------------------------------------------------------------------
+# Listing
+# ------------------------------------------------------------------------------------------------
+def database_names(warehouse: str, catalog_options: Mapping[str, str] | None = None) -> list[str]:
+    """The warehouse's databases, sorted."""
+    return sorted(catalog(warehouse, catalog_options).list_databases())
+
+
+def table_names(warehouse: str, database: str, catalog_options: Mapping[str, str] | None = None) -> list[str]:
+    """The tables of ``database``, sorted (empty when the database does not exist)."""
+    cat = catalog(warehouse, catalog_options)
+    if database not in cat.list_databases():
+        return []
+    return sorted(cat.list_tables(database))

@@ -1,0 +1,99 @@
+"""Which table a name in SQL text means: a Paimon table of the attached warehouse, or Spark's own.
+
+Paimon's spelling, as its Spark connector (catalog ``paimon``, the default catalog) reads it:
+
+==========================  =============================================================
+``paimon.db.t``             the Paimon table ``db.t`` (an error if there is none)
+``db.t``                    ``db.t`` of the warehouse when the warehouse has database ``db``;
+                            otherwise Spark's (its session catalog, views)
+``t``                       a CTE or a Spark temporary view of that name first; then ``t`` of
+                            the current database (``USE db``; ``default`` at first) when it
+                            exists there; otherwise Spark's
+``spark_catalog.db.t``      always Spark's
+```db.`t$snapshots` ```     the system table ``snapshots`` of ``db.t`` (``$files``, ...)
+==========================  =============================================================
+
+Names match case-insensitively, as Spark resolves them (the exact spelling first, then the one
+spelling that differs only in case); a new name (CREATE) is kept as written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from sqlglot import exp
+
+if TYPE_CHECKING:
+    from paimon_index.spark.catalog import Catalog
+
+__all__ = ["PAIMON_CATALOG", "SYSTEM_TABLE_SEPARATOR", "TableName", "resolve", "resolve_parts"]
+
+#: The catalog name Paimon's Spark connector registers (``spark.sql.catalog.paimon``).
+PAIMON_CATALOG = "paimon"
+#: Spark's own catalog: a name under it is never ours.
+SPARK_CATALOG = "spark_catalog"
+#: ``t$snapshots``: table ``t``'s system table ``snapshots``.
+SYSTEM_TABLE_SEPARATOR = "$"
+
+
+@dataclass(frozen=True)
+class TableName:
+    """A resolved Paimon table name (``system``: the system table asked for, e.g. ``snapshots``)."""
+
+    database: str
+    table: str
+    system: str | None = None
+
+    @property
+    def identifier(self) -> str:
+        return f"{self.database}.{self.table}"
+
+    def __str__(self) -> str:
+        suffix = f"{SYSTEM_TABLE_SEPARATOR}{self.system}" if self.system else ""
+        return f"{self.identifier}{suffix}"
+
+
+def _split_system(catalog: Catalog, database: str, name: str, must_exist: bool) -> TableName | None:
+    """The table (system table) ``database.name`` with the warehouse's spelling, or None."""
+    table, sep, system = name.partition(SYSTEM_TABLE_SEPARATOR)
+    db = catalog.database_spelling(database)
+    if db is None:
+        return TableName(database, table, system.lower() if sep else None) if not must_exist else None
+    spelt = catalog.table_spelling(db, table)
+    if spelt is None and must_exist:
+        return None
+    return TableName(db, spelt or table, system.lower() if sep else None)
+
+
+def resolve_parts(catalog: Catalog, parts: list[str], *, cte_names: frozenset[str] = frozenset(),
+                  must_exist: bool = True) -> TableName | None:
+    """The Paimon table ``parts`` (catalog, database, table; 1 to 3 of them) names, or None when the
+    name is Spark's (see the module docstring). ``must_exist=False``: for CREATE, a name in a
+    Paimon database (or under ``paimon.``) is ours even when no such table exists yet."""
+    if len(parts) == 3:
+        if parts[0].lower() != PAIMON_CATALOG:
+            return None
+        # Under ``paimon.`` the name is ours even when nothing exists: the caller reports it.
+        return _split_system(catalog, parts[1], parts[2], False)
+    if len(parts) == 2:
+        if parts[0].lower() in (SPARK_CATALOG, "global_temp") or catalog.database_spelling(parts[0]) is None:
+            return None
+        # A database of the warehouse: its tables are ours (a missing one is reported by the caller).
+        return _split_system(catalog, parts[0], parts[1], False)
+    if len(parts) != 1:
+        return None
+    if parts[0].lower() in cte_names or catalog.is_spark_view(parts[0]):
+        return None
+    return _split_system(catalog, catalog.current_database, parts[0], must_exist)
+
+
+def table_parts(table: exp.Table) -> list[str]:
+    """A table node's name parts (catalog, database, table), the present ones."""
+    return [p for p in (table.catalog, table.db, table.name) if p]
+
+
+def resolve(catalog: Catalog, table: exp.Table, *, cte_names: frozenset[str] = frozenset(),
+            must_exist: bool = True) -> TableName | None:
+    """:func:`resolve_parts` of a table node of the parsed statement."""
+    return resolve_parts(catalog, table_parts(table), cte_names=cte_names, must_exist=must_exist)

@@ -1,0 +1,352 @@
+"""Queries over Paimon tables: every reference a planned read, the rest of the statement Spark's.
+
+How a query runs:
+
+1. Each table node that names a Paimon table (:mod:`.names`) is one **reference**; two references
+   to one table are two reads, planned independently (no state is shared between them).
+2. A reference gets the conjuncts that are sound to apply to that reference's rows alone:
+
+   - the WHERE conjuncts of the SELECT whose FROM/JOIN holds it, unless a join of that SELECT
+     makes it null-supplying (the right side of LEFT, the left sources of RIGHT, any FULL);
+   - the ON conjuncts of its own join when it is that join's right side of an inner, LEFT
+     (outer, SEMI or ANTI) join, and the ON conjuncts of any inner join of the SELECT when no
+     join makes it null-supplying;
+   - only conjuncts whose every column is one of that reference's columns: qualified by its
+     alias, or unqualified when every source of the SELECT is a Paimon table and no other one
+     has a column of that name; no subquery, aggregate, window, lambda, struct field access or
+     non-deterministic function in them.
+
+   Those conjuncts (qualifiers removed) are the planned read's ``where``: the indexes and
+   statistics pick the files and rows, and Spark applies the same text to the rows read.
+3. The statement is regenerated with each reference replaced by a placeholder bound to that
+   reference's DataFrame (``spark.sql(text, ref=df)``; Spark Connect sends the plan itself) under
+   the reference's alias (its table name when it had none), so **every conjunct stays in the
+   statement** and Spark evaluates the whole query with its own semantics: the pushed conjuncts
+   only remove rows the statement would remove anyway.
+
+Time travel: ``FROM t VERSION AS OF <snapshot id | 'tag'>`` and ``TIMESTAMP AS OF '<time>'``
+(:mod:`.travel`). System tables ``t$snapshots`` ... are read by :mod:`.system_tables`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sqlglot import exp
+
+from paimon_index.errors import SqlError, UnsupportedTableError
+from paimon_index.spark.sql.names import TableName, resolve
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from paimon_index.spark.catalog import Catalog
+    from paimon_index.spark.planned import PlannedRead
+
+__all__ = ["Reference", "Rewritten", "explain", "rewrite", "run"]
+
+#: Functions whose value differs between two evaluations: a conjunct with one is never pushed
+#: (the read would evaluate it apart from the statement).
+_NON_DETERMINISTIC = frozenset({"rand", "random", "randn", "uuid", "shuffle", "current_timestamp", "now",
+                                "current_date", "curdate", "localtimestamp", "current_time",
+                                "monotonically_increasing_id", "spark_partition_id", "input_file_name",
+                                "try_reflect", "reflect", "java_method"})
+#: Expression kinds a pushed conjunct may not contain (their meaning depends on more than the row).
+_UNPUSHABLE = (exp.Subquery, exp.Exists, exp.Select, exp.AggFunc, exp.Window, exp.Lambda, exp.Dot,
+               exp.Placeholder, exp.Parameter, exp.Star)
+#: EXPLAIN's modes, as Spark spells them.
+_EXPLAIN_MODES = ("EXTENDED", "FORMATTED", "CODEGEN", "COST")
+#: Placeholders that stand for a reference in the regenerated text.
+_PLACEHOLDER_PREFIX = "__paimon_ref_"
+
+
+@dataclass
+class Reference:
+    """One Paimon table reference of a statement and how it is read."""
+
+    name: TableName
+    alias: str
+    placeholder: str
+    conjuncts: list[str] = field(default_factory=list)
+    version: exp.Expr | None = None
+    #: set once read: the planned read (None: a system table or the source's merge read)
+    planned: PlannedRead | None = None
+    how: str = ""
+
+    @property
+    def where(self) -> str | None:
+        return " AND ".join(f"({c})" for c in self.conjuncts) or None
+
+
+@dataclass
+class Rewritten:
+    """A statement with its references replaced: ``spark.sql(text, **relations)`` runs it."""
+
+    text: str
+    relations: dict[str, DataFrame]
+    references: list[Reference]
+
+    def dataframe(self, spark: Any) -> DataFrame:
+        if not self.relations:
+            return spark.sql(self.text)
+        return spark.sql(self.text, **self.relations)
+
+
+# ------------------------------------------------------------------------------------------------
+# Pushing conjuncts
+# ------------------------------------------------------------------------------------------------
+def _conjuncts(condition: exp.Expr | None) -> list[exp.Expr]:
+    if condition is None:
+        return []
+    parts = condition.flatten() if isinstance(condition, exp.And) else [condition]
+    return [c.unnest() for c in parts]
+
+
+def _sources(select: exp.Select) -> list[exp.Expr]:
+    """The FROM source and each join's source, in order."""
+    from_ = select.args.get("from") or select.args.get("from_")
+    first = [from_.this] if from_ is not None else []
+    return first + [j.this for j in select.args.get("joins") or []]
+
+
+def _null_supplying(select: exp.Select, index: int) -> bool:
+    """Whether a join of ``select`` can fill source ``index``'s columns with NULLs."""
+    for k, join in enumerate(select.args.get("joins") or [], start=1):
+        side, kind = (join.side or "").upper(), (join.kind or "").upper()
+        if side == "FULL" and index <= k:
+            return True
+        if side == "LEFT" and kind not in ("SEMI", "ANTI") and index == k:
+            return True
+        if side == "RIGHT" and index < k:
+            return True
+    return False
+
+
+def _inner(join: exp.Join) -> bool:
+    return not join.side and (join.kind or "").upper() in ("", "INNER", "CROSS")
+
+
+def _function_name(node: exp.Expr) -> str:
+    if isinstance(node, exp.Anonymous):
+        return str(node.this).lower()
+    return node.sql_name().lower() if isinstance(node, exp.Func) else ""
+
+
+def _pushable(conjunct: exp.Expr, alias: str, columns: frozenset[str],
+              others: frozenset[str] | None, aliases: frozenset[str]) -> bool:
+    """Whether ``conjunct`` reads the reference's columns only (see the module docstring).
+    ``others``: the other sources' columns (None: some source's columns are unknown)."""
+    if conjunct.find(*_UNPUSHABLE) is not None:
+        return False
+    if any(_function_name(f) in _NON_DETERMINISTIC for f in conjunct.find_all(exp.Func)):
+        return False
+    cols = list(conjunct.find_all(exp.Column))
+    if not cols:
+        return False
+    for col in cols:
+        if col.args.get("db") is not None or col.args.get("catalog") is not None:
+            return False
+        name, qualifier = col.name.lower(), col.table.lower()
+        if name not in columns:
+            return False
+        if qualifier:
+            if qualifier != alias.lower():
+                return False
+        elif others is None or name in others or name in aliases:
+            return False
+    return True
+
+
+def _unqualified_text(conjunct: exp.Expr) -> str:
+    copy = conjunct.copy()
+    for col in copy.find_all(exp.Column):
+        col.set("table", None)
+    return copy.sql(dialect="spark")
+
+
+def _pushed(table: exp.Table, alias: str, columns: frozenset[str],
+            columns_of: dict[int, frozenset[str] | None]) -> list[str]:
+    """The conjuncts that hold for ``table``'s reference alone (module docstring), as text."""
+    parent = table.parent
+    select = parent.parent if isinstance(parent, (exp.From, exp.Join)) else None
+    if not isinstance(select, exp.Select):
+        return []
+    sources = _sources(select)
+    index = next((i for i, s in enumerate(sources) if s is table), None)
+    if index is None:
+        return []
+    others: frozenset[str] | None = frozenset()
+    aliases = frozenset(s.alias_or_name.lower() for s in sources if s is not table)
+    for i, source in enumerate(sources):
+        if i == index:
+            continue
+        known = columns_of.get(id(source))
+        others = None if known is None or others is None else others | known
+    if select.args.get("laterals"):
+        others = None
+    candidates: list[exp.Expr] = []
+    joins = select.args.get("joins") or []
+    if not _null_supplying(select, index):
+        where = select.args.get("where")
+        candidates += _conjuncts(where.this if where is not None else None)
+        candidates += [c for j in joins if _inner(j) for c in _conjuncts(j.args.get("on"))]
+    if index >= 1:
+        # Its own join's ON conjuncts about it alone: a row failing one never joins, whatever
+        # joins follow (not for RIGHT/FULL, where its unmatched rows are kept).
+        own = joins[index - 1]
+        side, kind = (own.side or "").upper(), (own.kind or "").upper()
+        if side in ("", "LEFT") and kind in ("", "INNER", "CROSS", "OUTER", "SEMI", "ANTI"):
+            candidates += _conjuncts(own.args.get("on"))
+    texts: list[str] = []
+    for conjunct in candidates:
+        if _pushable(conjunct, alias, columns, others, aliases):
+            text = _unqualified_text(conjunct)
+            if text not in texts:
+                texts.append(text)
+    return texts
+
+
+# ------------------------------------------------------------------------------------------------
+# Rewriting and reading
+# ------------------------------------------------------------------------------------------------
+def _table_columns(catalog: Catalog, name: TableName) -> frozenset[str]:
+    from paimon_index.table.api import open_table
+
+    return frozenset(n.lower() for n in open_table(catalog.warehouse, name.identifier,
+                                                    catalog_options=catalog.catalog_options).schema.names)
+
+
+def rewrite(catalog: Catalog, statement: exp.Expr, *, skip: frozenset[int] = frozenset()) -> Rewritten:
+    """``statement`` with every Paimon reference (but the nodes whose ``id`` is in ``skip``, e.g. a
+    DML target) replaced by its planned read. ``statement`` is not modified."""
+    from paimon_index.spark.sql import cte_names
+
+    tree = statement.copy()
+    ctes = cte_names(tree)
+    found: list[tuple[exp.Table, TableName]] = []
+    skip_paths = _paths(statement, skip)
+    for table in list(tree.find_all(exp.Table)):
+        if _path(table) in skip_paths:
+            continue
+        name = resolve(catalog, table, cte_names=ctes, must_exist=False)
+        if name is not None:
+            if not catalog.has_table(name.identifier):
+                raise catalog.not_found(str(name))
+            found.append((table, name))
+    columns_of: dict[int, frozenset[str] | None] = {}
+    for table, name in found:
+        columns_of[id(table)] = None if name.system else _table_columns(catalog, name)
+    references: list[Reference] = []
+    relations: dict[str, DataFrame] = {}
+    token = uuid.uuid4().hex[:8]
+    for i, (table, name) in enumerate(found):
+        alias = table.alias or table.name
+        placeholder = f"{_PLACEHOLDER_PREFIX}{i}_{token}"
+        known = columns_of[id(table)]
+        ref = Reference(name, alias, placeholder, version=table.args.get("version"))
+        if known is not None:
+            ref.conjuncts = _pushed(table, alias, known, columns_of)
+        references.append(ref)
+    for (table, _), ref in zip(found, references, strict=True):
+        relations[ref.placeholder] = _read(catalog, ref)
+        replacement = exp.Table(this=exp.to_identifier(ref.placeholder),
+                                alias=exp.TableAlias(this=exp.to_identifier(ref.alias)))
+        table.replace(replacement)
+    text = tree.sql(dialect="spark")
+    if relations:
+        text = text.replace("{", "{{").replace("}", "}}")
+        for placeholder in relations:
+            text = text.replace(placeholder, "{" + placeholder + "}")
+    return Rewritten(text, relations, references)
+
+
+def _path(node: exp.Expr) -> tuple[Any, ...]:
+    """Where a node sits in its tree (argument keys and list positions from the root)."""
+    steps: list[Any] = []
+    while node.parent is not None:
+        steps.append((node.arg_key, node.index))
+        node = node.parent
+    return tuple(reversed(steps))
+
+
+def _paths(statement: exp.Expr, ids: frozenset[int]) -> set[tuple[Any, ...]]:
+    return {_path(n) for n in statement.walk() if id(n) in ids}
+
+
+def _read(catalog: Catalog, ref: Reference) -> DataFrame:
+    """The DataFrame of one reference (its planned read, a system table, or the merge read)."""
+    from paimon_index.spark import jobs
+    from paimon_index.spark.planned import source_read
+
+    if ref.name.system is not None:
+        from paimon_index.spark.sql import system_tables
+
+        if ref.version is not None:
+            raise SqlError(f"time travel on the system table {ref.name} is not supported")
+        ref.how = f"system table {ref.name.system}"
+        return system_tables.frame(catalog, ref.name)
+    snapshot_id = None
+    if ref.version is not None:
+        from paimon_index.spark.sql import travel
+
+        snapshot_id = travel.snapshot_id(catalog, ref.name, ref.version)
+    try:
+        planned = jobs.read_planned(catalog.spark, ref.name.identifier, ref.where, snapshot_id=snapshot_id,
+                                    warehouse=catalog.warehouse, catalog_options=catalog.catalog_options)
+    except UnsupportedTableError as e:
+        # A primary-key table that needs a merge: the source merges (no index can prune it).
+        ref.how = f"merge read through the paimon_index source ({e})"
+        ref.conjuncts = []
+        return source_read(catalog.spark, ref.name.identifier, snapshot_id, catalog.warehouse,
+                           catalog.catalog_options)
+    ref.planned = planned
+    ref.how = "planned read"
+    return planned.dataframe
+
+
+def run(catalog: Catalog, statement: exp.Expr) -> DataFrame:
+    """A query (SELECT, WITH, set operation) as a DataFrame."""
+    return rewrite(catalog, statement).dataframe(catalog.spark)
+
+
+# ------------------------------------------------------------------------------------------------
+# EXPLAIN
+# ------------------------------------------------------------------------------------------------
+def _describe(ref: Reference) -> str:
+    lines = [f"{ref.name} AS {ref.alias}: {ref.how}"
+             + (f", snapshot {ref.version.sql(dialect='spark')}" if ref.version is not None else "")]
+    lines.append(f"  pushed: {ref.where or '(nothing)'}")
+    if ref.planned is not None:
+        r = ref.planned.plan.report
+        lines.append(f"  files planned {r.files_planned}, skipped by statistics {r.files_skipped_by_stats}, "
+                     f"by index {r.files_skipped_by_index}, by schema {r.files_skipped_by_schema}; "
+                     f"rows planned {r.rows_planned}, selected by index {r.rows_selected_by_index}, "
+                     f"removed by deletion vectors {r.rows_removed_by_deletion_vectors}")
+        if ref.planned.small_rows is not None:
+            lines.append(f"  small read on the driver: {ref.planned.small_rows} candidate rows")
+        if ref.planned.fallback is not None:
+            lines.append(f"  read by the paimon_index source: {ref.planned.fallback}")
+    return "\n".join(lines)
+
+
+def explain(catalog: Catalog, rest: str, text: str) -> DataFrame:
+    """``EXPLAIN [mode] <query>``: Spark's plan of the rewritten query, then each reference's plan."""
+    from paimon_index.spark.sql import names_paimon_table, parse
+
+    words = rest.split(None, 1)
+    mode = words[0].upper() if words and words[0].upper() in _EXPLAIN_MODES else ""
+    body = rest.split(None, 1)[1] if mode and len(words) > 1 else rest
+    statement = parse(body)
+    if statement is None or not names_paimon_table(catalog, statement):
+        return catalog.spark.sql(text)
+    if not isinstance(statement, exp.Query):
+        raise SqlError("EXPLAIN of a statement other than a query is not supported on Paimon tables")
+    rewritten = rewrite(catalog, statement)
+    prefix = f"EXPLAIN {mode} " if mode else "EXPLAIN "
+    spark_plan = Rewritten(prefix + rewritten.text, rewritten.relations, rewritten.references) \
+        .dataframe(catalog.spark).collect()[0][0]
+    ours = "\n".join(_describe(r) for r in rewritten.references)
+    combined = f"{spark_plan}\n== Paimon references ==\n{ours}\n"
+    return catalog.spark.createDataFrame([(combined,)], "plan string")
