@@ -113,6 +113,12 @@ SHAPES = [
     "SELECT s, id, rank() OVER (PARTITION BY s ORDER BY v DESC NULLS LAST, id) r FROM db.a WHERE id < 400",
     "SELECT id, v FROM db.a WHERE v IS NOT NULL AND NOT isnan(v) ORDER BY v DESC, id LIMIT 7",
     "SELECT count(*) FROM db.a WHERE rand(7) < 2",
+    # ORDER BY ... LIMIT: the read keeps its own top k (range bitmap on v), the statement the rest
+    "SELECT id, v FROM db.a ORDER BY v DESC NULLS FIRST, id LIMIT 9",
+    "SELECT id, v FROM db.a ORDER BY v ASC, id DESC LIMIT 5",
+    "SELECT id, s FROM db.a WHERE v < 3 ORDER BY s DESC, id LIMIT 6",
+    "SELECT id, -v AS v FROM db.a WHERE id < 900 ORDER BY v, id LIMIT 4",
+    "SELECT id FROM db.a WHERE id % 5 = 1 AND rand(3) < 2 ORDER BY id DESC LIMIT 3",
     "SELECT count(*) FROM (SELECT id, s FROM db.a WHERE id > 2500) t WHERE t.s = 's0'",
     "SELECT * FROM db.b WHERE name = 'upd' AND w IS NULL",
     "SELECT name, count(*) FROM paimon.db.b GROUP BY name",
@@ -161,6 +167,26 @@ def test_what_each_reference_is_given(warehouse: tuple[Any, Path], text: str,
                                       expected: list[tuple[str, str | None]]) -> None:
     paimon, _ = warehouse
     assert _pushed(paimon, text) == expected
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("SELECT * FROM db.a WHERE s = 'x' ORDER BY v DESC, a.id LIMIT 3",
+     ("`v` DESC NULLS LAST, `id` ASC NULLS FIRST", 3)),
+    ("SELECT * FROM db.a ORDER BY v NULLS LAST LIMIT 2", ("`v` ASC NULLS LAST", 2)),
+    ("SELECT -v AS v FROM db.a ORDER BY v LIMIT 2", None),            # ORDER BY the alias
+    ("SELECT * FROM db.a WHERE rand() < 0.5 ORDER BY v LIMIT 2", None),  # a conjunct not pushed
+    ("SELECT s, max(v) FROM db.a GROUP BY s ORDER BY s LIMIT 2", None),
+    ("SELECT sum(v) OVER (ORDER BY id) FROM db.a ORDER BY id LIMIT 2", None),
+    ("SELECT * FROM db.a JOIN db.b ON a.id = b.id ORDER BY a.id LIMIT 2", None),
+    ("SELECT * FROM db.a ORDER BY id + 1 LIMIT 2", None),
+])
+def test_which_reads_keep_only_their_top_k(warehouse: tuple[Any, Path], text: str,
+                                           expected: tuple[str, int] | None) -> None:
+    paimon, _ = warehouse
+    statement = parse(text)
+    assert statement is not None
+    ref = rewrite(paimon, statement).references[0]
+    assert (None if ref.limit is None else (ref.order_by, ref.limit)) == expected
 
 
 def test_indexes_prune_a_selective_reference(warehouse: tuple[Any, Path]) -> None:
