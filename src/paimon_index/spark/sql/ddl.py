@@ -11,14 +11,15 @@ from paimon_index.errors import SqlError
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from paimon_index.spark.catalog import Catalog
+    from paimon_index.spark.sql.names import Catalog
+
 
 __all__ = ["command", "run"]
 
 
 def run(catalog: Catalog, statement: exp.Expr, text: str) -> DataFrame:
     """A parsed DDL statement (``CREATE``, ``DROP``, ``ALTER``, ``DESCRIBE``, ``USE``)."""
-    from paimon_index.spark.sql import names_paimon_table
+    from paimon_index.spark.sql.names import names_paimon_table
 
     if not names_paimon_table(catalog, statement):
         return catalog.spark.sql(text)

@@ -46,8 +46,8 @@ from paimon_index.spark.sql.names import TableName, resolve
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from paimon_index.spark.catalog import Catalog
     from paimon_index.spark.planned import PlannedRead
+    from paimon_index.spark.sql.names import Catalog
 
 __all__ = ["Reference", "Rewritten", "explain", "rewrite", "run"]
 
@@ -272,7 +272,7 @@ def _table_columns(catalog: Catalog, name: TableName) -> frozenset[str]:
 def rewrite(catalog: Catalog, statement: exp.Expr, *, skip: frozenset[int] = frozenset()) -> Rewritten:
     """``statement`` with every Paimon reference (but the nodes whose ``id`` is in ``skip``, e.g. a
     DML target) replaced by its planned read. ``statement`` is not modified."""
-    from paimon_index.spark.sql import cte_names
+    from paimon_index.spark.sql.names import cte_names
 
     tree = statement.copy()
     ctes = cte_names(tree)
@@ -390,7 +390,7 @@ def _describe(ref: Reference) -> str:
 
 def explain(catalog: Catalog, rest: str, text: str) -> DataFrame:
     """``EXPLAIN [mode] <query>``: Spark's plan of the rewritten query, then each reference's plan."""
-    from paimon_index.spark.sql import names_paimon_table, parse
+    from paimon_index.spark.sql.names import names_paimon_table, parse
 
     words = rest.split(None, 1)
     mode = words[0].upper() if words and words[0].upper() in _EXPLAIN_MODES else ""

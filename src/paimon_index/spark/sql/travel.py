@@ -10,8 +10,7 @@ from sqlglot import exp
 from paimon_index.errors import SqlError
 
 if TYPE_CHECKING:
-    from paimon_index.spark.catalog import Catalog
-    from paimon_index.spark.sql.names import TableName
+    from paimon_index.spark.sql.names import Catalog, TableName
 
 __all__ = ["snapshot_id"]
 
