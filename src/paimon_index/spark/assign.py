@@ -20,8 +20,9 @@ and what Paimon's Spark connector inherits from it (``TableOutputResolver``):
   the column, both types and the explicit cast that would make the write legal. (Paimon's connector
   is laxer here: it casts STRING to INT and fails on a malformed value; we follow Spark's rule.)
 - **Values** are cast by Spark itself with ``try_cast`` (the ANSI cast's values: widening, DECIMAL
-  rounding HALF_UP, timestamps in the session time zone); a value the ANSI cast would fail on
-  (an overflow, NaN into DECIMAL) fails the job with a message naming the column and the value, as
+  rounding HALF_UP, timestamps in the session time zone, NaN and infinities into DECIMAL NULL as
+  Spark's cast makes them); a value the ANSI cast would fail on (an overflow, NaN into INT) fails
+  the job with a message naming the column and the value, as
   Spark's ``CAST_OVERFLOW_IN_TABLE_INSERT`` does, whatever ``spark.sql.ansi.enabled`` says. A NULL
   into a NOT NULL column fails the same way (Spark: ``NOT_NULL_ASSERT_VIOLATION``). CHAR(n) and
   VARCHAR(n) columns get Spark's write-side length check (trailing blanks past n are trimmed, a longer
@@ -209,6 +210,9 @@ def _assigned(value: Column, given: SparkType, field: StructField, column: str, 
     if nullable(given) != target and not isinstance(target, T.CharType | T.VarcharType):
         cast = value.try_cast(target)
         failed = value.isNotNull() & cast.isNull()
+        if isinstance(given, T.FloatType | T.DoubleType) and isinstance(target, T.DecimalType):
+            # Spark's cast (ANSI too) makes NaN and +-Infinity a NULL DECIMAL, not an error.
+            failed = failed & ~(F.isnan(value) | value.isin(float("inf"), float("-inf")))
         text = value.cast("string")
         message = F.concat(
             F.lit(f"{where}: the value "), F.coalesce(text, F.lit("?")),

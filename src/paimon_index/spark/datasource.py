@@ -486,27 +486,27 @@ def _open_for_write(options: WriteOptions) -> Any:
         raise table_not_found(options.warehouse, options.table, e) from e
 
 
-def _exact_widening(given: SparkType, target: SparkType) -> bool:
-    """Whether Arrow's cast of ``given`` to ``target`` in the tasks gives Spark's cast exactly and
-    cannot fail: integer widening, FLOAT to DOUBLE, an integer or DECIMAL into a DECIMAL with room
-    for every digit, DATE to TIMESTAMP_NTZ (midnight)."""
+def _arrow_casts_as_spark(given: SparkType, target: SparkType) -> bool:
+    """Whether Arrow's safe cast of ``given`` to ``target`` in the tasks stores what Spark's ANSI
+    cast stores, and fails where it fails: integers to integers (an overflow fails both), integers
+    to a DECIMAL with room for every digit, DECIMAL to DECIMAL of no smaller scale (no rounding),
+    FLOAT to DOUBLE, DATE to TIMESTAMP_NTZ (midnight), strings. Other pairs round or use the
+    session time zone: only :func:`paimon_index.spark.jobs.write` (Spark's own cast) does them."""
     from pyspark.sql.types import CharType, VarcharType
 
-    integer_digits: dict[type, int] = {ByteType: 3, ShortType: 5, IntegerType: 10, LongType: 20}
-    order: list[type] = [ByteType, ShortType, IntegerType, LongType]
-    if type(given) in order and type(target) in order:
-        return order.index(type(given)) <= order.index(type(target))
+    digits: dict[type, int] = {ByteType: 3, ShortType: 5, IntegerType: 10, LongType: 20}
+    if type(given) in digits and type(target) in digits:
+        return True
+    if type(given) in digits and isinstance(target, DecimalType):
+        # Arrow checks the types (room for every digit of the integer type), Spark the values.
+        return target.precision - target.scale >= digits[type(given)]
+    if isinstance(given, DecimalType) and isinstance(target, DecimalType):
+        return target.scale >= given.scale
     if isinstance(given, FloatType) and isinstance(target, DoubleType):
         return True
-    if isinstance(target, DecimalType):
-        if type(given) in integer_digits:
-            return target.precision - target.scale >= integer_digits[type(given)]
-        if isinstance(given, DecimalType):
-            return target.scale >= given.scale and \
-                target.precision - target.scale >= given.precision - given.scale
     if isinstance(given, DateType) and isinstance(target, TimestampNTZType):
         return True
-    # CHAR/VARCHAR: the table's length is not checked by this path; only jobs.write does it.
+    # CHAR/VARCHAR: the table's length is not checked by this path; jobs.write checks it.
     return isinstance(given, StringType) and isinstance(target, StringType | CharType | VarcharType)
 
 
@@ -533,7 +533,7 @@ def _writer_columns(schema: StructType, table: Any, name: str) -> tuple[dict[str
         if given.name != field.name:
             renames[given.name] = field.name
         if nullable(given.dataType) == nullable(field.dataType) or \
-                _exact_widening(given.dataType, field.dataType):
+                _arrow_casts_as_spark(given.dataType, field.dataType):
             continue
         raise DataError(
             f"cannot write to {name}: column {field.name!r} is {field.dataType.simpleString().upper()}, "
