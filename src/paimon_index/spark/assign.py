@@ -24,7 +24,8 @@ and what Paimon's Spark connector inherits from it (``TableOutputResolver``):
   Spark's cast makes them); a value the ANSI cast would fail on (an overflow, NaN into INT) fails
   the job with a message naming the column and the value, as
   Spark's ``CAST_OVERFLOW_IN_TABLE_INSERT`` does, whatever ``spark.sql.ansi.enabled`` says. A NULL
-  into a NOT NULL column fails the same way (Spark: ``NOT_NULL_ASSERT_VIOLATION``). CHAR(n) and
+  into a NOT NULL column fails the same way (Paimon's connector: ``NOT_NULL_ASSERT_VIOLATION``;
+  a Spark Parquet table keeps no NOT NULL and stores it). CHAR(n) and
   VARCHAR(n) columns get Spark's write-side length check (trailing blanks past n are trimmed, a longer
   value fails; CHAR is padded to n).
 
@@ -235,14 +236,15 @@ def _assigned(value: Column, given: SparkType, field: StructField, column: str, 
     return out.alias(field.name)
 
 
-def store_assigned(df: DataFrame, target: StructType, *, by_name: bool, table: str,
+def store_assigned(df: DataFrame, target: StructType | Any, *, by_name: bool, table: str,
                    case_sensitive: bool | None = None, passthrough: Sequence[str] = ()) -> DataFrame:
     """``df`` as Spark's ``INSERT INTO table`` would store it: the table's columns, in its order,
     with its types (see the module docstring). Runs on the driver and only plans: refusals are
     raised here, before any task; value failures (overflow, NULL into NOT NULL) fail the job.
 
     Args:
-        target: the table's columns (:func:`target_schema`).
+        target: the table's columns (:func:`target_schema`), or the table itself (a
+            :class:`paimon_index.Table` or a pypaimon table).
         by_name: resolve by name (``jobs.write``, ``INSERT ... BY NAME``); else by position.
         case_sensitive: name matching; None reads the session's ``spark.sql.caseSensitive``.
         passthrough: data columns kept after the table's (``_ROW_KIND`` of an upsert).
@@ -251,7 +253,10 @@ def store_assigned(df: DataFrame, target: StructType, *, by_name: bool, table: s
         DataError: an extra or missing column, or a type pair the ANSI store assignment refuses.
     """
     from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
 
+    if not isinstance(target, StructType):
+        target = target_schema(getattr(target, "paimon_table", target))
     sensitive = _case_sensitive(df) if case_sensitive is None else case_sensitive
     kept = [c for c in passthrough if c in df.columns]
     pairs = resolve_columns(df.columns, target, by_name=by_name, case_sensitive=sensitive, table=table,
