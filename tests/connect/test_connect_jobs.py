@@ -77,6 +77,13 @@ def test_configure_cannot_choose_the_servers_python(connect_spark) -> None:
         configure(connect_spark, python="/nonexistent/python3")
 
 
+def test_a_scan_report_accumulator_is_refused_with_what_to_use_instead(connect_spark) -> None:
+    from paimon_index.spark.report import scan_report
+
+    with pytest.raises(EnvironmentCheckError, match=r"Spark Connect.*read_planned"):
+        scan_report(connect_spark)
+
+
 def test_every_verb_on_an_append_table_with_indexes_and_deletion_vectors(
         connect_spark, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     spark, warehouse = connect_spark, str(tmp_path)
