@@ -347,7 +347,8 @@ def rewrite_file_index(spark: SparkSession, table: str, where: str | None = None
     (tasks balanced by file bytes; ``where``: partitions), committed as one snapshot.
 
     ``progress`` prints ``files checked / total`` on stderr as tasks finish (an accumulator of
-    files done, polled while the job runs).
+    files done, polled while the job runs; under Spark Connect, which has no accumulators, only
+    the start and the end).
     """
     from paimon_index.table.rewrite import commit_rewrite, plan_rewrite
 
