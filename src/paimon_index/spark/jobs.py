@@ -76,12 +76,12 @@ constants otherwise -- the Python API's rule, with Spark evaluating the expressi
 from __future__ import annotations
 
 import pickle
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from paimon_index.errors import InvalidOptionError, PrimaryKeyTableError
-from paimon_index.spark import _tasks
+from paimon_index.spark import _connect, _tasks
 from paimon_index.spark.assign import store_assigned, target_schema
 from paimon_index.spark.datasource import (
     BUCKET_EXCLUSIVE,
@@ -208,7 +208,7 @@ def _upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
     paimon_table = _opened(warehouse, table, catalog_options)
     if not pk.dv_mode(paimon_table):
         raise PrimaryKeyTableError(f"{table} is not a primary-key table in deletion-vectors mode")
-    count = partitions or spark.sparkContext.defaultParallelism
+    count = partitions or _connect.parallelism(spark)
     before = latest_snapshot(paimon_table)
     df, written = _tasks.counted(spark, df)
     writer_options = {**catalog_options, WAREHOUSE: warehouse}
@@ -360,7 +360,8 @@ def rewrite_file_index(spark: SparkSession, table: str, where: str | None = None
     (tasks balanced by file bytes; ``where``: partitions), committed as one snapshot.
 
     ``progress`` prints ``files checked / total`` on stderr as tasks finish (an accumulator of
-    files done, polled while the job runs).
+    files done, polled while the job runs; under Spark Connect, which has no accumulators, only
+    the start and the end).
     """
     from paimon_index.table.rewrite import commit_rewrite, plan_rewrite
 
@@ -368,17 +369,17 @@ def rewrite_file_index(spark: SparkSession, table: str, where: str | None = None
     tasks = plan_rewrite(paimon_table, where)
     if not tasks:
         return _result(warehouse, table, catalog_options, "rewrite_file_index", None, 0)
-    sc = spark.sparkContext
-    slots = min(len(tasks), max(1, sc.defaultParallelism) * _tasks.TASKS_PER_CORE)
+    slots = min(len(tasks), _connect.parallelism(spark) * _tasks.TASKS_PER_CORE)
     groups = [[tasks[i] for i in group]
               for group in _tasks.balanced_groups([_tasks.file_bytes(t.meta) for t in tasks], slots)]
-    files_done = sc.accumulator(0)
-    job = _tasks.rebuild_job(sc, groups, files_done, warehouse, table, catalog_options)
+    # Spark Connect has no accumulators: its progress bar shows the start and the end only.
+    files_done = None if _connect.is_connect(spark) else spark.sparkContext.accumulator(0)
     if progress:
-        with _tasks.ProgressWhile(lambda: int(files_done.value), len(tasks), "rewrite_file_index"):
-            pickled = job.collect()
+        done = (lambda: 0) if files_done is None else (lambda: int(files_done.value))
+        with _tasks.ProgressWhile(done, len(tasks), "rewrite_file_index"):
+            pickled = _tasks.rebuild_job(spark, groups, files_done, warehouse, table, catalog_options)
     else:
-        pickled = job.collect()
+        pickled = _tasks.rebuild_job(spark, groups, files_done, warehouse, table, catalog_options)
     messages = [pickle.loads(p) for p in pickled]
     snapshot = commit_rewrite(paimon_table, messages, snapshot_id=tasks[0].snapshot_id)
     return _result(warehouse, table, catalog_options, "rewrite_file_index", snapshot, 0)
@@ -449,14 +450,12 @@ def count(spark: SparkSession, table: str, where: str | None = None, *, warehous
     schema = plan.schema.detached({f.schema_id for f in remaining})  # no pypaimon object in a task
     chunks = [remaining[i:i + COUNT_FILES_PER_TASK] for i in range(0, len(remaining), COUNT_FILES_PER_TASK)]
 
-    def count_files(part: Iterable[list[FilePlan]]) -> Iterator[bytes]:
-        for chunk in part:
-            task_report = AggregateReport()
-            found = sum(aggregate.count_by_reading(io, f, bound, schema, task_report, use_index)
-                        for f in chunk)
-            yield pickle.dumps((found, task_report))
+    def count_files(chunk: list[FilePlan]) -> Iterator[bytes]:
+        task_report = AggregateReport()
+        found = sum(aggregate.count_by_reading(io, f, bound, schema, task_report, use_index) for f in chunk)
+        yield pickle.dumps((found, task_report))
 
-    for pickled in spark.sparkContext.parallelize(chunks, len(chunks)).mapPartitions(count_files).collect():
+    for pickled in _connect.run_tasks(spark, chunks, count_files):
         found, task_report = pickle.loads(pickled)
         total += found
         report.merge(task_report)

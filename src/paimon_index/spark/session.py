@@ -31,14 +31,16 @@ a Python worker's crash in the first query. See docs/clusters.md.
 from __future__ import annotations
 
 import os
+import pickle
 import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from paimon_index.errors import EnvironmentCheckError
+from paimon_index.spark import _connect
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -144,6 +146,11 @@ def configure(spark: SparkSession, *, python: str | None = None, check: bool = T
     for key in RUNTIME_CONF:
         spark.conf.set(key, SESSION_CONF[key])
     if python is not None:
+        if _connect.is_connect(spark):
+            raise EnvironmentCheckError(
+                f"configure(python={python!r}) needs a SparkContext, which a Spark Connect client has "
+                "not: the Connect server's Python workers run the server's PYSPARK_PYTHON (or "
+                "spark.pyspark.python) -- set it where the server starts (docs/clusters.md)")
         # PySpark stamps this on every function it wraps from now on (see the module docstring).
         spark.sparkContext.pythonExec = python
     spark.dataSource.register(PaimonIndexDataSource)
@@ -174,6 +181,10 @@ def _probe(_: object) -> Probe:
     return sys.executable, _version(), None
 
 
+def _probes(task: object) -> Iterator[bytes]:
+    yield pickle.dumps(_probe(task))
+
+
 def _version() -> str:
     # The package's __init__ has run before any of its modules; its version is read from there
     # rather than imported (the application layer's names are not this layer's to import).
@@ -188,13 +199,15 @@ def check_executors(spark: SparkSession, tasks: int | None = None) -> list[Probe
         EnvironmentCheckError: a task could not import it, imported another version than the
             driver's, or the job failed (for instance the configured Python does not exist there).
     """
-    sc = spark.sparkContext
-    count = tasks or max(1, sc.defaultParallelism)
+    count = tasks or _connect.parallelism(spark)
+    # Classic: the Python the session stamps on what it ships. Connect: the server's, unknown here.
+    python = "the Connect server's PYSPARK_PYTHON" if _connect.is_connect(spark) else \
+        repr(spark.sparkContext.pythonExec)
     try:
-        answers: list[Probe] = sc.parallelize(range(count), count).map(_probe).collect()
-    except Exception as e:  # Py4JJavaError / PythonException: the workers' Python failed
+        answers: list[Probe] = [pickle.loads(p) for p in _connect.run_tasks(spark, range(count), _probes)]
+    except Exception as e:  # Py4JJavaError / PythonException / SparkConnectGrpcException
         first = next((line for line in str(e).splitlines() if "Error" in line), str(e)[:300])
-        raise EnvironmentCheckError(f"Spark executors (python {sc.pythonExec!r}) cannot run "
+        raise EnvironmentCheckError(f"Spark executors (python {python}) cannot run "
                                     f"paimon-index: {first.strip()[:300]}; {_FIX}") from e
     for executable, version, error in answers:
         if error is not None:
