@@ -115,9 +115,11 @@ from paimon_index.table.transaction import Transaction
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
-__all__ = ["PlannedRead", "compact", "count", "delete", "expire_snapshots", "read", "read_planned",
-           "remove_orphan_files", "rewrite_file_index", "update", "upsert", "write"]
+__all__ = ["PlannedRead", "change_matched", "compact", "count", "delete", "expire_snapshots", "overwrite",
+           "read", "read_planned", "remove_orphan_files", "rewrite_file_index", "spark_schema", "update",
+           "upsert", "upsert_changes", "write"]
 
 CatalogOptions = Mapping[str, str] | None
 #: ``count``: data files per Spark task when files must be read (a file's read is one task's work
@@ -457,6 +459,13 @@ def count(spark: SparkSession, table: str, where: str | None = None, *, warehous
 #: Paimon's table option deciding whether an overwrite of a partitioned table replaces only the
 #: partitions written (true) or the whole table / the static partition given (false).
 DYNAMIC_PARTITION_OVERWRITE = "dynamic-partition-overwrite"
+
+
+def spark_schema(spark: SparkSession, table: str, *, warehouse: str,
+                 catalog_options: CatalogOptions = None) -> StructType:
+    """The table's columns as Spark types (as the ``paimon_index`` source reads them)."""
+    schema: StructType = _source(spark, warehouse, catalog_options).load(table).schema
+    return schema
 
 
 def overwrite(df: DataFrame, table: str, partition: Mapping[str, Any] | None = None, *,

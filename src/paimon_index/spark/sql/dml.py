@@ -61,11 +61,11 @@ _KEY = "__paimon_old_key_"
 def run(catalog: Catalog, statement: exp.Expr) -> DataFrame:
     """Run a DML statement on its Paimon target; an empty DataFrame, as Spark returns."""
     target = _target_node(statement)
-    name = resolve(catalog, target, must_exist=False) if target is not None else None
+    name = resolve(catalog, target) if target is not None else None
     if name is None:
         # The target is Spark's (e.g. INSERT INTO a Spark table SELECT ... FROM a Paimon table):
         # Spark runs it, the Paimon tables read by the planned read.
-        rewrite(catalog, statement).dataframe(catalog.spark).collect()
+        rewrite(catalog, statement, skip=frozenset({id(target)})).dataframe(catalog.spark).collect()
         return _empty(catalog)
     if name.system is not None:
         raise SqlError(f"{type(statement).__name__.upper()} of the system table {name} is not possible: "
@@ -134,8 +134,7 @@ def _open(catalog: Catalog, name: TableName) -> _Target:
 
     opened = open_table(catalog.warehouse, name.identifier, catalog_options=catalog.catalog_options)
     paimon = opened.paimon_table
-    source = jobs._source(catalog.spark, catalog.warehouse, catalog.catalog_options)
-    schema = source.load(name.identifier).schema
+    schema = jobs.spark_schema(catalog.spark, name.identifier, **_where(catalog))
     return _Target(name, schema, list(paimon.primary_keys or []) if opened.is_primary_key_table else [],
                    list(paimon.partition_keys or []))
 
