@@ -76,7 +76,7 @@ constants otherwise -- the Python API's rule, with Spark evaluating the expressi
 from __future__ import annotations
 
 import pickle
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -106,7 +106,7 @@ from paimon_index.table.catalog import parse_identifier
 from paimon_index.table.fileio import TableIO
 from paimon_index.table.files import FilePlan, missing_files_named
 from paimon_index.table.paimon import latest_snapshot
-from paimon_index.table.pk.upsert import DELETE_KIND, ROW_KIND_COLUMN, change_by_key
+from paimon_index.table.pk.upsert import DELETE_KIND, ROW_KIND_COLUMN, change_by_key, overwrite_rows
 from paimon_index.table.row_level import (
     RowChange,
     RowChangePlan,
@@ -117,9 +117,11 @@ from paimon_index.table.transaction import Transaction
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
-__all__ = ["PlannedRead", "compact", "count", "delete", "expire_snapshots", "read", "read_planned",
-           "remove_orphan_files", "rewrite_file_index", "update", "upsert", "write"]
+__all__ = ["PlannedRead", "change_matched", "compact", "count", "delete", "expire_snapshots", "overwrite",
+           "read", "read_planned", "remove_orphan_files", "rewrite_file_index", "spark_schema", "update",
+           "upsert", "upsert_changes", "write"]
 
 CatalogOptions = Mapping[str, str] | None
 #: ``count``: data files per Spark task when files must be read (a file's read is one task's work
@@ -460,3 +462,106 @@ def count(spark: SparkSession, table: str, where: str | None = None, *, warehous
         total += found
         report.merge(task_report)
     return total
+
+
+# ------------------------------------------------------------------------------------------------
+# SQL DML job shapes (paimon_index.spark.sql.dml): an overwrite with Spark's partition semantics,
+# and the row-change shape whose matched rows a caller's query chooses.
+# ------------------------------------------------------------------------------------------------
+#: Paimon's table option deciding whether an overwrite of a partitioned table replaces only the
+#: partitions written (true) or the whole table / the static partition given (false).
+DYNAMIC_PARTITION_OVERWRITE = "dynamic-partition-overwrite"
+
+
+def spark_schema(spark: SparkSession, table: str, *, warehouse: str,
+                 catalog_options: CatalogOptions = None) -> StructType:
+    """The table's columns as Spark types (as the ``paimon_index`` source reads them)."""
+    schema: StructType = _source(spark, warehouse, catalog_options).load(table).schema
+    return schema
+
+
+def overwrite(df: DataFrame, table: str, partition: Mapping[str, Any] | None = None, *,
+              dynamic: bool = False, warehouse: str, catalog_options: CatalogOptions = None) -> CommitResult:
+    """``INSERT OVERWRITE`` as Paimon's Spark connector runs it, in one snapshot exactly on the
+    snapshot planned: ``dynamic`` False (Spark's default ``partitionOverwriteMode=static``) replaces
+    the whole table, or the partitions matching the static spec ``partition`` (column -> value);
+    ``dynamic`` True replaces only the partitions ``df`` writes. ``df`` holds the table's columns.
+
+    Append tables: tasks write the files (:func:`_tasks.write_job`), the driver commits them as an
+    overwrite. Primary-key tables in deletion-vectors mode: the rows are collected on the driver and
+    written by :func:`paimon_index.table.pk.overwrite_rows` (the last row per key wins).
+
+    Raises:
+        InvalidOptionError: a static partition spec on a primary-key table.
+        ConcurrentChangeError: another commit landed meanwhile; nothing was applied.
+    """
+    paimon_table = _opened(warehouse, table, catalog_options)
+    target = paimon_table.copy({DYNAMIC_PARTITION_OVERWRITE: "true" if dynamic else "false"})
+    if paimon_table.is_primary_key_table:
+        if partition:
+            raise InvalidOptionError(f"INSERT OVERWRITE ... PARTITION of the primary-key table {table} "
+                                     "is not supported: overwrite without a PARTITION clause, or delete "
+                                     "and upsert")
+        if not pk.dv_mode(paimon_table):
+            raise PrimaryKeyTableError(f"INSERT OVERWRITE of {table} needs a primary-key table in "
+                                       "deletion-vectors mode ('deletion-vectors.enabled' = 'true')")
+        data = df.toArrow()
+        snapshot = overwrite_rows(target, data)
+        return _result(warehouse, table, catalog_options, OVERWRITE, snapshot, data.num_rows)
+    with Transaction(target, latest_snapshot(paimon_table), overwrite=True, partition=partition,
+                     operation="overwrite") as txn:
+        collected, _ = _tasks.collect(_tasks.write_job(df, warehouse, table, catalog_options))
+        txn.stage(collected)
+        rows = sum(int(f.row_count) for m in collected for f in m.new_files)
+        snapshot = txn.commit()
+    return _result(warehouse, table, catalog_options, OVERWRITE, snapshot, rows)
+
+
+#: ``change_matched``'s ``build``: the table at the planned snapshot with the metadata columns in,
+#: (the rows to mark deleted -- metadata columns --, the rows to write -- the table's columns) out.
+MatchedRows = Callable[["DataFrame"], "tuple[DataFrame | None, DataFrame | None]"]
+
+
+def change_matched(spark: SparkSession, table: str, build: MatchedRows, *, operation: str, warehouse: str,
+                   catalog_options: CatalogOptions = None) -> CommitResult:
+    """DELETE / UPDATE / MERGE of an append table by position, as one snapshot exactly on the
+    planned one: ``build`` gets the table pinned at that snapshot with the metadata columns (an
+    empty table: an empty frame of that schema) and chooses the rows to mark deleted and the rows to
+    write; their tasks run as one Spark job and the driver commits all their messages together
+    (:func:`paimon_index.table.row_level.change_rows`' shape, plus the new rows of a MERGE).
+    ``rows_affected``: the rows marked deleted.
+
+    Raises:
+        InvalidOptionError: the table has no deletion vectors.
+        ConcurrentChangeError: another commit landed after the plan; nothing was applied.
+    """
+    from paimon_index.table.row_level import plan_row_change
+
+    paimon_table = _opened(warehouse, table, catalog_options)
+    plan = plan_row_change(paimon_table)
+    if plan is None:
+        loaded = _source(spark, warehouse, catalog_options).option(METADATA, "true").load(table)
+        pinned = spark.createDataFrame([], loaded.schema)
+    else:
+        pinned = _read_pinned(spark, warehouse, table, plan, catalog_options)
+    marked, written = build(pinned)
+    with Transaction(paimon_table, None if plan is None else plan.snapshot, operation=operation) as txn:
+        parts: list[DataFrame] = []
+        if marked is not None and plan is not None:
+            parts.append(_tasks.mark_job(marked, plan))
+        if written is not None:
+            parts.append(_tasks.write_job(written, warehouse, table, catalog_options))
+        rows = 0
+        if parts:
+            job = parts[0] if len(parts) == 1 else parts[0].unionAll(parts[1])
+            rows = _stage(txn, job)
+        snapshot = txn.commit()
+    return _result(warehouse, table, catalog_options, operation, snapshot, rows)
+
+
+def upsert_changes(spark: SparkSession, rows: DataFrame, table: str, *, operation: str, warehouse: str,
+                   catalog_options: CatalogOptions = None) -> CommitResult:
+    """DELETE / UPDATE / MERGE of a primary-key table: ``rows`` (the table's columns and
+    ``_ROW_KIND``, '-D' deleting its key) upserted in one snapshot by the :func:`upsert` job."""
+    snapshot, count = _upsert(spark, rows, table, warehouse=warehouse, catalog_options=catalog_options)
+    return _result(warehouse, table, catalog_options, operation, snapshot, count)
