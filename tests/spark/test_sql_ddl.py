@@ -9,9 +9,15 @@ from typing import Any
 import pytest
 
 import paimon_index.spark
-from paimon_index.errors import SchemaEvolutionError, SqlError, TableError, TableExistsError, TableNotFoundError
-from paimon_index.table.catalog import open_table
 import paimonsql
+from paimon_index.errors import (
+    SchemaEvolutionError,
+    SqlError,
+    TableError,
+    TableExistsError,
+    TableNotFoundError,
+)
+from paimon_index.table.catalog import open_table
 
 pytestmark = pytest.mark.spark
 
@@ -186,7 +192,7 @@ def shared(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, l
     paimon.table("db.t").write(spark.sql(
         "SELECT CAST(id AS BIGINT) AS id, CONCAT('s', id) AS s, IF(id % 2 = 0, 'x', 'y') AS dt, "
         "CAST(id AS DECIMAL(10, 2)) AS d, 'abc' AS c FROM range(6)"))
-    paimon.sql("CREATE TABLE db.c TBLPROPERTIES ('primary-key' = 'id', 'deletion-vectors.enabled' = 'true') "
+    paimon.sql("CREATE TABLE db.c TBLPROPERTIES ('primary-key' = 'id', 'bucket' = '1', 'deletion-vectors.enabled' = 'true') "
                "AS SELECT CAST(id AS BIGINT) AS id, "
                "CONCAT('v', id) AS name FROM range(3)")
     return paimon, paimonsql.run(warehouse, COMPARED)

@@ -9,10 +9,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import paimonsql
 import pytest
 
 import paimon_index.spark
+import paimonsql
 from paimon_index.errors import SqlError, TableNotFoundError
 from paimon_index.table.catalog import open_table
 from paimon_index.table.maintenance import _snapshot_ids

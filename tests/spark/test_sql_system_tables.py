@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import paimonsql
 import pytest
 
 import paimon_index.spark
+import paimonsql
 from paimon_index.errors import SqlError
 
 pytestmark = pytest.mark.spark

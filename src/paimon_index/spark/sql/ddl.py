@@ -47,7 +47,7 @@ from paimon_index.errors import (
     TableExistsError,
     TableNotFoundError,
 )
-from paimon_index.spark.sql.names import PAIMON_CATALOG, SPARK_CATALOG, TableName, resolve, resolve_parts
+from paimon_index.spark.sql.names import PAIMON_CATALOG, SPARK_CATALOG, TableName, resolve_parts
 from paimon_index.table import catalog as _catalog
 from paimon_index.types import MAX_LENGTH, DataType, TypeRoot, parse_type
 
