@@ -21,9 +21,11 @@ from paimon_index.table.catalog import open_table
 
 pytestmark = pytest.mark.spark
 
-CREATE = ("CREATE TABLE db.t (id BIGINT NOT NULL, s STRING COMMENT 'the s', dt STRING, d DECIMAL(10, 2), "
-          "c CHAR(3)) PARTITIONED BY (dt) COMMENT 'tbl comment' TBLPROPERTIES ('primary-key' = 'id,dt', "
-          "'bucket' = '2', 'file-index.bloom-filter.columns' = 's', 'deletion-vectors.enabled' = 'true')")
+CREATE = (
+    "CREATE TABLE db.t (id BIGINT NOT NULL, s STRING COMMENT 'the s', dt STRING, d DECIMAL(10, 2), "
+    "c CHAR(3)) PARTITIONED BY (dt) COMMENT 'tbl comment' TBLPROPERTIES ('primary-key' = 'id,dt', "
+    "'bucket' = '2', 'file-index.bloom-filter.columns' = 's', 'deletion-vectors.enabled' = 'true')"
+)
 
 
 def rows(df: Any) -> list[list[Any]]:
@@ -55,26 +57,26 @@ def test_create_table_keeps_paimons_schema(paimon: Any) -> None:
 def test_create_errors_and_if_not_exists(paimon: Any) -> None:
     paimon.sql("CREATE DATABASE db")
     paimon.sql("CREATE TABLE db.t (id INT)")
-    with pytest.raises(TableExistsError, match="db.t already exists"):
+    with pytest.raises(TableExistsError, match=r"db.t already exists"):
         paimon.sql("CREATE TABLE db.t (id INT)")
     paimon.sql("CREATE TABLE IF NOT EXISTS db.t (x STRING)")
     assert [f.name for f in open_table(paimon.warehouse, "db.t").fields] == ["id"]
-    with pytest.raises(SqlError, match="(?i)using parquet"):
+    with pytest.raises(SqlError, match=r"(?i)using parquet"):
         paimon.sql("CREATE TABLE db.u (id INT) USING parquet")
-    with pytest.raises(SqlError, match="primary key 'nope'|nope"):
+    with pytest.raises(SqlError, match=r"primary key 'nope'|nope"):
         paimon.sql("CREATE TABLE db.u (id INT) TBLPROPERTIES ('primary-key' = 'nope')")
     assert not paimon.has_table("db.u")
 
 
 def test_drop_table_and_databases(paimon: Any) -> None:
     paimon.sql("CREATE DATABASE d2")
-    with pytest.raises(TableExistsError, match="IF NOT EXISTS"):
+    with pytest.raises(TableExistsError, match=r"IF NOT EXISTS"):
         paimon.sql("CREATE DATABASE d2")
     paimon.sql("CREATE DATABASE IF NOT EXISTS d2")
     paimon.sql("CREATE TABLE d2.x (i INT)")
-    with pytest.raises(TableError, match="CASCADE"):
+    with pytest.raises(TableError, match=r"CASCADE"):
         paimon.sql("DROP DATABASE d2")
-    with pytest.raises(TableNotFoundError, match="IF EXISTS"):
+    with pytest.raises(TableNotFoundError, match=r"IF EXISTS"):
         paimon.sql("DROP TABLE d2.nosuch")
     paimon.sql("DROP TABLE IF EXISTS d2.nosuch")
     paimon.sql("DROP TABLE d2.x")
@@ -91,13 +93,15 @@ def test_alter_table(paimon: Any) -> None:
     paimon.sql("CREATE DATABASE db")
     paimon.sql("CREATE TABLE db.a (id INT, v DOUBLE, name STRING)")
     paimon.sql("ALTER TABLE db.a SET TBLPROPERTIES ('file-index.bitmap.columns' = 'name', 'x.y' = '1')")
-    assert open_table(paimon.warehouse, "db.a").options.options.to_map()["file-index.bitmap.columns"] == "name"
+    assert (
+        open_table(paimon.warehouse, "db.a").options.options.to_map()["file-index.bitmap.columns"] == "name"
+    )
     paimon.sql("ALTER TABLE db.a UNSET TBLPROPERTIES ('file-index.bitmap.columns')")
     assert "file-index.bitmap.columns" not in open_table(paimon.warehouse, "db.a").options.options.to_map()
-    with pytest.raises(SqlError, match="nope"):
+    with pytest.raises(SqlError, match=r"nope"):
         paimon.sql("ALTER TABLE db.a UNSET TBLPROPERTIES ('nope')")
     paimon.sql("ALTER TABLE db.a UNSET TBLPROPERTIES IF EXISTS ('nope')")
-    with pytest.raises(SqlError, match="file-index.bloom-filter.columns"):
+    with pytest.raises(SqlError, match=r"file-index.bloom-filter.columns"):
         paimon.sql("ALTER TABLE db.a SET TBLPROPERTIES ('file-index.bloom-filter.column' = 'name')")
     paimon.sql("ALTER TABLE db.a ADD COLUMN c1 BIGINT COMMENT 'new'")
     paimon.sql("ALTER TABLE db.a ADD COLUMNS (c2 STRING, c3 INT)")
@@ -105,15 +109,19 @@ def test_alter_table(paimon: Any) -> None:
     paimon.sql("ALTER TABLE db.a DROP COLUMN c3")
     paimon.sql("ALTER TABLE db.a ALTER COLUMN id TYPE BIGINT")
     assert rows(paimon.sql("DESCRIBE db.a")) == [
-        ["id", "bigint", None], ["v", "double", None], ["name", "string", None], ["c1b", "bigint", "new"],
-        ["c2", "string", None]]
-    with pytest.raises(SqlError, match="column 'nope' not found in db.a; columns: id, v, name, c1b, c2"):
+        ["id", "bigint", None],
+        ["v", "double", None],
+        ["name", "string", None],
+        ["c1b", "bigint", "new"],
+        ["c2", "string", None],
+    ]
+    with pytest.raises(SqlError, match=r"column 'nope' not found in db.a; columns: id, v, name, c1b, c2"):
         paimon.sql("ALTER TABLE db.a DROP COLUMN nope")
     with pytest.raises(SchemaEvolutionError):
         paimon.sql("ALTER TABLE db.a RENAME COLUMN v TO name")
     paimon.sql("ALTER TABLE db.a RENAME TO db.a2")
     assert paimon.tables("db") == ["a2"]
-    with pytest.raises(TableNotFoundError, match="db.a not found"):
+    with pytest.raises(TableNotFoundError, match=r"db.a not found"):
         paimon.sql("ALTER TABLE db.a ADD COLUMN z INT")
 
 
@@ -134,9 +142,11 @@ def test_use_and_show_tables(paimon: Any) -> None:
 
 def test_create_table_as_select(paimon: Any) -> None:
     paimon.sql("CREATE DATABASE db")
-    paimon.sql("CREATE TABLE db.c TBLPROPERTIES ('primary-key' = 'id', 'bucket' = '1', "
-               "'deletion-vectors.enabled' = 'true') AS "
-               "SELECT CAST(id AS BIGINT) AS id, CONCAT('v', id) AS name FROM range(5)")
+    paimon.sql(
+        "CREATE TABLE db.c TBLPROPERTIES ('primary-key' = 'id', 'bucket' = '1', "
+        "'deletion-vectors.enabled' = 'true') AS "
+        "SELECT CAST(id AS BIGINT) AS id, CONCAT('v', id) AS name FROM range(5)"
+    )
     table = open_table(paimon.warehouse, "db.c")
     assert table.primary_keys == ["id"]
     assert rows(paimon.sql("SELECT id, name FROM db.c ORDER BY id")) == [[i, f"v{i}"] for i in range(5)]
@@ -155,11 +165,21 @@ def test_statements_on_spark_names_go_to_spark(paimon: Any, spark: Any) -> None:
 # Against Paimon's connector, on the same warehouse
 # ------------------------------------------------------------------------------------------------
 COMPARED = [
-    "SHOW DATABASES", "SHOW TABLES IN db", "SHOW CREATE TABLE db.t", "DESCRIBE db.t", "DESCRIBE EXTENDED db.t",
-    "SHOW TBLPROPERTIES db.t", "SHOW PARTITIONS db.t", "SHOW CREATE TABLE db.c", "DESCRIBE db.c",
-    "SHOW TBLPROPERTIES db.c", "SELECT * FROM db.`t$options`", "SELECT key, value FROM db.`c$options`",
+    "SHOW DATABASES",
+    "SHOW TABLES IN db",
+    "SHOW CREATE TABLE db.t",
+    "DESCRIBE db.t",
+    "DESCRIBE EXTENDED db.t",
+    "SHOW TBLPROPERTIES db.t",
+    "SHOW PARTITIONS db.t",
+    "SHOW CREATE TABLE db.c",
+    "DESCRIBE db.c",
+    "SHOW TBLPROPERTIES db.c",
+    "SELECT * FROM db.`t$options`",
+    "SELECT key, value FROM db.`c$options`",
     "SELECT schema_id, fields, partition_keys, primary_keys, options, comment FROM db.`t$schemas`",
-    "SELECT id, s, dt FROM db.t ORDER BY id", "SELECT id, name FROM db.c ORDER BY id",
+    "SELECT id, s, dt FROM db.t ORDER BY id",
+    "SELECT id, name FROM db.c ORDER BY id",
 ]
 #: DESCRIBE EXTENDED rows the connector prints that paimon-index leaves out (docs/sql.md).
 _CONNECTOR_ONLY = ("# Metadata Columns", "__paimon_", "Statistics")
@@ -189,12 +209,18 @@ def shared(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, l
     paimon.sql("CREATE DATABASE db")
     paimon.sql("CREATE DATABASE IF NOT EXISTS default")
     paimon.sql(CREATE)
-    paimon.table("db.t").write(spark.sql(
-        "SELECT CAST(id AS BIGINT) AS id, CONCAT('s', id) AS s, IF(id % 2 = 0, 'x', 'y') AS dt, "
-        "CAST(id AS DECIMAL(10, 2)) AS d, 'abc' AS c FROM range(6)"))
-    paimon.sql("CREATE TABLE db.c TBLPROPERTIES ('primary-key' = 'id', 'bucket' = '1', 'deletion-vectors.enabled' = 'true') "
-               "AS SELECT CAST(id AS BIGINT) AS id, "
-               "CONCAT('v', id) AS name FROM range(3)")
+    paimon.table("db.t").write(
+        spark.sql(
+            "SELECT CAST(id AS BIGINT) AS id, CONCAT('s', id) AS s, IF(id % 2 = 0, 'x', 'y') AS dt, "
+            "CAST(id AS DECIMAL(10, 2)) AS d, 'abc' AS c FROM range(6)"
+        )
+    )
+    paimon.sql(
+        "CREATE TABLE db.c TBLPROPERTIES ('primary-key' = 'id', 'bucket' = '1', "
+        "'deletion-vectors.enabled' = 'true') "
+        "AS SELECT CAST(id AS BIGINT) AS id, "
+        "CONCAT('v', id) AS name FROM range(3)"
+    )
     return paimon, paimonsql.run(warehouse, COMPARED)
 
 
@@ -206,5 +232,6 @@ def test_same_answer_as_paimons_connector(shared: tuple[Any, list[dict[str, Any]
     assert reference["ok"], reference
     ours = paimon.sql(statement)
     assert ours.columns == reference["columns"]
-    assert _comparable(statement, [[str(v) if hasattr(v, "isoformat") else v for v in r] for r in rows(ours)]) == \
-        _comparable(statement, reference["rows"])
+    assert _comparable(
+        statement, [[str(v) if hasattr(v, "isoformat") else v for v in r] for r in rows(ours)]
+    ) == _comparable(statement, reference["rows"])

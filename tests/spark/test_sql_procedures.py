@@ -27,8 +27,10 @@ def rows(df: Any) -> list[list[Any]]:
 def _three_snapshots(spark: Any, warehouse: Path) -> Any:
     paimon = paimon_index.spark.attach(spark, warehouse=str(warehouse))
     paimon.sql("CREATE DATABASE db")
-    paimon.sql("CREATE TABLE db.a (id INT, name STRING) TBLPROPERTIES ('bucket' = '-1', "
-               "'file-index.bloom-filter.columns' = 'name')")
+    paimon.sql(
+        "CREATE TABLE db.a (id INT, name STRING) TBLPROPERTIES ('bucket' = '-1', "
+        "'file-index.bloom-filter.columns' = 'name')"
+    )
     for i in range(3):
         paimon.table("db.a").write(spark.sql(f"SELECT {i} AS id, 'n{i}' AS name"))
         time.sleep(0.01)
@@ -43,37 +45,41 @@ def paimon(spark: Any, tmp_path: Path) -> Any:
 def test_tags_rollback_and_time_travel(paimon: Any) -> None:
     assert rows(paimon.sql("CALL sys.create_tag(table => 'db.a', tag => 't1', snapshot => 1)")) == [[True]]
     assert rows(paimon.sql("CALL sys.create_tag('db.a', 't3')")) == [[True]]  # positional, latest snapshot
-    assert [r[:2] for r in rows(paimon.sql("SELECT tag_name, snapshot_id FROM db.`a$tags` ORDER BY 1"))] == \
-        [["t1", 1], ["t3", 3]]
+    assert [r[:2] for r in rows(paimon.sql("SELECT tag_name, snapshot_id FROM db.`a$tags` ORDER BY 1"))] == [
+        ["t1", 1],
+        ["t3", 3],
+    ]
     assert rows(paimon.sql("SELECT id FROM db.a VERSION AS OF 't1'")) == [[0]]
     assert rows(paimon.sql("SELECT count(*) FROM db.a VERSION AS OF 2")) == [[2]]
     assert rows(paimon.sql("SELECT count(*) FROM db.a TIMESTAMP AS OF '2099-01-01 00:00:00'")) == [[3]]
-    with pytest.raises(SqlError, match="no snapshot was committed at or before"):
+    with pytest.raises(SqlError, match=r"no snapshot was committed at or before"):
         paimon.sql("SELECT * FROM db.a TIMESTAMP AS OF '2000-01-01 00:00:00'")
-    with pytest.raises(SqlError, match=r"db.a VERSION AS OF 99: snapshot 99 does not exist \(available snapshots: 1..3\)"):
+    with pytest.raises(
+        SqlError, match=r"db.a VERSION AS OF 99: snapshot 99 does not exist \(available snapshots: 1..3\)"
+    ):
         paimon.sql("SELECT * FROM db.a VERSION AS OF 99")
-    with pytest.raises(SqlError, match="tag 'nosuch' does not exist"):
+    with pytest.raises(SqlError, match=r"tag 'nosuch' does not exist"):
         paimon.sql("SELECT * FROM db.a VERSION AS OF 'nosuch'")
     assert rows(paimon.sql("CALL sys.rollback(table => 'db.a', version => 't1')")) == [[3, 1]]
     assert rows(paimon.sql("SELECT id FROM db.a")) == [[0]]
     assert rows(paimon.sql("CALL sys.delete_tag(table => 'db.a', tag => 't1,t3')")) == [[True]]
     assert rows(paimon.sql("SELECT * FROM db.`a$tags`")) == []
-    with pytest.raises(SqlError, match="exactly one of version / snapshot / tag"):
+    with pytest.raises(SqlError, match=r"exactly one of version / snapshot / tag"):
         paimon.sql("CALL sys.rollback(table => 'db.a', version => '1', snapshot => 1)")
 
 
 def test_argument_errors(paimon: Any) -> None:
-    with pytest.raises(SqlError, match="procedure sys.nosuch is not supported; known: compact, create_tag"):
+    with pytest.raises(SqlError, match=r"procedure sys.nosuch is not supported; known: compact, create_tag"):
         paimon.sql("CALL sys.nosuch(table => 'db.a')")
-    with pytest.raises(SqlError, match="unknown argument 'tablex'; its arguments: table, partitions"):
+    with pytest.raises(SqlError, match=r"unknown argument 'tablex'; its arguments: table, partitions"):
         paimon.sql("CALL sys.compact(tablex => 'db.a')")
-    with pytest.raises(SqlError, match="missing required argument"):
+    with pytest.raises(SqlError, match=r"missing required argument"):
         paimon.sql("CALL sys.create_tag(table => 'db.a')")
-    with pytest.raises(SqlError, match="retain_max expects INT"):
+    with pytest.raises(SqlError, match=r"retain_max expects INT"):
         paimon.sql("CALL sys.expire_snapshots(table => 'db.a', retain_max => 'x')")
     with pytest.raises(SqlError, match=r"retainMax \(1\) must not be less than retainMin \(10\)"):
         paimon.sql("CALL sys.expire_snapshots(table => 'db.a', retain_max => 1)")
-    with pytest.raises(TableNotFoundError, match="db.nosuch"):
+    with pytest.raises(TableNotFoundError, match=r"db.nosuch"):
         paimon.sql("CALL sys.expire_snapshots(table => 'db.nosuch', retain_max => 1)")
 
 
@@ -104,7 +110,8 @@ CALLS = [
     "SELECT id FROM db.a VERSION AS OF 't2' ORDER BY id",
     "SELECT id FROM db.a VERSION AS OF 1 ORDER BY id",
     "CALL sys.expire_snapshots(table => 'db.a', retain_max => 2, retain_min => 1)",
-    "SELECT snapshot_id, schema_id, commit_kind, total_record_count, delta_record_count FROM db.`a$snapshots`",
+    "SELECT snapshot_id, schema_id, commit_kind, total_record_count, delta_record_count "
+    "FROM db.`a$snapshots`",
     "CALL sys.rollback(table => 'db.a', version => 't2')",
     "SELECT snapshot_id FROM db.`a$snapshots`",
     "CALL sys.delete_tag(table => 'db.a', tag => 't2')",
@@ -123,5 +130,6 @@ def test_same_results_and_states_as_paimons_connector(spark: Any, tmp_path: Path
         df = ours.sql(statement)
         assert df.columns == reference["columns"], statement
         assert rows(df) == reference["rows"], statement
-    assert _snapshot_ids(open_table(str(tmp_path / "ours"), "db.a")) == \
-        _snapshot_ids(open_table(str(tmp_path / "theirs"), "db.a"))
+    assert _snapshot_ids(open_table(str(tmp_path / "ours"), "db.a")) == _snapshot_ids(
+        open_table(str(tmp_path / "theirs"), "db.a")
+    )

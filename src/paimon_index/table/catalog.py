@@ -549,8 +549,9 @@ def rename_table(warehouse: str, identifier: str, new_identifier: str, *,
         raise TableExistsError(f"cannot rename {identifier} to {new_identifier}: that table exists; "
                                "drop it first or pick another name") from None
     except errors.DatabaseNotExistException:
+        database = new_identifier.split(".", 1)[0]
         raise TableNotFoundError(f"cannot rename {identifier} to {new_identifier}: database "
-                                 f"{new_identifier.split('.', 1)[0]} does not exist; create it first") from None
+                                 f"{database} does not exist; create it first") from None
 
 
 def paimon_field(ddl: str) -> Any:

@@ -471,7 +471,8 @@ def expire_snapshots_as_paimon(table: Any, *, retain_max: int, retain_min: int, 
         InvalidOptionError: ``retain_max < retain_min`` or a bound below 1 (Paimon's message).
     """
     if retain_min < 1 or retain_max < 1:
-        raise InvalidOptionError(f"retain_max ({retain_max}) and retain_min ({retain_min}) must be at least 1")
+        raise InvalidOptionError(f"retain_max ({retain_max}) and retain_min ({retain_min}) "
+                                 "must be at least 1")
     if retain_max < retain_min:
         raise InvalidOptionError(f"retainMax ({retain_max}) must not be less than retainMin ({retain_min}).")
     ids = _snapshot_ids(table)

@@ -100,7 +100,7 @@ def _java_map(text: Any) -> Any:
     return "{" + ", ".join(f"{k}={show(values[k])}" for k in sorted(values)) + "}"
 
 
-def _files(table: PaimonTable, rows: pa.Table) -> pa.Table:
+def _files(table: Any, rows: pa.Table) -> pa.Table:
     """pypaimon's ``$files`` with Java's spellings: partition ``{v1, v2}``, the full file path,
     stats maps as ``{col=value, ...}``, file_source APPEND/COMPACT."""
     keys = list(table.partition_keys or [])

@@ -168,13 +168,20 @@ def _create(catalog: Catalog, statement: exp.Create, text: str) -> DataFrame:
     kind = str(statement.args.get("kind") or "").upper()
     if kind in ("DATABASE", "SCHEMA", "NAMESPACE"):
         target = statement.this
-        parts = _database_parts(target) if not (isinstance(target, exp.Table) and not target.name) \
+        parts = (
+            _database_parts(target)
+            if not (isinstance(target, exp.Table) and not target.name)
             else [p for p in (target.catalog, target.db) if p]
+        )
         database = _database(parts)
         if database is None:
             return catalog.spark.sql(text)
-        _catalog.create_database(catalog.warehouse, database, exist_ok=bool(statement.args.get("exists")),
-                                 catalog_options=catalog.catalog_options)
+        _catalog.create_database(
+            catalog.warehouse,
+            database,
+            exist_ok=bool(statement.args.get("exists")),
+            catalog_options=catalog.catalog_options,
+        )
         return _empty(catalog)
     if kind != "TABLE":
         return _spark_or_refuse(catalog, statement, text)
@@ -196,17 +203,22 @@ def _create(catalog: Catalog, statement: exp.Create, text: str) -> DataFrame:
         for prop in props.expressions:
             if isinstance(prop, exp.PartitionedByProperty):
                 part = prop.this
-                partition_keys = [c.name for c in (part.expressions if isinstance(part, exp.Schema | exp.Tuple)
-                                                   else [part])]
+                partition_keys = [
+                    c.name for c in (part.expressions if isinstance(part, exp.Schema | exp.Tuple) else [part])
+                ]
             elif isinstance(prop, exp.SchemaCommentProperty):
                 comment = prop.this.name
             elif isinstance(prop, exp.FileFormatProperty | exp.LocationProperty):
-                raise SqlError(f"CREATE TABLE {name}: {prop.sql(_DIALECT)} is not supported; Paimon tables "
-                               "live in the warehouse (drop the clause)")
+                raise SqlError(
+                    f"CREATE TABLE {name}: {prop.sql(_DIALECT)} is not supported; Paimon tables "
+                    "live in the warehouse (drop the clause)"
+                )
     provider = _provider(text, props)
     if provider is not None and provider.lower() != _PROVIDER:
-        raise SqlError(f"CREATE TABLE {name} USING {provider}: the paimon catalog creates Paimon tables "
-                       "only (USING paimon, or no USING)")
+        raise SqlError(
+            f"CREATE TABLE {name} USING {provider}: the paimon catalog creates Paimon tables "
+            "only (USING paimon, or no USING)"
+        )
     for key in ("provider", "location", "comment", "partitioned_by"):
         options.pop(key, None)
     pk_text = options.pop(PRIMARY_KEY, None)
@@ -217,13 +229,16 @@ def _create(catalog: Catalog, statement: exp.Create, text: str) -> DataFrame:
     if exists:
         if statement.args.get("exists"):
             return _empty(catalog)
-        raise TableExistsError(f"table {name} already exists; use CREATE TABLE IF NOT EXISTS, or "
-                               f"DROP TABLE {name} first")
+        raise TableExistsError(
+            f"table {name} already exists; use CREATE TABLE IF NOT EXISTS, or DROP TABLE {name} first"
+        )
     if query is not None:
         return _create_as_select(catalog, name, query, partition_keys, primary_keys, options, comment)
     if schema is None or not schema.expressions:
-        raise SqlError(f"CREATE TABLE {name} needs columns: CREATE TABLE {name} (id BIGINT, ...) or "
-                       "CREATE TABLE ... AS SELECT")
+        raise SqlError(
+            f"CREATE TABLE {name} needs columns: CREATE TABLE {name} (id BIGINT, ...) or "
+            "CREATE TABLE ... AS SELECT"
+        )
     columns = []
     for col in schema.expressions:
         if not isinstance(col, exp.ColumnDef):
@@ -246,27 +261,49 @@ def _provider(text: str, props: exp.Expr | None) -> str | None:
 def _column_ddl(col: exp.ColumnDef, *, not_null: bool) -> str:
     """A column definition as DDL text (Spark's dialect), NOT NULL added for a primary-key column."""
     col = col.copy()
-    if not_null and not any(isinstance(c.args.get("kind"), exp.NotNullColumnConstraint)
-                            for c in col.args.get("constraints") or []):
+    if not_null and not any(
+        isinstance(c.args.get("kind"), exp.NotNullColumnConstraint) for c in col.args.get("constraints") or []
+    ):
         col.append("constraints", exp.ColumnConstraint(kind=exp.NotNullColumnConstraint()))
     return col.sql(_DIALECT)
 
 
-def _create_table(catalog: Catalog, name: TableName, schema: Any, partition_keys: list[str],
-                  primary_keys: list[str], options: dict[str, str], comment: str | None) -> None:
+def _create_table(
+    catalog: Catalog,
+    name: TableName,
+    schema: Any,
+    partition_keys: list[str],
+    primary_keys: list[str],
+    options: dict[str, str],
+    comment: str | None,
+) -> None:
     """Create ``name`` (partition keys in a primary key become NOT NULL as in Paimon's schema)."""
     from paimon_index.errors import InvalidOptionError
 
     try:
-        _catalog.create_table(catalog.warehouse, name.identifier, schema, partition_keys=partition_keys,
-                              primary_keys=primary_keys, options=options, comment=comment,
-                              catalog_options=catalog.catalog_options)
+        _catalog.create_table(
+            catalog.warehouse,
+            name.identifier,
+            schema,
+            partition_keys=partition_keys,
+            primary_keys=primary_keys,
+            options=options,
+            comment=comment,
+            catalog_options=catalog.catalog_options,
+        )
     except InvalidOptionError as e:
         raise SqlError(f"CREATE TABLE {name}: {e}") from e
 
 
-def _create_as_select(catalog: Catalog, name: TableName, query: exp.Expr, partition_keys: list[str],
-                      primary_keys: list[str], options: dict[str, str], comment: str | None) -> DataFrame:
+def _create_as_select(
+    catalog: Catalog,
+    name: TableName,
+    query: exp.Expr,
+    partition_keys: list[str],
+    primary_keys: list[str],
+    options: dict[str, str],
+    comment: str | None,
+) -> DataFrame:
     """CTAS: the table gets the query's schema, then the query's rows (one snapshot)."""
     from pyspark.sql.types import StructField, StructType
 
@@ -278,16 +315,26 @@ def _create_as_select(catalog: Catalog, name: TableName, query: exp.Expr, partit
         df = rewrite(catalog, query).dataframe(catalog.spark)
     else:
         df = catalog.spark.sql(query.sql(_DIALECT))
-    schema = StructType([StructField(f.name, f.dataType, f.nullable and f.name not in primary_keys, f.metadata)
-                         for f in df.schema.fields])
+    schema = StructType(
+        [
+            StructField(f.name, f.dataType, f.nullable and f.name not in primary_keys, f.metadata)
+            for f in df.schema.fields
+        ]
+    )
     _create_table(catalog, name, schema, partition_keys, primary_keys, options, comment)
     try:
-        jobs.write(df, name.identifier, "append", warehouse=catalog.warehouse,
-                   catalog_options=catalog.catalog_options)
+        jobs.write(
+            df,
+            name.identifier,
+            "append",
+            warehouse=catalog.warehouse,
+            catalog_options=catalog.catalog_options,
+        )
     except BaseException:
         # Nothing half-done: the table the statement created goes with its failed write.
-        _catalog.drop_table(catalog.warehouse, name.identifier, missing_ok=True,
-                            catalog_options=catalog.catalog_options)
+        _catalog.drop_table(
+            catalog.warehouse, name.identifier, missing_ok=True, catalog_options=catalog.catalog_options
+        )
         raise
     return _empty(catalog)
 
@@ -308,8 +355,13 @@ def _drop(catalog: Catalog, statement: exp.Drop, text: str) -> DataFrame:
         if database is None:
             return catalog.spark.sql(text)
         spelt = catalog.database_spelling(database) or database
-        _catalog.drop_database(catalog.warehouse, spelt, missing_ok=bool(statement.args.get("exists")),
-                               cascade=bool(statement.args.get("cascade")), catalog_options=catalog.catalog_options)
+        _catalog.drop_database(
+            catalog.warehouse,
+            spelt,
+            missing_ok=bool(statement.args.get("exists")),
+            cascade=bool(statement.args.get("cascade")),
+            catalog_options=catalog.catalog_options,
+        )
         if catalog.current_database == spelt:
             from paimon_index.spark.catalog import DEFAULT_DATABASE
 
@@ -320,8 +372,12 @@ def _drop(catalog: Catalog, statement: exp.Drop, text: str) -> DataFrame:
     name = _table_name(catalog, targets[0])
     if name is None:
         return catalog.spark.sql(text)
-    _catalog.drop_table(catalog.warehouse, name.identifier, missing_ok=bool(statement.args.get("exists")),
-                        catalog_options=catalog.catalog_options)
+    _catalog.drop_table(
+        catalog.warehouse,
+        name.identifier,
+        missing_ok=bool(statement.args.get("exists")),
+        catalog_options=catalog.catalog_options,
+    )
     return _empty(catalog)
 
 
@@ -340,8 +396,10 @@ def _alter(catalog: Catalog, statement: exp.Alter, text: str) -> DataFrame:
         if isinstance(action, exp.AlterSet):
             options = _properties(action)
             if PRIMARY_KEY in options:
-                raise SqlError(f"ALTER TABLE {name}: the primary key cannot be changed (Paimon refuses it); "
-                               "create a new table with CREATE TABLE ... AS SELECT")
+                raise SqlError(
+                    f"ALTER TABLE {name}: the primary key cannot be changed (Paimon refuses it); "
+                    "create a new table with CREATE TABLE ... AS SELECT"
+                )
             _alter_options(catalog, name, options, [])
         elif isinstance(action, exp.AlterRename):
             _rename(catalog, name, action.this)
@@ -350,8 +408,9 @@ def _alter(catalog: Catalog, statement: exp.Alter, text: str) -> DataFrame:
         elif isinstance(action, exp.Schema):
             changes += [_add_column(c) for c in action.expressions if isinstance(c, exp.ColumnDef)]
         elif isinstance(action, exp.RenameColumn):
-            changes.append(SchemaChange.rename_column(_column(catalog, name, action.this.name),
-                                                      action.args["to"].name))
+            changes.append(
+                SchemaChange.rename_column(_column(catalog, name, action.this.name), action.args["to"].name)
+            )
         elif isinstance(action, exp.Drop) and str(action.args.get("kind") or "").upper() == "COLUMN":
             for col in action.args.get("tables") or []:
                 changes.append(SchemaChange.drop_column(_column(catalog, name, col.name)))
@@ -363,19 +422,26 @@ def _alter(catalog: Catalog, statement: exp.Alter, text: str) -> DataFrame:
             column = _column(catalog, name, action.this.name)
             changes.append(SchemaChange.update_column_comment(column, action.args["comment"].name))
         else:
-            raise SqlError(f"ALTER TABLE {name} {action.sql(_DIALECT)}: not supported; supported: SET/UNSET "
-                           "TBLPROPERTIES, ADD COLUMN(S), RENAME COLUMN, DROP COLUMN, ALTER COLUMN c TYPE t, "
-                           "RENAME TO")
+            raise SqlError(
+                f"ALTER TABLE {name} {action.sql(_DIALECT)}: not supported; supported: SET/UNSET "
+                "TBLPROPERTIES, ADD COLUMN(S), RENAME COLUMN, DROP COLUMN, ALTER COLUMN c TYPE t, "
+                "RENAME TO"
+            )
     if changes:
-        _catalog.alter_columns(catalog.warehouse, name.identifier, changes,
-                               catalog_options=catalog.catalog_options)
+        _catalog.alter_columns(
+            catalog.warehouse, name.identifier, changes, catalog_options=catalog.catalog_options
+        )
     return _empty(catalog)
 
 
 def _column(catalog: Catalog, name: TableName, column: str) -> str:
     """The table's spelling of ``column`` (case-insensitive), or SqlError naming the columns."""
-    fields = [f.name for f in _catalog.open_table(catalog.warehouse, name.identifier,
-                                                  catalog_options=catalog.catalog_options).fields]
+    fields = [
+        f.name
+        for f in _catalog.open_table(
+            catalog.warehouse, name.identifier, catalog_options=catalog.catalog_options
+        ).fields
+    ]
     if column in fields:
         return column
     same = [f for f in fields if f.lower() == column.lower()]
@@ -387,9 +453,13 @@ def _column(catalog: Catalog, name: TableName, column: str) -> str:
 def _add_column(col: exp.ColumnDef) -> Any:
     from pypaimon.schema.schema_change import SchemaChange
 
-    if any(isinstance(c.args.get("kind"), exp.NotNullColumnConstraint) for c in col.args.get("constraints") or []):
-        raise SqlError(f"ADD COLUMN {col.name} ... NOT NULL: existing rows have no value for it; add it "
-                       "nullable (as Paimon requires)")
+    if any(
+        isinstance(c.args.get("kind"), exp.NotNullColumnConstraint) for c in col.args.get("constraints") or []
+    ):
+        raise SqlError(
+            f"ADD COLUMN {col.name} ... NOT NULL: existing rows have no value for it; add it "
+            "nullable (as Paimon requires)"
+        )
     field = _catalog.paimon_field(col.sql(_DIALECT))
     return SchemaChange.add_column(field.name, field.type, field.description)
 
@@ -398,8 +468,13 @@ def _alter_options(catalog: Catalog, name: TableName, set_options: dict[str, str
     from paimon_index.errors import InvalidOptionError
 
     try:
-        _catalog.alter_table_options(catalog.warehouse, name.identifier, set_options=set_options, remove=remove,
-                                     catalog_options=catalog.catalog_options)
+        _catalog.alter_table_options(
+            catalog.warehouse,
+            name.identifier,
+            set_options=set_options,
+            remove=remove,
+            catalog_options=catalog.catalog_options,
+        )
     except InvalidOptionError as e:
         raise SqlError(f"ALTER TABLE {name}: {e}") from e
 
@@ -413,8 +488,9 @@ def _rename(catalog: Catalog, name: TableName, target: exp.Expr) -> None:
     if len(parts) == 3 and parts[0].lower() != PAIMON_CATALOG:
         raise SqlError(f"ALTER TABLE {name} RENAME TO {'.'.join(parts)}: a Paimon table stays in its catalog")
     database = parts[-2] if len(parts) >= 2 else name.database
-    _catalog.rename_table(catalog.warehouse, name.identifier, f"{database}.{parts[-1]}",
-                          catalog_options=catalog.catalog_options)
+    _catalog.rename_table(
+        catalog.warehouse, name.identifier, f"{database}.{parts[-1]}", catalog_options=catalog.catalog_options
+    )
 
 
 def _use(catalog: Catalog, statement: exp.Use, text: str) -> DataFrame:
@@ -423,8 +499,10 @@ def _use(catalog: Catalog, statement: exp.Use, text: str) -> DataFrame:
     spelt = None if database is None else catalog.database_spelling(database)
     if spelt is None:
         if len(parts) == 2 and parts[0].lower() == PAIMON_CATALOG:
-            raise TableNotFoundError(f"database {database} not found in {catalog.warehouse}; create it with "
-                                     f"CREATE DATABASE {database}")
+            raise TableNotFoundError(
+                f"database {database} not found in {catalog.warehouse}; create it with "
+                f"CREATE DATABASE {database}"
+            )
         return catalog.spark.sql(text)
     catalog.current_database = spelt
     return _empty(catalog)
@@ -436,10 +514,21 @@ def _use(catalog: Catalog, statement: exp.Use, text: str) -> DataFrame:
 def spark_type(t: DataType) -> str:
     """Spark's ``simpleString`` of the Spark type Paimon's connector maps ``t`` to."""
     r = t.root
-    simple = {TypeRoot.BOOLEAN: "boolean", TypeRoot.TINYINT: "tinyint", TypeRoot.SMALLINT: "smallint",
-              TypeRoot.INT: "int", TypeRoot.BIGINT: "bigint", TypeRoot.FLOAT: "float", TypeRoot.DOUBLE: "double",
-              TypeRoot.DATE: "date", TypeRoot.TIMESTAMP: "timestamp_ntz", TypeRoot.TIMESTAMP_LTZ: "timestamp",
-              TypeRoot.BINARY: "binary", TypeRoot.VARBINARY: "binary", TypeRoot.TIME: "bigint"}
+    simple = {
+        TypeRoot.BOOLEAN: "boolean",
+        TypeRoot.TINYINT: "tinyint",
+        TypeRoot.SMALLINT: "smallint",
+        TypeRoot.INT: "int",
+        TypeRoot.BIGINT: "bigint",
+        TypeRoot.FLOAT: "float",
+        TypeRoot.DOUBLE: "double",
+        TypeRoot.DATE: "date",
+        TypeRoot.TIMESTAMP: "timestamp_ntz",
+        TypeRoot.TIMESTAMP_LTZ: "timestamp",
+        TypeRoot.BINARY: "binary",
+        TypeRoot.VARBINARY: "binary",
+        TypeRoot.TIME: "bigint",
+    }
     if r in simple:
         return simple[r]
     if r is TypeRoot.DECIMAL:
@@ -481,7 +570,9 @@ class _Info:
 
     def __init__(self, catalog: Catalog, name: TableName) -> None:
         self.name = name
-        self.table = _catalog.open_table(catalog.warehouse, name.identifier, catalog_options=catalog.catalog_options)
+        self.table = _catalog.open_table(
+            catalog.warehouse, name.identifier, catalog_options=catalog.catalog_options
+        )
         schema = self.table.table_schema
         self.fields = list(self.table.fields)
         self.partition_keys = list(self.table.partition_keys or [])
@@ -517,19 +608,27 @@ def _describe(catalog: Catalog, statement: exp.Describe, text: str) -> DataFrame
         rows.append((f.name, spark_type(types[f.name]), f.description))
     if info.partition_keys:
         rows += [("# Partition Information", "", ""), ("# col_name", "data_type", "comment")]
-        rows += [(k, spark_type(types[k]), next(f.description for f in info.fields if f.name == k))
-                 for k in info.partition_keys]
+        rows += [
+            (k, spark_type(types[k]), next(f.description for f in info.fields if f.name == k))
+            for k in info.partition_keys
+        ]
     if style in ("EXTENDED", "FORMATTED"):
         props = info.properties()
-        rows += [("", "", ""), ("# Detailed Table Information", "", ""), ("Name", name.identifier, ""),
-                 ("Type", "MANAGED", "")]
+        rows += [
+            ("", "", ""),
+            ("# Detailed Table Information", "", ""),
+            ("Name", name.identifier, ""),
+            ("Type", "MANAGED", ""),
+        ]
         if info.comment:
             rows.append(("Comment", info.comment, ""))
         rows += [("Location", info.location, ""), ("Provider", _PROVIDER, "")]
         if _OWNER in info.options:
             rows.append(("Owner", info.options[_OWNER], ""))
         rows.append(("Table Properties", "[" + ",".join(f"{k}={v}" for k, v in props.items()) + "]", ""))
-        not_null = [(f.name, spark_type(types[f.name]), "NOT NULL") for f in info.fields if not types[f.name].nullable]
+        not_null = [
+            (f.name, spark_type(types[f.name]), "NOT NULL") for f in info.fields if not types[f.name].nullable
+        ]
         if not_null:
             rows += [("# Column Not Null", "", ""), *not_null]
     return _frame(catalog, [("col_name", "string"), ("data_type", "string"), ("comment", "string")], rows)
@@ -555,7 +654,7 @@ def _name_at(catalog: Catalog, rest: str, toks: list[Any], start: int) -> tuple[
             end += 2
     if end == start:
         raise SqlError(f"expected a table name in {rest[:200]!r}")
-    text = rest[toks[start].start:toks[end - 1].end + 1]
+    text = rest[toks[start].start : toks[end - 1].end + 1]
     try:
         table = exp.to_table(text, dialect=_DIALECT)
     except (ParseError, ValueError) as e:
@@ -578,8 +677,10 @@ def command(catalog: Catalog, keyword: str, rest: str, text: str) -> DataFrame:
             if name is None:
                 return catalog.spark.sql(text)
             if end < len(toks):
-                raise SqlError(f"SHOW CREATE TABLE {shown} {rest[toks[end].start:]}: not supported "
-                               "(SHOW CREATE TABLE t only)")
+                raise SqlError(
+                    f"SHOW CREATE TABLE {shown} {rest[toks[end].start :]}: not supported "
+                    "(SHOW CREATE TABLE t only)"
+                )
             return _show_create(catalog, _existing(catalog, name, shown))
         if words[0] == "TBLPROPERTIES":
             name, end, shown = _name_at(catalog, rest, toks, 1)
@@ -588,7 +689,9 @@ def command(catalog: Catalog, keyword: str, rest: str, text: str) -> DataFrame:
             props = _Info(catalog, _existing(catalog, name, shown)).properties()
             keys = [t.text for t in toks[end:] if t.token_type is TokenType.STRING]
             if keys:
-                rows = [(k, props.get(k, f"Table {name.identifier} does not have property: {k}")) for k in keys]
+                rows = [
+                    (k, props.get(k, f"Table {name.identifier} does not have property: {k}")) for k in keys
+                ]
             else:
                 rows = list(props.items())
             return _frame(catalog, [("key", "string"), ("value", "string")], rows)
@@ -597,8 +700,10 @@ def command(catalog: Catalog, keyword: str, rest: str, text: str) -> DataFrame:
             if name is None:
                 return catalog.spark.sql(text)
             if end < len(toks):
-                raise SqlError(f"SHOW PARTITIONS {shown} PARTITION (...) is not supported; SHOW PARTITIONS "
-                               f"{shown} lists them all")
+                raise SqlError(
+                    f"SHOW PARTITIONS {shown} PARTITION (...) is not supported; SHOW PARTITIONS "
+                    f"{shown} lists them all"
+                )
             return _show_partitions(catalog, _existing(catalog, name, shown))
     if keyword == "ALTER" and words[:1] == ["TABLE"] and "UNSET" in words:
         name, end, shown = _name_at(catalog, rest, toks, 1)
@@ -607,14 +712,16 @@ def command(catalog: Catalog, keyword: str, rest: str, text: str) -> DataFrame:
         name = _existing(catalog, name, shown)
         tail = words[end:]
         if tail[:2] != ["UNSET", "TBLPROPERTIES"]:
-            raise SqlError(f"ALTER TABLE {shown} {rest[toks[end].start:][:100]}: not supported")
+            raise SqlError(f"ALTER TABLE {shown} {rest[toks[end].start :][:100]}: not supported")
         keys = [t.text for t in toks[end:] if t.token_type is TokenType.STRING]
         if_exists = tail[2:4] == ["IF", "EXISTS"]
         current = _Info(catalog, name).options
         missing = [k for k in keys if k not in current]
         if missing and not if_exists:
-            raise SqlError(f"ALTER TABLE {name} UNSET TBLPROPERTIES: {', '.join(missing)} not set on the table "
-                           "(use UNSET TBLPROPERTIES IF EXISTS)")
+            raise SqlError(
+                f"ALTER TABLE {name} UNSET TBLPROPERTIES: {', '.join(missing)} not set on the table "
+                "(use UNSET TBLPROPERTIES IF EXISTS)"
+            )
         if PRIMARY_KEY in keys:
             raise SqlError(f"ALTER TABLE {name}: the primary key cannot be removed (Paimon refuses it)")
         _alter_options(catalog, name, {}, [k for k in keys if k in current])
@@ -659,7 +766,11 @@ def _show_tables(catalog: Catalog, rest: str, toks: list[Any], words: list[str],
     database = catalog.current_database
     if len(words) > 1 and words[1] in ("IN", "FROM"):
         end = 2
-        while end < len(toks) and toks[end].token_type in (TokenType.VAR, TokenType.DOT, TokenType.IDENTIFIER):
+        while end < len(toks) and toks[end].token_type in (
+            TokenType.VAR,
+            TokenType.DOT,
+            TokenType.IDENTIFIER,
+        ):
             end += 1
         parts = [t.text for t in toks[2:end] if t.token_type is not TokenType.DOT]
         db = _database(parts)
@@ -682,7 +793,9 @@ def _show_tables(catalog: Catalog, rest: str, toks: list[Any], words: list[str],
     for t in catalog.spark.catalog.listTables():
         if t.isTemporary and (pattern is None or _matches(t.name, pattern)):
             rows.append(("", t.name, True))
-    return _frame(catalog, [("namespace", "string"), ("tableName", "string"), ("isTemporary", "boolean")], rows)
+    return _frame(
+        catalog, [("namespace", "string"), ("tableName", "string"), ("isTemporary", "boolean")], rows
+    )
 
 
 def _quote(name: str) -> str:
@@ -706,7 +819,9 @@ def _show_create(catalog: Catalog, name: TableName) -> DataFrame:
         if f.description:
             line += f" COMMENT {_literal(f.description)}"
         columns.append(line)
-    out = f"CREATE TABLE {PAIMON_CATALOG}.{_quote(name.database)}.{_quote(name.table)} (\n" + ",\n".join(columns)
+    out = f"CREATE TABLE {PAIMON_CATALOG}.{_quote(name.database)}.{_quote(name.table)} (\n" + ",\n".join(
+        columns
+    )
     out += ")\nUSING paimon\n"
     if info.partition_keys:
         out += f"PARTITIONED BY ({', '.join(_quote(k) for k in info.partition_keys)})\n"
@@ -715,7 +830,11 @@ def _show_create(catalog: Catalog, name: TableName) -> DataFrame:
     out += f"LOCATION {_literal(info.location)}\n"
     props = info.properties()
     if props:
-        out += "TBLPROPERTIES (\n" + ",\n".join(f"  {_literal(k)} = {_literal(v)}" for k, v in props.items()) + ")\n"
+        out += (
+            "TBLPROPERTIES (\n"
+            + ",\n".join(f"  {_literal(k)} = {_literal(v)}" for k, v in props.items())
+            + ")\n"
+        )
     return _frame(catalog, [("createtab_stmt", "string")], [(out,)])
 
 

@@ -1,23 +1,11 @@
 """``CALL sys.<procedure>(name => value, ...)``: Paimon's Spark procedures on Paimon tables.
 
 Argument names, positional order, and result columns are those of Paimon's Spark connector
-(``org.apache.paimon.spark.procedure``):
-
-====================================================================  ==========================================
-procedure (arguments in positional order)                              result columns
-====================================================================  ==========================================
-``compact(table, partitions, compact_strategy, ..., where, ...)``      result BOOLEAN
-``expire_snapshots(table, retain_max, retain_min, older_than,``        deleted_snapshots_count INT
-``max_deletes)``
-``remove_orphan_files(table, older_than, dry_run)``                    deletedFileCount BIGINT,
-                                                                       deletedFileTotalLenInBytes BIGINT
-``rewrite_file_index(table, where)``                                   written_partitions INT, written_indexes INT
-``rollback(table, version, snapshot, tag)``                            previous_snapshot_id BIGINT,
-                                                                       current_snapshot_id BIGINT
-``rollback_to_timestamp(table, timestamp)`` (epoch milliseconds)       previous_snapshot_id, current_snapshot_id
-``create_tag(table, tag, snapshot, time_retained)``                    result BOOLEAN
-``delete_tag(table, tag)`` (``tag``: one name or ``a,b,c``)             result BOOLEAN
-====================================================================  ==========================================
+(``org.apache.paimon.spark.procedure``); see ``PROCEDURES`` and docs/sql.md:
+``compact`` (result), ``expire_snapshots`` (deleted_snapshots_count), ``remove_orphan_files``
+(deletedFileCount, deletedFileTotalLenInBytes), ``rewrite_file_index`` (written_partitions,
+written_indexes), ``rollback`` / ``rollback_to_timestamp`` (previous_snapshot_id,
+current_snapshot_id), ``create_tag`` / ``delete_tag`` (result).
 
 Values are literals (strings, numbers, booleans), cast to the parameter's type as Spark casts a
 procedure argument. Times (``older_than``) are read in the Spark session time zone. Defaults come
@@ -57,8 +45,17 @@ _STR, _INT, _LONG, _BOOL = "string", "int", "bigint", "boolean"
 _RETAIN_MIN_DEFAULT, _RETAIN_MAX_DEFAULT, _EXPIRE_LIMIT_DEFAULT = 10, 2**31 - 1, 50
 _TIME_RETAINED_DEFAULT_MS = 3600 * 1000
 #: Duration units of Paimon's TimeUtils.parseDuration, in milliseconds.
-_DURATION_UNITS = {"ms": 1, "s": 1000, "sec": 1000, "min": 60_000, "m": 60_000, "h": 3_600_000,
-                   "hour": 3_600_000, "d": 86_400_000, "day": 86_400_000}
+_DURATION_UNITS = {
+    "ms": 1,
+    "s": 1000,
+    "sec": 1000,
+    "min": 60_000,
+    "m": 60_000,
+    "h": 3_600_000,
+    "hour": 3_600_000,
+    "d": 86_400_000,
+    "day": 86_400_000,
+}
 
 
 @dataclass(frozen=True)
@@ -125,17 +122,27 @@ def _expire_snapshots(catalog: Catalog, name: TableName, args: dict[str, Any]) -
     def option(key: str, default: int) -> int:
         return int(options[key]) if key in options else default
 
-    retain_max = args.get("retain_max") or option("snapshot.num-retained.max", _RETAIN_MAX_DEFAULT)
-    retain_min = args.get("retain_min") or option("snapshot.num-retained.min", _RETAIN_MIN_DEFAULT)
-    max_deletes = args.get("max_deletes") or option("snapshot.expire.limit", _EXPIRE_LIMIT_DEFAULT)
+    def given(key: str, option_key: str, default: int) -> int:
+        value = args.get(key)
+        return option(option_key, default) if value is None else int(value)
+
+    retain_max = given("retain_max", "snapshot.num-retained.max", _RETAIN_MAX_DEFAULT)
+    retain_min = given("retain_min", "snapshot.num-retained.min", _RETAIN_MIN_DEFAULT)
+    max_deletes = given("max_deletes", "snapshot.expire.limit", _EXPIRE_LIMIT_DEFAULT)
+    older_than_ms: float
     if args.get("older_than"):
         older_than_ms = _millis(catalog, args["older_than"], "older_than")
     else:
         retained = _duration_ms(options.get("snapshot.time-retained")) or _TIME_RETAINED_DEFAULT_MS
         older_than_ms = time.time() * 1000 - retained
     try:
-        result = expire_snapshots_as_paimon(table, retain_max=retain_max, retain_min=retain_min,
-                                            older_than_ms=older_than_ms, max_deletes=max_deletes)
+        result = expire_snapshots_as_paimon(
+            table,
+            retain_max=retain_max,
+            retain_min=retain_min,
+            older_than_ms=older_than_ms,
+            max_deletes=max_deletes,
+        )
     except PaimonIndexError as e:
         raise SqlError(f"CALL sys.expire_snapshots(table => '{name}'): {e}") from e
     return [(len(result.expired_snapshots),)]
@@ -198,16 +205,19 @@ def _rollback(catalog: Catalog, name: TableName, args: dict[str, Any]) -> list[t
     version, snapshot, tag = args.get("version"), args.get("snapshot"), args.get("tag")
     given = [v for v in (version, snapshot, tag) if v not in (None, "")]
     if len(given) != 1:
-        raise SqlError("CALL sys.rollback: set exactly one of version / snapshot / tag "
-                       "(only can set one of version/snapshot/tag in RollbackProcedure)")
+        raise SqlError(
+            "CALL sys.rollback: set exactly one of version / snapshot / tag "
+            "(only can set one of version/snapshot/tag in RollbackProcedure)"
+        )
     target: int | str
     if version not in (None, ""):
         target = int(version) if str(version).isdigit() else str(version)
     else:
         target = int(snapshot) if snapshot is not None else str(tag)
     try:
-        previous, current = _catalog.rollback(catalog.warehouse, name.identifier, target,
-                                              catalog_options=catalog.catalog_options)
+        previous, current = _catalog.rollback(
+            catalog.warehouse, name.identifier, target, catalog_options=catalog.catalog_options
+        )
     except PaimonIndexError as e:
         raise SqlError(f"CALL sys.rollback(table => '{name}'): {e}") from e
     return [(previous, current)]
@@ -217,16 +227,24 @@ def _rollback_to_timestamp(catalog: Catalog, name: TableName, args: dict[str, An
     table = _catalog.open_table(catalog.warehouse, name.identifier, catalog_options=catalog.catalog_options)
     found = table.snapshot_manager().earlier_or_equal_time_mills(int(args["timestamp"]))
     if found is None:
-        raise SqlError(f"CALL sys.rollback_to_timestamp(table => '{name}'): no snapshot was committed at or "
-                       f"before {args['timestamp']} (epoch ms)")
+        raise SqlError(
+            f"CALL sys.rollback_to_timestamp(table => '{name}'): no snapshot was committed at or "
+            f"before {args['timestamp']} (epoch ms)"
+        )
     return _rollback(catalog, name, {"snapshot": int(found.id)})
 
 
 def _create_tag(catalog: Catalog, name: TableName, args: dict[str, Any]) -> list[tuple[Any, ...]]:
     retained = args.get("time_retained")
     try:
-        _catalog.create_tag(catalog.warehouse, name.identifier, args["tag"], args.get("snapshot"),
-                            time_retained=retained, catalog_options=catalog.catalog_options)
+        _catalog.create_tag(
+            catalog.warehouse,
+            name.identifier,
+            args["tag"],
+            args.get("snapshot"),
+            time_retained=retained,
+            catalog_options=catalog.catalog_options,
+        )
     except PaimonIndexError as e:
         raise SqlError(f"CALL sys.create_tag(table => '{name}', tag => '{args['tag']}'): {e}") from e
     return [(True,)]
@@ -235,8 +253,9 @@ def _create_tag(catalog: Catalog, name: TableName, args: dict[str, Any]) -> list
 def _delete_tag(catalog: Catalog, name: TableName, args: dict[str, Any]) -> list[tuple[Any, ...]]:
     for tag in str(args["tag"]).split(","):
         if tag.strip():
-            _catalog.delete_tag(catalog.warehouse, name.identifier, tag.strip(),
-                                catalog_options=catalog.catalog_options)
+            _catalog.delete_tag(
+                catalog.warehouse, name.identifier, tag.strip(), catalog_options=catalog.catalog_options
+            )
     return [(True,)]
 
 
@@ -245,32 +264,75 @@ _ROLLBACK_OUT = (("previous_snapshot_id", _LONG), ("current_snapshot_id", _LONG)
 #: Paimon's procedures paimon-index runs (name -> parameters, result columns, implementation).
 PROCEDURES: dict[str, _Procedure] = {
     "compact": _Procedure(
-        (_Param("table", _STR, True), _Param("partitions", _STR), _Param("compact_strategy", _STR),
-         _Param("order_strategy", _STR), _Param("order_by", _STR), _Param("where", _STR), _Param("options", _STR),
-         _Param("partition_idle_time", _STR), _Param("buckets", _STR)),
-        _RESULT, _compact,
-        frozenset({"partitions", "order_strategy", "order_by", "where", "options", "partition_idle_time",
-                   "buckets"})),
+        (
+            _Param("table", _STR, True),
+            _Param("partitions", _STR),
+            _Param("compact_strategy", _STR),
+            _Param("order_strategy", _STR),
+            _Param("order_by", _STR),
+            _Param("where", _STR),
+            _Param("options", _STR),
+            _Param("partition_idle_time", _STR),
+            _Param("buckets", _STR),
+        ),
+        _RESULT,
+        _compact,
+        frozenset(
+            {"partitions", "order_strategy", "order_by", "where", "options", "partition_idle_time", "buckets"}
+        ),
+    ),
     "expire_snapshots": _Procedure(
-        (_Param("table", _STR, True), _Param("retain_max", _INT), _Param("retain_min", _INT),
-         _Param("older_than", _STR), _Param("max_deletes", _INT), _Param("options", _STR)),
-        (("deleted_snapshots_count", _INT),), _expire_snapshots, frozenset({"options"})),
+        (
+            _Param("table", _STR, True),
+            _Param("retain_max", _INT),
+            _Param("retain_min", _INT),
+            _Param("older_than", _STR),
+            _Param("max_deletes", _INT),
+            _Param("options", _STR),
+        ),
+        (("deleted_snapshots_count", _INT),),
+        _expire_snapshots,
+        frozenset({"options"}),
+    ),
     "remove_orphan_files": _Procedure(
-        (_Param("table", _STR, True), _Param("older_than", _STR), _Param("dry_run", _BOOL),
-         _Param("parallelism", _INT), _Param("mode", _STR)),
-        (("deletedFileCount", _LONG), ("deletedFileTotalLenInBytes", _LONG)), _remove_orphan_files),
+        (
+            _Param("table", _STR, True),
+            _Param("older_than", _STR),
+            _Param("dry_run", _BOOL),
+            _Param("parallelism", _INT),
+            _Param("mode", _STR),
+        ),
+        (("deletedFileCount", _LONG), ("deletedFileTotalLenInBytes", _LONG)),
+        _remove_orphan_files,
+    ),
     "rewrite_file_index": _Procedure(
         (_Param("table", _STR, True), _Param("where", _STR)),
-        (("written_partitions", _INT), ("written_indexes", _INT)), _rewrite_file_index),
+        (("written_partitions", _INT), ("written_indexes", _INT)),
+        _rewrite_file_index,
+    ),
     "rollback": _Procedure(
-        (_Param("table", _STR, True), _Param("version", _STR), _Param("snapshot", _LONG), _Param("tag", _STR)),
-        _ROLLBACK_OUT, _rollback),
+        (
+            _Param("table", _STR, True),
+            _Param("version", _STR),
+            _Param("snapshot", _LONG),
+            _Param("tag", _STR),
+        ),
+        _ROLLBACK_OUT,
+        _rollback,
+    ),
     "rollback_to_timestamp": _Procedure(
-        (_Param("table", _STR, True), _Param("timestamp", _LONG, True)), _ROLLBACK_OUT, _rollback_to_timestamp),
+        (_Param("table", _STR, True), _Param("timestamp", _LONG, True)), _ROLLBACK_OUT, _rollback_to_timestamp
+    ),
     "create_tag": _Procedure(
-        (_Param("table", _STR, True), _Param("tag", _STR, True), _Param("snapshot", _LONG),
-         _Param("time_retained", _STR)),
-        _RESULT, _create_tag),
+        (
+            _Param("table", _STR, True),
+            _Param("tag", _STR, True),
+            _Param("snapshot", _LONG),
+            _Param("time_retained", _STR),
+        ),
+        _RESULT,
+        _create_tag,
+    ),
     "delete_tag": _Procedure((_Param("table", _STR, True), _Param("tag", _STR, True)), _RESULT, _delete_tag),
 }
 
@@ -295,7 +357,9 @@ def _value(node: exp.Expr, what: str) -> Any:
         return bool(node.this)
     if isinstance(node, exp.Null):
         return None
-    raise SqlError(f"argument {what}: {node.sql(_DIALECT)} is not a literal (give a string, number or boolean)")
+    raise SqlError(
+        f"argument {what}: {node.sql(_DIALECT)} is not a literal (give a string, number or boolean)"
+    )
 
 
 def _cast(value: Any, param: _Param, procedure: str) -> Any:
@@ -326,7 +390,9 @@ def _parse(text: str) -> tuple[str, list[exp.Expr]]:
     try:
         node = sqlglot.parse_one(text, read=_DIALECT)
     except (ParseError, TokenError) as e:
-        raise SqlError(f"CALL {text[:200]}: does not parse ({e}); e.g. CALL sys.compact(table => 'db.t')") from e
+        raise SqlError(
+            f"CALL {text[:200]}: does not parse ({e}); e.g. CALL sys.compact(table => 'db.t')"
+        ) from e
     parts: list[str] = []
     call_node: exp.Expr = node
     if isinstance(node, exp.Dot):
@@ -337,8 +403,10 @@ def _parse(text: str) -> tuple[str, list[exp.Expr]]:
     name = call_node.name if isinstance(call_node, exp.Anonymous) else call_node.sql_name()
     namespace = [p.strip("`").lower() for p in parts]
     if namespace not in ([SYSTEM_NAMESPACE], [PAIMON_CATALOG, SYSTEM_NAMESPACE]):
-        raise SqlError(f"CALL {text[:200]}: procedures live in sys (CALL sys.{name.lower()}(...)); "
-                       f"known: {', '.join(PROCEDURES)}")
+        raise SqlError(
+            f"CALL {text[:200]}: procedures live in sys (CALL sys.{name.lower()}(...)); "
+            f"known: {', '.join(PROCEDURES)}"
+        )
     if isinstance(call_node, exp.Anonymous):
         args = list(call_node.expressions)
     else:
@@ -368,18 +436,24 @@ def call(catalog: Catalog, text: str) -> DataFrame:
         if not positional:
             raise SqlError(f"sys.{name}: a positional argument after named ones (name them all: x => value)")
         if i >= len(procedure.params):
-            raise SqlError(f"sys.{name}: {len(nodes)} arguments, it takes at most {len(procedure.params)} "
-                           f"({', '.join(params)})")
+            raise SqlError(
+                f"sys.{name}: {len(nodes)} arguments, it takes at most {len(procedure.params)} "
+                f"({', '.join(params)})"
+            )
         param = procedure.params[i]
         args[param.name] = _cast(_value(node, param.name), param, name)
     missing = [p.name for p in procedure.params if p.required and args.get(p.name) is None]
     if missing:
-        raise SqlError(f"sys.{name}: missing required argument(s) {', '.join(missing)} "
-                       f"(e.g. CALL sys.{name}(table => 'db.t'))")
+        raise SqlError(
+            f"sys.{name}: missing required argument(s) {', '.join(missing)} "
+            f"(e.g. CALL sys.{name}(table => 'db.t'))"
+        )
     unsupported = sorted(k for k in args if k in procedure.unsupported and args[k] is not None)
     if unsupported:
-        raise SqlError(f"sys.{name}: argument(s) {', '.join(unsupported)} are not supported by paimon-index; "
-                       "drop them (see docs/sql.md)")
+        raise SqlError(
+            f"sys.{name}: argument(s) {', '.join(unsupported)} are not supported by paimon-index; "
+            "drop them (see docs/sql.md)"
+        )
     table = _table_arg(catalog, args["table"])
     rows = procedure.run(catalog, table, args)
     schema = ", ".join(f"`{col}` {dtype}" for col, dtype in procedure.output)

@@ -12,7 +12,7 @@ Spark connector reads them.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
@@ -27,11 +27,11 @@ if TYPE_CHECKING:
 __all__ = ["snapshot_id"]
 
 
-def _available(table: object) -> str:
+def _available(table: Any) -> str:
     latest = latest_snapshot(table)
     if latest is None:
         return "the table has no snapshot yet"
-    earliest = table.snapshot_manager().try_get_earliest_snapshot()  # type: ignore[attr-defined]
+    earliest = table.snapshot_manager().try_get_earliest_snapshot()
     first = earliest.id if earliest is not None else latest.id
     return f"available snapshots: {first}..{latest.id}"
 
@@ -55,23 +55,29 @@ def snapshot_id(catalog: Catalog, name: TableName, version: exp.Expr) -> int:
             if tagged is not None:
                 return tagged
         if not text.isdigit():
-            tags = ", ".join(table.list_tags()) or "none"  # type: ignore[attr-defined]
-            raise SqlError(f"{name} {shown}: tag {text!r} does not exist (tags: {tags}); "
-                           "create it with CALL sys.create_tag(table => ..., tag => ...)")
+            tags = ", ".join(table.list_tags()) or "none"
+            raise SqlError(
+                f"{name} {shown}: tag {text!r} does not exist (tags: {tags}); "
+                "create it with CALL sys.create_tag(table => ..., tag => ...)"
+            )
         wanted = int(text)
         if not snapshot_exists(table, wanted):
             raise SqlError(f"{name} {shown}: snapshot {wanted} does not exist ({_available(table)})")
         return wanted
     if kind == "TIMESTAMP" and value is not None:
-        micros = catalog.spark.sql(f"SELECT unix_micros(CAST({value.sql(dialect='spark')} AS TIMESTAMP))").first()
+        micros = catalog.spark.sql(
+            f"SELECT unix_micros(CAST({value.sql(dialect='spark')} AS TIMESTAMP))"
+        ).first()
         if micros is None or micros[0] is None:
             raise SqlError(f"{name} {shown}: the time is NULL")
         millis = micros[0] // 1000
-        found = table.snapshot_manager().earlier_or_equal_time_mills(millis)  # type: ignore[attr-defined]
+        found = table.snapshot_manager().earlier_or_equal_time_mills(millis)
         if found is None:
             when = datetime.fromtimestamp(millis / 1000, tz=UTC).isoformat()
-            raise SqlError(f"{name} {shown}: no snapshot was committed at or before {when} "
-                           f"({_available(table)})")
+            raise SqlError(
+                f"{name} {shown}: no snapshot was committed at or before {when} ({_available(table)})"
+            )
         return int(found.id)
-    raise SqlError(f"time travel {shown} on {name}: use VERSION AS OF <snapshot id | 'tag'> or "
-                   "TIMESTAMP AS OF '<time>'")
+    raise SqlError(
+        f"time travel {shown} on {name}: use VERSION AS OF <snapshot id | 'tag'> or TIMESTAMP AS OF '<time>'"
+    )
