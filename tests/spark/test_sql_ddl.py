@@ -27,6 +27,10 @@ CREATE = (
     "'bucket' = '2', 'file-index.bloom-filter.columns' = 's', 'deletion-vectors.enabled' = 'true')"
 )
 
+NESTED = ("CREATE TABLE db.n (a ARRAY<INT>, m MAP<STRING, BIGINT>, "
+          "st STRUCT<x: INT NOT NULL, `y z`: STRING>, ts TIMESTAMP, tn TIMESTAMP_NTZ, b BINARY, "
+          "v VARCHAR(10), bo BOOLEAN, dd DATE, `odd col` SMALLINT)")
+
 
 def rows(df: Any) -> list[list[Any]]:
     return [list(r) for r in df.collect()]
@@ -55,6 +59,8 @@ def test_create_table_keeps_paimons_schema(paimon: Any) -> None:
 
 
 def test_create_errors_and_if_not_exists(paimon: Any) -> None:
+    with pytest.raises(TableNotFoundError, match=r"database nodb not found .* CREATE DATABASE nodb"):
+        paimon.sql("CREATE TABLE nodb.t (id INT)")
     paimon.sql("CREATE DATABASE db")
     paimon.sql("CREATE TABLE db.t (id INT)")
     with pytest.raises(TableExistsError, match=r"db.t already exists"):
@@ -180,6 +186,8 @@ COMPARED = [
     "SELECT schema_id, fields, partition_keys, primary_keys, options, comment FROM db.`t$schemas`",
     "SELECT id, s, dt FROM db.t ORDER BY id",
     "SELECT id, name FROM db.c ORDER BY id",
+    "SHOW CREATE TABLE db.n",
+    "DESCRIBE EXTENDED db.n",
 ]
 #: DESCRIBE EXTENDED rows the connector prints that paimon-index leaves out (docs/sql.md).
 _CONNECTOR_ONLY = ("# Metadata Columns", "__paimon_", "Statistics")
@@ -209,6 +217,7 @@ def shared(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, l
     paimon.sql("CREATE DATABASE db")
     paimon.sql("CREATE DATABASE IF NOT EXISTS default")
     paimon.sql(CREATE)
+    paimon.sql(NESTED)
     paimon.table("db.t").write(
         spark.sql(
             "SELECT CAST(id AS BIGINT) AS id, CONCAT('s', id) AS s, IF(id % 2 = 0, 'x', 'y') AS dt, "

@@ -191,6 +191,7 @@ def _create(catalog: Catalog, statement: exp.Create, text: str) -> DataFrame:
         return catalog.spark.sql(text)
     name = _table_name(catalog, table, create=True)
     if name is None:
+        _refuse_missing_database(catalog, table)
         return catalog.spark.sql(text)
     if statement.args.get("replace"):
         raise SqlError(f"CREATE OR REPLACE TABLE {name} is not supported; DROP TABLE {name} first")
@@ -246,6 +247,18 @@ def _create(catalog: Catalog, statement: exp.Create, text: str) -> DataFrame:
         columns.append(_column_ddl(col, not_null=col.name in primary_keys))
     _create_table(catalog, name, ", ".join(columns), partition_keys, primary_keys, options, comment)
     return _empty(catalog)
+
+
+def _refuse_missing_database(catalog: Catalog, table: exp.Table) -> None:
+    """``CREATE TABLE db.t`` where ``db`` is neither a warehouse database nor Spark's: say how to
+    create it (Spark would report its own catalog's missing schema)."""
+    from paimon_index.spark.sql.names import table_parts
+
+    parts = table_parts(table)
+    if len(parts) == 2 and parts[0].lower() not in (SPARK_CATALOG, "global_temp") and \
+            not catalog.spark.catalog.databaseExists(parts[0]):
+        raise TableNotFoundError(f"database {parts[0]} not found in warehouse {catalog.warehouse}; create it "
+                                 f"with CREATE DATABASE {parts[0]} (then CREATE TABLE {'.'.join(parts)} ...)")
 
 
 def _provider(text: str, props: exp.Expr | None) -> str | None:
@@ -561,8 +574,26 @@ def _field_type(field: Any) -> DataType:
 
 
 def _spark_ddl_type(t: DataType) -> str:
-    """The type as SHOW CREATE TABLE spells it (upper case, Spark's names)."""
-    return spark_type(t).upper().replace("STRUCT<", "STRUCT<").replace(":", ": ")
+    """The type as Spark's ``DataType.sql`` spells it (SHOW CREATE TABLE): ``BIGINT``,
+    ``ARRAY<INT>``, ``MAP<STRING, INT>``, ``STRUCT<a: INT NOT NULL, b: STRING>``."""
+    r = t.root
+    if r is TypeRoot.ARRAY:
+        assert t.element is not None
+        return f"ARRAY<{_spark_ddl_type(t.element)}>"
+    if r is TypeRoot.MAP:
+        assert t.key is not None and t.value is not None
+        return f"MAP<{_spark_ddl_type(t.key)}, {_spark_ddl_type(t.value)}>"
+    if r is TypeRoot.ROW:
+        parts = []
+        for f in t.fields:
+            part = f"{_quote(f.name)}: {_spark_ddl_type(f.type)}"
+            if not f.type.nullable:
+                part += " NOT NULL"
+            if f.comment:
+                part += f" COMMENT {_literal(f.comment)}"
+            parts.append(part)
+        return "STRUCT<" + ", ".join(parts) + ">"
+    return spark_type(t).upper()
 
 
 class _Info:
@@ -813,7 +844,7 @@ def _show_create(catalog: Catalog, name: TableName) -> DataFrame:
     columns = []
     for f in info.fields:
         t = _field_type(f)
-        line = f"  {_quote(f.name)} {spark_type(t).upper()}"
+        line = f"  {_quote(f.name)} {_spark_ddl_type(t)}"
         if not t.nullable:
             line += " NOT NULL"
         if f.description:
