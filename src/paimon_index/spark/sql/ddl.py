@@ -328,9 +328,11 @@ def _create_as_select(
         df = rewrite(catalog, query).dataframe(catalog.spark)
     else:
         df = catalog.spark.sql(query.sql(_DIALECT))
+    # Spark creates a CTAS table with the query's schema made nullable (``asNullable``); Paimon
+    # then makes the primary-key columns NOT NULL.
     schema = StructType(
         [
-            StructField(f.name, f.dataType, f.nullable and f.name not in primary_keys, f.metadata)
+            StructField(f.name, _as_nullable(f.dataType), f.name not in primary_keys, f.metadata)
             for f in df.schema.fields
         ]
     )
@@ -350,6 +352,20 @@ def _create_as_select(
         )
         raise
     return _empty(catalog)
+
+
+def _as_nullable(dtype: Any) -> Any:
+    """Spark's ``DataType.asNullable``: every nested field, element and value nullable."""
+    from pyspark.sql.types import ArrayType, MapType, StructField, StructType
+
+    if isinstance(dtype, StructType):
+        fields = [StructField(f.name, _as_nullable(f.dataType), True, f.metadata) for f in dtype.fields]
+        return StructType(fields)
+    if isinstance(dtype, ArrayType):
+        return ArrayType(_as_nullable(dtype.elementType), True)
+    if isinstance(dtype, MapType):
+        return MapType(_as_nullable(dtype.keyType), _as_nullable(dtype.valueType), True)
+    return dtype
 
 
 def _spark_or_refuse(catalog: Catalog, statement: exp.Expr, text: str) -> DataFrame:
