@@ -42,14 +42,13 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import TokenType
 
 from paimon_index.errors import (
-    PaimonIndexError,
     SqlError,
     TableExistsError,
     TableNotFoundError,
 )
 from paimon_index.spark.sql.names import PAIMON_CATALOG, SPARK_CATALOG, TableName, resolve_parts
 from paimon_index.table import catalog as _catalog
-from paimon_index.types import MAX_LENGTH, DataType, TypeRoot, parse_type
+from paimon_index.types import MAX_LENGTH, DataType, Field, TypeRoot, parse_type
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -582,11 +581,24 @@ def spark_type(t: DataType) -> str:
 
 def _field_type(field: Any) -> DataType:
     """Our type of a pypaimon field."""
-    text = str(getattr(field.type, "type", None) or field.type)
-    try:
-        return parse_type(text).with_nullable(bool(field.type.nullable))
-    except PaimonIndexError:
-        return _catalog.schema_fields(f"`x` {text}")[0].type
+    return _paimon_type(field.type)
+
+
+def _paimon_type(t: Any) -> DataType:
+    """Our type of a pypaimon type object (walked, so ROW field names need no quoting)."""
+    nullable = bool(t.nullable)
+    atomic = getattr(t, "type", None)
+    if isinstance(atomic, str):
+        return parse_type(atomic).with_nullable(nullable)
+    if hasattr(t, "key") and hasattr(t, "value"):
+        return DataType(TypeRoot.MAP, nullable=nullable, key=_paimon_type(t.key), value=_paimon_type(t.value))
+    if hasattr(t, "element"):
+        root = TypeRoot.MULTISET if type(t).__name__ == "MultisetType" else TypeRoot.ARRAY
+        return DataType(root, nullable=nullable, element=_paimon_type(t.element))
+    if hasattr(t, "fields"):
+        fields = tuple(Field(f.name, _paimon_type(f.type), f.description) for f in t.fields)
+        return DataType(TypeRoot.ROW, nullable=nullable, fields=fields)
+    raise SqlError(f"Paimon type {t} has no Spark type paimon-index describes")
 
 
 def _spark_ddl_type(t: DataType) -> str:
