@@ -75,10 +75,13 @@ class _Procedure:
 
 
 def _table_arg(catalog: Catalog, text: str) -> TableName:
-    from paimon_index.spark.catalog import _name_parts
-    from paimon_index.spark.sql.names import resolve_parts
+    from paimon_index.spark.sql.names import resolve_parts, table_parts
 
-    name = resolve_parts(catalog, _name_parts(text), must_exist=False)
+    try:
+        parts = table_parts(exp.to_table(text, dialect=_DIALECT))
+    except (ParseError, ValueError) as e:
+        raise SqlError(f"table {text!r} does not parse: {e}") from e
+    name = resolve_parts(catalog, parts, must_exist=False)
     if name is None or name.system is not None or not catalog.has_table(name.identifier):
         raise catalog.not_found(text)
     return name
