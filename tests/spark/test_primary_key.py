@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from paimon_index.spark import jobs
+from paimon_index.spark.options import SINGLE_SCAN_PUSHDOWN
 from paimon_index.spark.report import scan_report
 from paimon_index.table.catalog import create_table, open_table
 
@@ -19,7 +20,7 @@ ROWS_DDL = DDL + ", _ROW_KIND STRING"
 def _rows(spark, warehouse: str, where: str | None = None, **options: str) -> list[tuple]:
     # Each DataFrame here is scanned once, by one query: forced pushdown is exact (docs/semantics.md).
     reader = (spark.read.format("paimon_index").option("warehouse", warehouse)
-              .option("filter-pushdown", "true"))
+              .option(SINGLE_SCAN_PUSHDOWN, "true"))
     for key, value in options.items():
         reader = reader.option(key, value)
     df = reader.load("db.pk")

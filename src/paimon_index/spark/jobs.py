@@ -82,14 +82,15 @@ from typing import TYPE_CHECKING, Any
 
 from paimon_index.errors import InvalidOptionError, PrimaryKeyTableError
 from paimon_index.spark import _tasks
+from paimon_index.spark.assign import store_assigned, target_schema
 from paimon_index.spark.datasource import (
     BUCKET_EXCLUSIVE,
-    FILTER_PUSHDOWN,
     METADATA,
     SNAPSHOT_ID,
     SOURCE_NAME,
     WAREHOUSE,
 )
+from paimon_index.spark.options import SINGLE_SCAN_PUSHDOWN
 from paimon_index.spark.planned import PlannedRead, read, read_planned
 from paimon_index.table import pk
 from paimon_index.table.aggregate import AggregateReport
@@ -101,6 +102,7 @@ from paimon_index.table.api import (
     commit_result,
     open_table,
 )
+from paimon_index.table.catalog import parse_identifier
 from paimon_index.table.fileio import TableIO
 from paimon_index.table.files import FilePlan, missing_files_named
 from paimon_index.table.paimon import latest_snapshot
@@ -155,14 +157,24 @@ def write(df: DataFrame, table: str, mode: str = APPEND, *, warehouse: str,
     """Append ``df`` to ``table``, or replace its rows (``mode="overwrite"``), in one snapshot.
 
     Runs through the ``paimon_index`` source (see its docstring for partitions and overwrite of
-    partitioned tables); on a primary-key table an append is an upsert.
+    partitioned tables); on a primary-key table an append is an upsert. ``df``'s columns are
+    resolved and cast as Spark's ``INSERT INTO ... BY NAME`` does (ANSI store assignment,
+    :func:`paimon_index.spark.assign.store_assigned`), on the driver before the job starts.
 
     Raises:
         InvalidOptionError: an unknown mode, or an overwrite of a primary-key table.
+        InvalidIdentifierError: a bad table name, a system table or a branch.
+        TableNotFoundError: no such table (nothing runs).
+        DataError: an extra or missing column, or a type Spark's store assignment refuses; (in the
+            job) a value that overflows its column or a NULL into a NOT NULL column.
         ConcurrentChangeError: (overwrite) another commit landed meanwhile; nothing was applied.
     """
     if mode not in (APPEND, OVERWRITE):
         raise InvalidOptionError(f"write mode must be {APPEND!r} or {OVERWRITE!r}, got {mode!r}")
+    parse_identifier(table, for_write=True)
+    opened = open_table(warehouse, table, catalog_options=catalog_options)  # TableNotFoundError here
+    df = store_assigned(df, target_schema(opened.paimon_table), by_name=True, case_sensitive=None,
+                        table=table, passthrough=(ROW_KIND_COLUMN,) if opened.is_primary_key_table else ())
     before = _latest(warehouse, table, catalog_options)
     counted, rows = _tasks.counted(df.sparkSession, df)
     writer = counted.write.format(SOURCE_NAME).options(**dict(catalog_options or {}))
@@ -266,10 +278,11 @@ def _assigned_rows(rows: DataFrame, columns: list[str], assignments: Mapping[str
 def _read_pinned(spark: SparkSession, warehouse: str, table: str, plan: RowChangePlan,
                  catalog_options: CatalogOptions) -> DataFrame:
     """The table at the planned snapshot, with the metadata columns."""
-    # Pushdown forced on: every scan of this DataFrame (UPDATE scans it twice) pushes the same
-    # filter, so the read plan Spark 4.1-4.3 share between them is right for each (docs/semantics.md).
+    # Pushdown forced on (the private key; users cannot): every scan of this DataFrame (UPDATE scans
+    # it twice) pushes the same filter, so the read plan Spark 4.1-4.3 share between them is right
+    # for each (docs/semantics.md).
     return (_source(spark, warehouse, catalog_options).option(METADATA, "true")
-            .option(SNAPSHOT_ID, str(plan.snapshot_id)).option(FILTER_PUSHDOWN, "true").load(table))
+            .option(SNAPSHOT_ID, str(plan.snapshot_id)).option(SINGLE_SCAN_PUSHDOWN, "true").load(table))
 
 
 def _stage(txn: Transaction, messages: DataFrame) -> int:

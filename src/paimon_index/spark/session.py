@@ -7,7 +7,8 @@
     check_executors(spark)     that check alone: one small job, EnvironmentCheckError naming the fix
     java_version()             the major version of the Java Spark will use
 
-Settings: Python data-source filter pushdown on (``spark.sql.python.filterPushdown.enabled``: Spark
+Settings: Spark's console progress bar on when stderr is a terminal (as in Spark's shells), Python
+data-source filter pushdown on (``spark.sql.python.filterPushdown.enabled``: Spark
 refuses a source that implements ``pushFilters`` without it; whether the ``paimon_index`` source
 then *takes* filters is its own ``filter-pushdown`` read option, off by default on Spark 4.1-4.3,
 see :mod:`paimon_index.spark.datasource`), the Spark UI off, few shuffle partitions for local work,
@@ -42,7 +43,7 @@ from paimon_index.errors import EnvironmentCheckError
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["MIN_JAVA", "check_executors", "configure", "java_version", "local_session"]
+__all__ = ["MIN_JAVA", "check_executors", "configure", "java_version", "local_session", "session_conf"]
 
 MIN_JAVA = 17
 DEFAULT_MASTER = "local[*]"
@@ -51,7 +52,6 @@ SINGLE_TASK = "spark.sql.optimizer.singleTaskExecution"
 SESSION_CONF = {
     "spark.sql.python.filterPushdown.enabled": "true",
     "spark.ui.enabled": "false",
-    "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "4",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     # Spark 4.3+: a query over a one-file scan that is one partition anyway (or a small local
@@ -64,6 +64,9 @@ SESSION_CONF = {
     SINGLE_TASK + ".limitOffset": "true",
 }
 RUNTIME_CONF = ("spark.sql.python.filterPushdown.enabled",)
+#: Spark's console progress bar (stage, tasks done / total), as Spark's own shells show it; on
+#: whenever a person watches stderr (a terminal), so a long upsert or rewrite is not silent.
+PROGRESS_BAR = "spark.ui.showConsoleProgress"
 _VERSION_RE = re.compile(r'version "(\d+)(?:\.(\d+))?')
 
 
@@ -105,7 +108,7 @@ def local_session(app_name: str = "paimon-index", *, master: str = DEFAULT_MASTE
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = SparkSession.builder.master(master).appName(app_name)
-    for key, value in {**SESSION_CONF, **(conf or {})}.items():
+    for key, value in session_conf(sys.stderr.isatty(), conf).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
@@ -113,6 +116,12 @@ def local_session(app_name: str = "paimon-index", *, master: str = DEFAULT_MASTE
     # this environment; a local master skips the check's job.
     configure(spark, check=not master.startswith(LOCAL_MASTER_PREFIX))
     return spark
+
+
+def session_conf(interactive: bool, conf: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The settings :func:`local_session` starts a session with (``conf`` wins)."""
+    progress = {PROGRESS_BAR: "true"} if interactive else {}
+    return {**SESSION_CONF, **progress, **(conf or {})}
 
 
 def configure(spark: SparkSession, *, python: str | None = None, check: bool = True) -> SparkSession:

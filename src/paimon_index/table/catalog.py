@@ -1,4 +1,4 @@
-"""Create, open and alter Paimon tables from Python (pypaimon's filesystem catalog underneath).
+r"""Create, open and alter Paimon tables from Python (pypaimon's filesystem catalog underneath).
 
     create_table(warehouse, "db.orders", "id BIGINT NOT NULL, code CHAR(3), ts TIMESTAMP",
                  partition_keys=["dt"], options={...})
@@ -32,6 +32,16 @@ users store their own), so refusing keys we do not know would break legitimate t
 An ``ALTER`` of index options changes what *new* files get; existing files keep their indexes until
 ``rewrite_file_index`` rebuilds them (as in Paimon).
 
+Identifiers: every name that enters (Python API, the ``paimon_index`` source's ``load``/``save``,
+the Spark jobs, SQL) goes through :func:`parse_identifier` before the catalog or any file is
+touched. Paimon's ``Identifier`` splits ``database.object`` and the object into
+``table[$branch_<b>][$<system table>]``; its filesystem catalog then builds
+``<warehouse>/<database>.db/<table>`` from the raw text, so ``db.../../evil`` would be a path outside
+the warehouse. We refuse what could be read as a path (``/``, ``\``, ``..``, control characters),
+empty or blank parts, a number of parts other than two, and, for writes, system tables
+(``t$snapshots``), branches and Paimon's system database ``sys`` (as Paimon's
+``CatalogUtils.checkNotSystemTable``/``checkNotBranch``).
+
 pypaimon internals used: ``CatalogFactory.create({"warehouse": ...})``, ``Schema``,
 ``Schema.from_pyarrow_schema``, ``DataField``/``AtomicType``/``ArrayType``/``MultisetType``/
 ``MapType``/``RowType``, ``catalog.create_database/create_table/get_table/alter_table``,
@@ -41,15 +51,19 @@ pypaimon internals used: ``CatalogFactory.create({"warehouse": ...})``, ``Schema
 from __future__ import annotations
 
 import difflib
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
 from paimon_index.errors import (
+    InvalidIdentifierError,
     InvalidOptionError,
     InvalidPredicateError,
     PaimonIndexError,
+    TableNotFoundError,
     UnsupportedTypeError,
 )
 from paimon_index.fileindex.options import (
@@ -63,6 +77,7 @@ from paimon_index.fileindex.options import (
 from paimon_index.types import MAX_LENGTH, DataType, Field, TypeRoot, parse_fields, parse_type
 
 __all__ = [
+    "TableIdentifier",
     "alter_table_options",
     "arrow_schema",
     "catalog",
@@ -72,8 +87,10 @@ __all__ = [
     "dictionary_page_bytes",
     "known_catalog_options",
     "open_table",
+    "parse_identifier",
     "row_group_bytes",
     "schema_fields",
+    "table_not_found",
     "validate_table_options",
 ]
 
@@ -184,9 +201,174 @@ def catalog(warehouse: str, catalog_options: Mapping[str, str] | None = None) ->
     return CatalogFactory.create(catalog_config(warehouse, catalog_options))
 
 
+# ------------------------------------------------------------------------------------------------
+# Identifiers
+# ------------------------------------------------------------------------------------------------
+#: Paimon's ``Identifier.SYSTEM_TABLE_SPLITTER`` / ``SYSTEM_BRANCH_PREFIX`` and
+#: ``Catalog.SYSTEM_DATABASE_NAME``.
+SYSTEM_TABLE_SPLITTER = "$"
+SYSTEM_BRANCH_PREFIX = "branch_"
+SYSTEM_DATABASE = "sys"
+_QUOTE = "`"
+_IDENTIFIER_FORM = "expected 'database.table', e.g. 'db.orders'"
+
+
+@dataclass(frozen=True, slots=True)
+class TableIdentifier:
+    """A checked ``database.table[$branch_<b>][$<system table>]`` (Paimon's ``Identifier``)."""
+
+    database: str
+    table: str
+    branch: str | None = None
+    system_table: str | None = None
+
+    @property
+    def object_name(self) -> str:
+        """Paimon's object name: the table with its branch and system-table suffixes."""
+        parts = [self.table]
+        if self.branch is not None:
+            parts.append(SYSTEM_BRANCH_PREFIX + self.branch)
+        if self.system_table is not None:
+            parts.append(self.system_table)
+        return SYSTEM_TABLE_SPLITTER.join(parts)
+
+    @property
+    def full_name(self) -> str:
+        """``database.object``, what pypaimon's catalog takes."""
+        return f"{self.database}.{self.object_name}"
+
+    @property
+    def is_system_table(self) -> bool:
+        return self.system_table is not None
+
+    def __str__(self) -> str:
+        return self.full_name
+
+
+def _refuse(text: object, what: str) -> InvalidIdentifierError:
+    return InvalidIdentifierError(f"invalid table identifier {text!r}: {what}; {_IDENTIFIER_FORM}",
+                                  identifier=text)
+
+
+def _split_parts(text: str) -> list[str]:
+    """``text`` split at dots outside back-quotes (Spark's `` `db`.`t` ``), quotes removed."""
+    parts: list[str] = []
+    current: list[str] = []
+    quoted = was_quoted = False
+    for i, ch in enumerate(text):
+        if ch == _QUOTE:
+            if quoted:
+                quoted = False
+                if i + 1 < len(text) and text[i + 1] != ".":
+                    raise _refuse(text, "a back-quoted name must be a whole part")
+            elif current:
+                raise _refuse(text, "a back-quoted name must be a whole part")
+            else:
+                quoted = was_quoted = True
+        elif ch == "." and quoted:
+            raise _refuse(text, "a name cannot contain '.'")
+        elif ch == ".":
+            parts.append("".join(current))
+            current, was_quoted = [], False
+        else:
+            if was_quoted and not quoted:
+                raise _refuse(text, "a back-quoted name must be a whole part")
+            current.append(ch)
+    if quoted:
+        raise _refuse(text, "unclosed back-quote")
+    parts.append("".join(current))
+    return parts
+
+
+def parse_identifier(text: str, *, for_write: bool = False) -> TableIdentifier:
+    """The checked identifier of ``text`` (``db.t``, `` `db`.`t` ``, ``db.t$snapshots``, ``db.t$branch_b``).
+
+    Nothing is touched: this runs before any catalog or file is opened. ``for_write``: also refuse
+    what Paimon refuses to create or write (a system table, a branch, the ``sys`` database), so such
+    a name never reaches a path.
+
+    Raises:
+        InvalidIdentifierError: naming the identifier and what is wrong.
+    """
+    if not isinstance(text, str):
+        raise InvalidIdentifierError(f"a table identifier must be a string 'database.table', got "
+                                     f"{type(text).__name__} {text!r}", identifier=text)
+    if not text.strip():
+        raise _refuse(text, "empty identifier")
+    for i, ch in enumerate(text):
+        if unicodedata.category(ch) == "Cc":
+            raise _refuse(text, f"control character {ch!r} at position {i}")
+    for sep in ("/", "\\"):
+        if sep in text:
+            raise _refuse(text, f"path separator {sep!r} is not allowed in a name")
+    if ".." in text:
+        raise _refuse(text, "'..' is not allowed (a parent directory in a path, or an empty name)")
+    parts = _split_parts(text)
+    if len(parts) != 2:
+        raise _refuse(text, f"{len(parts)} part{'s' if len(parts) != 1 else ''} "
+                            f"(a name cannot contain '.')" if len(parts) > 2 else "no database part")
+    for kind, part in zip(("database", "table"), parts, strict=True):
+        if not part.strip():
+            raise _refuse(text, f"empty {kind} name")
+        if part != part.strip():
+            raise _refuse(text, f"{kind} name {part!r} starts or ends with blanks")
+    database, obj = parts
+    if SYSTEM_TABLE_SPLITTER in database:
+        raise _refuse(text, f"database name {database!r} contains {SYSTEM_TABLE_SPLITTER!r}")
+    pieces = obj.split(SYSTEM_TABLE_SPLITTER)
+    if any(not p.strip() for p in pieces):
+        raise _refuse(text, f"empty name around {SYSTEM_TABLE_SPLITTER!r} in {obj!r}")
+    branch = system = None
+    if len(pieces) == 2:
+        if pieces[1].startswith(SYSTEM_BRANCH_PREFIX):
+            branch = pieces[1][len(SYSTEM_BRANCH_PREFIX):]
+        else:
+            system = pieces[1]
+    elif len(pieces) == 3:
+        if not pieces[1].startswith(SYSTEM_BRANCH_PREFIX):
+            raise _refuse(text, f"a system table has one {SYSTEM_TABLE_SPLITTER!r} (or "
+                                f"'t$branch_<b>$<system table>'), got {obj!r}")
+        branch, system = pieces[1][len(SYSTEM_BRANCH_PREFIX):], pieces[2]
+    elif len(pieces) > 3:
+        raise _refuse(text, f"invalid object name {obj!r}")
+    if branch is not None and not branch:
+        raise _refuse(text, "empty branch name")
+    ident = TableIdentifier(database, pieces[0], branch, system)
+    if for_write:
+        if database == SYSTEM_DATABASE:
+            raise InvalidIdentifierError(
+                f"{ident.full_name}: {SYSTEM_DATABASE!r} is Paimon's system database, read-only; "
+                "create and write tables in another database", identifier=text)
+        if ident.is_system_table:
+            raise InvalidIdentifierError(
+                f"{ident.full_name} is a system table: it can be read, not created or written; "
+                f"write to the data table {database}.{ident.table}", identifier=text)
+        if branch is not None:
+            raise InvalidIdentifierError(
+                f"{ident.full_name} is a branch: paimon-index creates and writes the main branch "
+                f"only; use {database}.{ident.table}", identifier=text)
+    return ident
+
+
+def table_not_found(warehouse: str, identifier: str,
+                    cause: BaseException | None = None) -> TableNotFoundError:
+    """The error for a table that does not exist: names it and how to create it."""
+    detail = "" if cause is None or type(cause).__name__ == "TableNotExistException" else \
+        f" ({type(cause).__name__}: {cause})"
+    return TableNotFoundError(
+        f"table {identifier} does not exist in {warehouse}{detail}; create it first: "
+        f"paimon_index.spark.attach(spark, warehouse=W).sql(\"CREATE TABLE {identifier} (...) "
+        f"TBLPROPERTIES (...)\") or paimon_index.create_table(W, '{identifier}', schema, options={{...}})")
+
+
 def open_table(warehouse: str, identifier: str, *, catalog_options: Mapping[str, str] | None = None) -> Any:
-    """The pypaimon table ``db.table`` of ``warehouse``."""
-    return catalog(warehouse, catalog_options).get_table(identifier)
+    """The pypaimon table ``db.table`` of ``warehouse`` (the identifier checked first).
+
+    Raises:
+        InvalidIdentifierError: see :func:`parse_identifier`.
+    """
+    ident = parse_identifier(identifier)
+    return catalog(warehouse, catalog_options).get_table(ident.full_name)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -395,13 +577,13 @@ def create_table(warehouse: str, identifier: str, schema: pa.Schema | Any, *,
     warehouse as it was.
 
     Raises:
-        InvalidOptionError: a bad identifier, DDL string, option, or partition/primary key.
+        InvalidIdentifierError: see :func:`parse_identifier` (``for_write``).
+        InvalidOptionError: a bad DDL string, option, or partition/primary key.
         UnsupportedTypeError: a schema type paimon-index cannot write.
     """
     from pypaimon import Schema
 
-    if "." not in identifier:
-        raise InvalidOptionError(f"table identifier {identifier!r} must be 'database.table'")
+    ident = parse_identifier(identifier, for_write=True)
     partition_keys, primary_keys = list(partition_keys), list(primary_keys)
     plain = {str(k): str(v) for k, v in (options or {}).items()}
     if isinstance(schema, pa.Schema):
@@ -416,9 +598,9 @@ def create_table(warehouse: str, identifier: str, schema: pa.Schema | Any, *,
     _check_keys_exist("primary", primary_keys, columns)
     validate_table_options(plain, columns)
     cat = catalog(warehouse, catalog_options)
-    cat.create_database(identifier.split(".", 1)[0], True)
-    cat.create_table(identifier, paimon_schema, exist_ok)
-    return cat.get_table(identifier)
+    cat.create_database(ident.database, True)
+    cat.create_table(ident.full_name, paimon_schema, exist_ok)
+    return cat.get_table(ident.full_name)
 
 
 def alter_table_options(warehouse: str, identifier: str, *, set_options: Mapping[str, str] | None = None,
@@ -430,6 +612,7 @@ def alter_table_options(warehouse: str, identifier: str, *, set_options: Mapping
     """
     from pypaimon.schema.schema_change import SchemaChange
 
+    identifier = parse_identifier(identifier, for_write=True).full_name
     cat = catalog(warehouse, catalog_options)
     table = cat.get_table(identifier)
     current = dict(table.options.options.to_map())

@@ -53,7 +53,8 @@ from paimon_index.types import MAX_LENGTH, DataType, Field, TypeRoot, parse_type
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from paimon_index.spark.catalog import Catalog
+    from paimon_index.spark.sql.names import Catalog
+
 
 __all__ = ["command", "run"]
 
@@ -63,6 +64,8 @@ PRIMARY_KEY = "primary-key"
 #: Spark's reserved table properties the connector does not list in SHOW TBLPROPERTIES / DESCRIBE.
 _OWNER = "owner"
 _RESERVED = frozenset({_OWNER, "provider", "location", "comment", "external", "is_managed_location"})
+#: The current database after the current one is dropped (Paimon's default database).
+_DEFAULT_DATABASE = "default"
 #: Paimon's provider name (``USING paimon``).
 _PROVIDER = "paimon"
 
@@ -320,7 +323,7 @@ def _create_as_select(
     from pyspark.sql.types import StructField, StructType
 
     from paimon_index.spark import jobs
-    from paimon_index.spark.sql import names_paimon_table
+    from paimon_index.spark.sql.names import names_paimon_table
     from paimon_index.spark.sql.query import rewrite
 
     if names_paimon_table(catalog, query):
@@ -368,7 +371,7 @@ def _as_nullable(dtype: Any) -> Any:
 
 
 def _spark_or_refuse(catalog: Catalog, statement: exp.Expr, text: str) -> DataFrame:
-    from paimon_index.spark.sql import names_paimon_table
+    from paimon_index.spark.sql.names import names_paimon_table
 
     if names_paimon_table(catalog, statement):
         raise SqlError(f"{text.strip()[:200]}: not supported on Paimon tables")
@@ -391,9 +394,7 @@ def _drop(catalog: Catalog, statement: exp.Drop, text: str) -> DataFrame:
             catalog_options=catalog.catalog_options,
         )
         if catalog.current_database == spelt:
-            from paimon_index.spark.catalog import DEFAULT_DATABASE
-
-            catalog.current_database = DEFAULT_DATABASE
+            catalog.current_database = _DEFAULT_DATABASE
         return _empty(catalog)
     if kind != "TABLE" or len(targets) != 1 or not isinstance(targets[0], exp.Table):
         return _spark_or_refuse(catalog, statement, text)
@@ -801,7 +802,7 @@ def _show_databases(catalog: Catalog, rest: str, toks: list[Any], words: list[st
     del rest
     if len(words) > 1 and words[1] in ("IN", "FROM"):
         return catalog.spark.sql(text)
-    names = catalog.databases()
+    names = _catalog.database_names(catalog.warehouse, catalog.catalog_options)
     pattern = _like(words, toks)
     if pattern is not None:
         names = [n for n in names if _matches(n, pattern)]
@@ -845,7 +846,7 @@ def _show_tables(catalog: Catalog, rest: str, toks: list[Any], words: list[str],
         database = catalog.current_database
     del rest
     pattern = _like(words, toks)
-    tables = catalog.tables(database)
+    tables = _catalog.table_names(catalog.warehouse, database, catalog.catalog_options)
     if pattern is not None:
         tables = [t for t in tables if _matches(t, pattern)]
     rows: list[tuple[Any, ...]] = [(database, t, False) for t in tables]

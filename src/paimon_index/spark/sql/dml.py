@@ -11,7 +11,8 @@ from paimon_index.errors import SqlError
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from paimon_index.spark.catalog import Catalog
+    from paimon_index.spark.sql.names import Catalog
+
 
 __all__ = ["run"]
 

@@ -32,8 +32,7 @@ from paimon_index.table import catalog as _catalog
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from paimon_index.spark.catalog import Catalog
-    from paimon_index.spark.sql.names import TableName
+    from paimon_index.spark.sql.names import Catalog, TableName
 
 __all__ = ["PROCEDURES", "call"]
 

@@ -18,8 +18,8 @@ from paimon_index.table.system import SYSTEM_TABLES, system_table
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from paimon_index.spark.catalog import Catalog
-    from paimon_index.spark.sql.names import TableName
+    from paimon_index.spark.sql.names import Catalog, TableName
+
 
 __all__ = ["frame"]
 

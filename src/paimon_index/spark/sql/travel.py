@@ -21,8 +21,7 @@ from paimon_index.table import catalog as _catalog
 from paimon_index.table.paimon import latest_snapshot, snapshot_exists
 
 if TYPE_CHECKING:
-    from paimon_index.spark.catalog import Catalog
-    from paimon_index.spark.sql.names import TableName
+    from paimon_index.spark.sql.names import Catalog, TableName
 
 __all__ = ["snapshot_id"]
 
