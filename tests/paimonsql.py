@@ -32,14 +32,21 @@ def run(warehouse: str | Path, statements: list[str]) -> list[dict[str, Any]]:
         f.write(";\n".join(statements) + ";\n")
         path = f.name
     try:
-        done = subprocess.run([str(SCRIPT), "--warehouse", str(warehouse), "--file", path],
-                              capture_output=True, text=True, timeout=TIMEOUT_SECONDS, check=False)
+        done = subprocess.run(
+            [str(SCRIPT), "--warehouse", str(warehouse), "--file", path],
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_SECONDS,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired) as e:
         pytest.skip(f"paimon-sql.sh did not run: {e}")
     finally:
         os.unlink(path)
     results = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     if len(results) != len(statements):
-        pytest.skip(f"paimon-sql.sh gave {len(results)} results for {len(statements)} statements: "
-                    f"{done.stderr[-2000:]}")
+        pytest.skip(
+            f"paimon-sql.sh gave {len(results)} results for {len(statements)} statements: "
+            f"{done.stderr[-2000:]}"
+        )
     return results

@@ -569,8 +569,9 @@ def _check_keys_exist(kind: str, keys: Iterable[str], columns: Mapping[str, obje
 def create_table(warehouse: str, identifier: str, schema: pa.Schema | Any, *,
                  partition_keys: Iterable[str] = (), primary_keys: Iterable[str] = (),
                  options: Mapping[str, str] | None = None, exist_ok: bool = False,
-                 catalog_options: Mapping[str, str] | None = None) -> Any:
-    """Create ``db.table`` (and its database) and return the pypaimon table.
+                 catalog_options: Mapping[str, str] | None = None, comment: str | None = None) -> Any:
+    """Create ``db.table`` (and its database) and return the pypaimon table (``comment``: the
+    table's comment, kept in its first schema).
 
     Everything is checked before the database or table is created, so a refused call leaves the
     warehouse as it was.
@@ -590,6 +591,8 @@ def create_table(warehouse: str, identifier: str, schema: pa.Schema | Any, *,
                                                    primary_keys=primary_keys or None, options=plain)
     else:
         paimon_schema = Schema(_paimon_fields(schema_fields(schema)), partition_keys, primary_keys, plain)
+    if comment:
+        paimon_schema.comment = comment
     columns = column_types(paimon_schema.fields)
     _check_keys_exist("partition", partition_keys, columns)
     _check_keys_exist("primary", primary_keys, columns)
@@ -640,3 +643,180 @@ def table_names(warehouse: str, database: str, catalog_options: Mapping[str, str
     if database not in cat.list_databases():
         return []
     return sorted(cat.list_tables(database))
+
+
+# ------------------------------------------------------------------------------------------------
+# Catalog DDL beyond options (the SQL layer's CREATE/DROP/ALTER, tags and rollback)
+# ------------------------------------------------------------------------------------------------
+def _catalog_errors() -> Any:
+    from pypaimon.catalog import catalog_exception
+
+    return catalog_exception
+
+
+def create_database(warehouse: str, name: str, *, exist_ok: bool = False,
+                    catalog_options: Mapping[str, str] | None = None) -> None:
+    """``CREATE DATABASE [IF NOT EXISTS] name``.
+
+    Raises:
+        TableExistsError: the database exists and ``exist_ok`` is false.
+    """
+    from paimon_index.errors import TableExistsError
+
+    cat = catalog(warehouse, catalog_options)
+    if not exist_ok and name in cat.list_databases():
+        raise TableExistsError(f"database {name} already exists in {warehouse}; "
+                               f"use CREATE DATABASE IF NOT EXISTS {name}")
+    cat.create_database(name, True)
+
+
+def drop_database(warehouse: str, name: str, *, missing_ok: bool = False, cascade: bool = False,
+                  catalog_options: Mapping[str, str] | None = None) -> None:
+    """``DROP DATABASE [IF EXISTS] name [CASCADE]`` (without CASCADE only an empty one).
+
+    Raises:
+        TableNotFoundError: no such database (and not ``missing_ok``).
+        TableError: the database has tables and ``cascade`` is false.
+    """
+    from paimon_index.errors import TableError, TableNotFoundError
+
+    cat = catalog(warehouse, catalog_options)
+    if name not in cat.list_databases():
+        if missing_ok:
+            return
+        raise TableNotFoundError(f"database {name} not found in {warehouse}; use DROP DATABASE IF EXISTS")
+    tables = cat.list_tables(name)
+    if tables and not cascade:
+        raise TableError(f"database {name} is not empty (tables: {', '.join(sorted(tables))}); "
+                         f"drop them first or use DROP DATABASE {name} CASCADE")
+    cat.drop_database(name, False, cascade)
+
+
+def drop_table(warehouse: str, identifier: str, *, missing_ok: bool = False,
+               catalog_options: Mapping[str, str] | None = None) -> bool:
+    """``DROP TABLE [IF EXISTS]``: delete the table's directory; whether a table was dropped.
+
+    Raises:
+        TableNotFoundError: no such table (and not ``missing_ok``).
+    """
+    from paimon_index.errors import TableNotFoundError
+
+    errors = _catalog_errors()
+    cat = catalog(warehouse, catalog_options)
+    try:
+        cat.get_table(identifier)
+    except (errors.TableNotExistException, errors.DatabaseNotExistException):
+        if missing_ok:
+            return False
+        raise TableNotFoundError(f"table {identifier} not found in {warehouse}; "
+                                 f"use DROP TABLE IF EXISTS {identifier}") from None
+    cat.drop_table(identifier, False)
+    return True
+
+
+def rename_table(warehouse: str, identifier: str, new_identifier: str, *,
+                 catalog_options: Mapping[str, str] | None = None) -> None:
+    """``ALTER TABLE db.t RENAME TO db.u`` (within one warehouse; the target database must exist).
+
+    Raises:
+        TableExistsError: ``new_identifier`` exists.
+        TableNotFoundError: the target database does not exist.
+    """
+    from paimon_index.errors import TableExistsError, TableNotFoundError
+
+    errors = _catalog_errors()
+    cat = catalog(warehouse, catalog_options)
+    try:
+        cat.rename_table(identifier, new_identifier)
+    except errors.TableAlreadyExistException:
+        raise TableExistsError(f"cannot rename {identifier} to {new_identifier}: that table exists; "
+                               "drop it first or pick another name") from None
+    except errors.DatabaseNotExistException:
+        database = new_identifier.split(".", 1)[0]
+        raise TableNotFoundError(f"cannot rename {identifier} to {new_identifier}: database "
+                                 f"{database} does not exist; create it first") from None
+
+
+def paimon_field(ddl: str) -> Any:
+    """The pypaimon ``DataField`` of one DDL column (``name TYPE [NOT NULL] [COMMENT '...']``)."""
+    fields = schema_fields(ddl)
+    if len(fields) != 1:
+        raise InvalidOptionError(f"expected one column definition, got {ddl!r}")
+    return _paimon_fields(fields)[0]
+
+
+def alter_columns(warehouse: str, identifier: str, changes: Iterable[Any], *,
+                  catalog_options: Mapping[str, str] | None = None) -> Any:
+    """Apply pypaimon ``SchemaChange``s (add / rename / drop column, column type) as one schema
+    change; return the re-opened table.
+
+    Raises:
+        SchemaEvolutionError: pypaimon refused the change (the message names the column).
+    """
+    from paimon_index.errors import SchemaEvolutionError
+
+    cat = catalog(warehouse, catalog_options)
+    try:
+        cat.alter_table(identifier, list(changes))
+    except (ValueError, RuntimeError, _catalog_errors().CatalogException) as e:
+        raise SchemaEvolutionError(f"ALTER TABLE {identifier}: {e}") from e
+    return cat.get_table(identifier)
+
+
+def create_tag(warehouse: str, identifier: str, tag: str, snapshot_id: int | None = None, *,
+               time_retained: str | None = None, catalog_options: Mapping[str, str] | None = None) -> None:
+    """Tag snapshot ``snapshot_id`` (default: the latest) of ``db.t`` as ``tag``.
+
+    Raises:
+        TableExistsError: the tag exists.
+        TableError: no such snapshot (or the table has none).
+    """
+    from paimon_index.errors import TableError, TableExistsError
+
+    table = open_table(warehouse, identifier, catalog_options=catalog_options)
+    if tag in table.list_tags():
+        raise TableExistsError(f"tag {tag!r} of {identifier} already exists; delete_tag it first")
+    try:
+        table.create_tag(tag, snapshot_id=snapshot_id, time_retained=time_retained)
+    except (ValueError, FileNotFoundError) as e:
+        raise TableError(f"cannot tag {identifier}: {e}") from e
+
+
+def delete_tag(warehouse: str, identifier: str, tag: str, *,
+               catalog_options: Mapping[str, str] | None = None) -> bool:
+    """Delete tag ``tag`` of ``db.t``; whether it existed."""
+    return bool(open_table(warehouse, identifier, catalog_options=catalog_options).delete_tag(tag))
+
+
+def tag_snapshot_id(table: Any, tag: str) -> int | None:
+    """The snapshot id tag ``tag`` of the pypaimon table points to, or None."""
+    found = table.tag_manager().get(tag)
+    return None if found is None else int(found.id)
+
+
+def rollback(warehouse: str, identifier: str, target: int | str, *,
+             catalog_options: Mapping[str, str] | None = None) -> tuple[int, int]:
+    """Roll ``db.t`` back to snapshot ``target`` (int) or tag ``target`` (str):
+    (previous latest snapshot id, current snapshot id), as Paimon's ``rollback`` procedure answers.
+
+    Raises:
+        TableError: no snapshot, or the snapshot/tag does not exist.
+    """
+    from paimon_index.errors import TableError
+    from paimon_index.table.paimon import latest_snapshot, snapshot_exists
+
+    table = open_table(warehouse, identifier, catalog_options=catalog_options)
+    latest = latest_snapshot(table)
+    if latest is None:
+        raise TableError(f"table {identifier} has no snapshot to roll back")
+    if isinstance(target, str):
+        current = tag_snapshot_id(table, target)
+        if current is None:
+            raise TableError(f"tag {target!r} of {identifier} does not exist; tags: "
+                             f"{', '.join(table.list_tags()) or 'none'}")
+    else:
+        if not snapshot_exists(table, target):
+            raise TableError(f"snapshot {target} of {identifier} does not exist (latest: {latest.id})")
+        current = target
+    table.rollback_to(target)
+    return int(latest.id), int(current)

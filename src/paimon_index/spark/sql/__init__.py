@@ -35,8 +35,10 @@ __all__ = ["DIALECT", "cte_names", "execute", "names_paimon_table", "parse"]
 def _command(statement: exp.Expr) -> tuple[str, str]:
     """(keyword upper-cased, the rest of the text) of a statement sqlglot kept as a raw command."""
     keyword = str(statement.this).upper()
-    rest = statement.expression.name if isinstance(statement.expression, exp.Literal) else \
-        (statement.expression.sql(DIALECT) if statement.expression is not None else "")
+    expression = statement.expression
+    rest = expression.name if isinstance(expression, exp.Literal) else \
+        expression if isinstance(expression, str) else \
+        (expression.sql(DIALECT) if expression is not None else "")
     return keyword, rest
 
 
