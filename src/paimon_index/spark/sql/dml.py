@@ -140,19 +140,18 @@ def _open(catalog: Catalog, name: TableName) -> _Target:
                    list(paimon.partition_keys or []))
 
 
-def _store_assigned(df: DataFrame, schema: StructType) -> DataFrame:
-    """``df``'s first columns, by position, stored into the table's columns: Spark's cast to each
-    type, named as the table names them (to become Spark's ANSI store assignment,
-    ``paimon_index.spark.assign.store_assigned``); columns after them (``_ROW_KIND``) kept."""
-    from pyspark.sql import functions as F
+def _store_assigned(df: DataFrame, target: _Target) -> DataFrame:
+    """``df``'s first columns, by position, stored into the table's columns as Spark's ``INSERT``
+    stores them (ANSI store assignment, :func:`paimon_index.spark.assign.store_assigned`: refusals
+    on the driver, overflow failing the job, each naming the column); columns after them
+    (``_ROW_KIND``) kept."""
+    from paimon_index.spark.assign import store_assigned
 
-    width = len(schema.fields)
-    if len(df.columns) < width:  # pragma: no cover - callers select the table's columns
-        raise SqlError(f"{len(df.columns)} values for {width} columns")
+    width = len(target.schema.fields)
+    if len(df.columns) < width:
+        raise SqlError(f"{len(df.columns)} values for the {width} columns of {target.name}")
     extra = df.columns[width:]
-    positional = df.toDF(*[f"__paimon_c{i}" for i in range(width)], *extra)
-    return positional.select(*[F.col(f"__paimon_c{i}").cast(f.dataType).alias(f.name)
-                               for i, f in enumerate(schema.fields)], *[F.col(_quoted(c)) for c in extra])
+    return store_assigned(df, target.schema, by_name=False, table=str(target.name), passthrough=extra)
 
 
 def _quoted(name: str) -> str:
@@ -256,7 +255,7 @@ def _insert_rows(catalog: Catalog, statement: exp.Insert, node: exp.Table, targe
             raise SqlError(f"{what}: partition column {name!r} is both static and in the query")
         values[name] = F.expr(value.sql(dialect="spark"))
     chosen = positional.select(*[values.get(n, F.lit(None)).alias(n) for n in target.names])
-    return _store_assigned(chosen, target.schema)
+    return _store_assigned(chosen, target)
 
 
 def _insert(catalog: Catalog, statement: exp.Insert, node: exp.Table, name: TableName) -> None:
@@ -370,13 +369,13 @@ def _update(catalog: Catalog, statement: exp.Update, node: exp.Table, name: Tabl
     value_names = [F.col(f"__paimon_v{i}") for i in range(len(target.names))]
     if target.primary_keys:
         rows = _selected(catalog, node, _target_read(catalog, name), values, where)
-        jobs.upsert_changes(catalog.spark, _store_assigned(rows, target.schema), name.identifier,
+        jobs.upsert_changes(catalog.spark, _store_assigned(rows, target), name.identifier,
                             operation="update", **_where(catalog))
         return
 
     def build(pinned: DataFrame) -> tuple[DataFrame | None, DataFrame | None]:
         matched = _selected(catalog, node, pinned, [*values, *_metadata(alias)], where)
-        return matched.select(*METADATA_COLUMNS), _store_assigned(matched.select(*value_names), target.schema)
+        return matched.select(*METADATA_COLUMNS), _store_assigned(matched.select(*value_names), target)
 
     jobs.change_matched(catalog.spark, name.identifier, build, operation="update", **_where(catalog))
 
@@ -524,7 +523,7 @@ def _merge(catalog: Catalog, statement: exp.Merge, node: exp.Table, name: TableN
         _check_keys_kept(changes, target, [i for i, c in enumerate(clauses, start=1) if c.action == "update"])
         kind_column = F.when(F.col(_ACTION).isin(removing), F.lit("-D")).otherwise(F.lit("+I")) \
             if removing else F.lit("+I")
-        rows = _store_assigned(changes.select(*value_names, kind_column.alias(_ROW_KIND)), target.schema)
+        rows = _store_assigned(changes.select(*value_names, kind_column.alias(_ROW_KIND)), target)
         jobs.upsert_changes(catalog.spark, rows, name.identifier, operation="merge", **_where(catalog))
         return
 
@@ -532,7 +531,7 @@ def _merge(catalog: Catalog, statement: exp.Merge, node: exp.Table, name: TableN
         changes = joined(pinned)
         marked = changes.where(F.col(_ACTION).isin(deleting)).select(*METADATA_COLUMNS) if deleting else None
         written = _store_assigned(changes.where(F.col(_ACTION).isin(writing)).select(*value_names),
-                                  target.schema) if writing else None
+                                  target) if writing else None
         return marked, written
 
     jobs.change_matched(catalog.spark, name.identifier, build, operation="merge", **_where(catalog))
