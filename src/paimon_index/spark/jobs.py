@@ -177,6 +177,15 @@ def write(df: DataFrame, table: str, mode: str = APPEND, *, warehouse: str,
     opened = open_table(warehouse, table, catalog_options=catalog_options)  # TableNotFoundError here
     df = store_assigned(df, target_schema(opened.paimon_table), by_name=True, case_sensitive=None,
                         table=table, passthrough=(ROW_KIND_COLUMN,) if opened.is_primary_key_table else ())
+    if opened.is_primary_key_table and mode == APPEND:
+        if pk.dv_mode(opened.paimon_table):
+            # An upsert: rows shuffled so that each key (bucket) reaches one task, or one task
+            # for dynamic buckets; rows of one key from several tasks are otherwise refused.
+            snapshot, written = _upsert(df.sparkSession, df, table, warehouse=warehouse,
+                                        catalog_options=catalog_options)
+            return _result(warehouse, table, catalog_options, mode, snapshot, written)
+        if _dynamic_bucket(opened.paimon_table):
+            df = df.repartition(1)  # one HASH index per bucket: two writing tasks would conflict
     before = _latest(warehouse, table, catalog_options)
     counted, rows = _tasks.counted(df.sparkSession, df)
     writer = counted.write.format(SOURCE_NAME).options(**dict(catalog_options or {}))
@@ -202,6 +211,10 @@ def upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
     return _result(warehouse, table, catalog_options, "upsert", snapshot, rows)
 
 
+def _dynamic_bucket(paimon_table: Any) -> bool:
+    return str(paimon_table.options.options.to_map().get(BUCKET, DYNAMIC_BUCKET)) == DYNAMIC_BUCKET
+
+
 def _upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
             partitions: int | None = None, catalog_options: CatalogOptions = None) -> tuple[int | None, int]:
     """Upsert ``df`` into the primary-key table ``table`` in one snapshot: the new snapshot id (None
@@ -214,7 +227,7 @@ def _upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
     before = latest_snapshot(paimon_table)
     df, written = _tasks.counted(spark, df)
     writer_options = {**catalog_options, WAREHOUSE: warehouse}
-    if str(paimon_table.options.options.to_map().get(BUCKET, DYNAMIC_BUCKET)) == DYNAMIC_BUCKET:
+    if _dynamic_bucket(paimon_table):
         # pypaimon assigns dynamic buckets through one HASH index per bucket; two tasks would each
         # extend it (a conflict at commit), so the assignment runs in one task.
         shuffled = df.repartition(1)
