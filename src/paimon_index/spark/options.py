@@ -79,7 +79,7 @@ CATALOG_PREFIX = "fs."
 READ_OPTIONS = (WAREHOUSE, PATH, READ_ENABLED, TOPN, LIMIT, SCAN_REPORT, METADATA, SNAPSHOT_ID,
                 FILTER_PUSHDOWN, SINGLE_SCAN_PUSHDOWN)
 #: Keys never suggested nor listed to users.
-_UNLISTED = (PATH, SINGLE_SCAN_PUSHDOWN, BUCKET_EXCLUSIVE)
+_UNLISTED = (PATH, SINGLE_SCAN_PUSHDOWN)
 WRITE_OPTIONS = (WAREHOUSE, PATH, BUCKET_EXCLUSIVE)
 PUSHDOWN_MODES = ("auto", "true", "false")
 
@@ -149,12 +149,13 @@ def _table_option(key: str) -> bool:
 
 def _table_option_on_writer(key: str, value: str, table: str | None) -> TableOptionOnWriterError:
     name = table or "db.t"
+    own = ", ".join(k for k in WRITE_OPTIONS if k not in _UNLISTED)
     return TableOptionOnWriterError(
         f"'{key}' is a table option, not a write option: table options belong to the table, set when it "
         f"is created or altered -- paimon_index.spark.attach(spark, warehouse=W).sql(\"CREATE TABLE {name} "
         f"(...) TBLPROPERTIES ('{key}' = '{value}')\") or \"ALTER TABLE {name} SET TBLPROPERTIES (...)\", or "
         f"paimon_index.create_table(W, '{name}', schema, options={{'{key}': '{value}'}}) / "
-        f"Table.alter_options(...); a write takes only 'warehouse' and catalog options '{CATALOG_PREFIX}*'")
+        f"Table.alter_options(...); a write takes only {own} and catalog options '{CATALOG_PREFIX}*'")
 
 
 def _split(options: Mapping[str, str], known: tuple[str, ...], kind: str
