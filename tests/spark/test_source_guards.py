@@ -197,3 +197,14 @@ def test_the_private_pushdown_key_is_not_offered_to_users() -> None:
     with pytest.raises(paimon_index.InvalidOptionError) as info:
         parse_read_options({"warehouse": "/w", "path": "db.t", "filter-pushdwn": "true"})
     assert SINGLE_SCAN_PUSHDOWN not in str(info.value) and "filter-pushdown" in str(info.value)
+
+
+def test_a_spark_catalog_table_over_the_source_points_to_the_noun(spark, warehouse: Path) -> None:
+    """``CREATE TABLE x USING paimon_index`` then a query said only "unknown read option 'location'"."""
+    try:
+        with pytest.raises(Exception, match=r"USING paimon_index\) is not supported.*attach\(spark"):
+            spark.sql(f"CREATE TABLE guards_using USING paimon_index OPTIONS (warehouse '{warehouse}', "
+                      "path 'db.t')")
+            spark.sql("SELECT count(*) FROM guards_using").collect()
+    finally:
+        spark.sql("DROP TABLE IF EXISTS guards_using")

@@ -158,12 +158,22 @@ def _table_option_on_writer(key: str, value: str, table: str | None) -> TableOpt
         f"Table.alter_options(...); a write takes only {own} and catalog options '{CATALOG_PREFIX}*'")
 
 
+#: The option Spark adds for a table of its own catalog (``CREATE TABLE ... USING <source>``).
+SPARK_CATALOG_LOCATION = "location"
+
+
 def _split(options: Mapping[str, str], known: tuple[str, ...], kind: str
            ) -> tuple[dict[str, str], tuple[tuple[str, str], ...]]:
     """(this source's options by lower-cased key, catalog options) or an error naming a bad key."""
     own: dict[str, str] = {}
     catalog: list[tuple[str, str]] = []
     spelling: dict[str, str] | None = None
+    if any(k.lower() == SPARK_CATALOG_LOCATION for k in options):
+        raise InvalidOptionError(
+            "a table of Spark's catalog over the paimon_index source (CREATE TABLE ... USING paimon_index) "
+            "is not supported: Spark hands the source a location, not a Paimon table. Use "
+            "paimon = paimon_index.spark.attach(spark, warehouse=W); paimon.sql(\"SELECT ... FROM db.t\"), "
+            "or paimon.sql(\"CREATE TABLE db.t (...) TBLPROPERTIES (...)\") to create a Paimon table")
     for key, value in options.items():
         lower = key.lower()
         if lower in known:
