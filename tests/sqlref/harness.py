@@ -48,6 +48,17 @@ CONNECTOR_TIMEOUT = float(os.environ.get("PAIMON_SQL_TIMEOUT", "1200"))
 class Statement:
     name: str
     text: str
+    #: Tags after the name in ``-- name: x tag ...``: ``ci`` (in the default run), ``final`` (a
+    #: sequence's query that each side also runs on the other side's copy).
+    tags: frozenset[str] = frozenset()
+
+    @property
+    def ci(self) -> bool:
+        return "ci" in self.tags
+
+    @property
+    def final(self) -> bool:
+        return "final" in self.tags
 
     @property
     def ordered(self) -> bool:
@@ -56,26 +67,28 @@ class Statement:
 
 def statements(path: Path) -> list[Statement]:
     """The statements of ``path``: split at ``;`` outside quotes; ``--`` comment lines dropped, a
-    ``-- name: x`` line names the statement that follows."""
+    ``-- name: x [tag ...]`` line names (and tags) the statement that follows."""
     out: list[Statement] = []
     name: str | None = None
+    tags: frozenset[str] = frozenset()
     lines: list[str] = []
     for line in path.read_text().splitlines():
         stripped = line.strip()
         if stripped.startswith("--"):
             body = stripped[2:].strip()
             if body.startswith("name:"):
-                name = body[5:].strip()
+                name, *rest = body[5:].split()
+                tags = frozenset(rest)
             continue
         lines.append(line)
         if _ends_statement("\n".join(lines)):
             text = "\n".join(lines).strip().rstrip(";").strip()
             if text:
-                out.append(Statement(name or f"{path.stem}:{len(out) + 1}", text))
-            name, lines = None, []
+                out.append(Statement(name or f"{path.stem}:{len(out) + 1}", text, tags))
+            name, tags, lines = None, frozenset(), []
     rest = "\n".join(lines).strip()
     if rest:
-        out.append(Statement(name or f"{path.stem}:{len(out) + 1}", rest))
+        out.append(Statement(name or f"{path.stem}:{len(out) + 1}", rest, tags))
     names = [s.name for s in out]
     dup = {n for n in names if names.count(n) > 1}
     assert not dup, f"{path}: statement names used twice: {sorted(dup)}"
@@ -106,7 +119,8 @@ def has_top_level_order_by(text: str) -> bool:
         return False
     while isinstance(tree, exp.Subquery):
         tree = tree.this
-    return isinstance(tree, (exp.Select, exp.Union, exp.Except, exp.Intersect)) and tree.args.get("order") is not None
+    queries = (exp.Select, exp.Union, exp.Except, exp.Intersect)
+    return isinstance(tree, queries) and tree.args.get("order") is not None
 
 
 # -- the connector ---------------------------------------------------------------------------------

@@ -12,7 +12,8 @@ flags/status, range-bitmap on dates/prices)::
               range-bitmap l_shipdate,l_commitdate,l_receiptdate,l_extendedprice,l_discount,l_quantity
     orders    primary key o_orderkey, 2 buckets  bloom o_custkey; bitmap o_orderstatus,o_orderpriority;
               range-bitmap o_orderdate,o_totalprice
-    customer  primary key c_custkey, 1 bucket    bloom c_nationkey; bitmap c_mktsegment; range-bitmap c_acctbal
+    customer  primary key c_custkey, 1 bucket    bloom c_nationkey; bitmap c_mktsegment;
+              range-bitmap c_acctbal
     partsupp  primary key (ps_partkey, ps_suppkey), 2 buckets   range-bitmap ps_supplycost,ps_availqty
     part      append    bloom p_partkey; bitmap p_brand,p_container,p_size; range-bitmap p_retailprice
     supplier  append    bloom s_suppkey; bitmap s_nationkey; range-bitmap s_acctbal
@@ -43,7 +44,8 @@ DV = {"deletion-vectors.enabled": "true"}
 LAYOUT: dict[str, dict[str, object]] = {
     "lineitem": {"options": {"bucket": "-1", **DV,
                              "file-index.bloom-filter.columns": "l_orderkey,l_partkey,l_suppkey",
-                             "file-index.bitmap.columns": "l_returnflag,l_linestatus,l_shipmode,l_shipinstruct",
+                             "file-index.bitmap.columns":
+                                 "l_returnflag,l_linestatus,l_shipmode,l_shipinstruct",
                              "file-index.range-bitmap.columns":
                                  "l_shipdate,l_commitdate,l_receiptdate,l_extendedprice,l_discount,l_quantity"}},
     "orders": {"primary_keys": ["o_orderkey"],

@@ -3,7 +3,7 @@
 -- Q15's view is a CTE. The limits the specification names (Q2 100, Q3 10, Q10 20, Q18 100, Q21 100)
 -- are kept; every ORDER BY ... LIMIT ends with the query's key columns so ties cannot reorder rows.
 
--- name: q01
+-- name: q01 ci
 SELECT l_returnflag, l_linestatus, sum(l_quantity) AS sum_qty, sum(l_extendedprice) AS sum_base_price,
        sum(l_extendedprice * (1 - l_discount)) AS sum_disc_price,
        sum(l_extendedprice * (1 - l_discount) * (1 + l_tax)) AS sum_charge,
@@ -27,7 +27,7 @@ WHERE p_partkey = ps_partkey AND s_suppkey = ps_suppkey AND p_size = 15 AND p_ty
 ORDER BY s_acctbal DESC, n_name, s_name, p_partkey
 LIMIT 100;
 
--- name: q03
+-- name: q03 ci
 SELECT l_orderkey, sum(l_extendedprice * (1 - l_discount)) AS revenue, o_orderdate, o_shippriority
 FROM tpch.customer, tpch.orders, tpch.lineitem
 WHERE c_mktsegment = 'BUILDING' AND c_custkey = o_custkey AND l_orderkey = o_orderkey
@@ -54,7 +54,7 @@ WHERE c_custkey = o_custkey AND l_orderkey = o_orderkey AND l_suppkey = s_suppke
 GROUP BY n_name
 ORDER BY revenue DESC, n_name;
 
--- name: q06
+-- name: q06 ci
 SELECT sum(l_extendedprice * l_discount) AS revenue
 FROM tpch.lineitem
 WHERE l_shipdate >= date '1994-01-01' AND l_shipdate < date '1994-01-01' + interval '1' year
@@ -123,7 +123,7 @@ HAVING sum(ps_supplycost * ps_availqty) > (
   WHERE ps_suppkey = s_suppkey AND s_nationkey = n_nationkey AND n_name = 'GERMANY')
 ORDER BY value DESC, ps_partkey;
 
--- name: q12
+-- name: q12 ci
 SELECT l_shipmode,
        sum(CASE WHEN o_orderpriority = '1-URGENT' OR o_orderpriority = '2-HIGH' THEN 1 ELSE 0 END) AS high_line_count,
        sum(CASE WHEN o_orderpriority <> '1-URGENT' AND o_orderpriority <> '2-HIGH' THEN 1 ELSE 0 END) AS low_line_count
@@ -145,7 +145,7 @@ FROM (
 GROUP BY c_count
 ORDER BY custdist DESC, c_count DESC;
 
--- name: q14
+-- name: q14 ci
 SELECT 100.00 * sum(CASE WHEN p_type LIKE 'PROMO%' THEN l_extendedprice * (1 - l_discount) ELSE 0 END)
        / sum(l_extendedprice * (1 - l_discount)) AS promo_revenue
 FROM tpch.lineitem, tpch.part
@@ -187,7 +187,7 @@ GROUP BY c_name, c_custkey, o_orderkey, o_orderdate, o_totalprice
 ORDER BY o_totalprice DESC, o_orderdate, o_orderkey
 LIMIT 100;
 
--- name: q19
+-- name: q19 ci
 SELECT sum(l_extendedprice * (1 - l_discount)) AS revenue
 FROM tpch.lineitem, tpch.part
 WHERE (p_partkey = l_partkey AND p_brand = 'Brand#12'
