@@ -71,6 +71,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
+from paimon_index.spark.options import SINGLE_SCAN_PUSHDOWN
 from paimon_index.table.catalog import create_table
 from paimon_index.table.read import read_arrow
 from paimon_index.table.write import write_arrow
@@ -270,7 +271,7 @@ class SparkReads:
             # case where it is exact on Spark 4.1-4.3 too ('auto' leaves every filter to Spark there,
             # so neither value statistics nor indexes would prune and the comparison would be moot).
             count = (self.spark.read.format("paimon_index").option("warehouse", self.warehouse)
-                     .option("filter-pushdown", "true")
+                     .option(SINGLE_SCAN_PUSHDOWN, "true")
                      .option("file-index.read.enabled", "true" if use_index else "false")
                      .option("scan-report", reports).load(INDEXED).filter(where).count())
             report = collect_scan_report(reports)

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from paimon_index.spark.options import SINGLE_SCAN_PUSHDOWN
 from paimon_index.table.catalog import create_table, open_table
 from paimon_index.table.read import read_arrow
 from paimon_index.table.row_level import delete_arrow
@@ -113,8 +114,8 @@ def main() -> None:
             spark = local_session("bench-row-level")
             # Warm-up read (session, workers, imports). Pushdown forced on as in the DELETE job's own
             # read: this DataFrame is scanned once, by one query, so it is exact on every Spark.
-            (spark.read.format("paimon_index").option("warehouse", spark_wh).option("filter-pushdown", "true")
-             .load(TABLE).limit(1).collect())
+            (spark.read.format("paimon_index").option("warehouse", spark_wh)
+             .option(SINGLE_SCAN_PUSHDOWN, "true").load(TABLE).limit(1).collect())
             start = time.perf_counter()
             jobs.delete(spark, TABLE, f"category = '{DELETED_CATEGORY}'", warehouse=spark_wh)
             delete_spark = time.perf_counter() - start

@@ -341,13 +341,14 @@ class Bench:
         return run
 
     def source(self, q: Query) -> Run:
+        from paimon_index.spark.options import SINGLE_SCAN_PUSHDOWN
         from paimon_index.spark.report import scan_report
 
         reports = scan_report(self.spark)  # a Spark accumulator the read tasks add their reports to
 
         def build_df() -> Any:
             reader = (self.spark.read.format("paimon_index").option("warehouse", self.built.warehouse)
-                      .option("filter-pushdown", "true").option("scan-report", reports.name))
+                      .option(SINGLE_SCAN_PUSHDOWN, "true").option("scan-report", reports.name))
             if q.shape == "topn":
                 reader = reader.option("topn", ", ".join(q.order)).option("limit", str(TOPN_LIMIT))
             df = reader.load(TABLE)
@@ -457,7 +458,7 @@ elif {engine!r} == "planned":
     df = jobs.read(spark, {TABLE!r}, where={where!r}, warehouse={built.warehouse!r})
 else:
     df = (spark.read.format("paimon_index").option("warehouse", {built.warehouse!r})
-          .option("filter-pushdown", "true").load({TABLE!r})).where({where!r})
+          .option("_paimon-index.single-scan-pushdown", "true").load({TABLE!r})).where({where!r})
 rows = df.limit(1).collect()
 print(json.dumps({{"seconds": time.perf_counter() - start, "rows": len(rows)}}))
 spark.stop()

@@ -6,6 +6,8 @@ Every error raised on purpose by paimon-index derives from :class:`PaimonIndexEr
     ├── CorruptFileError       bytes that do not follow the format (names file, offset, field)
     ├── UnsupportedTypeError   an index asked to handle a data type it cannot
     ├── InvalidOptionError     a malformed or unknown ``file-index.*`` option (also a ValueError)
+    │   ├── InvalidIdentifierError  a table name that is not ``database.table`` or could leave the warehouse
+    │   └── TableOptionOnWriterError  a table option given to a writer (it belongs to CREATE/ALTER TABLE)
     ├── InvalidPredicateError  a predicate that does not parse or does not fit the schema
     ├── EnvironmentCheckError  the machine lacks something (Java for Spark, an optional package)
     ├── BsiValueError          a value the legacy bsi index cannot store (also a ValueError)
@@ -41,6 +43,7 @@ __all__ = [
     "DataError",
     "DeletionVectorTooLargeError",
     "EnvironmentCheckError",
+    "InvalidIdentifierError",
     "InvalidOptionError",
     "InvalidPredicateError",
     "NoAtomicCreateError",
@@ -52,6 +55,7 @@ __all__ = [
     "TableError",
     "TableExistsError",
     "TableNotFoundError",
+    "TableOptionOnWriterError",
     "UnsupportedTableError",
     "UnsupportedTypeError",
 ]
@@ -170,3 +174,22 @@ class NullKeyError(PrimaryKeyTableError, DataError):
 class SqlError(PaimonIndexError, ValueError):
     """SQL text the Spark noun cannot run: a statement it does not support on Paimon tables, a
     procedure or argument it does not know (the message names it and what to use instead)."""
+
+
+class InvalidIdentifierError(InvalidOptionError):
+    """A table identifier that is not ``database.table`` (Paimon's ``Identifier``), or that names a
+    path (separators, ``..``, control characters) and could leave the warehouse; nothing was touched.
+
+    Attributes:
+        identifier: the text given.
+    """
+
+    def __init__(self, message: str, *, identifier: object = None) -> None:
+        self.identifier = identifier
+        super().__init__(message)
+
+
+class TableOptionOnWriterError(InvalidOptionError):
+    """A table option (``bucket``, ``primary-key``, ``file-index.*`` ...) given to a writer: table
+    options belong to the table (``CREATE TABLE ... TBLPROPERTIES`` / ``ALTER TABLE ... SET
+    TBLPROPERTIES``), not to one write."""

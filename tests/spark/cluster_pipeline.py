@@ -27,6 +27,7 @@ import pyarrow as pa
 
 import paimon_index
 from paimon_index.spark import jobs
+from paimon_index.spark.options import SINGLE_SCAN_PUSHDOWN
 from paimon_index.spark.report import scan_report
 
 ROWS = 4_000
@@ -80,7 +81,7 @@ def run_pipeline(spark: Any, warehouse: str, catalog_options: Mapping[str, str] 
     def read(query: str) -> dict[str, Any]:
         report = scan_report(spark)
         df = (spark.read.format("paimon_index").options(**options).option("warehouse", warehouse)
-              .option("filter-pushdown", "true").option("scan-report", report.name).load(APPEND))
+              .option(SINGLE_SCAN_PUSHDOWN, "true").option("scan-report", report.name).load(APPEND))
         rows = _rows(df.filter(query))
         counts = report.value
         return {"rows": rows, "files_skipped_by_index": counts.files_skipped_by_index,

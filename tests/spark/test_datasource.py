@@ -31,7 +31,12 @@ from paimon_index.arrow_filter import to_arrow_expression
 from paimon_index.errors import InvalidOptionError
 from paimon_index.predicate import Leaf, Op, bind
 from paimon_index.spark.datasource import spark_filter_to_predicate
-from paimon_index.spark.options import parse_read_options, parse_write_options, pushdown_safe
+from paimon_index.spark.options import (
+    SINGLE_SCAN_PUSHDOWN,
+    parse_read_options,
+    parse_write_options,
+    pushdown_safe,
+)
 from paimon_index.table.write import write_arrow
 from paimon_index.types import parse_type
 
@@ -79,8 +84,8 @@ def warehouse(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, pa.Table]
 def test_reads_equal_brute_force(spark, warehouse: tuple[Path, pa.Table], where: str, pushed: bool) -> None:
     root, everything = warehouse
     # One filter per fresh DataFrame: forced pushdown is exact on every Spark (docs/semantics.md).
-    df = (spark.read.format("paimon_index").option("warehouse", str(root)).option("filter-pushdown", "true")
-          .load("db.orders"))
+    df = (spark.read.format("paimon_index").option("warehouse", str(root))
+          .option(SINGLE_SCAN_PUSHDOWN, "true").load("db.orders"))
     assert df.schema.simpleString() == "struct<id:bigint,status:string,score:int,ts:timestamp_ntz>"
     filtered = df.filter(where)
     plan = filtered._jdf.queryExecution().executedPlan().toString()
@@ -187,7 +192,7 @@ def test_translated_filters_keep_exactly_the_rows_sql_keeps() -> None:
 def test_read_options_are_parsed_once_and_checked() -> None:
     base = {"warehouse": "/w", "path": "db.t"}
     parsed = parse_read_options({**base, "scan.snapshot-id": "3", "fs.s3.accesskeyid": "k",
-                                 "fs.s3.endpoint": "http://e", "filter-pushdown": "TRUE"})
+                                 "fs.s3.endpoint": "http://e", SINGLE_SCAN_PUSHDOWN: "TRUE"})
     assert (parsed.snapshot_id, parsed.pushdown, parsed.use_index) == (3, True, True)
     # Spark lower-cases option keys; pypaimon matches catalog keys with case.
     assert dict(parsed.catalog) == {"fs.s3.accessKeyId": "k", "fs.s3.endpoint": "http://e"}

@@ -34,6 +34,7 @@ from differential.generate import Materialized, generate_table, materialize, tab
 from differential.known_bugs import Case, claimed_by, report_differences
 from differential.queries import SHAPES, Query, generate_queries, generate_where
 from paimon_index.spark import jobs
+from paimon_index.spark.options import SINGLE_SCAN_PUSHDOWN
 from paimon_index.table.catalog import create_table
 from paimon_index.table.write import write_arrow
 
@@ -43,7 +44,7 @@ CI_SEEDS = tuple(range(12))
 #: (seed, shape) pairs of the CI set: every shape once, each on another table (a local Spark query
 #: through a Python data source costs seconds; the slow variant draws many more).
 CI_CASES = tuple(zip(CI_SEEDS, SHAPES, strict=False))
-#: "pushdown": filter pushdown forced on (``filter-pushdown=true``), so the indexes prune files
+#: "pushdown": filter pushdown forced on (private ``SINGLE_SCAN_PUSHDOWN``), so the indexes prune files
 #: through Spark; run only for queries that scan the table once (see docs/semantics.md).
 #: "planned": the planned read (``jobs.read``, Spark's Parquet reader) as the view; "planned-where":
 #: the same with the query's WHERE given to ``jobs.read`` too, so the indexes prune files for the
@@ -86,7 +87,7 @@ def load(spark: Any, made: Materialized, source: str, where: str | None = None) 
     if source == "off":
         reader = reader.option("file-index.read.enabled", "false")
     if source == "pushdown":
-        reader = reader.option("filter-pushdown", "true")
+        reader = reader.option(SINGLE_SCAN_PUSHDOWN, "true")
     return reader.load(made.identifier)
 
 

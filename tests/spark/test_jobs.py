@@ -16,6 +16,7 @@ import pytest
 
 import paimon_index
 from paimon_index.spark import jobs
+from paimon_index.spark.options import SINGLE_SCAN_PUSHDOWN
 from paimon_index.spark.report import scan_report
 from paimon_index.table.catalog import open_table as open_paimon
 
@@ -59,7 +60,7 @@ def test_spark_read_skips_files_by_value_statistics(spark, tmp_path: Path) -> No
     where = "id >= 120 AND id < 135 AND n <> 3"
     reports = scan_report(spark)
     df = (spark.read.format("paimon_index").option("warehouse", warehouse)
-          .option("filter-pushdown", "true").option("scan-report", reports.name).load("db.stats"))
+          .option(SINGLE_SCAN_PUSHDOWN, "true").option("scan-report", reports.name).load("db.stats"))
     rows = sorted(tuple(r) for r in df.filter(where).collect())
     report = reports.value
     parquet = str(tmp_path / "reference.parquet")

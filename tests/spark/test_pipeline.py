@@ -13,6 +13,7 @@ import pyarrow as pa
 import pytest
 
 from paimon_index.errors import InvalidOptionError
+from paimon_index.spark.options import SINGLE_SCAN_PUSHDOWN
 from paimon_index.spark.report import scan_report
 from paimon_index.table.catalog import alter_table_options, create_table, open_table
 from paimon_index.table.system import file_indexes
@@ -53,7 +54,7 @@ def pipeline(spark, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]
 def _read(spark, warehouse: str, table: str, **options: str):
     # Each DataFrame here is scanned once, by one query: forced pushdown is exact (docs/semantics.md).
     reader = (spark.read.format("paimon_index").option("warehouse", warehouse)
-              .option("filter-pushdown", "true"))
+              .option(SINGLE_SCAN_PUSHDOWN, "true"))
     for key, value in options.items():
         reader = reader.option(key, value)
     return reader.load(table)

@@ -2,7 +2,7 @@
 
 The reference: the same rows written by Spark itself to a Parquet directory, queried with the same
 SQL. Every query runs with the file indexes on and off; the single-scan queries also run with
-filter pushdown forced on (``filter-pushdown = true``), so the Spark-filter translation is checked
+filter pushdown forced on (private key ``SINGLE_SCAN_PUSHDOWN``), so the Spark-filter translation is checked
 end to end on every Spark version, not only where pushdown is on by default.
 """
 
@@ -17,6 +17,7 @@ import pytest
 from pypaimon import CatalogFactory, Schema
 
 from paimon_index.spark.datasource import pushdown_safe
+from paimon_index.spark.options import SINGLE_SCAN_PUSHDOWN
 from paimon_index.table.write import write_arrow
 
 pytestmark = pytest.mark.spark
@@ -28,8 +29,8 @@ C_BASE = (0, 5, 10)
 INDEX_OPTIONS = {"bucket": "-1", "file-index.bitmap.columns": "c,s,bo",
                  "file-index.bloom-filter.columns": "id"}
 MODES = {"index": {}, "no index": {"file-index.read.enabled": "false"}}
-PUSHED = {"pushdown": {"filter-pushdown": "true"},
-          "pushdown, no index": {"filter-pushdown": "true", "file-index.read.enabled": "false"}}
+PUSHED = {"pushdown": {SINGLE_SCAN_PUSHDOWN: "true"},
+          "pushdown, no index": {SINGLE_SCAN_PUSHDOWN: "true", "file-index.read.enabled": "false"}}
 
 
 def _rows() -> pa.Table:

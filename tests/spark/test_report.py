@@ -8,6 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from paimon_index.spark.options import SINGLE_SCAN_PUSHDOWN
 from paimon_index.spark.report import scan_report
 from paimon_index.table.catalog import create_table, open_table
 from paimon_index.table.read import ScanReport, read_arrow
@@ -36,7 +37,7 @@ def warehouse(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 def _load(spark, warehouse: str, report: str):
     return (spark.read.format("paimon_index").option("warehouse", warehouse)
-            .option("filter-pushdown", "true").option("scan-report", report).load("db.t"))
+            .option(SINGLE_SCAN_PUSHDOWN, "true").option("scan-report", report).load("db.t"))
 
 
 def test_accumulator_counts_planning_and_tasks_like_the_python_read(spark, warehouse: str) -> None:

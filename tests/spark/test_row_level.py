@@ -9,6 +9,7 @@ import pyarrow as pa
 import pytest
 
 from paimon_index.spark import jobs
+from paimon_index.spark.options import SINGLE_SCAN_PUSHDOWN
 from paimon_index.spark.report import scan_report
 from paimon_index.table.catalog import create_table, open_table
 from paimon_index.table.write import write_arrow
@@ -24,7 +25,7 @@ def _load(spark, warehouse: str, **options: str):
     # relation, so reusing a DataFrame after a filtered query would reuse that plan (docs/read-path.md).
     # Each DataFrame here is scanned once, by one query: forced pushdown is exact (docs/semantics.md).
     reader = (spark.read.format("paimon_index").option("warehouse", warehouse)
-              .option("filter-pushdown", "true"))
+              .option(SINGLE_SCAN_PUSHDOWN, "true"))
     for key, value in options.items():
         reader = reader.option(key, value)
     return reader.load("db.t")

@@ -44,3 +44,11 @@ def test_configure_checks_that_executors_import_paimon_index(spark) -> None:
     finally:
         spark_session.configure(spark, python=sys.executable, check=False)
     assert spark.sparkContext.pythonExec == sys.executable
+
+
+def test_the_progress_bar_is_on_when_a_person_watches() -> None:
+    """Spark's console progress bar was turned off for every session (a 57 s upsert was silent)."""
+    assert spark_session.session_conf(True)[spark_session.PROGRESS_BAR] == "true"
+    assert spark_session.PROGRESS_BAR not in spark_session.session_conf(False)  # Spark's default
+    assert spark_session.session_conf(True, {spark_session.PROGRESS_BAR: "false"})[
+        spark_session.PROGRESS_BAR] == "false"

@@ -178,6 +178,9 @@ class IndexReader:
 class IndexWriter:
     """Builds one index for one whole column."""
 
+    #: The column's name, for messages (set by :meth:`IndexType.create_writer`).
+    column: str = "?"
+
     def __init__(self, dtype: DataType, options: Mapping[str, str]) -> None:
         self.dtype = dtype
         self.options = dict(options)
@@ -216,7 +219,9 @@ class IndexType:
     @classmethod
     def create_writer(cls, dtype: DataType, options: Mapping[str, str], column: str = "?") -> IndexWriter:
         cls.check_type(dtype, column)
-        return cls.writer(dtype, options)
+        writer = cls.writer(dtype, options)
+        writer.column = column
+        return writer
 
     @classmethod
     def create_reader(cls, dtype: DataType, source: Source, start: int, length: int,

@@ -190,9 +190,14 @@ class BitmapWriter(IndexWriter):
         entry_bytes = key_size(kind, keys) + ENTRY_INT_BYTES
         too_big = entry_bytes + BLOCK_HEADER_BYTES > self.block_size
         if too_big.any():
+            key = f"file-index.bitmap.{self.column}.index-block-size"
+            largest = int(entry_bytes[too_big].max()) - ENTRY_INT_BYTES
             raise InvalidOptionError(
-                f"index-block-size {self.block_size}b cannot hold a key of "
-                f"{int(entry_bytes[too_big].max()) - ENTRY_INT_BYTES} bytes")
+                f"column {self.column!r}: a value of {largest} bytes does not fit one bitmap index block "
+                f"({key} = {self.block_size} bytes); set {key} to at least "
+                f"{largest + ENTRY_INT_BYTES + BLOCK_HEADER_BYTES}"
+                f" bytes (ALTER TABLE ... SET TBLPROPERTIES ('{key}' = '...')), or drop the bitmap index on "
+                f"{self.column!r}")
         # Greedy packing, one searchsorted per block: a block takes entries while it fits.
         cum = np.concatenate(([0], np.cumsum(entry_bytes)))
         block_starts: list[int] = []

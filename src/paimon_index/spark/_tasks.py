@@ -3,9 +3,9 @@
     mark_job(matched, plan) -> DataFrame        DELETE/UPDATE: one task per bucket marks its rows
     write_job(rows, warehouse, table) -> DataFrame   UPDATE: tasks write the new rows' data files
     collect(messages) -> (commit messages, rows)     the driver's half: what the tasks returned
-    counted(spark, df) -> (df, accumulator)     rows of a DataFrame, counted as a job runs it
+    counted(spark, df) -> (df, RowCount)        rows of a DataFrame, counted as a job runs it
     with_bucket(df, warehouse, table) -> DataFrame   upsert: each row's Paimon bucket as a column
-    rebuild_job(sc, groups, ...) -> RDD         rewrite_file_index: tasks rebuild their files' indexes
+    rebuild_job(spark, groups, ...) -> list     rewrite_file_index: tasks rebuild their files' indexes
     balanced_groups(sizes, groups)              rewrite_file_index: files packed by bytes
     ProgressWhile(done, total, label)           a progress bar on stderr while a job runs
 
@@ -21,19 +21,19 @@ import heapq
 import pickle
 import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from pyspark.sql.types import IntegerType, StructField, StructType
 
+from paimon_index.spark import _connect
 from paimon_index.table import pk
 from paimon_index.table.catalog import open_table
 from paimon_index.table.files import BUCKET_COLUMN, METADATA_COLUMNS, PARTITION_COLUMN
 from paimon_index.table.row_level import RowChangePlan, mark_deleted, write_rows
 
 if TYPE_CHECKING:
-    from pyspark import RDD, SparkContext
     from pyspark.sql import DataFrame, SparkSession
 
     from paimon_index.table.rewrite import RewriteTask
@@ -44,6 +44,8 @@ CatalogOptions = Mapping[str, str] | None
 MESSAGE_SCHEMA = "message binary, rows long"
 #: The upsert's shuffle key: the Paimon bucket of the row.
 UPSERT_BUCKET_COLUMN = "__paimon_index_bucket__"
+#: The observed metric of :func:`counted`.
+_ROWS_SEEN = "rows"
 
 
 # -- DELETE / UPDATE by position -----------------------------------------------------------------
@@ -91,17 +93,32 @@ def collect(messages: DataFrame) -> tuple[list[Any], int]:
 
 
 # -- upsert --------------------------------------------------------------------------------------
-def counted(spark: SparkSession, df: DataFrame) -> tuple[DataFrame, Any]:
-    """``df`` passed through unchanged, and an accumulator that holds its row count once an action
-    ran it (no second scan of ``df``, whose source may not give the same rows twice)."""
-    counter = spark.sparkContext.accumulator(0)
+class RowCount:
+    """The row count an :class:`pyspark.sql.Observation` saw, read as ``.value`` once the action ran
+    (reading it before blocks until then)."""
 
-    def count(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            counter.add(batch.num_rows)
-            yield batch
+    def __init__(self, observation: Any) -> None:
+        self._observation = observation
 
-    return df.mapInArrow(count, df.schema), counter
+    @property
+    def value(self) -> int:
+        return int(self._observation.get.get(_ROWS_SEEN) or 0)
+
+
+def counted(spark: SparkSession, df: DataFrame) -> tuple[DataFrame, RowCount]:
+    """``df`` passed through unchanged, and its row count once an action ran it (no second scan of
+    ``df``, whose source may not give the same rows twice).
+
+    Counted by an observation (``df.observe``: Spark sums a count as the rows pass, and the driver
+    -- or the Connect client -- gets it with the action's result), which classic PySpark and Spark
+    Connect both have; an accumulator needs a SparkContext, which a Connect client has not.
+    """
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    del spark
+    observation = Observation()
+    return df.observe(observation, F.count(F.lit(1)).alias(_ROWS_SEEN)), RowCount(observation)
 
 
 def with_bucket(df: DataFrame, warehouse: str, table: str, catalog_options: CatalogOptions) -> DataFrame:
@@ -147,22 +164,22 @@ def balanced_groups(sizes: Sequence[int], groups: int) -> list[list[int]]:
     return [m for m in members if m]
 
 
-def rebuild_job(sc: SparkContext, groups: list[list[RewriteTask]], files_done: Any, warehouse: str,
-                table: str, catalog_options: CatalogOptions) -> RDD[bytes]:
+def rebuild_job(spark: SparkSession, groups: list[list[RewriteTask]], files_done: Any, warehouse: str,
+                table: str, catalog_options: CatalogOptions) -> list[bytes]:
     """One task per group: rebuild and compare each file's container
-    (:func:`paimon_index.table.rewrite.rewrite_file`), return its pickled commit message and count
-    the files done in the accumulator ``files_done``."""
+    (:func:`paimon_index.table.rewrite.rewrite_file`); runs the job and returns every file's pickled
+    commit message. ``files_done`` (an accumulator, or None -- Spark Connect has none) counts the
+    files done as groups finish."""
     from paimon_index.table.rewrite import rewrite_file
 
-    def rebuild(part: Iterable[list[RewriteTask]]) -> Iterator[bytes]:
+    def rebuild(group: list[RewriteTask]) -> Iterator[bytes]:
         opened = open_table(warehouse, table, catalog_options=catalog_options)
-        for group in part:
-            for task in group:
-                yield pickle.dumps(rewrite_file(opened, task))
+        for task in group:
+            yield pickle.dumps(rewrite_file(opened, task))
+        if files_done is not None:
             files_done.add(len(group))
 
-    # One element per partition: parallelize slices a list of n elements into n partitions evenly.
-    return sc.parallelize(groups, len(groups)).mapPartitions(rebuild)
+    return _connect.run_tasks(spark, groups, rebuild)
 
 
 PROGRESS_INTERVAL_S = 0.5

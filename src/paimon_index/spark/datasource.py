@@ -392,14 +392,21 @@ class PaimonCommitMessages(WriterCommitMessage):
 class PaimonIndexWriter(DataSourceArrowWriter):
     """Executors write data files and their indexes; the driver commits them in one snapshot."""
 
-    def __init__(self, options: WriteOptions, overwrite: bool = False) -> None:
+    def __init__(self, options: WriteOptions, overwrite: bool = False,
+                 renames: dict[str, str] | None = None, missing: tuple[str, ...] = ()) -> None:
         self.options = options
         self.overwrite = overwrite
+        #: data column -> table column, where the names differ in case only (checked on the driver).
+        self.renames = renames or {}
+        #: nullable table columns the data does not give: written NULL.
+        self.missing = missing
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> PaimonCommitMessages:
         from paimon_index.table.pk import dv_mode, split_batch
         from paimon_index.table.write import attach_file_indexes, new_table_write, write_with
 
+        if self.renames or self.missing:
+            iterator = (_named(b, self.renames, self.missing) for b in iterator)
         table = _open_table(self.options)
         writer = new_table_write(table)
         try:
@@ -456,6 +463,84 @@ class PaimonIndexWriter(DataSourceArrowWriter):
         orphans = Transaction(table, None, operation="aborted Spark write")
         orphans.stage(m for part in parts for m in part.messages)
         orphans.abort()
+
+
+def _named(batch: pa.RecordBatch, renames: dict[str, str], missing: tuple[str, ...]) -> pa.RecordBatch:
+    """``batch`` with the table's column names, and NULL columns for the nullable ones not given
+    (the writer casts them to the table's types)."""
+    names = [renames.get(n, n) for n in batch.schema.names] + list(missing)
+    nulls = [pa.nulls(batch.num_rows) for _ in missing]
+    return pa.RecordBatch.from_arrays([*batch.columns, *nulls], names=names)
+
+
+def _open_for_write(options: WriteOptions) -> Any:
+    """The table a write goes to, opened on the driver: a missing table is a TableNotFoundError
+    naming how to create it, before any task starts."""
+    from paimon_index.table.catalog import table_not_found
+
+    try:
+        return _open_table(options)
+    except PaimonIndexError:
+        raise
+    except Exception as e:
+        raise table_not_found(options.warehouse, options.table, e) from e
+
+
+def _arrow_casts_as_spark(given: SparkType, target: SparkType) -> bool:
+    """Whether Arrow's safe cast of ``given`` to ``target`` in the tasks stores what Spark's ANSI
+    cast stores, and fails where it fails: integers to integers (an overflow fails both), integers
+    to a DECIMAL with room for every digit, DECIMAL to DECIMAL of no smaller scale (no rounding),
+    FLOAT to DOUBLE, DATE to TIMESTAMP_NTZ (midnight), strings. Other pairs round or use the
+    session time zone: only :func:`paimon_index.spark.jobs.write` (Spark's own cast) does them."""
+    from pyspark.sql.types import CharType, VarcharType
+
+    digits: dict[type, int] = {ByteType: 3, ShortType: 5, IntegerType: 10, LongType: 20}
+    if type(given) in digits and type(target) in digits:
+        return True
+    if type(given) in digits and isinstance(target, DecimalType):
+        # Arrow checks the types (room for every digit of the integer type), Spark the values.
+        return target.precision - target.scale >= digits[type(given)]
+    if isinstance(given, DecimalType) and isinstance(target, DecimalType):
+        return target.scale >= given.scale
+    if isinstance(given, FloatType) and isinstance(target, DoubleType):
+        return True
+    if isinstance(given, DateType) and isinstance(target, TimestampNTZType):
+        return True
+    # CHAR/VARCHAR: the table's length is not checked by this path; jobs.write checks it.
+    return isinstance(given, StringType) and isinstance(target, StringType | CharType | VarcharType)
+
+
+def _writer_columns(schema: StructType, table: Any, name: str) -> tuple[dict[str, str], tuple[str, ...]]:
+    """Check the DataFrame's columns against the table's, by name (case-insensitively, Spark's
+    default), as Spark's store assignment resolves them: an extra or missing column, or a type
+    that needs a cast, is an error here, on the driver. Casts are not done by this source (its
+    tasks see Arrow batches, not Spark expressions): :func:`paimon_index.spark.jobs.write` does
+    them as Spark's INSERT does. Returns the renames (data column -> table column) and the nullable
+    table columns the data does not give (written NULL)."""
+    from paimon_index.errors import DataError
+    from paimon_index.spark.assign import nullable, resolve_columns, target_schema
+    from paimon_index.table.pk.upsert import ROW_KIND_COLUMN
+
+    target = target_schema(table)
+    passthrough = (ROW_KIND_COLUMN,) if table.is_primary_key_table else ()
+    pairs = resolve_columns(schema.names, target, by_name=True, case_sensitive=False, table=name,
+                            passthrough=passthrough)
+    renames = {}
+    for field, position in pairs:
+        if position is None:
+            continue
+        given = schema.fields[position]
+        if given.name != field.name:
+            renames[given.name] = field.name
+        if nullable(given.dataType) == nullable(field.dataType) or \
+                _arrow_casts_as_spark(given.dataType, field.dataType):
+            continue
+        raise DataError(
+            f"cannot write to {name}: column {field.name!r} is {field.dataType.simpleString().upper()}, "
+            f"the data's {given.name!r} is {given.dataType.simpleString().upper()}; the paimon_index source "
+            "writes values as they are. Use paimon_index.spark.jobs.write(df, ...), which casts as Spark's "
+            f"INSERT does, or cast first: F.col({given.name!r}).cast({field.dataType.simpleString()!r})")
+    return renames, tuple(field.name for field, position in pairs if position is None)
 
 
 def _as_spark_arrow(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
@@ -638,10 +723,14 @@ class PaimonIndexDataSource(DataSource):
         return PaimonIndexReader(self._read_options(), self._layout())
 
     def writer(self, schema: Any, overwrite: bool) -> PaimonIndexWriter:
+        """Runs on the driver's side before any task: the options, the table (it must exist) and
+        the DataFrame's columns are checked here (:func:`_writer_columns`)."""
         from paimon_index.table.pk import dv_mode
 
         options = parse_write_options(self.options)
-        if overwrite and dv_mode(_open_table(options)):
+        table = _open_for_write(options)
+        if overwrite and dv_mode(table):
             raise InvalidOptionError("overwrite of a deletion-vectors-mode primary-key table is not "
                                      "supported: upsert (mode 'append') or delete by key")
-        return PaimonIndexWriter(options, overwrite)
+        renames, missing = _writer_columns(schema, table, options.table)
+        return PaimonIndexWriter(options, overwrite, renames, missing)

@@ -76,20 +76,21 @@ constants otherwise -- the Python API's rule, with Spark evaluating the expressi
 from __future__ import annotations
 
 import pickle
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from paimon_index.errors import InvalidOptionError, PrimaryKeyTableError
-from paimon_index.spark import _tasks
+from paimon_index.spark import _connect, _tasks
+from paimon_index.spark.assign import store_assigned, target_schema
 from paimon_index.spark.datasource import (
     BUCKET_EXCLUSIVE,
-    FILTER_PUSHDOWN,
     METADATA,
     SNAPSHOT_ID,
     SOURCE_NAME,
     WAREHOUSE,
 )
+from paimon_index.spark.options import SINGLE_SCAN_PUSHDOWN
 from paimon_index.spark.planned import PlannedRead, read, read_planned
 from paimon_index.table import pk
 from paimon_index.table.aggregate import AggregateReport
@@ -101,10 +102,11 @@ from paimon_index.table.api import (
     commit_result,
     open_table,
 )
+from paimon_index.table.catalog import parse_identifier
 from paimon_index.table.fileio import TableIO
 from paimon_index.table.files import FilePlan, missing_files_named
 from paimon_index.table.paimon import latest_snapshot
-from paimon_index.table.pk.upsert import DELETE_KIND, ROW_KIND_COLUMN, change_by_key
+from paimon_index.table.pk.upsert import DELETE_KIND, ROW_KIND_COLUMN, change_by_key, overwrite_rows
 from paimon_index.table.row_level import (
     RowChange,
     RowChangePlan,
@@ -115,9 +117,11 @@ from paimon_index.table.transaction import Transaction
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
-__all__ = ["PlannedRead", "compact", "count", "delete", "expire_snapshots", "read", "read_planned",
-           "remove_orphan_files", "rewrite_file_index", "update", "upsert", "write"]
+__all__ = ["PlannedRead", "change_matched", "compact", "count", "delete", "expire_snapshots", "overwrite",
+           "read", "read_planned", "remove_orphan_files", "rewrite_file_index", "spark_schema", "update",
+           "upsert", "upsert_changes", "write"]
 
 CatalogOptions = Mapping[str, str] | None
 #: ``count``: data files per Spark task when files must be read (a file's read is one task's work
@@ -155,14 +159,33 @@ def write(df: DataFrame, table: str, mode: str = APPEND, *, warehouse: str,
     """Append ``df`` to ``table``, or replace its rows (``mode="overwrite"``), in one snapshot.
 
     Runs through the ``paimon_index`` source (see its docstring for partitions and overwrite of
-    partitioned tables); on a primary-key table an append is an upsert.
+    partitioned tables); on a primary-key table an append is an upsert. ``df``'s columns are
+    resolved and cast as Spark's ``INSERT INTO ... BY NAME`` does (ANSI store assignment,
+    :func:`paimon_index.spark.assign.store_assigned`), on the driver before the job starts.
 
     Raises:
         InvalidOptionError: an unknown mode, or an overwrite of a primary-key table.
+        InvalidIdentifierError: a bad table name, a system table or a branch.
+        TableNotFoundError: no such table (nothing runs).
+        DataError: an extra or missing column, or a type Spark's store assignment refuses; (in the
+            job) a value that overflows its column or a NULL into a NOT NULL column.
         ConcurrentChangeError: (overwrite) another commit landed meanwhile; nothing was applied.
     """
     if mode not in (APPEND, OVERWRITE):
         raise InvalidOptionError(f"write mode must be {APPEND!r} or {OVERWRITE!r}, got {mode!r}")
+    parse_identifier(table, for_write=True)
+    opened = open_table(warehouse, table, catalog_options=catalog_options)  # TableNotFoundError here
+    df = store_assigned(df, target_schema(opened.paimon_table), by_name=True, case_sensitive=None,
+                        table=table, passthrough=(ROW_KIND_COLUMN,) if opened.is_primary_key_table else ())
+    if opened.is_primary_key_table and mode == APPEND:
+        if pk.dv_mode(opened.paimon_table):
+            # An upsert: rows shuffled so that each key (bucket) reaches one task, or one task
+            # for dynamic buckets; rows of one key from several tasks are otherwise refused.
+            snapshot, written = _upsert(df.sparkSession, df, table, warehouse=warehouse,
+                                        catalog_options=catalog_options)
+            return _result(warehouse, table, catalog_options, mode, snapshot, written)
+        if _dynamic_bucket(opened.paimon_table):
+            df = df.repartition(1)  # one HASH index per bucket: two writing tasks would conflict
     before = _latest(warehouse, table, catalog_options)
     counted, rows = _tasks.counted(df.sparkSession, df)
     writer = counted.write.format(SOURCE_NAME).options(**dict(catalog_options or {}))
@@ -188,6 +211,10 @@ def upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
     return _result(warehouse, table, catalog_options, "upsert", snapshot, rows)
 
 
+def _dynamic_bucket(paimon_table: Any) -> bool:
+    return str(paimon_table.options.options.to_map().get(BUCKET, DYNAMIC_BUCKET)) == DYNAMIC_BUCKET
+
+
 def _upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
             partitions: int | None = None, catalog_options: CatalogOptions = None) -> tuple[int | None, int]:
     """Upsert ``df`` into the primary-key table ``table`` in one snapshot: the new snapshot id (None
@@ -196,11 +223,11 @@ def _upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
     paimon_table = _opened(warehouse, table, catalog_options)
     if not pk.dv_mode(paimon_table):
         raise PrimaryKeyTableError(f"{table} is not a primary-key table in deletion-vectors mode")
-    count = partitions or spark.sparkContext.defaultParallelism
+    count = partitions or _connect.parallelism(spark)
     before = latest_snapshot(paimon_table)
     df, written = _tasks.counted(spark, df)
     writer_options = {**catalog_options, WAREHOUSE: warehouse}
-    if str(paimon_table.options.options.to_map().get(BUCKET, DYNAMIC_BUCKET)) == DYNAMIC_BUCKET:
+    if _dynamic_bucket(paimon_table):
         # pypaimon assigns dynamic buckets through one HASH index per bucket; two tasks would each
         # extend it (a conflict at commit), so the assignment runs in one task.
         shuffled = df.repartition(1)
@@ -266,10 +293,11 @@ def _assigned_rows(rows: DataFrame, columns: list[str], assignments: Mapping[str
 def _read_pinned(spark: SparkSession, warehouse: str, table: str, plan: RowChangePlan,
                  catalog_options: CatalogOptions) -> DataFrame:
     """The table at the planned snapshot, with the metadata columns."""
-    # Pushdown forced on: every scan of this DataFrame (UPDATE scans it twice) pushes the same
-    # filter, so the read plan Spark 4.1-4.3 share between them is right for each (docs/semantics.md).
+    # Pushdown forced on (the private key; users cannot): every scan of this DataFrame (UPDATE scans
+    # it twice) pushes the same filter, so the read plan Spark 4.1-4.3 share between them is right
+    # for each (docs/semantics.md).
     return (_source(spark, warehouse, catalog_options).option(METADATA, "true")
-            .option(SNAPSHOT_ID, str(plan.snapshot_id)).option(FILTER_PUSHDOWN, "true").load(table))
+            .option(SNAPSHOT_ID, str(plan.snapshot_id)).option(SINGLE_SCAN_PUSHDOWN, "true").load(table))
 
 
 def _stage(txn: Transaction, messages: DataFrame) -> int:
@@ -347,7 +375,8 @@ def rewrite_file_index(spark: SparkSession, table: str, where: str | None = None
     (tasks balanced by file bytes; ``where``: partitions), committed as one snapshot.
 
     ``progress`` prints ``files checked / total`` on stderr as tasks finish (an accumulator of
-    files done, polled while the job runs).
+    files done, polled while the job runs; under Spark Connect, which has no accumulators, only
+    the start and the end).
     """
     from paimon_index.table.rewrite import commit_rewrite, plan_rewrite
 
@@ -355,17 +384,17 @@ def rewrite_file_index(spark: SparkSession, table: str, where: str | None = None
     tasks = plan_rewrite(paimon_table, where)
     if not tasks:
         return _result(warehouse, table, catalog_options, "rewrite_file_index", None, 0)
-    sc = spark.sparkContext
-    slots = min(len(tasks), max(1, sc.defaultParallelism) * _tasks.TASKS_PER_CORE)
+    slots = min(len(tasks), _connect.parallelism(spark) * _tasks.TASKS_PER_CORE)
     groups = [[tasks[i] for i in group]
               for group in _tasks.balanced_groups([_tasks.file_bytes(t.meta) for t in tasks], slots)]
-    files_done = sc.accumulator(0)
-    job = _tasks.rebuild_job(sc, groups, files_done, warehouse, table, catalog_options)
+    # Spark Connect has no accumulators: its progress bar shows the start and the end only.
+    files_done = None if _connect.is_connect(spark) else spark.sparkContext.accumulator(0)
     if progress:
-        with _tasks.ProgressWhile(lambda: int(files_done.value), len(tasks), "rewrite_file_index"):
-            pickled = job.collect()
+        done = (lambda: 0) if files_done is None else (lambda: int(files_done.value))
+        with _tasks.ProgressWhile(done, len(tasks), "rewrite_file_index"):
+            pickled = _tasks.rebuild_job(spark, groups, files_done, warehouse, table, catalog_options)
     else:
-        pickled = job.collect()
+        pickled = _tasks.rebuild_job(spark, groups, files_done, warehouse, table, catalog_options)
     messages = [pickle.loads(p) for p in pickled]
     snapshot = commit_rewrite(paimon_table, messages, snapshot_id=tasks[0].snapshot_id)
     return _result(warehouse, table, catalog_options, "rewrite_file_index", snapshot, 0)
@@ -436,15 +465,116 @@ def count(spark: SparkSession, table: str, where: str | None = None, *, warehous
     schema = plan.schema.detached({f.schema_id for f in remaining})  # no pypaimon object in a task
     chunks = [remaining[i:i + COUNT_FILES_PER_TASK] for i in range(0, len(remaining), COUNT_FILES_PER_TASK)]
 
-    def count_files(part: Iterable[list[FilePlan]]) -> Iterator[bytes]:
-        for chunk in part:
-            task_report = AggregateReport()
-            found = sum(aggregate.count_by_reading(io, f, bound, schema, task_report, use_index)
-                        for f in chunk)
-            yield pickle.dumps((found, task_report))
+    def count_files(chunk: list[FilePlan]) -> Iterator[bytes]:
+        task_report = AggregateReport()
+        found = sum(aggregate.count_by_reading(io, f, bound, schema, task_report, use_index) for f in chunk)
+        yield pickle.dumps((found, task_report))
 
-    for pickled in spark.sparkContext.parallelize(chunks, len(chunks)).mapPartitions(count_files).collect():
+    for pickled in _connect.run_tasks(spark, chunks, count_files):
         found, task_report = pickle.loads(pickled)
         total += found
         report.merge(task_report)
     return total
+
+
+# ------------------------------------------------------------------------------------------------
+# SQL DML job shapes (paimon_index.spark.sql.dml): an overwrite with Spark's partition semantics,
+# and the row-change shape whose matched rows a caller's query chooses.
+# ------------------------------------------------------------------------------------------------
+#: Paimon's table option deciding whether an overwrite of a partitioned table replaces only the
+#: partitions written (true) or the whole table / the static partition given (false).
+DYNAMIC_PARTITION_OVERWRITE = "dynamic-partition-overwrite"
+
+
+def spark_schema(spark: SparkSession, table: str, *, warehouse: str,
+                 catalog_options: CatalogOptions = None) -> StructType:
+    """The table's columns as Spark types (as the ``paimon_index`` source reads them)."""
+    schema: StructType = _source(spark, warehouse, catalog_options).load(table).schema
+    return schema
+
+
+def overwrite(df: DataFrame, table: str, partition: Mapping[str, Any] | None = None, *,
+              dynamic: bool = False, warehouse: str, catalog_options: CatalogOptions = None) -> CommitResult:
+    """``INSERT OVERWRITE`` as Paimon's Spark connector runs it, in one snapshot exactly on the
+    snapshot planned: ``dynamic`` False (Spark's default ``partitionOverwriteMode=static``) replaces
+    the whole table, or the partitions matching the static spec ``partition`` (column -> value);
+    ``dynamic`` True replaces only the partitions ``df`` writes. ``df`` holds the table's columns.
+
+    Append tables: tasks write the files (:func:`_tasks.write_job`), the driver commits them as an
+    overwrite. Primary-key tables in deletion-vectors mode: the rows are collected on the driver and
+    written by :func:`paimon_index.table.pk.overwrite_rows` (the last row per key wins).
+
+    Raises:
+        InvalidOptionError: a static partition spec on a primary-key table.
+        ConcurrentChangeError: another commit landed meanwhile; nothing was applied.
+    """
+    paimon_table = _opened(warehouse, table, catalog_options)
+    target = paimon_table.copy({DYNAMIC_PARTITION_OVERWRITE: "true" if dynamic else "false"})
+    if paimon_table.is_primary_key_table:
+        if partition:
+            raise InvalidOptionError(f"INSERT OVERWRITE ... PARTITION of the primary-key table {table} "
+                                     "is not supported: overwrite without a PARTITION clause, or delete "
+                                     "and upsert")
+        if not pk.dv_mode(paimon_table):
+            raise PrimaryKeyTableError(f"INSERT OVERWRITE of {table} needs a primary-key table in "
+                                       "deletion-vectors mode ('deletion-vectors.enabled' = 'true')")
+        data = df.toArrow()
+        snapshot = overwrite_rows(target, data)
+        return _result(warehouse, table, catalog_options, OVERWRITE, snapshot, data.num_rows)
+    with Transaction(target, latest_snapshot(paimon_table), overwrite=True, partition=partition,
+                     operation="overwrite") as txn:
+        collected, _ = _tasks.collect(_tasks.write_job(df, warehouse, table, catalog_options))
+        txn.stage(collected)
+        rows = sum(int(f.row_count) for m in collected for f in m.new_files)
+        snapshot = txn.commit()
+    return _result(warehouse, table, catalog_options, OVERWRITE, snapshot, rows)
+
+
+#: ``change_matched``'s ``build``: the table at the planned snapshot with the metadata columns in,
+#: (the rows to mark deleted -- metadata columns --, the rows to write -- the table's columns) out.
+MatchedRows = Callable[["DataFrame"], "tuple[DataFrame | None, DataFrame | None]"]
+
+
+def change_matched(spark: SparkSession, table: str, build: MatchedRows, *, operation: str, warehouse: str,
+                   catalog_options: CatalogOptions = None) -> CommitResult:
+    """DELETE / UPDATE / MERGE of an append table by position, as one snapshot exactly on the
+    planned one: ``build`` gets the table pinned at that snapshot with the metadata columns (an
+    empty table: an empty frame of that schema) and chooses the rows to mark deleted and the rows to
+    write; their tasks run as one Spark job and the driver commits all their messages together
+    (:func:`paimon_index.table.row_level.change_rows`' shape, plus the new rows of a MERGE).
+    ``rows_affected``: the rows marked deleted.
+
+    Raises:
+        InvalidOptionError: the table has no deletion vectors.
+        ConcurrentChangeError: another commit landed after the plan; nothing was applied.
+    """
+    from paimon_index.table.row_level import plan_row_change
+
+    paimon_table = _opened(warehouse, table, catalog_options)
+    plan = plan_row_change(paimon_table)
+    if plan is None:
+        loaded = _source(spark, warehouse, catalog_options).option(METADATA, "true").load(table)
+        pinned = spark.createDataFrame([], loaded.schema)
+    else:
+        pinned = _read_pinned(spark, warehouse, table, plan, catalog_options)
+    marked, written = build(pinned)
+    with Transaction(paimon_table, None if plan is None else plan.snapshot, operation=operation) as txn:
+        parts: list[DataFrame] = []
+        if marked is not None and plan is not None:
+            parts.append(_tasks.mark_job(marked, plan))
+        if written is not None:
+            parts.append(_tasks.write_job(written, warehouse, table, catalog_options))
+        rows = 0
+        if parts:
+            job = parts[0] if len(parts) == 1 else parts[0].unionAll(parts[1])
+            rows = _stage(txn, job)
+        snapshot = txn.commit()
+    return _result(warehouse, table, catalog_options, operation, snapshot, rows)
+
+
+def upsert_changes(spark: SparkSession, rows: DataFrame, table: str, *, operation: str, warehouse: str,
+                   catalog_options: CatalogOptions = None) -> CommitResult:
+    """DELETE / UPDATE / MERGE of a primary-key table: ``rows`` (the table's columns and
+    ``_ROW_KIND``, '-D' deleting its key) upserted in one snapshot by the :func:`upsert` job."""
+    snapshot, count = _upsert(spark, rows, table, warehouse=warehouse, catalog_options=catalog_options)
+    return _result(warehouse, table, catalog_options, operation, snapshot, count)

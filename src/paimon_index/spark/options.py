@@ -15,9 +15,17 @@ Filter pushdown (``filter-pushdown``): ``auto`` (default) is on only where Spark
 made during pushdown in the scan that pushed it (:data:`SCAN_SCOPED_PUSHDOWN_SINCE`). Spark 4.1 to
 4.3 keep it on the relation instead (``PythonDataSourceV2.setReadInfo``), so every later scan of
 the same DataFrame, view or self-joined table reads the plan of the last scan that pushed filters;
-there pushdown is off by default (Spark applies every filter itself, the indexes are not used, the
-rows are exact). ``true`` forces it on: exact only when every DataFrame loaded is scanned once, by a
-single query (what the project's own jobs do). ``false`` forces it off.
+there pushdown is off (Spark applies every filter itself, the indexes are not used, the rows are
+exact) and ``true`` is **refused**: a user's DataFrame can always be reused (a view counted twice
+returned 1,478,870 rows of 6,001,215), so forcing it on is not something a user can do safely.
+The project's own one-scan paths (``jobs``' row-level reads) turn it on through a private key,
+:data:`SINGLE_SCAN_PUSHDOWN`, which is not a user option. ``false`` forces it off.
+
+The table identifier given to ``load``/``save`` is checked by
+:func:`paimon_index.table.catalog.parse_identifier` here, on the driver, before anything is opened
+(``save`` also refuses system tables and branches). A writer given a table option (``bucket``,
+``primary-key``, ``file-index.*``, any key of Paimon's ``CoreOptions``) gets
+:class:`~paimon_index.errors.TableOptionOnWriterError`: table options belong to the table.
 """
 
 from __future__ import annotations
@@ -27,7 +35,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from paimon_index.errors import InvalidOptionError
+from paimon_index.errors import InvalidOptionError, TableOptionOnWriterError
 from paimon_index.fileindex.base import TopN
 from paimon_index.fileindex.options import parse_bool
 from paimon_index.sql import parse_order_by
@@ -39,6 +47,7 @@ __all__ = [
     "READ_ENABLED",
     "READ_OPTIONS",
     "SCAN_SCOPED_PUSHDOWN_SINCE",
+    "SINGLE_SCAN_PUSHDOWN",
     "SNAPSHOT_ID",
     "WAREHOUSE",
     "WRITE_OPTIONS",
@@ -59,13 +68,18 @@ SCAN_REPORT = "scan-report"
 METADATA = "metadata-columns"
 SNAPSHOT_ID = "scan.snapshot-id"
 FILTER_PUSHDOWN = "filter-pushdown"
+#: Private read option (not for users, not documented as one): pushdown on even where Spark shares
+#: the pushed plan between scans, for the project's own reads that are scanned by one query only.
+SINGLE_SCAN_PUSHDOWN = "_paimon-index.single-scan-pushdown"
 #: Write option: every bucket reaches one task only, so tasks look keys up themselves.
 BUCKET_EXCLUSIVE = "bucket-exclusive"
 #: Keys starting so are catalog (file system) options, forwarded to pypaimon.
 CATALOG_PREFIX = "fs."
 
 READ_OPTIONS = (WAREHOUSE, PATH, READ_ENABLED, TOPN, LIMIT, SCAN_REPORT, METADATA, SNAPSHOT_ID,
-                FILTER_PUSHDOWN)
+                FILTER_PUSHDOWN, SINGLE_SCAN_PUSHDOWN)
+#: Keys never suggested nor listed to users.
+_UNLISTED = (PATH, SINGLE_SCAN_PUSHDOWN, BUCKET_EXCLUSIVE)
 WRITE_OPTIONS = (WAREHOUSE, PATH, BUCKET_EXCLUSIVE)
 PUSHDOWN_MODES = ("auto", "true", "false")
 
@@ -120,6 +134,29 @@ def _catalog_key_spelling() -> dict[str, str]:
     return {key.lower(): key for key in keys}
 
 
+def _table_option(key: str) -> bool:
+    """Whether ``key`` (lower-cased) is a Paimon table option (Java's or pypaimon's ``CoreOptions``)."""
+    from paimon_index.spark._paimon_options import TABLE_OPTION_KEYS, TABLE_OPTION_PREFIXES
+
+    if key in TABLE_OPTION_KEYS or key.startswith(TABLE_OPTION_PREFIXES):
+        return True
+    from paimon_index.table.paimon import ConfigOption
+    from paimon_index.table.paimon import pypaimon_config as config
+
+    return any(isinstance(v, ConfigOption) and v.key().lower() == key
+               for cls in vars(config).values() if isinstance(cls, type) for v in vars(cls).values())
+
+
+def _table_option_on_writer(key: str, value: str, table: str | None) -> TableOptionOnWriterError:
+    name = table or "db.t"
+    return TableOptionOnWriterError(
+        f"'{key}' is a table option, not a write option: table options belong to the table, set when it "
+        f"is created or altered -- paimon_index.spark.attach(spark, warehouse=W).sql(\"CREATE TABLE {name} "
+        f"(...) TBLPROPERTIES ('{key}' = '{value}')\") or \"ALTER TABLE {name} SET TBLPROPERTIES (...)\", or "
+        f"paimon_index.create_table(W, '{name}', schema, options={{'{key}': '{value}'}}) / "
+        f"Table.alter_options(...); a write takes only 'warehouse' and catalog options '{CATALOG_PREFIX}*'")
+
+
 def _split(options: Mapping[str, str], known: tuple[str, ...], kind: str
            ) -> tuple[dict[str, str], tuple[tuple[str, str], ...]]:
     """(this source's options by lower-cased key, catalog options) or an error naming a bad key."""
@@ -133,21 +170,32 @@ def _split(options: Mapping[str, str], known: tuple[str, ...], kind: str
         elif lower.startswith(CATALOG_PREFIX):
             spelling = spelling if spelling is not None else _catalog_key_spelling()
             catalog.append((spelling.get(lower, key), value))
+        elif kind == "write" and _table_option(lower):
+            raise _table_option_on_writer(key, value, _path(options))
         else:
-            nearest = difflib.get_close_matches(lower, known, n=1, cutoff=0.6)
+            listed = [k for k in known if k not in _UNLISTED]
+            nearest = difflib.get_close_matches(lower, listed, n=1, cutoff=0.6)
             hint = f"; did you mean '{nearest[0]}'?" if nearest else ""
-            valid = ", ".join(k for k in known if k != PATH)
+            valid = ", ".join(listed)
             raise InvalidOptionError(f"unknown {kind} option '{key}'{hint} (valid: {valid}, and catalog "
                                      f"options '{CATALOG_PREFIX}*')")
     return own, tuple(sorted(catalog))
 
 
-def _location(own: Mapping[str, str]) -> tuple[str, str]:
+def _path(options: Mapping[str, str]) -> str | None:
+    return next((v for k, v in options.items() if k.lower() == PATH), None)
+
+
+def _location(own: Mapping[str, str], *, for_write: bool = False) -> tuple[str, str]:
+    """(warehouse, the checked ``database.table``): the identifier is validated before any file is
+    touched (:func:`paimon_index.table.catalog.parse_identifier`)."""
+    from paimon_index.table.catalog import parse_identifier
+
     warehouse, table = own.get(WAREHOUSE), own.get(PATH)
-    if not warehouse or not table:
+    if not warehouse or table is None:
         raise InvalidOptionError("paimon_index needs .option('warehouse', ...) and .load('db.table') "
                                  "(or .save('db.table'))")
-    return warehouse, table
+    return warehouse, parse_identifier(table, for_write=for_write).full_name
 
 
 def _topn(own: Mapping[str, str]) -> TopN | None:
@@ -163,10 +211,22 @@ def _topn(own: Mapping[str, str]) -> TopN | None:
 
 
 def _pushdown(own: Mapping[str, str]) -> bool:
+    if SINGLE_SCAN_PUSHDOWN in own:  # the project's own one-scan reads
+        return parse_bool(own[SINGLE_SCAN_PUSHDOWN], SINGLE_SCAN_PUSHDOWN)
     mode = own.get(FILTER_PUSHDOWN, "auto").strip().lower()
     if mode not in PUSHDOWN_MODES:
         raise InvalidOptionError(f"option '{FILTER_PUSHDOWN}' is one of {', '.join(PUSHDOWN_MODES)}, "
                                  f"got {mode!r}")
+    if mode == "true" and not pushdown_safe():
+        import pyspark
+
+        raise InvalidOptionError(
+            f"option '{FILTER_PUSHDOWN}' = 'true' is refused on Spark {pyspark.__version__}: before Spark "
+            f"{'.'.join(map(str, SCAN_SCOPED_PUSHDOWN_SINCE))} every scan of a DataFrame or view reads the "
+            "filters pushed by the last one, so reusing it returns wrong rows silently. For reads pruned "
+            "by the indexes use paimon_index.spark.attach(spark, warehouse=W).sql(...) or "
+            "paimon_index.spark.jobs.read(spark, 'db.t', where, warehouse=W); drop the option otherwise "
+            "(docs/semantics.md#spark-versions-and-filter-pushdown)")
     return pushdown_safe() if mode == "auto" else mode == "true"
 
 
@@ -207,7 +267,7 @@ def parse_read_options(options: Mapping[str, str]) -> ReadOptions:
 
 def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
     own, catalog = _split(options, WRITE_OPTIONS, "write")
-    warehouse, table = _location(own)
+    warehouse, table = _location(own, for_write=True)
     return WriteOptions(warehouse=warehouse, table=table,
                         bucket_exclusive=parse_bool(own.get(BUCKET_EXCLUSIVE, "false"), BUCKET_EXCLUSIVE),
                         catalog=catalog)

@@ -66,6 +66,7 @@ import numpy as np
 import pyarrow as pa
 
 from paimon_index.errors import InvalidOptionError, PaimonIndexError, UnsupportedTableError
+from paimon_index.spark import _connect
 from paimon_index.sql import parse_order_by
 from paimon_index.table.scan import FilePlan, ReadPlan, plan_read, topn_prune
 
@@ -302,7 +303,10 @@ def _deleted_frame(spark: SparkSession, batch: Sequence[FilePlan]) -> DataFrame:
 
 
 def _driver_files_readable(spark: SparkSession) -> bool:
-    """Whether Spark's tasks read the driver's local files (a local master)."""
+    """Whether Spark's tasks read the driver's local files (a local master). Never through Spark
+    Connect: this process is its client, not the driver, and may run on another machine."""
+    if _connect.is_connect(spark):
+        return False
     return str(spark.sparkContext.master).startswith("local")
 
 
@@ -508,6 +512,10 @@ def _local_frame(spark: SparkSession, arrow: pa.Table, schema: Any) -> DataFrame
     from pyspark.sql.pandas.serializers import ArrowStreamSerializer
     from pyspark.sql.pandas.types import to_arrow_schema
 
+    if _connect.is_connect(spark):  # no JVM here: the client sends the Arrow batches itself
+        # (only those holding rows: see the empty-batch note below)
+        kept = [b for b in arrow.to_batches() if b.num_rows]
+        return spark.createDataFrame(pa.Table.from_batches(kept, arrow.schema), schema)
     try:
         from pyspark.sql.classic.dataframe import DataFrame as ClassicFrame
         sc = spark.sparkContext

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.accumulators import AccumulatorParam
 
-from paimon_index.errors import InvalidOptionError
+from paimon_index.errors import EnvironmentCheckError, InvalidOptionError
 from paimon_index.spark.options import SCAN_REPORT_PREFIX
 from paimon_index.table.files import ScanReport
 
@@ -63,6 +63,13 @@ class ScanReportAccumulator:
     ``name`` as their ``scan-report`` option."""
 
     def __init__(self, spark: SparkSession) -> None:
+        from paimon_index.spark import _connect
+
+        if _connect.is_connect(spark):
+            raise EnvironmentCheckError(
+                "scan_report(spark) needs a Spark accumulator, which a Spark Connect client cannot make: "
+                "use jobs.read_planned(spark, table, where, warehouse=...).plan.report (what the planning "
+                "pruned) or a classic SparkSession (docs/clusters.md, 'Spark Connect')")
         self._accumulator = spark.sparkContext.accumulator(ScanReport(), ScanReportParam())
 
     @property

@@ -7,7 +7,8 @@
     check_executors(spark)     that check alone: one small job, EnvironmentCheckError naming the fix
     java_version()             the major version of the Java Spark will use
 
-Settings: Python data-source filter pushdown on (``spark.sql.python.filterPushdown.enabled``: Spark
+Settings: Spark's console progress bar on when stderr is a terminal (as in Spark's shells), Python
+data-source filter pushdown on (``spark.sql.python.filterPushdown.enabled``: Spark
 refuses a source that implements ``pushFilters`` without it; whether the ``paimon_index`` source
 then *takes* filters is its own ``filter-pushdown`` read option, off by default on Spark 4.1-4.3,
 see :mod:`paimon_index.spark.datasource`), the Spark UI off, few shuffle partitions for local work,
@@ -30,19 +31,21 @@ a Python worker's crash in the first query. See docs/clusters.md.
 from __future__ import annotations
 
 import os
+import pickle
 import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from paimon_index.errors import EnvironmentCheckError
+from paimon_index.spark import _connect
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["MIN_JAVA", "check_executors", "configure", "java_version", "local_session"]
+__all__ = ["MIN_JAVA", "check_executors", "configure", "java_version", "local_session", "session_conf"]
 
 MIN_JAVA = 17
 DEFAULT_MASTER = "local[*]"
@@ -51,7 +54,6 @@ SINGLE_TASK = "spark.sql.optimizer.singleTaskExecution"
 SESSION_CONF = {
     "spark.sql.python.filterPushdown.enabled": "true",
     "spark.ui.enabled": "false",
-    "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "4",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     # Spark 4.3+: a query over a one-file scan that is one partition anyway (or a small local
@@ -64,6 +66,9 @@ SESSION_CONF = {
     SINGLE_TASK + ".limitOffset": "true",
 }
 RUNTIME_CONF = ("spark.sql.python.filterPushdown.enabled",)
+#: Spark's console progress bar (stage, tasks done / total), as Spark's own shells show it; on
+#: whenever a person watches stderr (a terminal), so a long upsert or rewrite is not silent.
+PROGRESS_BAR = "spark.ui.showConsoleProgress"
 _VERSION_RE = re.compile(r'version "(\d+)(?:\.(\d+))?')
 
 
@@ -105,7 +110,7 @@ def local_session(app_name: str = "paimon-index", *, master: str = DEFAULT_MASTE
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = SparkSession.builder.master(master).appName(app_name)
-    for key, value in {**SESSION_CONF, **(conf or {})}.items():
+    for key, value in session_conf(sys.stderr.isatty(), conf).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
@@ -113,6 +118,12 @@ def local_session(app_name: str = "paimon-index", *, master: str = DEFAULT_MASTE
     # this environment; a local master skips the check's job.
     configure(spark, check=not master.startswith(LOCAL_MASTER_PREFIX))
     return spark
+
+
+def session_conf(interactive: bool, conf: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The settings :func:`local_session` starts a session with (``conf`` wins)."""
+    progress = {PROGRESS_BAR: "true"} if interactive else {}
+    return {**SESSION_CONF, **progress, **(conf or {})}
 
 
 def configure(spark: SparkSession, *, python: str | None = None, check: bool = True) -> SparkSession:
@@ -135,6 +146,11 @@ def configure(spark: SparkSession, *, python: str | None = None, check: bool = T
     for key in RUNTIME_CONF:
         spark.conf.set(key, SESSION_CONF[key])
     if python is not None:
+        if _connect.is_connect(spark):
+            raise EnvironmentCheckError(
+                f"configure(python={python!r}) needs a SparkContext, which a Spark Connect client has "
+                "not: the Connect server's Python workers run the server's PYSPARK_PYTHON (or "
+                "spark.pyspark.python) -- set it where the server starts (docs/clusters.md)")
         # PySpark stamps this on every function it wraps from now on (see the module docstring).
         spark.sparkContext.pythonExec = python
     spark.dataSource.register(PaimonIndexDataSource)
@@ -165,6 +181,10 @@ def _probe(_: object) -> Probe:
     return sys.executable, _version(), None
 
 
+def _probes(task: object) -> Iterator[bytes]:
+    yield pickle.dumps(_probe(task))
+
+
 def _version() -> str:
     # The package's __init__ has run before any of its modules; its version is read from there
     # rather than imported (the application layer's names are not this layer's to import).
@@ -179,13 +199,15 @@ def check_executors(spark: SparkSession, tasks: int | None = None) -> list[Probe
         EnvironmentCheckError: a task could not import it, imported another version than the
             driver's, or the job failed (for instance the configured Python does not exist there).
     """
-    sc = spark.sparkContext
-    count = tasks or max(1, sc.defaultParallelism)
+    count = tasks or _connect.parallelism(spark)
+    # Classic: the Python the session stamps on what it ships. Connect: the server's, unknown here.
+    python = "the Connect server's PYSPARK_PYTHON" if _connect.is_connect(spark) else \
+        repr(spark.sparkContext.pythonExec)
     try:
-        answers: list[Probe] = sc.parallelize(range(count), count).map(_probe).collect()
-    except Exception as e:  # Py4JJavaError / PythonException: the workers' Python failed
+        answers: list[Probe] = [pickle.loads(p) for p in _connect.run_tasks(spark, range(count), _probes)]
+    except Exception as e:  # Py4JJavaError / PythonException / SparkConnectGrpcException
         first = next((line for line in str(e).splitlines() if "Error" in line), str(e)[:300])
-        raise EnvironmentCheckError(f"Spark executors (python {sc.pythonExec!r}) cannot run "
+        raise EnvironmentCheckError(f"Spark executors (python {python}) cannot run "
                                     f"paimon-index: {first.strip()[:300]}; {_FIX}") from e
     for executable, version, error in answers:
         if error is not None:

@@ -43,7 +43,6 @@ from paimon_index.errors import (
     PaimonIndexError,
     TableError,
     TableExistsError,
-    TableNotFoundError,
 )
 from paimon_index.expression import compile_expression
 from paimon_index.fileindex.base import SortOrder, TopN
@@ -153,17 +152,20 @@ class Table:
         self._paimon = self._open()
 
     def _open(self) -> Any:
-        if "." not in self.identifier:
-            raise InvalidOptionError(f"table identifier {self.identifier!r} must be 'database.table'")
+        _catalog.parse_identifier(self.identifier)  # before the catalog or any file is touched
         try:
             return _catalog.open_table(self.warehouse, self.identifier, catalog_options=self.catalog_options)
         except PaimonIndexError:
             raise
         except Exception as e:
-            raise TableNotFoundError(f"table {self.identifier} not found in {self.warehouse} ({e})") from e
+            raise _catalog.table_not_found(self.warehouse, self.identifier, e) from e
 
     def __repr__(self) -> str:
         return f"Table({self.warehouse!r}, {self.identifier!r})"
+
+    def _writable(self) -> None:
+        """Refuse a change to a system table or branch (read-only here; see ``parse_identifier``)."""
+        _catalog.parse_identifier(self.identifier, for_write=True)
 
     @property
     def paimon_table(self) -> Any:
@@ -200,6 +202,7 @@ class Table:
             DataError: rows that do not fit the table.
             ConcurrentChangeError: (overwrite, upsert) another commit landed meanwhile.
         """
+        self._writable()
         from paimon_index.table.write import write_arrow
 
         if mode not in (APPEND, OVERWRITE):
@@ -219,6 +222,7 @@ class Table:
 
     def upsert(self, data: pa.Table | pa.RecordBatch) -> CommitResult:
         """Insert or replace rows by primary key (rows with ``_ROW_KIND`` '-D'/'-U' delete their key)."""
+        self._writable()
         if not self.is_primary_key_table:
             raise TableError(f"upsert needs a primary-key table; {self.identifier} has no primary key "
                              "(use write)")
@@ -256,6 +260,7 @@ class Table:
             InvalidOptionError: an append table without ``deletion-vectors.enabled``.
             ConcurrentChangeError: another commit landed after the rows were found.
         """
+        self._writable()
         if self.is_primary_key_table:
             return self._pk_change("delete", where, None)
         from paimon_index.table.row_level import delete_rows
@@ -271,6 +276,7 @@ class Table:
             InvalidPredicateError: expression text that does not parse or is not supported.
             DataError: a value that does not fit its column (overflow, division by zero).
         """
+        self._writable()
         assignments = self._assignments(set)
         predicate = ALWAYS_TRUE if where is None else where
         if self.is_primary_key_table:
@@ -301,6 +307,7 @@ class Table:
 
     def compact(self, full: bool = False) -> CommitResult:
         """Compact a primary-key table's files (``full``: everything into the highest level)."""
+        self._writable()
         if not self.is_primary_key_table:
             raise TableError(f"compact is for primary-key tables; {self.identifier} is an append table")
         from paimon_index.table.pk import compact
@@ -309,6 +316,7 @@ class Table:
 
     def rewrite_file_index(self, where: Any = None) -> CommitResult:
         """Rebuild the file indexes the current ``file-index.*`` options ask for (``where``: partitions)."""
+        self._writable()
         from paimon_index.table.rewrite import rewrite_file_index
 
         return self._result("rewrite_file_index", rewrite_file_index(self._paimon, where), 0)
@@ -449,6 +457,7 @@ class Table:
     def expire_snapshots(self, retain_last: int | None = None,
                          older_than: datetime | float | None = None) -> MaintenanceResult:
         """Expire old snapshots (keep the newest ``retain_last``; expire those ``older_than``)."""
+        self._writable()
         from paimon_index.table.maintenance import expire_snapshots
 
         result = expire_snapshots(self._paimon, retain_last=retain_last, older_than=older_than)
@@ -458,6 +467,7 @@ class Table:
     def remove_orphan_files(self, older_than: datetime | float) -> MaintenanceResult:
         """Delete files no snapshot references that are older than ``older_than`` (a datetime or
         seconds since the epoch) — never a file a running write may still commit."""
+        self._writable()
         from paimon_index.table.maintenance import remove_orphan_files
 
         result = remove_orphan_files(self._paimon, older_than=older_than)

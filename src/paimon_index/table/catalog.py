@@ -1,4 +1,4 @@
-"""Create, open and alter Paimon tables from Python (pypaimon's filesystem catalog underneath).
+r"""Create, open and alter Paimon tables from Python (pypaimon's filesystem catalog underneath).
 
     create_table(warehouse, "db.orders", "id BIGINT NOT NULL, code CHAR(3), ts TIMESTAMP",
                  partition_keys=["dt"], options={...})
@@ -32,6 +32,16 @@ users store their own), so refusing keys we do not know would break legitimate t
 An ``ALTER`` of index options changes what *new* files get; existing files keep their indexes until
 ``rewrite_file_index`` rebuilds them (as in Paimon).
 
+Identifiers: every name that enters (Python API, the ``paimon_index`` source's ``load``/``save``,
+the Spark jobs, SQL) goes through :func:`parse_identifier` before the catalog or any file is
+touched. Paimon's ``Identifier`` splits ``database.object`` and the object into
+``table[$branch_<b>][$<system table>]``; its filesystem catalog then builds
+``<warehouse>/<database>.db/<table>`` from the raw text, so ``db.../../evil`` would be a path outside
+the warehouse. We refuse what could be read as a path (``/``, ``\``, ``..``, control characters),
+empty or blank parts, a number of parts other than two, and, for writes, system tables
+(``t$snapshots``), branches and Paimon's system database ``sys`` (as Paimon's
+``CatalogUtils.checkNotSystemTable``/``checkNotBranch``).
+
 pypaimon internals used: ``CatalogFactory.create({"warehouse": ...})``, ``Schema``,
 ``Schema.from_pyarrow_schema``, ``DataField``/``AtomicType``/``ArrayType``/``MultisetType``/
 ``MapType``/``RowType``, ``catalog.create_database/create_table/get_table/alter_table``,
@@ -41,15 +51,19 @@ pypaimon internals used: ``CatalogFactory.create({"warehouse": ...})``, ``Schema
 from __future__ import annotations
 
 import difflib
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
 from paimon_index.errors import (
+    InvalidIdentifierError,
     InvalidOptionError,
     InvalidPredicateError,
     PaimonIndexError,
+    TableNotFoundError,
     UnsupportedTypeError,
 )
 from paimon_index.fileindex.options import (
@@ -63,6 +77,7 @@ from paimon_index.fileindex.options import (
 from paimon_index.types import MAX_LENGTH, DataType, Field, TypeRoot, parse_fields, parse_type
 
 __all__ = [
+    "TableIdentifier",
     "alter_table_options",
     "arrow_schema",
     "catalog",
@@ -72,8 +87,10 @@ __all__ = [
     "dictionary_page_bytes",
     "known_catalog_options",
     "open_table",
+    "parse_identifier",
     "row_group_bytes",
     "schema_fields",
+    "table_not_found",
     "validate_table_options",
 ]
 
@@ -184,9 +201,174 @@ def catalog(warehouse: str, catalog_options: Mapping[str, str] | None = None) ->
     return CatalogFactory.create(catalog_config(warehouse, catalog_options))
 
 
+# ------------------------------------------------------------------------------------------------
+# Identifiers
+# ------------------------------------------------------------------------------------------------
+#: Paimon's ``Identifier.SYSTEM_TABLE_SPLITTER`` / ``SYSTEM_BRANCH_PREFIX`` and
+#: ``Catalog.SYSTEM_DATABASE_NAME``.
+SYSTEM_TABLE_SPLITTER = "$"
+SYSTEM_BRANCH_PREFIX = "branch_"
+SYSTEM_DATABASE = "sys"
+_QUOTE = "`"
+_IDENTIFIER_FORM = "expected 'database.table', e.g. 'db.orders'"
+
+
+@dataclass(frozen=True, slots=True)
+class TableIdentifier:
+    """A checked ``database.table[$branch_<b>][$<system table>]`` (Paimon's ``Identifier``)."""
+
+    database: str
+    table: str
+    branch: str | None = None
+    system_table: str | None = None
+
+    @property
+    def object_name(self) -> str:
+        """Paimon's object name: the table with its branch and system-table suffixes."""
+        parts = [self.table]
+        if self.branch is not None:
+            parts.append(SYSTEM_BRANCH_PREFIX + self.branch)
+        if self.system_table is not None:
+            parts.append(self.system_table)
+        return SYSTEM_TABLE_SPLITTER.join(parts)
+
+    @property
+    def full_name(self) -> str:
+        """``database.object``, what pypaimon's catalog takes."""
+        return f"{self.database}.{self.object_name}"
+
+    @property
+    def is_system_table(self) -> bool:
+        return self.system_table is not None
+
+    def __str__(self) -> str:
+        return self.full_name
+
+
+def _refuse(text: object, what: str) -> InvalidIdentifierError:
+    return InvalidIdentifierError(f"invalid table identifier {text!r}: {what}; {_IDENTIFIER_FORM}",
+                                  identifier=text)
+
+
+def _split_parts(text: str) -> list[str]:
+    """``text`` split at dots outside back-quotes (Spark's `` `db`.`t` ``), quotes removed."""
+    parts: list[str] = []
+    current: list[str] = []
+    quoted = was_quoted = False
+    for i, ch in enumerate(text):
+        if ch == _QUOTE:
+            if quoted:
+                quoted = False
+                if i + 1 < len(text) and text[i + 1] != ".":
+                    raise _refuse(text, "a back-quoted name must be a whole part")
+            elif current:
+                raise _refuse(text, "a back-quoted name must be a whole part")
+            else:
+                quoted = was_quoted = True
+        elif ch == "." and quoted:
+            raise _refuse(text, "a name cannot contain '.'")
+        elif ch == ".":
+            parts.append("".join(current))
+            current, was_quoted = [], False
+        else:
+            if was_quoted and not quoted:
+                raise _refuse(text, "a back-quoted name must be a whole part")
+            current.append(ch)
+    if quoted:
+        raise _refuse(text, "unclosed back-quote")
+    parts.append("".join(current))
+    return parts
+
+
+def parse_identifier(text: str, *, for_write: bool = False) -> TableIdentifier:
+    """The checked identifier of ``text`` (``db.t``, `` `db`.`t` ``, ``db.t$snapshots``, ``db.t$branch_b``).
+
+    Nothing is touched: this runs before any catalog or file is opened. ``for_write``: also refuse
+    what Paimon refuses to create or write (a system table, a branch, the ``sys`` database), so such
+    a name never reaches a path.
+
+    Raises:
+        InvalidIdentifierError: naming the identifier and what is wrong.
+    """
+    if not isinstance(text, str):
+        raise InvalidIdentifierError(f"a table identifier must be a string 'database.table', got "
+                                     f"{type(text).__name__} {text!r}", identifier=text)
+    if not text.strip():
+        raise _refuse(text, "empty identifier")
+    for i, ch in enumerate(text):
+        if unicodedata.category(ch) == "Cc":
+            raise _refuse(text, f"control character {ch!r} at position {i}")
+    for sep in ("/", "\\"):
+        if sep in text:
+            raise _refuse(text, f"path separator {sep!r} is not allowed in a name")
+    if ".." in text:
+        raise _refuse(text, "'..' is not allowed (a parent directory in a path, or an empty name)")
+    parts = _split_parts(text)
+    if len(parts) != 2:
+        raise _refuse(text, f"{len(parts)} part{'s' if len(parts) != 1 else ''} "
+                            f"(a name cannot contain '.')" if len(parts) > 2 else "no database part")
+    for kind, part in zip(("database", "table"), parts, strict=True):
+        if not part.strip():
+            raise _refuse(text, f"empty {kind} name")
+        if part != part.strip():
+            raise _refuse(text, f"{kind} name {part!r} starts or ends with blanks")
+    database, obj = parts
+    if SYSTEM_TABLE_SPLITTER in database:
+        raise _refuse(text, f"database name {database!r} contains {SYSTEM_TABLE_SPLITTER!r}")
+    pieces = obj.split(SYSTEM_TABLE_SPLITTER)
+    if any(not p.strip() for p in pieces):
+        raise _refuse(text, f"empty name around {SYSTEM_TABLE_SPLITTER!r} in {obj!r}")
+    branch = system = None
+    if len(pieces) == 2:
+        if pieces[1].startswith(SYSTEM_BRANCH_PREFIX):
+            branch = pieces[1][len(SYSTEM_BRANCH_PREFIX):]
+        else:
+            system = pieces[1]
+    elif len(pieces) == 3:
+        if not pieces[1].startswith(SYSTEM_BRANCH_PREFIX):
+            raise _refuse(text, f"a system table has one {SYSTEM_TABLE_SPLITTER!r} (or "
+                                f"'t$branch_<b>$<system table>'), got {obj!r}")
+        branch, system = pieces[1][len(SYSTEM_BRANCH_PREFIX):], pieces[2]
+    elif len(pieces) > 3:
+        raise _refuse(text, f"invalid object name {obj!r}")
+    if branch is not None and not branch:
+        raise _refuse(text, "empty branch name")
+    ident = TableIdentifier(database, pieces[0], branch, system)
+    if for_write:
+        if database == SYSTEM_DATABASE:
+            raise InvalidIdentifierError(
+                f"{ident.full_name}: {SYSTEM_DATABASE!r} is Paimon's system database, read-only; "
+                "create and write tables in another database", identifier=text)
+        if ident.is_system_table:
+            raise InvalidIdentifierError(
+                f"{ident.full_name} is a system table: it can be read, not created or written; "
+                f"write to the data table {database}.{ident.table}", identifier=text)
+        if branch is not None:
+            raise InvalidIdentifierError(
+                f"{ident.full_name} is a branch: paimon-index creates and writes the main branch "
+                f"only; use {database}.{ident.table}", identifier=text)
+    return ident
+
+
+def table_not_found(warehouse: str, identifier: str,
+                    cause: BaseException | None = None) -> TableNotFoundError:
+    """The error for a table that does not exist: names it and how to create it."""
+    detail = "" if cause is None or type(cause).__name__ == "TableNotExistException" else \
+        f" ({type(cause).__name__}: {cause})"
+    return TableNotFoundError(
+        f"table {identifier} does not exist in {warehouse}{detail}; create it first: "
+        f"paimon_index.spark.attach(spark, warehouse=W).sql(\"CREATE TABLE {identifier} (...) "
+        f"TBLPROPERTIES (...)\") or paimon_index.create_table(W, '{identifier}', schema, options={{...}})")
+
+
 def open_table(warehouse: str, identifier: str, *, catalog_options: Mapping[str, str] | None = None) -> Any:
-    """The pypaimon table ``db.table`` of ``warehouse``."""
-    return catalog(warehouse, catalog_options).get_table(identifier)
+    """The pypaimon table ``db.table`` of ``warehouse`` (the identifier checked first).
+
+    Raises:
+        InvalidIdentifierError: see :func:`parse_identifier`.
+    """
+    ident = parse_identifier(identifier)
+    return catalog(warehouse, catalog_options).get_table(ident.full_name)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -387,20 +569,21 @@ def _check_keys_exist(kind: str, keys: Iterable[str], columns: Mapping[str, obje
 def create_table(warehouse: str, identifier: str, schema: pa.Schema | Any, *,
                  partition_keys: Iterable[str] = (), primary_keys: Iterable[str] = (),
                  options: Mapping[str, str] | None = None, exist_ok: bool = False,
-                 catalog_options: Mapping[str, str] | None = None) -> Any:
-    """Create ``db.table`` (and its database) and return the pypaimon table.
+                 catalog_options: Mapping[str, str] | None = None, comment: str | None = None) -> Any:
+    """Create ``db.table`` (and its database) and return the pypaimon table (``comment``: the
+    table's comment, kept in its first schema).
 
     Everything is checked before the database or table is created, so a refused call leaves the
     warehouse as it was.
 
     Raises:
-        InvalidOptionError: a bad identifier, DDL string, option, or partition/primary key.
+        InvalidIdentifierError: see :func:`parse_identifier` (``for_write``).
+        InvalidOptionError: a bad DDL string, option, or partition/primary key.
         UnsupportedTypeError: a schema type paimon-index cannot write.
     """
     from pypaimon import Schema
 
-    if "." not in identifier:
-        raise InvalidOptionError(f"table identifier {identifier!r} must be 'database.table'")
+    ident = parse_identifier(identifier, for_write=True)
     partition_keys, primary_keys = list(partition_keys), list(primary_keys)
     plain = {str(k): str(v) for k, v in (options or {}).items()}
     if isinstance(schema, pa.Schema):
@@ -408,14 +591,16 @@ def create_table(warehouse: str, identifier: str, schema: pa.Schema | Any, *,
                                                    primary_keys=primary_keys or None, options=plain)
     else:
         paimon_schema = Schema(_paimon_fields(schema_fields(schema)), partition_keys, primary_keys, plain)
+    if comment:
+        paimon_schema.comment = comment
     columns = column_types(paimon_schema.fields)
     _check_keys_exist("partition", partition_keys, columns)
     _check_keys_exist("primary", primary_keys, columns)
     validate_table_options(plain, columns)
     cat = catalog(warehouse, catalog_options)
-    cat.create_database(identifier.split(".", 1)[0], True)
-    cat.create_table(identifier, paimon_schema, exist_ok)
-    return cat.get_table(identifier)
+    cat.create_database(ident.database, True)
+    cat.create_table(ident.full_name, paimon_schema, exist_ok)
+    return cat.get_table(ident.full_name)
 
 
 def alter_table_options(warehouse: str, identifier: str, *, set_options: Mapping[str, str] | None = None,
@@ -427,6 +612,7 @@ def alter_table_options(warehouse: str, identifier: str, *, set_options: Mapping
     """
     from pypaimon.schema.schema_change import SchemaChange
 
+    identifier = parse_identifier(identifier, for_write=True).full_name
     cat = catalog(warehouse, catalog_options)
     table = cat.get_table(identifier)
     current = dict(table.options.options.to_map())
@@ -457,3 +643,180 @@ def table_names(warehouse: str, database: str, catalog_options: Mapping[str, str
     if database not in cat.list_databases():
         return []
     return sorted(cat.list_tables(database))
+
+
+# ------------------------------------------------------------------------------------------------
+# Catalog DDL beyond options (the SQL layer's CREATE/DROP/ALTER, tags and rollback)
+# ------------------------------------------------------------------------------------------------
+def _catalog_errors() -> Any:
+    from pypaimon.catalog import catalog_exception
+
+    return catalog_exception
+
+
+def create_database(warehouse: str, name: str, *, exist_ok: bool = False,
+                    catalog_options: Mapping[str, str] | None = None) -> None:
+    """``CREATE DATABASE [IF NOT EXISTS] name``.
+
+    Raises:
+        TableExistsError: the database exists and ``exist_ok`` is false.
+    """
+    from paimon_index.errors import TableExistsError
+
+    cat = catalog(warehouse, catalog_options)
+    if not exist_ok and name in cat.list_databases():
+        raise TableExistsError(f"database {name} already exists in {warehouse}; "
+                               f"use CREATE DATABASE IF NOT EXISTS {name}")
+    cat.create_database(name, True)
+
+
+def drop_database(warehouse: str, name: str, *, missing_ok: bool = False, cascade: bool = False,
+                  catalog_options: Mapping[str, str] | None = None) -> None:
+    """``DROP DATABASE [IF EXISTS] name [CASCADE]`` (without CASCADE only an empty one).
+
+    Raises:
+        TableNotFoundError: no such database (and not ``missing_ok``).
+        TableError: the database has tables and ``cascade`` is false.
+    """
+    from paimon_index.errors import TableError, TableNotFoundError
+
+    cat = catalog(warehouse, catalog_options)
+    if name not in cat.list_databases():
+        if missing_ok:
+            return
+        raise TableNotFoundError(f"database {name} not found in {warehouse}; use DROP DATABASE IF EXISTS")
+    tables = cat.list_tables(name)
+    if tables and not cascade:
+        raise TableError(f"database {name} is not empty (tables: {', '.join(sorted(tables))}); "
+                         f"drop them first or use DROP DATABASE {name} CASCADE")
+    cat.drop_database(name, False, cascade)
+
+
+def drop_table(warehouse: str, identifier: str, *, missing_ok: bool = False,
+               catalog_options: Mapping[str, str] | None = None) -> bool:
+    """``DROP TABLE [IF EXISTS]``: delete the table's directory; whether a table was dropped.
+
+    Raises:
+        TableNotFoundError: no such table (and not ``missing_ok``).
+    """
+    from paimon_index.errors import TableNotFoundError
+
+    errors = _catalog_errors()
+    cat = catalog(warehouse, catalog_options)
+    try:
+        cat.get_table(identifier)
+    except (errors.TableNotExistException, errors.DatabaseNotExistException):
+        if missing_ok:
+            return False
+        raise TableNotFoundError(f"table {identifier} not found in {warehouse}; "
+                                 f"use DROP TABLE IF EXISTS {identifier}") from None
+    cat.drop_table(identifier, False)
+    return True
+
+
+def rename_table(warehouse: str, identifier: str, new_identifier: str, *,
+                 catalog_options: Mapping[str, str] | None = None) -> None:
+    """``ALTER TABLE db.t RENAME TO db.u`` (within one warehouse; the target database must exist).
+
+    Raises:
+        TableExistsError: ``new_identifier`` exists.
+        TableNotFoundError: the target database does not exist.
+    """
+    from paimon_index.errors import TableExistsError, TableNotFoundError
+
+    errors = _catalog_errors()
+    cat = catalog(warehouse, catalog_options)
+    try:
+        cat.rename_table(identifier, new_identifier)
+    except errors.TableAlreadyExistException:
+        raise TableExistsError(f"cannot rename {identifier} to {new_identifier}: that table exists; "
+                               "drop it first or pick another name") from None
+    except errors.DatabaseNotExistException:
+        database = new_identifier.split(".", 1)[0]
+        raise TableNotFoundError(f"cannot rename {identifier} to {new_identifier}: database "
+                                 f"{database} does not exist; create it first") from None
+
+
+def paimon_field(ddl: str) -> Any:
+    """The pypaimon ``DataField`` of one DDL column (``name TYPE [NOT NULL] [COMMENT '...']``)."""
+    fields = schema_fields(ddl)
+    if len(fields) != 1:
+        raise InvalidOptionError(f"expected one column definition, got {ddl!r}")
+    return _paimon_fields(fields)[0]
+
+
+def alter_columns(warehouse: str, identifier: str, changes: Iterable[Any], *,
+                  catalog_options: Mapping[str, str] | None = None) -> Any:
+    """Apply pypaimon ``SchemaChange``s (add / rename / drop column, column type) as one schema
+    change; return the re-opened table.
+
+    Raises:
+        SchemaEvolutionError: pypaimon refused the change (the message names the column).
+    """
+    from paimon_index.errors import SchemaEvolutionError
+
+    cat = catalog(warehouse, catalog_options)
+    try:
+        cat.alter_table(identifier, list(changes))
+    except (ValueError, RuntimeError, _catalog_errors().CatalogException) as e:
+        raise SchemaEvolutionError(f"ALTER TABLE {identifier}: {e}") from e
+    return cat.get_table(identifier)
+
+
+def create_tag(warehouse: str, identifier: str, tag: str, snapshot_id: int | None = None, *,
+               time_retained: str | None = None, catalog_options: Mapping[str, str] | None = None) -> None:
+    """Tag snapshot ``snapshot_id`` (default: the latest) of ``db.t`` as ``tag``.
+
+    Raises:
+        TableExistsError: the tag exists.
+        TableError: no such snapshot (or the table has none).
+    """
+    from paimon_index.errors import TableError, TableExistsError
+
+    table = open_table(warehouse, identifier, catalog_options=catalog_options)
+    if tag in table.list_tags():
+        raise TableExistsError(f"tag {tag!r} of {identifier} already exists; delete_tag it first")
+    try:
+        table.create_tag(tag, snapshot_id=snapshot_id, time_retained=time_retained)
+    except (ValueError, FileNotFoundError) as e:
+        raise TableError(f"cannot tag {identifier}: {e}") from e
+
+
+def delete_tag(warehouse: str, identifier: str, tag: str, *,
+               catalog_options: Mapping[str, str] | None = None) -> bool:
+    """Delete tag ``tag`` of ``db.t``; whether it existed."""
+    return bool(open_table(warehouse, identifier, catalog_options=catalog_options).delete_tag(tag))
+
+
+def tag_snapshot_id(table: Any, tag: str) -> int | None:
+    """The snapshot id tag ``tag`` of the pypaimon table points to, or None."""
+    found = table.tag_manager().get(tag)
+    return None if found is None else int(found.id)
+
+
+def rollback(warehouse: str, identifier: str, target: int | str, *,
+             catalog_options: Mapping[str, str] | None = None) -> tuple[int, int]:
+    """Roll ``db.t`` back to snapshot ``target`` (int) or tag ``target`` (str):
+    (previous latest snapshot id, current snapshot id), as Paimon's ``rollback`` procedure answers.
+
+    Raises:
+        TableError: no snapshot, or the snapshot/tag does not exist.
+    """
+    from paimon_index.errors import TableError
+    from paimon_index.table.paimon import latest_snapshot, snapshot_exists
+
+    table = open_table(warehouse, identifier, catalog_options=catalog_options)
+    latest = latest_snapshot(table)
+    if latest is None:
+        raise TableError(f"table {identifier} has no snapshot to roll back")
+    if isinstance(target, str):
+        current = tag_snapshot_id(table, target)
+        if current is None:
+            raise TableError(f"tag {target!r} of {identifier} does not exist; tags: "
+                             f"{', '.join(table.list_tags()) or 'none'}")
+    else:
+        if not snapshot_exists(table, target):
+            raise TableError(f"snapshot {target} of {identifier} does not exist (latest: {latest.id})")
+        current = target
+    table.rollback_to(target)
+    return int(latest.id), int(current)

@@ -336,12 +336,16 @@ def expire_snapshots(table: Any, *, retain_last: int | None = None,
     if retain_last is not None and (isinstance(retain_last, bool) or retain_last < 1):
         raise InvalidOptionError(f"retain_last must be at least 1, got {retain_last}")
     cutoff_ms = None if older_than is None else _cutoff_seconds(older_than) * 1000
-    result = ExpireResult()
-    io = TableIO.of(table)
     ids = _snapshot_ids(table)
     if not ids:
-        return result
-    expire = set(_plan_expiry(table, ids, retain_last or 1, cutoff_ms))
+        return ExpireResult()
+    return _expire(table, ids, set(_plan_expiry(table, ids, retain_last or 1, cutoff_ms)))
+
+
+def _expire(table: Any, ids: list[int], expire: set[int]) -> ExpireResult:
+    """Delete snapshots ``expire`` (of the table's snapshots ``ids``) and the files only they used."""
+    result = ExpireResult()
+    io = TableIO.of(table)
     snapshot_dir = _local(table.snapshot_manager().snapshot_dir)
     if not expire:
         _repair_earliest_hint(io, snapshot_dir, ids[0])  # a crash may have come before the hint moved
@@ -421,7 +425,8 @@ def _candidate_files(table: Any) -> list[FileStatus]:
     return files
 
 
-def remove_orphan_files(table: Any, *, older_than: datetime | float | None = None) -> OrphanResult:
+def remove_orphan_files(table: Any, *, older_than: datetime | float | None = None,
+                        dry_run: bool = False) -> OrphanResult:
     """Remove the files no snapshot, tag or changelog references, last modified before ``older_than``.
 
     Args:
@@ -434,6 +439,8 @@ def remove_orphan_files(table: Any, *, older_than: datetime | float | None = Non
 
     Raises:
         InvalidOptionError: ``older_than`` in the future.
+
+    ``dry_run``: find and count the orphans, delete nothing (Paimon's ``dry_run``).
     """
     cutoff = time.time() - DEFAULT_ORPHAN_AGE_SECONDS if older_than is None else _cutoff_seconds(older_than)
     result = OrphanResult()
@@ -448,7 +455,36 @@ def remove_orphan_files(table: Any, *, older_than: datetime | float | None = Non
     used |= _all_referenced(table, seen, cache)  # snapshots committed while the first pass ran
     io = TableIO.of(table)
     for path, size in aged:
-        if path not in used and _remove(io, path):
+        if path not in used and (dry_run or _remove(io, path)):
             result.deleted_files.append(path)
             result.deleted_bytes += size
     return result
+
+
+def expire_snapshots_as_paimon(table: Any, *, retain_max: int, retain_min: int, older_than_ms: float,
+                               max_deletes: int) -> ExpireResult:
+    """Paimon's ``ExpireSnapshotsImpl.expire`` rule: keep at most ``retain_max`` and at least
+    ``retain_min`` snapshots, expire at most ``max_deletes`` from the earliest, and between the two
+    bounds expire a snapshot only while its successor was committed before ``older_than_ms``.
+
+    Raises:
+        InvalidOptionError: ``retain_max < retain_min`` or a bound below 1 (Paimon's message).
+    """
+    if retain_min < 1 or retain_max < 1:
+        raise InvalidOptionError(f"retain_max ({retain_max}) and retain_min ({retain_min}) "
+                                 "must be at least 1")
+    if retain_max < retain_min:
+        raise InvalidOptionError(f"retainMax ({retain_max}) must not be less than retainMin ({retain_min}).")
+    ids = _snapshot_ids(table)
+    if not ids:
+        return ExpireResult()
+    earliest, latest = ids[0], ids[-1]
+    low = max(latest - retain_max + 1, earliest)
+    until = min(latest - retain_min + 1, earliest + max_deletes)
+    end = until
+    for snapshot_id in range(low, until):
+        successor = _snapshot(table, snapshot_id + 1)
+        if successor is not None and older_than_ms <= successor.time_millis:
+            end = snapshot_id
+            break
+    return _expire(table, ids, {i for i in ids if i < end})

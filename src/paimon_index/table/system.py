@@ -62,3 +62,83 @@ def file_indexes(table: PaimonTable) -> pa.Table:
                     ):
                         rows[name].append(value)
     return pa.table(rows, schema=FILE_INDEXES_SCHEMA)
+
+
+# ------------------------------------------------------------------------------------------------
+# Paimon's system tables ($snapshots, $files, $options, $schemas, $manifests, $tags)
+# ------------------------------------------------------------------------------------------------
+#: The system tables :func:`system_table` builds (``file_indexes``: :func:`file_indexes`).
+SYSTEM_TABLES = ("snapshots", "files", "file_indexes", "options", "schemas", "manifests", "tags")
+#: DataFileMeta.file_source as Java's FileSource prints it.
+_FILE_SOURCES = {"0": "APPEND", "1": "COMPACT"}
+
+
+def partitions(table: PaimonTable) -> list[str]:
+    """The latest snapshot's partitions as ``k1=v1/k2=v2`` (Spark's SHOW PARTITIONS), sorted."""
+    seen: set[str] = set()
+    for split in table.new_read_builder().new_scan().plan().splits():
+        seen.add(partition_text(table.partition_keys or [], split.partition))
+    return sorted(seen)
+
+
+def _java_map(text: Any) -> Any:
+    """pypaimon's JSON stats map as Java's ``Map.toString`` of a sorted map: ``{a=1, b=x}``."""
+    import json
+
+    if not isinstance(text, str):
+        return text
+    try:
+        values = json.loads(text)
+    except ValueError:
+        return text
+    if not isinstance(values, dict):
+        return text
+
+    def show(v: Any) -> str:
+        return "null" if v is None else ("true" if v is True else "false" if v is False else str(v))
+
+    return "{" + ", ".join(f"{k}={show(values[k])}" for k in sorted(values)) + "}"
+
+
+def _files(table: Any, rows: pa.Table) -> pa.Table:
+    """pypaimon's ``$files`` with Java's spellings: partition ``{v1, v2}``, the full file path,
+    stats maps as ``{col=value, ...}``, file_source APPEND/COMPACT."""
+    keys = list(table.partition_keys or [])
+    root = str(table.table_path).rstrip("/")
+    cols = rows.to_pydict()
+    partition, paths = [], []
+    for part, bucket, path in zip(cols["partition"], cols["bucket"], cols["file_path"], strict=True):
+        values = [kv.partition("=")[2] for kv in part.split("/")] if keys and part else []
+        partition.append("{" + ", ".join(values) + "}")
+        if "/" in str(path):
+            paths.append(path)
+        else:
+            prefix = f"{part}/" if keys and part else ""
+            paths.append(f"{root}/{prefix}bucket-{bucket}/{path}")
+    cols["partition"], cols["file_path"] = partition, paths
+    for name in ("null_value_counts", "min_value_stats", "max_value_stats"):
+        cols[name] = [_java_map(v) for v in cols[name]]
+    cols["file_source"] = [_FILE_SOURCES.get(v, v) if v is not None else None for v in cols["file_source"]]
+    return pa.table(cols, schema=rows.schema)
+
+
+def system_table(table: PaimonTable, name: str) -> pa.Table:
+    """System table ``name`` (one of :data:`SYSTEM_TABLES`) of the pypaimon table, as Arrow.
+
+    Built by pypaimon's own system tables (``pypaimon.table.system``), with ``$files`` spelt as
+    Java's ``FilesTable`` prints it (:func:`_files`); ``file_indexes`` is :func:`file_indexes`.
+    """
+    from pypaimon.table.system import system_table_loader
+
+    if name == "file_indexes":
+        return file_indexes(table)
+    system = system_table_loader.load(name, table)
+    if system is None or name not in SYSTEM_TABLES:
+        from paimon_index.errors import TableError
+
+        raise TableError(f"system table {name!r} is not supported; known: {', '.join(SYSTEM_TABLES)}")
+    builder = system.new_read_builder()
+    rows = builder.new_read().to_arrow(builder.new_scan().plan().splits())
+    if name == "files":
+        rows = _files(table, rows)
+    return rows

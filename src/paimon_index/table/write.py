@@ -216,20 +216,28 @@ def new_table_write(table: PaimonTable) -> Any:
     return writer
 
 
-def conform(data: pa.Table, target: pa.Schema) -> pa.Table:
+def conform(data: pa.Table, target: pa.Schema, *, table: str | None = None) -> pa.Table:
     """``data`` with the table's column order and Arrow types (what pypaimon's writer accepts).
 
     Spark hands timestamps in microseconds; a ``TIMESTAMP(3)`` column takes milliseconds, truncated
-    as Paimon does. Other type changes must be lossless (a failed cast raises).
+    as Paimon does. Other type changes must be lossless (a failed cast raises a DataError naming
+    the column, ``table`` when given).
     """
+    where = f"table {table}: " if table else ""
     columns = []
     for field in target:
         if field.name not in data.schema.names:
-            raise DataError(f"the data has no column {field.name!r} (table columns: {target.names})")
+            raise DataError(f"{where}the data has no column {field.name!r} (table columns: {target.names})")
         column = data.column(field.name)
         if column.type != field.type:
             lossy = pa.types.is_timestamp(column.type) and pa.types.is_timestamp(field.type)
-            column = column.cast(field.type, safe=not lossy)
+            try:
+                column = column.cast(field.type, safe=not lossy)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
+                raise DataError(f"{where}column {field.name!r}: values of type {column.type} do not fit "
+                                f"the column's type {field.type} ({e}); cast the column to {field.type} "
+                                "first, or write through paimon_index.spark.jobs.write, which casts as "
+                                "Spark's INSERT does") from e
         columns.append(column)
     return pa.Table.from_arrays(columns, schema=target)
 
@@ -237,7 +245,7 @@ def conform(data: pa.Table, target: pa.Schema) -> pa.Table:
 def write_with(writer: Any, data: pa.Table) -> None:
     """Write ``data`` with a pypaimon table writer, conformed to the table's schema first."""
     try:
-        writer.write_arrow(conform(data, writer.table_pyarrow_schema))
+        writer.write_arrow(conform(data, writer.table_pyarrow_schema, table=_name(writer.table)))
     except PaimonIndexError:
         raise
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, RuntimeError, ValueError) as e:
@@ -270,7 +278,7 @@ def write_files(table: PaimonTable, data: pa.Table | pa.RecordBatch, options: Fi
     written: list[Any] = []
     try:
         try:
-            rows = conform(rows, writer.table_pyarrow_schema)
+            rows = conform(rows, writer.table_pyarrow_schema, table=_name(table))
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
             raise DataError(f"table {_name(table)}: the rows do not fit the table's schema: {e}") from e
         opts = options if options is not None else FileIndexOptions.from_table_options(table_options(table))

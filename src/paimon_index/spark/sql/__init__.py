@@ -19,63 +19,27 @@ goes to Spark too (Spark reports its own error; it cannot reach a Paimon table t
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING
 
-import sqlglot
 from sqlglot import exp
-from sqlglot.errors import ParseError, TokenError
 
 from paimon_index.errors import SqlError
-from paimon_index.spark.sql.names import resolve
+from paimon_index.spark.sql.names import DIALECT, Catalog, cte_names, names_paimon_table, parse
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from paimon_index.spark.catalog import Catalog
-
-__all__ = ["DIALECT", "cte_names", "execute", "parse"]
-
-#: sqlglot's name of Spark's SQL dialect.
-DIALECT = "spark"
-#: sqlglot logs a warning for each statement it keeps as a raw ``Command``; those are expected here.
-logging.getLogger("sqlglot").setLevel(logging.ERROR)
-
-
-def parse(text: str) -> exp.Expr | None:
-    """The one statement of ``text``, or None when sqlglot cannot parse it.
-
-    Raises:
-        SqlError: more than one statement (run them one ``sql`` call each, as ``spark.sql``).
-    """
-    try:
-        statements = [s for s in sqlglot.parse(text, read=DIALECT) if s is not None]
-    except (ParseError, TokenError):
-        return None
-    if len(statements) > 1:
-        raise SqlError(f"{len(statements)} statements in one sql() call; run one statement per call "
-                       "(as spark.sql does)")
-    return statements[0] if statements else None
-
-
-def cte_names(statement: exp.Expr) -> frozenset[str]:
-    """Every CTE name the statement defines (lower case): such a one-part name is never a table."""
-    return frozenset(cte.alias.lower() for cte in statement.find_all(exp.CTE))
+__all__ = ["DIALECT", "cte_names", "execute", "names_paimon_table", "parse"]
 
 
 def _command(statement: exp.Expr) -> tuple[str, str]:
     """(keyword upper-cased, the rest of the text) of a statement sqlglot kept as a raw command."""
     keyword = str(statement.this).upper()
-    rest = statement.expression.name if isinstance(statement.expression, exp.Literal) else \
-        (statement.expression.sql(DIALECT) if statement.expression is not None else "")
+    expression = statement.expression
+    rest = expression.name if isinstance(expression, exp.Literal) else \
+        expression if isinstance(expression, str) else \
+        (expression.sql(DIALECT) if expression is not None else "")
     return keyword, rest
-
-
-def names_paimon_table(catalog: Catalog, statement: exp.Expr) -> bool:
-    """Whether any table the statement names is a Paimon table of the catalog."""
-    ctes = cte_names(statement)
-    return any(resolve(catalog, t, cte_names=ctes, must_exist=False) is not None
-               for t in statement.find_all(exp.Table))
 
 
 def execute(catalog: Catalog, text: str) -> DataFrame:

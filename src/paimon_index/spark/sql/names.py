@@ -19,15 +19,26 @@ spelling that differs only in case); a new name (CREATE) is kept as written.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
+import sqlglot
 from sqlglot import exp
+from sqlglot.errors import ParseError, TokenError
+
+from paimon_index.errors import SqlError, TableNotFoundError
 
 if TYPE_CHECKING:
-    from paimon_index.spark.catalog import Catalog
+    from pyspark.sql import SparkSession
 
-__all__ = ["PAIMON_CATALOG", "SYSTEM_TABLE_SEPARATOR", "TableName", "resolve", "resolve_parts"]
+__all__ = ["DIALECT", "PAIMON_CATALOG", "SYSTEM_TABLE_SEPARATOR", "Catalog", "TableName", "cte_names",
+           "names_paimon_table", "parse", "resolve", "resolve_parts", "table_parts"]
+
+#: sqlglot's name of Spark's SQL dialect.
+DIALECT = "spark"
+#: sqlglot logs a warning for each statement it keeps as a raw ``Command``; those are expected here.
+logging.getLogger("sqlglot").setLevel(logging.ERROR)
 
 #: The catalog name Paimon's Spark connector registers (``spark.sql.catalog.paimon``).
 PAIMON_CATALOG = "paimon"
@@ -35,6 +46,25 @@ PAIMON_CATALOG = "paimon"
 SPARK_CATALOG = "spark_catalog"
 #: ``t$snapshots``: table ``t``'s system table ``snapshots``.
 SYSTEM_TABLE_SEPARATOR = "$"
+
+
+class Catalog(Protocol):
+    """What the SQL layer needs of :class:`paimon_index.spark.catalog.Catalog` (defined there)."""
+
+    spark: SparkSession
+    warehouse: str
+    catalog_options: dict[str, str]
+    current_database: str
+
+    def database_spelling(self, name: str) -> str | None: ...
+
+    def table_spelling(self, database: str, name: str) -> str | None: ...
+
+    def has_table(self, identifier: str) -> bool: ...
+
+    def is_spark_view(self, name: str) -> bool: ...
+
+    def not_found(self, name: str) -> TableNotFoundError: ...
 
 
 @dataclass(frozen=True)
@@ -97,3 +127,31 @@ def resolve(catalog: Catalog, table: exp.Table, *, cte_names: frozenset[str] = f
             must_exist: bool = True) -> TableName | None:
     """:func:`resolve_parts` of a table node of the parsed statement."""
     return resolve_parts(catalog, table_parts(table), cte_names=cte_names, must_exist=must_exist)
+
+
+def parse(text: str) -> exp.Expr | None:
+    """The one statement of ``text``, or None when sqlglot cannot parse it.
+
+    Raises:
+        SqlError: more than one statement (run them one ``sql`` call each, as ``spark.sql``).
+    """
+    try:
+        statements = [s for s in sqlglot.parse(text, read=DIALECT) if s is not None]
+    except (ParseError, TokenError):
+        return None
+    if len(statements) > 1:
+        raise SqlError(f"{len(statements)} statements in one sql() call; run one statement per call "
+                       "(as spark.sql does)")
+    return statements[0] if statements else None
+
+
+def cte_names(statement: exp.Expr) -> frozenset[str]:
+    """Every CTE name the statement defines (lower case): such a one-part name is never a table."""
+    return frozenset(cte.alias.lower() for cte in statement.find_all(exp.CTE))
+
+
+def names_paimon_table(catalog: Catalog, statement: exp.Expr) -> bool:
+    """Whether any table the statement names is a Paimon table of the catalog."""
+    ctes = cte_names(statement)
+    return any(resolve(catalog, t, cte_names=ctes, must_exist=False) is not None
+               for t in statement.find_all(exp.Table))

@@ -24,6 +24,10 @@ How a query runs:
    statement** and Spark evaluates the whole query with its own semantics: the pushed conjuncts
    only remove rows the statement would remove anyway.
 
+``SELECT ... FROM t [WHERE ...] ORDER BY <t's columns> LIMIT k`` (nothing else between the rows
+and the LIMIT, every WHERE conjunct pushed) also hands the read the ORDER BY and k: each file's
+range bitmap then keeps only its candidates for the top k.
+
 Time travel: ``FROM t VERSION AS OF <snapshot id | 'tag'>`` and ``TIMESTAMP AS OF '<time>'``
 (:mod:`.travel`). System tables ``t$snapshots`` ... are read by :mod:`.system_tables`.
 """
@@ -42,8 +46,8 @@ from paimon_index.spark.sql.names import TableName, resolve
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from paimon_index.spark.catalog import Catalog
     from paimon_index.spark.planned import PlannedRead
+    from paimon_index.spark.sql.names import Catalog
 
 __all__ = ["Reference", "Rewritten", "explain", "rewrite", "run"]
 
@@ -71,6 +75,9 @@ class Reference:
     placeholder: str
     conjuncts: list[str] = field(default_factory=list)
     version: exp.Expr | None = None
+    #: ``ORDER BY ... LIMIT k`` of its SELECT, when the read may keep just those rows (see _topn)
+    order_by: str | None = None
+    limit: int | None = None
     #: set once read: the planned read (None: a system table or the source's merge read)
     planned: PlannedRead | None = None
     how: str = ""
@@ -159,6 +166,50 @@ def _pushable(conjunct: exp.Expr, alias: str, columns: frozenset[str],
     return True
 
 
+def _order_text(ordered: exp.Ordered) -> str:
+    column = ordered.this
+    assert isinstance(column, exp.Column)
+    desc = bool(ordered.args.get("desc"))
+    nulls_first = ordered.args.get("nulls_first")
+    nulls_first = (not desc) if nulls_first is None else bool(nulls_first)
+    return (f"`{column.name.replace('`', '``')}` {'DESC' if desc else 'ASC'} "
+            f"NULLS {'FIRST' if nulls_first else 'LAST'}")
+
+
+def _topn(table: exp.Table, alias: str, columns: frozenset[str], pushed: list[str]) -> tuple[str, int] | None:
+    """``(order_by, k)`` when the reference's SELECT is ``SELECT ... FROM <it> [WHERE w] ORDER BY
+    <its columns> LIMIT k``, with every WHERE conjunct pushed (the read then keeps its own top k:
+    the statement's top k is among them), and nothing between the rows and the LIMIT that sees other
+    rows (joins, grouping, aggregates, windows, DISTINCT) or renames an ORDER BY column."""
+    parent = table.parent
+    select = parent.parent if isinstance(parent, exp.From) else None
+    if not isinstance(select, exp.Select) or select.args.get("joins") or select.args.get("laterals"):
+        return None
+    if any(select.args.get(k) for k in ("group", "having", "distinct", "qualify", "offset")):
+        return None
+    limit, order = select.args.get("limit"), select.args.get("order")
+    if not isinstance(limit, exp.Limit) or order is None:
+        return None
+    count = limit.expression
+    if not isinstance(count, exp.Literal) or count.is_string or not str(count.this).isdigit():
+        return None
+    if any(e.find(exp.AggFunc, exp.Window) is not None for e in select.expressions):
+        return None
+    renamed = {e.alias.lower() for e in select.expressions if isinstance(e, exp.Alias)}
+    for ordered in order.expressions:
+        column = ordered.this
+        if not isinstance(column, exp.Column) or column.args.get("db") is not None:
+            return None
+        if column.name.lower() not in columns or column.name.lower() in renamed:
+            return None
+        if column.table and column.table.lower() != alias.lower():
+            return None
+    where = select.args.get("where")
+    if len(_conjuncts(where.this if where is not None else None)) != len(pushed):
+        return None
+    return ", ".join(_order_text(o) for o in order.expressions), int(count.this)
+
+
 def _unqualified_text(conjunct: exp.Expr) -> str:
     copy = conjunct.copy()
     for col in copy.find_all(exp.Column):
@@ -221,7 +272,7 @@ def _table_columns(catalog: Catalog, name: TableName) -> frozenset[str]:
 def rewrite(catalog: Catalog, statement: exp.Expr, *, skip: frozenset[int] = frozenset()) -> Rewritten:
     """``statement`` with every Paimon reference (but the nodes whose ``id`` is in ``skip``, e.g. a
     DML target) replaced by its planned read. ``statement`` is not modified."""
-    from paimon_index.spark.sql import cte_names
+    from paimon_index.spark.sql.names import cte_names
 
     tree = statement.copy()
     ctes = cte_names(tree)
@@ -248,6 +299,9 @@ def rewrite(catalog: Catalog, statement: exp.Expr, *, skip: frozenset[int] = fro
         ref = Reference(name, alias, placeholder, version=table.args.get("version"))
         if known is not None:
             ref.conjuncts = _pushed(table, alias, known, columns_of)
+            topn = _topn(table, alias, known, ref.conjuncts)
+            if topn is not None:
+                ref.order_by, ref.limit = topn
         references.append(ref)
     for (table, _), ref in zip(found, references, strict=True):
         relations[ref.placeholder] = _read(catalog, ref)
@@ -294,11 +348,12 @@ def _read(catalog: Catalog, ref: Reference) -> DataFrame:
         snapshot_id = travel.snapshot_id(catalog, ref.name, ref.version)
     try:
         planned = jobs.read_planned(catalog.spark, ref.name.identifier, ref.where, snapshot_id=snapshot_id,
-                                    warehouse=catalog.warehouse, catalog_options=catalog.catalog_options)
+                                    order_by=ref.order_by, limit=ref.limit, warehouse=catalog.warehouse,
+                                    catalog_options=catalog.catalog_options)
     except UnsupportedTableError as e:
         # A primary-key table that needs a merge: the source merges (no index can prune it).
         ref.how = f"merge read through the paimon_index source ({e})"
-        ref.conjuncts = []
+        ref.conjuncts, ref.order_by, ref.limit = [], None, None
         return source_read(catalog.spark, ref.name.identifier, snapshot_id, catalog.warehouse,
                            catalog.catalog_options)
     ref.planned = planned
@@ -318,6 +373,8 @@ def _describe(ref: Reference) -> str:
     lines = [f"{ref.name} AS {ref.alias}: {ref.how}"
              + (f", snapshot {ref.version.sql(dialect='spark')}" if ref.version is not None else "")]
     lines.append(f"  pushed: {ref.where or '(nothing)'}")
+    if ref.limit is not None:
+        lines.append(f"  top {ref.limit} by {ref.order_by}")
     if ref.planned is not None:
         r = ref.planned.plan.report
         lines.append(f"  files planned {r.files_planned}, skipped by statistics {r.files_skipped_by_stats}, "
@@ -333,7 +390,7 @@ def _describe(ref: Reference) -> str:
 
 def explain(catalog: Catalog, rest: str, text: str) -> DataFrame:
     """``EXPLAIN [mode] <query>``: Spark's plan of the rewritten query, then each reference's plan."""
-    from paimon_index.spark.sql import names_paimon_table, parse
+    from paimon_index.spark.sql.names import names_paimon_table, parse
 
     words = rest.split(None, 1)
     mode = words[0].upper() if words and words[0].upper() in _EXPLAIN_MODES else ""

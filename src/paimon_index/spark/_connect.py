@@ -1,0 +1,97 @@
+"""Classic PySpark and Spark Connect through one set of calls (private to the Spark layer).
+
+    is_connect(spark) -> bool                  a Spark Connect client session (no JVM here)
+    parallelism(spark) -> int                  the cluster's default parallelism, in both modes
+    run_tasks(spark, payloads, run) -> list    one Spark task per payload, their results on the driver
+
+A Spark Connect client has no ``SparkContext``: no accumulators, no ``parallelize``, no
+``defaultParallelism``, no Py4J. Everything here is DataFrame API, which both modes share; what
+only the classic mode has (accumulators for progress and scan reports) is asked for with
+:func:`is_connect` and degrades in Connect (docs/clusters.md, "Spark Connect").
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+#: The Spark Connect client's classes live under this package (classic ones under pyspark.sql and
+#: pyspark.sql.classic); asking by module name imports nothing (the Connect client needs grpc).
+_CONNECT_PACKAGE = "pyspark.sql.connect"
+#: Rows of the probe that reads Spark's default parallelism in Connect: spread evenly over the
+#: default number of partitions of ``spark.range``, so every partition holds some.
+_PROBE_ROWS = 1 << 16
+_ID, _PAYLOAD, _RESULT = "id", "payload", "result"
+_parallelism: dict[str, int] = {}
+
+
+def is_connect(spark: Any) -> bool:
+    """Whether ``spark`` (a SparkSession) is a Spark Connect client session."""
+    return type(spark).__module__.startswith(_CONNECT_PACKAGE)
+
+
+def parallelism(spark: SparkSession) -> int:
+    """Spark's default parallelism (``sparkContext.defaultParallelism`` in classic mode).
+
+    In Connect: ``spark.default.parallelism`` when the server sets it, else the number of partitions
+    ``spark.range`` gets by default (the same default, read with one small job once per session).
+    """
+    if not is_connect(spark):
+        return max(1, int(spark.sparkContext.defaultParallelism))
+    configured = spark.conf.get("spark.default.parallelism", None)
+    if configured:
+        return max(1, int(configured))
+    key = str(getattr(spark, "session_id", id(spark)))
+    if key not in _parallelism:
+        from pyspark.sql import functions as F
+
+        ids = spark.range(_PROBE_ROWS).select(F.spark_partition_id().alias("partition"))
+        last = ids.agg(F.max("partition")).collect()[0][0]
+        _parallelism[key] = max(1, int(last or 0) + 1)
+    return _parallelism[key]
+
+
+def run_tasks(spark: SparkSession, payloads: Sequence[Any],
+              run: Callable[[Any], Iterator[bytes]]) -> list[bytes]:
+    """``run(payload)`` for every payload, one Spark task each; every ``bytes`` they yield, collected.
+
+    Classic: ``sc.parallelize(payloads, len(payloads))``, one job, each task unpickling its own
+    payload. Connect has no ``parallelize``: ``spark.range(n, numPartitions=n)`` holds one id per
+    task and the pickled payloads, a local relation keyed by the same ids, are broadcast-joined onto
+    them, so task ``i`` runs payload ``i`` (the payloads reach each executor once, as a broadcast;
+    the broadcast is a job of its own).
+    """
+    if not payloads:
+        return []
+    if not is_connect(spark):
+        def partition(part: Iterable[Any]) -> Iterator[bytes]:
+            for payload in part:
+                yield from run(payload)
+
+        tasks = spark.sparkContext.parallelize(payloads, len(payloads))
+        return list(tasks.mapPartitions(partition).collect())
+
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import BinaryType, LongType, StructField, StructType
+
+    schema = StructType([StructField(_ID, LongType(), False), StructField(_PAYLOAD, BinaryType(), False)])
+    rows = pa.table({_ID: pa.array(range(len(payloads)), pa.int64()),
+                     _PAYLOAD: pa.array([pickle.dumps(p) for p in payloads], pa.binary())})
+    pickled = spark.createDataFrame(rows, schema)
+    slots = spark.range(0, len(payloads), 1, len(payloads))
+    joined = slots.join(F.broadcast(pickled), _ID).select(_PAYLOAD)
+
+    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for one in batch.column(0).to_pylist():
+                out = list(run(pickle.loads(one)))
+                yield pa.RecordBatch.from_arrays([pa.array(out, pa.binary())], [_RESULT])
+
+    result = StructType([StructField(_RESULT, BinaryType(), False)])
+    return [row[0] for row in joined.mapInArrow(task, result).collect()]
