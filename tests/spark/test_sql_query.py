@@ -122,6 +122,8 @@ SHAPES = [
     "SELECT count(*) FROM (SELECT id, s FROM db.a WHERE id > 2500) t WHERE t.s = 's0'",
     "SELECT * FROM db.b WHERE name = 'upd' AND w IS NULL",
     "SELECT name, count(*) FROM paimon.db.b GROUP BY name",
+    # a column qualified by database.table (the reference is read under the alias `a`)
+    "SELECT db.a.id, db.a.v FROM db.a LEFT SEMI JOIN db.b b ON db.a.id = b.id WHERE db.a.s = 's1'",
 ]
 
 
@@ -232,3 +234,17 @@ def test_braces_in_the_text_survive_the_rewrite(warehouse: tuple[Any, Path]) -> 
     paimon, _ = warehouse
     row = paimon.sql("SELECT '{x}' AS t, count(*) AS n FROM db.a WHERE s = '{s1}'").collect()[0]
     assert (row.t, row.n) == ("{x}", 0)
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("SELECT * FROM db.t FOR SYSTEM_VERSION AS OF 2", "SELECT * FROM db.t VERSION AS OF 2"),
+    ("SELECT * FROM db.t SYSTEM_TIME AS OF '2024-01-01'", "SELECT * FROM db.t TIMESTAMP AS OF '2024-01-01'"),
+    ("SELECT * FROM db.t FOR VERSION AS OF 'tag'", "SELECT * FROM db.t VERSION AS OF 'tag'"),
+    ("SELECT 'FOR SYSTEM_TIME AS OF 1' FROM db.t", "SELECT 'FOR SYSTEM_TIME AS OF 1' FROM db.t"),
+    ("SELECT x, system_time AS of FROM db.t", "SELECT x, system_time AS of FROM db.t"),
+])
+def test_spark_time_travel_spellings_are_read(text: str, expected: str) -> None:
+    """`FOR SYSTEM_VERSION AS OF` did not parse, so the statement went to Spark unchanged and failed."""
+    from paimon_index.spark.sql.names import _temporal_spelled
+
+    assert _temporal_spelled(text) == expected

@@ -136,13 +136,44 @@ def parse(text: str) -> exp.Expr | None:
         SqlError: more than one statement (run them one ``sql`` call each, as ``spark.sql``).
     """
     try:
-        statements = [s for s in sqlglot.parse(text, read=DIALECT) if s is not None]
+        statements = [s for s in sqlglot.parse(_temporal_spelled(text), read=DIALECT) if s is not None]
     except (ParseError, TokenError):
         return None
     if len(statements) > 1:
         raise SqlError(f"{len(statements)} statements in one sql() call; run one statement per call "
                        "(as spark.sql does)")
     return statements[0] if statements else None
+
+
+#: Spark's spellings of a time-travel clause sqlglot does not read, and the one it reads instead:
+#: ``[FOR] SYSTEM_VERSION AS OF`` is ``VERSION AS OF``, ``[FOR] SYSTEM_TIME AS OF`` ``TIMESTAMP AS OF``.
+_TEMPORAL = {"SYSTEM_VERSION": "VERSION", "SYSTEM_TIME": "TIMESTAMP", "VERSION": "VERSION",
+             "TIMESTAMP": "TIMESTAMP"}
+
+
+def _temporal_spelled(text: str) -> str:
+    """``text`` with Spark's other time-travel spellings in the one sqlglot parses (tokens, so a
+    string or a quoted name that reads ``FOR SYSTEM_TIME`` is never touched)."""
+    from sqlglot.dialects.dialect import Dialect
+
+    tokens = Dialect.get_or_raise(DIALECT).tokenize(text)
+    edits: list[tuple[int, int, str]] = []
+    for i, tok in enumerate(tokens):
+        word = tok.text.upper()
+        if word not in _TEMPORAL or i + 2 >= len(tokens) or tok.token_type.name in ("STRING", "IDENTIFIER"):
+            continue
+        if tokens[i + 1].text.upper() != "AS" or tokens[i + 2].text.upper() != "OF":
+            continue
+        start = tok.start
+        if i > 0 and tokens[i - 1].text.upper() == "FOR" and tokens[i - 1].token_type.name == "FOR":
+            start = tokens[i - 1].start
+        elif i == 0 or tokens[i - 1].token_type.name not in ("VAR", "IDENTIFIER"):
+            continue  # not after a table name: a column ``system_time AS of`` stays one
+        if start != tok.start or word != _TEMPORAL[word]:
+            edits.append((start, tok.end + 1, _TEMPORAL[word]))
+    for start, end, replacement in reversed(edits):
+        text = text[:start] + replacement + text[end:]
+    return text
 
 
 def cte_names(statement: exp.Expr) -> frozenset[str]:

@@ -286,6 +286,7 @@ def rewrite(catalog: Catalog, statement: exp.Expr, *, skip: frozenset[int] = fro
             if not catalog.has_table(name.identifier):
                 raise catalog.not_found(str(name))
             found.append((table, name))
+    _unqualify_database(tree, found)
     columns_of: dict[int, frozenset[str] | None] = {}
     for table, name in found:
         columns_of[id(table)] = None if name.system else _table_columns(catalog, name)
@@ -314,6 +315,22 @@ def rewrite(catalog: Catalog, statement: exp.Expr, *, skip: frozenset[int] = fro
         for placeholder in relations:
             text = text.replace(placeholder, "{" + placeholder + "}")
     return Rewritten(text, relations, references)
+
+
+def _unqualify_database(tree: exp.Expr, found: list[tuple[exp.Table, TableName]]) -> None:
+    """``db.t.c`` names column ``c`` of the reference ``db.t`` (no alias): once the reference is
+    read under its alias ``t``, the column is ``t.c``."""
+    spelled = {((t.catalog or "").lower(), t.db.lower(), t.name.lower())
+               for t, _ in found if not t.alias and t.db}
+    for col in tree.find_all(exp.Column):
+        db = col.args.get("db")
+        if db is None:
+            continue
+        catalog = col.args.get("catalog")
+        key = ((catalog.name if catalog is not None else "").lower(), db.name.lower(), col.table.lower())
+        if key in spelled or (catalog is None and any(k[1:] == key[1:] for k in spelled)):
+            col.set("db", None)
+            col.set("catalog", None)
 
 
 def _path(node: exp.Expr) -> tuple[Any, ...]:
