@@ -45,7 +45,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import pyarrow as pa
 import pypaimon.common.options.config as pypaimon_config
-from pypaimon.catalog.catalog_exception import TableAlreadyExistException
+from pypaimon.catalog.catalog_exception import CatalogException, TableAlreadyExistException
 from pypaimon.common.json_util import JSON
 from pypaimon.common.options.config_option import ConfigOption
 from pypaimon.index.index_file_handler import IndexFileHandler
@@ -55,10 +55,12 @@ from pypaimon.manifest.manifest_list_manager import ManifestListManager
 from pypaimon.manifest.schema.manifest_entry import ManifestEntry
 from pypaimon.manifest.schema.simple_stats import SimpleStats
 from pypaimon.schema.data_types import PyarrowFieldParser
+from pypaimon.schema.schema_change import SchemaChange
 from pypaimon.snapshot.renaming_snapshot_commit import RenamingSnapshotCommit
 from pypaimon.snapshot.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
 from pypaimon.snapshot.snapshot_commit import SnapshotCommit
 from pypaimon.table.row.generic_row import GenericRow
+from pypaimon.table.system import system_table_loader
 from pypaimon.utils.file_store_path_factory import canonical_data_file_path
 from pypaimon.write.commit_message import CommitMessage
 from pypaimon.write.file_store_commit import FileStoreCommit
@@ -72,6 +74,7 @@ __all__ = [
     "DELETION_VECTORS",
     "HASH",
     "JSON",
+    "CatalogException",
     "CommitMessage",
     "ConfigOption",
     "DataFile",
@@ -87,6 +90,7 @@ __all__ = [
     "PaimonTable",
     "PinnedSnapshotManager",
     "PyarrowFieldParser",
+    "SchemaChange",
     "SimpleStats",
     "Snapshot",
     "SnapshotView",
@@ -108,6 +112,7 @@ __all__ = [
     "pypaimon_config",
     "snapshot_by_id",
     "snapshot_exists",
+    "system_table_loader",
     "table_name",
 ]
 

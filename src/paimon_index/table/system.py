@@ -128,7 +128,7 @@ def system_table(table: PaimonTable, name: str) -> pa.Table:
     Built by pypaimon's own system tables (``pypaimon.table.system``), with ``$files`` spelt as
     Java's ``FilesTable`` prints it (:func:`_files`); ``file_indexes`` is :func:`file_indexes`.
     """
-    from pypaimon.table.system import system_table_loader
+    from paimon_index.table.paimon import system_table_loader
 
     if name == "file_indexes":
         return file_indexes(table)

@@ -147,7 +147,7 @@ def run(catalog: Catalog, statement: exp.Expr, text: str) -> DataFrame:
 
 
 def _catalog_error_types() -> tuple[type[BaseException], ...]:
-    from pypaimon.catalog.catalog_exception import CatalogException
+    from paimon_index.table.paimon import CatalogException
 
     return (CatalogException,)
 
@@ -411,7 +411,7 @@ def _drop(catalog: Catalog, statement: exp.Drop, text: str) -> DataFrame:
 
 
 def _alter(catalog: Catalog, statement: exp.Alter, text: str) -> DataFrame:
-    from pypaimon.schema.schema_change import SchemaChange
+    from paimon_index.table.paimon import SchemaChange
 
     table = statement.this
     if str(statement.args.get("kind") or "").upper() != "TABLE" or not isinstance(table, exp.Table):
@@ -480,7 +480,7 @@ def _column(catalog: Catalog, name: TableName, column: str) -> str:
 
 
 def _add_column(col: exp.ColumnDef) -> Any:
-    from pypaimon.schema.schema_change import SchemaChange
+    from paimon_index.table.paimon import SchemaChange
 
     if any(
         isinstance(c.args.get("kind"), exp.NotNullColumnConstraint) for c in col.args.get("constraints") or []

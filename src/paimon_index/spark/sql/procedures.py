@@ -195,8 +195,7 @@ def _written_partitions(catalog: Catalog, name: TableName, snapshot_id: int | No
     snapshot = snapshot_by_id(table, snapshot_id)
     if snapshot is None:
         return 0
-    from pypaimon.manifest.manifest_file_manager import ManifestFileManager
-    from pypaimon.manifest.manifest_list_manager import ManifestListManager
+    from paimon_index.table.paimon import ManifestFileManager, ManifestListManager
 
     delta = ManifestListManager(table).read_delta(snapshot)
     entries = ManifestFileManager(table).read_entries_parallel(delta)
