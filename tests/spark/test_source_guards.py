@@ -14,7 +14,6 @@ a job group; every refused call runs under its own group and must leave it empty
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,19 +22,12 @@ import pyarrow as pa
 import pytest
 
 import paimon_index
+from filetree import tree
 from paimon_index import InvalidIdentifierError, TableNotFoundError, TableOptionOnWriterError
 from paimon_index.spark import jobs
 from paimon_index.spark.options import SINGLE_SCAN_PUSHDOWN, pushdown_safe
 
 pytestmark = pytest.mark.spark
-
-
-def tree(root: Path) -> set[str]:
-    out = set()
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            out.add(os.path.relpath(os.path.join(dirpath, name), root))
-    return out
 
 
 def jobs_started(spark: Any, group: str, action: Callable[[], Any]) -> tuple[BaseException | None, int]:

@@ -8,13 +8,13 @@ around the warehouse must be exactly as it was (nothing created, not even the wa
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
 import paimon_index
+from filetree import tree
 from paimon_index import InvalidIdentifierError, InvalidOptionError
 from paimon_index.table.catalog import TableIdentifier, alter_table_options, parse_identifier
 
@@ -46,15 +46,6 @@ BAD = {
     "db.t$a$b": "one '$'",
     "d$b.t": "contains '$'",
 }
-
-
-def tree(root: Path) -> set[str]:
-    """Every path under ``root`` (relative), directories included."""
-    out = set()
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            out.add(os.path.relpath(os.path.join(dirpath, name), root))
-    return out
 
 
 @pytest.mark.parametrize("name", list(BAD))
