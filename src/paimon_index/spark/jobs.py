@@ -225,6 +225,10 @@ def _upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
         raise PrimaryKeyTableError(f"{table} is not a primary-key table in deletion-vectors mode")
     count = partitions or _connect.parallelism(spark)
     before = latest_snapshot(paimon_table)
+    # By name, cast as Spark's INSERT casts (the source's writer takes only exact Arrow casts);
+    # a no-op for rows jobs.write has assigned already.
+    df = store_assigned(df, target_schema(paimon_table), by_name=True, case_sensitive=None, table=table,
+                        passthrough=(ROW_KIND_COLUMN,))
     df, written = _tasks.counted(spark, df)
     writer_options = {**catalog_options, WAREHOUSE: warehouse}
     if _dynamic_bucket(paimon_table):

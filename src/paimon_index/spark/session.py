@@ -7,7 +7,8 @@
     check_executors(spark)     that check alone: one small job, EnvironmentCheckError naming the fix
     java_version()             the major version of the Java Spark will use
 
-Settings: Spark's console progress bar on when stderr is a terminal (as in Spark's shells), Python
+Settings: Spark's console progress bar on when stderr is a terminal (as in Spark's shells; off in
+logs and CI), Python
 data-source filter pushdown on (``spark.sql.python.filterPushdown.enabled``: Spark
 refuses a source that implements ``pushFilters`` without it; whether the ``paimon_index`` source
 then *takes* filters is its own ``filter-pushdown`` read option, off by default on Spark 4.1-4.3,
@@ -122,7 +123,8 @@ def local_session(app_name: str = "paimon-index", *, master: str = DEFAULT_MASTE
 
 def session_conf(interactive: bool, conf: Mapping[str, str] | None = None) -> dict[str, str]:
     """The settings :func:`local_session` starts a session with (``conf`` wins)."""
-    progress = {PROGRESS_BAR: "true"} if interactive else {}
+    # Off without a terminal: a log file or CI output would fill with its redraws.
+    progress = {PROGRESS_BAR: "true" if interactive else "false"}
     return {**SESSION_CONF, **progress, **(conf or {})}
 
 
