@@ -849,10 +849,9 @@ def _show_tables(catalog: Catalog, rest: str, toks: list[Any], words: list[str],
     tables = _catalog.table_names(catalog.warehouse, database, catalog.catalog_options)
     if pattern is not None:
         tables = [t for t in tables if _matches(t, pattern)]
+    # Only the warehouse's tables: Spark lists temporary views for its session catalog only, and
+    # Paimon's catalog (the connector's `paimon`) is not one.
     rows: list[tuple[Any, ...]] = [(database, t, False) for t in tables]
-    for t in catalog.spark.catalog.listTables():
-        if t.isTemporary and (pattern is None or _matches(t.name, pattern)):
-            rows.append(("", t.name, True))
     return _frame(
         catalog, [("namespace", "string"), ("tableName", "string"), ("isTemporary", "boolean")], rows
     )
