@@ -175,17 +175,16 @@ def write(df: DataFrame, table: str, mode: str = APPEND, *, warehouse: str,
         raise InvalidOptionError(f"write mode must be {APPEND!r} or {OVERWRITE!r}, got {mode!r}")
     parse_identifier(table, for_write=True)
     opened = open_table(warehouse, table, catalog_options=catalog_options)  # TableNotFoundError here
+    if opened.is_primary_key_table and mode == APPEND and pk.dv_mode(opened.paimon_table):
+        # An upsert (which store-assigns the rows itself): rows shuffled so that each key (bucket)
+        # reaches one task, or one task for dynamic buckets; one key from several tasks is refused.
+        snapshot, written = _upsert(df.sparkSession, df, table, warehouse=warehouse,
+                                    catalog_options=catalog_options)
+        return _result(warehouse, table, catalog_options, mode, snapshot, written)
     df = store_assigned(df, target_schema(opened.paimon_table), by_name=True, case_sensitive=None,
                         table=table, passthrough=(ROW_KIND_COLUMN,) if opened.is_primary_key_table else ())
-    if opened.is_primary_key_table and mode == APPEND:
-        if pk.dv_mode(opened.paimon_table):
-            # An upsert: rows shuffled so that each key (bucket) reaches one task, or one task
-            # for dynamic buckets; rows of one key from several tasks are otherwise refused.
-            snapshot, written = _upsert(df.sparkSession, df, table, warehouse=warehouse,
-                                        catalog_options=catalog_options)
-            return _result(warehouse, table, catalog_options, mode, snapshot, written)
-        if _dynamic_bucket(opened.paimon_table):
-            df = df.repartition(1)  # one HASH index per bucket: two writing tasks would conflict
+    if opened.is_primary_key_table and mode == APPEND and _dynamic_bucket(opened.paimon_table):
+        df = df.repartition(1)  # one HASH index per bucket: two writing tasks would conflict
     before = _latest(warehouse, table, catalog_options)
     counted, rows = _tasks.counted(df.sparkSession, df)
     writer = counted.write.format(SOURCE_NAME).options(**dict(catalog_options or {}))
@@ -225,8 +224,7 @@ def _upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
         raise PrimaryKeyTableError(f"{table} is not a primary-key table in deletion-vectors mode")
     count = partitions or _connect.parallelism(spark)
     before = latest_snapshot(paimon_table)
-    # By name, cast as Spark's INSERT casts (the source's writer takes only exact Arrow casts);
-    # a no-op for rows jobs.write has assigned already.
+    # By name, cast as Spark's INSERT casts (the source's writer takes only exact Arrow casts).
     df = store_assigned(df, target_schema(paimon_table), by_name=True, case_sensitive=None, table=table,
                         passthrough=(ROW_KIND_COLUMN,))
     df, written = _tasks.counted(spark, df)

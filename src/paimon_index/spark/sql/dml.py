@@ -36,7 +36,7 @@ from sqlglot import exp
 
 from paimon_index.errors import InvalidOptionError, SqlError
 from paimon_index.spark.sql.names import TableName, resolve
-from paimon_index.spark.sql.query import Rewritten, rewrite
+from paimon_index.spark.sql.query import rewrite
 from paimon_index.table.files import FILE_PATH_COLUMN, METADATA_COLUMNS, ROW_INDEX_COLUMN
 
 if TYPE_CHECKING:
@@ -158,15 +158,6 @@ def _quoted(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def _bind(rewritten: Rewritten, placeholder: str, df: DataFrame) -> Rewritten:
-    """``rewritten`` with the table named ``placeholder`` bound to ``df``."""
-    text = rewritten.text
-    if not rewritten.relations:  # rewrite escaped the braces only when it bound something
-        text = text.replace("{", "{{").replace("}", "}}")
-    text = text.replace(placeholder, "{" + placeholder + "}")
-    return Rewritten(text, {**rewritten.relations, placeholder: df}, rewritten.references)
-
-
 def _placeholder() -> str:
     return f"__paimon_target_{uuid.uuid4().hex[:8]}"
 
@@ -178,7 +169,7 @@ def _run_query(catalog: Catalog, query: exp.Expr, bound: dict[str, DataFrame] | 
     skip = frozenset(id(t) for t in query.find_all(exp.Table) if t.name in bound)
     rewritten = rewrite(catalog, query, skip=skip)
     for placeholder, df in bound.items():
-        rewritten = _bind(rewritten, placeholder, df)
+        rewritten = rewritten.bind(placeholder, df)
     return rewritten.dataframe(catalog.spark)
 
 

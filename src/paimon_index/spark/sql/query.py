@@ -95,6 +95,13 @@ class Rewritten:
     relations: dict[str, DataFrame]
     references: list[Reference]
 
+    def bind(self, placeholder: str, df: DataFrame) -> Rewritten:
+        """This statement with the table named ``placeholder`` bound to ``df`` (``spark.sql``'s
+        formatting: the first binding escapes the text's own braces)."""
+        text = self.text if self.relations else self.text.replace("{", "{{").replace("}", "}}")
+        text = text.replace(placeholder, "{" + placeholder + "}")
+        return Rewritten(text, {**self.relations, placeholder: df}, self.references)
+
     def dataframe(self, spark: Any) -> DataFrame:
         if not self.relations:
             return spark.sql(self.text)
@@ -291,7 +298,6 @@ def rewrite(catalog: Catalog, statement: exp.Expr, *, skip: frozenset[int] = fro
     for table, name in found:
         columns_of[id(table)] = None if name.system else _table_columns(catalog, name)
     references: list[Reference] = []
-    relations: dict[str, DataFrame] = {}
     token = uuid.uuid4().hex[:8]
     for i, (table, name) in enumerate(found):
         alias = table.alias or table.name
@@ -304,17 +310,16 @@ def rewrite(catalog: Catalog, statement: exp.Expr, *, skip: frozenset[int] = fro
             if topn is not None:
                 ref.order_by, ref.limit = topn
         references.append(ref)
+    reads = []
     for (table, _), ref in zip(found, references, strict=True):
-        relations[ref.placeholder] = _read(catalog, ref)
+        reads.append((ref.placeholder, _read(catalog, ref)))
         replacement = exp.Table(this=exp.to_identifier(ref.placeholder),
                                 alias=exp.TableAlias(this=exp.to_identifier(ref.alias)))
         table.replace(replacement)
-    text = tree.sql(dialect="spark")
-    if relations:
-        text = text.replace("{", "{{").replace("}", "}}")
-        for placeholder in relations:
-            text = text.replace(placeholder, "{" + placeholder + "}")
-    return Rewritten(text, relations, references)
+    rewritten = Rewritten(tree.sql(dialect="spark"), {}, references)
+    for placeholder, df in reads:
+        rewritten = rewritten.bind(placeholder, df)
+    return rewritten
 
 
 def _unqualify_database(tree: exp.Expr, found: list[tuple[exp.Table, TableName]]) -> None:
