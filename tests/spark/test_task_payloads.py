@@ -85,6 +85,26 @@ def test_source_partitions_hold_no_pypaimon_object(tmp_path: Path, kind: str) ->
     assert max(len(pickle.dumps(p)) for p in partitions) < 64 << 10
 
 
+def test_compaction_work_holds_no_pypaimon_object(tmp_path: Path) -> None:
+    """jobs.compact sends each bucket's work as plain values: files and vector ranges by location."""
+    from paimon_index.table.catalog import open_table
+    from paimon_index.table.pk.compaction import plan_buckets
+    from paimon_index.table.pk.plan import plan_snapshot
+
+    warehouse = str(tmp_path)
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("s", pa.string()), ("p", pa.int32())])
+    t = paimon_index.create_table(warehouse, "db.t", schema, primary_keys=["id", "p"], partition_keys=["p"],
+                                  options={"deletion-vectors.enabled": "true", "bucket": "2"})
+    ids = np.arange(200, dtype=np.int64)
+    t.upsert(pa.table({"id": ids, "s": [f"s{i % 4}" for i in ids], "p": (ids % 2).astype(np.int32)},
+                      schema=schema))
+    t.delete("id < 20")
+    table = open_table(warehouse, "db.t")
+    works = plan_buckets(plan_snapshot(table, table.snapshot_manager().get_latest_snapshot()), True, 0.5, 5)
+    assert works and any(w.vectors for w in works)
+    assert _pypaimon_objects(works) == []
+
+
 def _int_type() -> Any:
     from pypaimon.schema.data_types import AtomicType
 

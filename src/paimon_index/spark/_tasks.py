@@ -6,6 +6,7 @@
     counted(spark, df) -> (df, RowCount)        rows of a DataFrame, counted as a job runs it
     with_bucket(df, warehouse, table) -> DataFrame   upsert: each row's Paimon bucket as a column
     rebuild_job(spark, groups, ...) -> list     rewrite_file_index: tasks rebuild their files' indexes
+    compact_job(spark, works, ...) -> list      primary-key compaction: tasks rewrite their buckets
     balanced_groups(sizes, groups)              rewrite_file_index: files packed by bytes
     ProgressWhile(done, total, label)           a progress bar on stderr while a job runs
 
@@ -30,12 +31,14 @@ from pyspark.sql.types import IntegerType, StructField, StructType
 from paimon_index.spark import _connect
 from paimon_index.table import pk
 from paimon_index.table.catalog import open_table
+from paimon_index.table.fileio import TableIO
 from paimon_index.table.files import BUCKET_COLUMN, METADATA_COLUMNS, PARTITION_COLUMN
 from paimon_index.table.row_level import RowChangePlan, mark_deleted, write_rows
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from paimon_index.table.pk.compaction import BucketCompacted, BucketWork
     from paimon_index.table.rewrite import RewriteTask
 
 CatalogOptions = Mapping[str, str] | None
@@ -180,6 +183,26 @@ def rebuild_job(spark: SparkSession, groups: list[list[RewriteTask]], files_done
             files_done.add(len(group))
 
     return _connect.run_tasks(spark, groups, rebuild)
+
+
+def compact_job(spark: SparkSession, works: list[BucketWork], warehouse: str, table: str,
+                catalog_options: CatalogOptions) -> list[BucketCompacted]:
+    """Primary-key compaction: the buckets' work (plain values) packed by bytes into at most
+    ``TASKS_PER_CORE x defaultParallelism`` tasks; each task rewrites its buckets
+    (:func:`paimon_index.table.pk.compaction.compact_buckets`, the Python path's own function) and
+    returns their outcomes. Runs the job; the driver commits."""
+    from paimon_index.table.pk.compaction import compact_buckets
+
+    slots = min(len(works), _connect.parallelism(spark) * TASKS_PER_CORE)
+    groups = [[works[i] for i in group] for group in balanced_groups([w.weight for w in works], slots)]
+
+    def run(group: list[BucketWork]) -> Iterator[bytes]:
+        opened = open_table(warehouse, table, catalog_options=catalog_options)
+        io = TableIO.of(opened)
+        for done in compact_buckets(opened, group, io):
+            yield pickle.dumps(done)
+
+    return [pickle.loads(p) for p in _connect.run_tasks(spark, groups, run)]
 
 
 PROGRESS_INTERVAL_S = 0.5

@@ -8,7 +8,7 @@
     jobs.delete(spark, "db.t", "status = 'CANCELLED'", warehouse=W)          -> CommitResult
     jobs.update(spark, "db.t", {"score": "score + 1", "note": None}, "id < 100", warehouse=W)
     jobs.rewrite_file_index(spark, "db.t", where=None, warehouse=W)          -> CommitResult
-    jobs.compact(spark, "db.t", full=False, warehouse=W)                     -> CommitResult  (driver)
+    jobs.compact(spark, "db.t", full=False, warehouse=W)                     -> CommitResult
     jobs.expire_snapshots(spark, "db.t", retain_last=N, warehouse=W)         -> MaintenanceResult (driver)
     jobs.remove_orphan_files(spark, "db.t", older_than=T, warehouse=W)       -> MaintenanceResult (driver)
     jobs.count(spark, "db.t", "status = 'PAID'", warehouse=W)                -> int (driver + tasks)
@@ -63,9 +63,11 @@ Where the work runs:
 - ``count`` answers on the **driver** every file its indexes answer exactly (row counts, deletion
   vectors, index bitmaps: :mod:`paimon_index.table.aggregate`); the other files, if any, are
   counted by Spark tasks, each reading only the predicate's columns of its files' candidate rows;
-- ``compact``, ``expire_snapshots`` and ``remove_orphan_files`` run on the **driver** through the
-  Python API (their work is metadata plus a few files per bucket); the session is taken so that
-  every verb has the same shape.
+- ``compact`` of a primary-key table: the driver plans on one pinned snapshot and sends each
+  (partition, bucket)'s work as plain values to tasks packed by bytes; each task rewrites its
+  buckets and writes their DV index files; the driver commits once, exactly on the planned snapshot;
+- ``expire_snapshots`` and ``remove_orphan_files`` run on the **driver** through the Python API
+  (their work is metadata); the session is taken so that every verb has the same shape.
 
 ``rows_affected``: rows written (``write``, ``upsert``: rows of the DataFrame, counted as the job
 runs them, so it is scanned once), deleted or updated; 0 for ``compact`` and index rewrites. SET
@@ -406,13 +408,28 @@ def compact(spark: SparkSession, table: str, *, full: bool = False, warehouse: s
             catalog_options: CatalogOptions = None) -> CommitResult:
     """Compact a primary-key table (``full``: everything into the highest level), one snapshot.
 
-    Runs on the driver through :meth:`paimon_index.Table.compact` (no Spark tasks).
+    The driver plans on one pinned snapshot (level-0 files folded first, as
+    :meth:`paimon_index.Table.compact` does) and sends each (partition, bucket)'s work, plain values,
+    to Spark tasks packed by bytes; each task rewrites its buckets and writes their DV index files
+    (:func:`paimon_index.table.pk.compaction.compact_bucket`, the Python path's function); the
+    driver commits every bucket's change once, exactly on the planned snapshot.
 
     Raises:
         TableError: an append table.
+        ConcurrentChangeError: another snapshot landed after the plan; the tasks' files deleted.
     """
-    del spark
-    return open_table(warehouse, table, catalog_options=catalog_options).compact(full=full)
+    opened = open_table(warehouse, table, catalog_options=catalog_options)
+    if not opened.is_primary_key_table:
+        del spark
+        return opened.compact(full=full)
+    parse_identifier(table, for_write=True)  # a system table or branch: refused as Table.compact refuses it
+    from paimon_index.table.pk.compaction import compact as compact_pk
+
+    def run(works: list[Any]) -> list[Any]:
+        return _tasks.compact_job(spark, works, warehouse, table, catalog_options)
+
+    snapshot = compact_pk(opened.paimon_table, full=full, run=run)
+    return _result(warehouse, table, catalog_options, "compact", snapshot, 0)
 
 
 def expire_snapshots(spark: SparkSession, table: str, *, retain_last: int | None = None,

@@ -48,7 +48,9 @@ import pypaimon.common.options.config as pypaimon_config
 from pypaimon.catalog.catalog_exception import CatalogException, TableAlreadyExistException
 from pypaimon.common.json_util import JSON
 from pypaimon.common.options.config_option import ConfigOption
+from pypaimon.index.deletion_vector_meta import DeletionVectorMeta
 from pypaimon.index.index_file_handler import IndexFileHandler
+from pypaimon.index.index_file_meta import IndexFileMeta
 from pypaimon.manifest.index_manifest_entry import IndexManifestEntry
 from pypaimon.manifest.manifest_file_manager import ManifestFileManager
 from pypaimon.manifest.manifest_list_manager import ManifestListManager
@@ -104,10 +106,12 @@ __all__ = [
     "delta_file_counts",
     "index_entries",
     "index_file_path",
+    "index_manifest_entry",
     "latest_snapshot",
     "message_written_files",
     "new_file_store_commit",
     "overwrite_index_deletes",
+    "partition_row",
     "pinned_table",
     "pypaimon_config",
     "snapshot_by_id",
@@ -422,6 +426,25 @@ def index_entries(table: Any, snapshot: Snapshot | None, index_type: str | None 
         return []
     return [e for e in IndexFileHandler(table).scan(snapshot)
             if index_type is None or e.index_file.index_type == index_type]
+
+
+def partition_row(table: Any, values: Sequence[Any]) -> GenericRow:
+    """The partition row commit messages and index entries carry, from its plain values."""
+    return GenericRow(list(values), table.partition_keys_fields)
+
+
+def index_manifest_entry(table: Any, partition: Sequence[Any], bucket: int, index_type: str, file_name: str,
+                         file_size: int, row_count: int, *, external_path: str | None = None,
+                         dv_ranges: Iterable[tuple[str, int, int, int | None]] | None = None) -> Any:
+    """An ADD ``IndexManifestEntry`` rebuilt from plain values (what a Spark task was sent):
+    ``dv_ranges`` as (data file, offset, length, cardinality) for a DV index file."""
+    ranges = None if dv_ranges is None else {
+        name: DeletionVectorMeta(name, offset, length, cardinality)
+        for name, offset, length, cardinality in dv_ranges}
+    meta = IndexFileMeta(index_type=index_type, file_name=file_name, file_size=file_size, row_count=row_count,
+                         dv_ranges=ranges, external_path=external_path)
+    return IndexManifestEntry(kind=KIND_ADD, partition=partition_row(table, partition), bucket=bucket,
+                              index_file=meta)
 
 
 def index_file_path(table: Any, partition: Any, bucket: int, index_file: Any) -> str:

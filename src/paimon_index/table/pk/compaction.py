@@ -1,6 +1,8 @@
 """Compaction of a deletion-vectors-mode primary-key table, and switching the mode.
 
-    compact(table, full=False, threshold=0.5) -> snapshot id | None
+    compact(table, full=False, threshold=0.5, run=None) -> snapshot id | None
+    plan_buckets(plan, full, top) -> [BucketWork]          the driver: plain values per bucket
+    compact_bucket(table, work, ...) -> BucketCompacted     one bucket's rewrite (in a Spark task too)
     set_deletion_vectors(warehouse, identifier, enabled) -> table
 
 ``compact`` rewrites the files whose deleted fraction exceeds ``threshold`` (seed 004 §5.1, default
@@ -9,35 +11,111 @@ each bucket into one file at the top level with no vectors. Level-0 files of pla
 are folded in first (an empty upsert, its own snapshot). The compaction itself is planned on one
 pinned snapshot and committed exactly on it: when an upsert lands in between, the compaction fails
 with ConcurrentChangeError and deletes what it wrote — it never brings overwritten values back.
+
+One implementation for both worlds: the driver plans each (partition, bucket)'s work as a
+:class:`BucketWork` of plain values (files by location, deletion-vector index files by their
+ranges); :func:`compact_bucket` does one bucket's work (restore its vectors, pick, rewrite, write
+the new DV index file) and returns its commit message, the removed files by name and every file it
+wrote; the driver stages them all and commits once. ``run`` is the step that differs: ``None``
+runs the buckets here one after the other (:meth:`paimon_index.Table.compact`);
+:func:`paimon_index.spark.jobs.compact` passes one that runs them in Spark tasks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import posixpath
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from paimon_index.deletionvectors.maintainer import BucketDvMaintainer
 from paimon_index.errors import ConcurrentChangeError, InvalidOptionError, PrimaryKeyTableError
-from paimon_index.table.paimon import CommitMessage
+from paimon_index.table.fileio import TableIO
+from paimon_index.table.paimon import DELETION_VECTORS, CommitMessage, index_manifest_entry, partition_row
 from paimon_index.table.pk.commit import begin, written_paths
 from paimon_index.table.pk.levels import rewrite
 from paimon_index.table.pk.plan import (
     DEFAULT_COMPACTION_THRESHOLD,
+    Bucket,
     Plan,
     arrow_fields,
     check_table,
-    maintainer,
     max_level,
     plan_snapshot,
 )
 from paimon_index.table.plan import DV_ENABLED
 
-__all__ = ["compact", "set_deletion_vectors"]
+__all__ = ["BucketCompacted", "BucketWork", "compact", "compact_bucket", "plan_buckets",
+           "set_deletion_vectors"]
 
 _COMPACT = "compact"
 
 
-def compact(table: Any, *, full: bool = False, threshold: float = DEFAULT_COMPACTION_THRESHOLD) -> int | None:
+@dataclass(frozen=True)
+class CompactFile:
+    """A live data file of the bucket, by location (the names ``DataFileMeta`` uses)."""
+
+    file_name: str
+    file_path: str
+    level: int
+    row_count: int
+    schema_id: int
+    file_size: int
+
+
+@dataclass(frozen=True)
+class VectorFile:
+    """A ``DELETION_VECTORS`` index file of the bucket: where it is and its vectors' ranges
+    ((data file, offset, length, cardinality), as the index manifest records them)."""
+
+    file_name: str
+    file_size: int
+    row_count: int
+    external_path: str | None
+    ranges: tuple[tuple[str, int, int, int | None], ...]
+
+
+@dataclass(frozen=True)
+class BucketWork:
+    """One (partition, bucket)'s compaction, as plain values (what a Spark task receives)."""
+
+    partition: tuple[Any, ...]
+    bucket: int
+    files: tuple[CompactFile, ...]
+    vectors: tuple[VectorFile, ...]
+    full: bool
+    threshold: float
+    top: int
+    index_dir: str
+    bitmap64: bool
+
+    @property
+    def weight(self) -> int:
+        """Bytes the work reads at most (for balancing tasks)."""
+        return max(1, sum(f.file_size for f in self.files))
+
+
+@dataclass
+class BucketCompacted:
+    """One bucket's outcome: its commit message without the removed files (named in ``removed``;
+    the driver adds its own metadata of them) and every file written for it."""
+
+    partition: tuple[Any, ...]
+    bucket: int
+    message: Any | None
+    removed: list[str] = field(default_factory=list)
+    written: list[str] = field(default_factory=list)
+
+
+#: Runs every bucket's work (here, or in Spark tasks) and returns one outcome per work item.
+RunBuckets = Callable[[list[BucketWork]], Sequence[BucketCompacted]]
+
+
+def compact(table: Any, *, full: bool = False, threshold: float = DEFAULT_COMPACTION_THRESHOLD,
+            run: RunBuckets | None = None) -> int | None:
     """Rewrite files whose deleted fraction exceeds ``threshold`` (or everything); one snapshot.
+
+    ``run``: how the buckets' work runs (default: here, one bucket after the other).
 
     Raises:
         ConcurrentChangeError: another snapshot landed after the compaction planned; nothing applied.
@@ -47,10 +125,11 @@ def compact(table: Any, *, full: bool = False, threshold: float = DEFAULT_COMPAC
     options = check_table(table)
     if not 0.0 <= threshold <= 1.0:
         raise InvalidOptionError(f"compaction threshold {threshold} outside [0, 1]")
+    runner = run if run is not None else _run_here(table)
     with begin(table, _COMPACT) as txn:
         plan = plan_snapshot(table, txn.snapshot)
         if not plan.level0():
-            return _compact_on(table, txn, plan, full, threshold, max_level(options))
+            return _compact_on(txn, plan, plan_buckets(plan, full, threshold, max_level(options)), runner)
     # Fold level-0 files first: an empty upsert does exactly that.
     import pyarrow as pa
 
@@ -59,43 +138,144 @@ def compact(table: Any, *, full: bool = False, threshold: float = DEFAULT_COMPAC
         plan = plan_snapshot(table, txn.snapshot)
         if plan.level0():
             raise ConcurrentChangeError("level-0 files were written while compacting; run it again")
-        return _compact_on(table, txn, plan, full, threshold, max_level(options))
+        return _compact_on(txn, plan, plan_buckets(plan, full, threshold, max_level(options)), runner)
 
 
-def _compact_on(table: Any, txn: Any, plan: Plan, full: bool, threshold: float, top: int) -> int | None:
+def _run_here(table: Any) -> RunBuckets:
+    def run(works: list[BucketWork]) -> list[BucketCompacted]:
+        io = TableIO.of(table)
+        return list(compact_buckets(table, works, io))
+
+    return run
+
+
+def plan_buckets(plan: Plan, full: bool, threshold: float, top: int) -> list[BucketWork]:
+    """Every bucket of ``plan`` that has work, as plain values (the driver's half).
+
+    Left out: a bucket without vectors when not ``full`` (nothing to pick, no stale vector to drop),
+    and with ``full`` a bucket already in one file at the top level without vectors.
+    """
+    works = []
     for (partition, bucket_id), bucket in sorted(plan.buckets.items(), key=repr):
-        dvs = maintainer(plan, bucket)
-        if full:
-            picked = list(bucket.files)
+        if not bucket.dv_entries and (not full or (len(bucket.files) == 1 and bucket.files[0].level == top)):
+            continue
+        files = tuple(CompactFile(m.file_name, m.file_path, int(m.level), int(m.row_count), int(m.schema_id),
+                                  int(m.file_size or 0)) for m in bucket.files)
+        works.append(BucketWork(tuple(partition), bucket_id, files, _vector_files(bucket), full, threshold,
+                                top, plan.index_dir, plan.bitmap64))
+    return works
+
+
+def _vector_files(bucket: Bucket) -> tuple[VectorFile, ...]:
+    out = []
+    for entry in bucket.dv_entries:
+        meta = entry.index_file
+        ranges = tuple((name, int(r.offset), int(r.length),
+                        None if r.cardinality is None else int(r.cardinality))
+                       for name, r in (meta.dv_ranges or {}).items())
+        out.append(VectorFile(meta.file_name, int(meta.file_size), int(meta.row_count), meta.external_path,
+                              ranges))
+    return tuple(out)
+
+
+def _restore(table: Any, work: BucketWork, io: TableIO) -> BucketDvMaintainer:
+    """The bucket's vectors from the plain description (live files only, as the plan's maintainer)."""
+    partition = partition_row(table, work.partition)
+    entries = [index_manifest_entry(table, work.partition, work.bucket, DELETION_VECTORS, v.file_name,
+                                    v.file_size, v.row_count, external_path=v.external_path,
+                                    dv_ranges=v.ranges)
+               for v in work.vectors]
+    opened: list[Any] = []
+
+    def open_index_file(meta: Any) -> Any:
+        path = meta.external_path or posixpath.join(work.index_dir, meta.file_name)
+        opened.append(io.source(path, size=meta.file_size))
+        return opened[-1]
+
+    try:
+        return BucketDvMaintainer.restore(entries, open_index_file, partition=partition, bucket=work.bucket,
+                                          bitmap64=work.bitmap64,
+                                          live_files={f.file_name for f in work.files})
+    finally:
+        for source in opened:
+            source.close()
+
+
+def compact_bucket(table: Any, work: BucketWork, io: TableIO) -> BucketCompacted:
+    """One bucket's compaction (where it runs: here or a Spark task): pick the files, rewrite them
+    without their deleted rows (``full``: all into one file at the top level), write the bucket's new
+    DV index file. Nothing is committed; on failure the files it wrote are deleted."""
+    dvs = _restore(table, work, io)
+    done = BucketCompacted(work.partition, work.bucket, None)
+    try:
+        if work.full:
+            picked = list(work.files)
         else:
             picked = []
-            for meta in bucket.files:
+            for meta in work.files:
                 vector = dvs.deletion_vector_of(meta.file_name)
-                if vector is not None and meta.row_count and vector.cardinality / meta.row_count > threshold:
+                deleted = 0 if vector is None else vector.cardinality
+                if vector is not None and meta.row_count and deleted / meta.row_count > work.threshold:
                     picked.append(meta)
-        done = full and len(picked) == 1 and dvs.deletion_vector_of(picked[0].file_name) is None \
-            and picked[0].level == top
-        if done:
+        if work.full and len(picked) == 1 and dvs.deletion_vector_of(picked[0].file_name) is None \
+                and picked[0].level == work.top:
             picked = []
         placed: list[Any] = []
         removed: list[Any] = []
-        if full and picked:
-            placed, removed = rewrite(table, dvs, picked, top)
+        if work.full and picked:
+            placed, removed = rewrite(table, dvs, picked, work.top)
+            done.written += written_paths([], work.index_dir, placed)
         else:
             for meta in picked:
                 new, gone = rewrite(table, dvs, [meta], meta.level)
+                done.written += written_paths([], work.index_dir, new)
                 placed += new
                 removed += gone
-        txn.track(*written_paths([], plan.index_dir, placed))
         # Also commits a bucket whose index held vectors of files no longer live (restore dropped them).
         dv = dvs.prepare_commit()
-        stored = dv.write_to(plan.index_dir, write=plan.io.write_new)
+        stored = dv.write_to(work.index_dir, write=io.write_new)
         if stored is not None:
-            txn.track(stored)
+            done.written.append(stored)
+        done.removed = [m.file_name for m in removed]
         if placed or removed or not dv.is_empty:
-            txn.stage(CommitMessage(partition=partition, bucket=bucket_id, new_files=placed,
-                                    deleted_files=removed, index_adds=list(dv.added),
-                                    index_deletes=list(dv.deleted)))
+            done.message = CommitMessage(partition=work.partition, bucket=work.bucket, new_files=placed,
+                                         deleted_files=[], index_adds=list(dv.added),
+                                         index_deletes=list(dv.deleted))
+        return done
+    except BaseException:
+        for path in done.written:
+            io.delete_quietly(path)
+        raise
+
+
+def compact_buckets(table: Any, works: Sequence[BucketWork], io: TableIO) -> Iterator[BucketCompacted]:
+    """:func:`compact_bucket` of each work item in turn; a failure deletes what the earlier ones
+    wrote too (a Spark task's group, or the whole compaction here)."""
+    finished: list[BucketCompacted] = []
+    try:
+        for work in works:
+            finished.append(compact_bucket(table, work, io))
+    except BaseException:
+        for path in (p for f in finished for p in f.written):
+            io.delete_quietly(path)
+        raise
+    yield from finished
+
+
+def _compact_on(txn: Any, plan: Plan, works: list[BucketWork], run: RunBuckets) -> int | None:
+    if not works:
+        return txn.commit()
+    results = list(run(works))
+    for result in results:
+        txn.track(*result.written)
+    planned = {(w.partition, w.bucket) for w in works}
+    if {(r.partition, r.bucket) for r in results} != planned or len(results) != len(works):
+        raise PrimaryKeyTableError("internal: the compaction tasks returned other buckets than planned")
+    for result in results:
+        if result.message is None:
+            continue
+        by_name = {m.file_name: m for m in plan.buckets[(result.partition, result.bucket)].files}
+        txn.stage(replace(result.message, deleted_files=[by_name[n] for n in result.removed]))
     return txn.commit()
 
 
