@@ -5,6 +5,7 @@
     collect(messages) -> (commit messages, rows)     the driver's half: what the tasks returned
     counted(spark, df) -> (df, RowCount)        rows of a DataFrame, counted as a job runs it
     with_bucket(df, warehouse, table) -> DataFrame   upsert: each row's Paimon bucket as a column
+    dynamic_upsert_job(spark, df, ...) -> list  upsert of a dynamic-bucket table: route, assign, write
     rebuild_job(spark, groups, ...) -> list     rewrite_file_index: tasks rebuild their files' indexes
     compact_job(spark, works, ...) -> list      primary-key compaction: tasks rewrite their buckets
     balanced_groups(sizes, groups)              rewrite_file_index: files packed by bytes
@@ -136,6 +137,49 @@ def with_bucket(df: DataFrame, warehouse: str, table: str, catalog_options: Cata
 
     schema = StructType([*df.schema.fields, StructField(UPSERT_BUCKET_COLUMN, IntegerType())])
     return df.mapInArrow(add, schema)
+
+
+def dynamic_upsert_job(df: DataFrame, warehouse: str, table: str, catalog_options: CatalogOptions,
+                       snapshot_id: int | None, assigners: int, partitions: int,
+                       partition_keys: Sequence[str]) -> list[Any]:
+    """The upsert of a dynamic-bucket table as Paimon distributes it
+    (:mod:`paimon_index.table.pk.dynamic`): tasks route each row by its key hash to an assigner,
+    a shuffle brings each assigner's rows to one task which assigns buckets from the HASH index of
+    ``snapshot_id``, a second shuffle by (partition, bucket) gives each bucket to one task which
+    writes its rows, extends its HASH index and looks its keys up. Runs the job; returns every
+    task's :class:`~paimon_index.table.pk.upsert.PreparedUpsert` (the driver commits them)."""
+    from paimon_index.table.pk import dynamic
+
+    def routed(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        opened = open_table(warehouse, table, catalog_options=catalog_options)
+        for batch in batches:
+            if batch.num_rows:
+                yield from dynamic.route(opened, pa.Table.from_batches([batch]), assigners).to_batches()
+
+    def assigned(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        kept = [b for b in batches if b.num_rows]
+        if kept:
+            opened = open_table(warehouse, table, catalog_options=catalog_options)
+            rows = pa.Table.from_batches(kept)
+            yield from dynamic.assign(opened, snapshot_id, rows, assigners).to_batches()
+
+    def prepared(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        kept = [b for b in batches if b.num_rows]
+        if kept:
+            opened = open_table(warehouse, table, catalog_options=catalog_options)
+            result = dynamic.prepare(opened, snapshot_id, pa.Table.from_batches(kept))
+            if result is not None:
+                pickled = pa.array([pickle.dumps(result)], pa.binary())
+                yield pa.RecordBatch.from_arrays([pickled], ["prepared"])
+
+    with_hash = StructType([*df.schema.fields, StructField(dynamic.KEY_HASH_COLUMN, IntegerType()),
+                            StructField(dynamic.ASSIGNER_COLUMN, IntegerType())])
+    with_bucket = StructType([*with_hash.fields, StructField(dynamic.BUCKET_COLUMN, IntegerType())])
+    stage = df.mapInArrow(routed, with_hash).repartition(assigners, dynamic.ASSIGNER_COLUMN)
+    stage = stage.mapInArrow(assigned, with_bucket) \
+        .repartition(partitions, dynamic.BUCKET_COLUMN, *partition_keys)
+    rows = stage.mapInArrow(prepared, "prepared binary").collect()
+    return [pickle.loads(row.prepared) for row in rows]
 
 
 # -- rewrite_file_index --------------------------------------------------------------------------

@@ -232,15 +232,23 @@ def _upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
     df, written = _tasks.counted(spark, df)
     writer_options = {**catalog_options, WAREHOUSE: warehouse}
     if _dynamic_bucket(paimon_table):
-        # pypaimon assigns dynamic buckets through one HASH index per bucket; two tasks would each
-        # extend it (a conflict at commit), so the assignment runs in one task.
-        shuffled = df.repartition(1)
-    else:
-        # Shuffle by Paimon's bucket: a task owns whole buckets and looks their keys up itself.
-        with_bucket = _tasks.with_bucket(df, warehouse, table, catalog_options)
-        shuffled = with_bucket.repartition(count, _tasks.UPSERT_BUCKET_COLUMN, *paimon_table.partition_keys) \
-            .drop(_tasks.UPSERT_BUCKET_COLUMN)
-        writer_options[BUCKET_EXCLUSIVE] = "true"
+        # Paimon's dynamic-bucket topology: route by key hash to assigners that own disjoint
+        # buckets, assign from the HASH index, shuffle by bucket; tasks own whole buckets.
+        from paimon_index.table.pk import dynamic
+
+        planned = None if before is None else int(before.id)
+        prepared = _tasks.dynamic_upsert_job(df, warehouse, table, catalog_options, planned,
+                                             dynamic.assigner_count(paimon_table, count), count,
+                                             list(paimon_table.partition_keys))
+        if not prepared:
+            return None, 0
+        snapshot = pk.commit_prepared(paimon_table, prepared)
+        return snapshot, int(written.value)
+    # Shuffle by Paimon's bucket: a task owns whole buckets and looks their keys up itself.
+    with_bucket = _tasks.with_bucket(df, warehouse, table, catalog_options)
+    shuffled = with_bucket.repartition(count, _tasks.UPSERT_BUCKET_COLUMN, *paimon_table.partition_keys) \
+        .drop(_tasks.UPSERT_BUCKET_COLUMN)
+    writer_options[BUCKET_EXCLUSIVE] = "true"
     shuffled.write.format(SOURCE_NAME).options(**writer_options).mode("append").save(table)
     after = latest_snapshot(_opened(warehouse, table, catalog_options))
     if after is None or (before is not None and after.id == before.id):

@@ -236,14 +236,31 @@ def _prepare(table: Any, plan: Plan, messages: list[Any], removed_keys: pa.Table
 
 
 def prepare_upsert(table: Any, messages: list[Any], removed_keys: pa.Table | None,
-                   scope: set[BucketKey]) -> PreparedUpsert:
-    """An executor's lookup for the buckets it owns (``scope``); the driver commits the result."""
+                   scope: set[BucketKey], *, snapshot_id: int | object | None = LATEST) -> PreparedUpsert:
+    """An executor's lookup for the buckets it owns (``scope``); the driver commits the result.
+
+    ``snapshot_id``: the snapshot to plan on (the one the rows' buckets were assigned on), default
+    the latest."""
     options = check_table(table)
     removed_keys = key_schema(table).empty_table() if removed_keys is None else removed_keys
-    plan = plan_snapshot(table, table.snapshot_manager().get_latest_snapshot())
+    if snapshot_id is LATEST:
+        snapshot = table.snapshot_manager().get_latest_snapshot()
+    else:
+        snapshot = None if snapshot_id is None else _snapshot(table, snapshot_id)  # type: ignore[arg-type]
+    plan = plan_snapshot(table, snapshot)
     if plan.level0():
         raise PrimaryKeyTableError("the table has level-0 files: run compact(table) (or upsert_arrow) first")
     return _prepare(table, plan, messages, removed_keys, max_level(options), scope)
+
+
+def _snapshot(table: Any, snapshot_id: int) -> Any:
+    from paimon_index.table.paimon import snapshot_by_id
+
+    snapshot = snapshot_by_id(table, snapshot_id)
+    if snapshot is None:
+        raise ConcurrentChangeError(f"snapshot {snapshot_id} was expired while upserting on it; nothing was "
+                                    "applied, run it again")
+    return snapshot
 
 
 def bucket_of_rows(table: Any, rows: pa.Table) -> tuple[list[tuple[Any, ...]], list[int]]:
