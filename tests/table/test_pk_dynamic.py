@@ -1,0 +1,150 @@
+"""Dynamic-bucket upserts through the distributed path's three stages, run here task by task.
+
+``jobs.upsert`` of a ``bucket = -1`` table runs :func:`paimon_index.table.pk.dynamic.route` (any
+task), :func:`~paimon_index.table.pk.dynamic.assign` (one task per assigner's rows) and
+:func:`~paimon_index.table.pk.dynamic.prepare` (one task per set of buckets), and the driver commits
+what the last stage prepared. The Spark job only shuffles between them; here the same functions run
+on hand-made splits, so random operation sequences -- with the number of assigners and writers
+changing between upserts, as a job's parallelism does -- are checked against a dict quickly.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from paimon_index.table.catalog import create_table, open_table
+from paimon_index.table.pk import commit_prepared, dynamic, read_primary_key
+from paimon_index.table.pk.plan import live_rows, maintainer, plan_snapshot
+
+SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("p", pa.int32(), nullable=False),
+                    ("n", pa.int64())])
+
+
+def _table(warehouse: str, target: int) -> Any:
+    create_table(warehouse, "db.t", SCHEMA, primary_keys=["k", "p"], partition_keys=["p"], options={
+        "bucket": "-1", "deletion-vectors.enabled": "true", "dynamic-bucket.target-row-num": str(target)})
+    return open_table(warehouse, "db.t")
+
+
+def _latest(table: Any) -> int | None:
+    snapshot = table.snapshot_manager().get_latest_snapshot()
+    return None if snapshot is None else int(snapshot.id)
+
+
+def distributed_upsert(table: Any, rows: pa.Table, assigners: int, writers: int) -> int | None:
+    """What jobs.upsert's three stages do, each stage's tasks run one after the other."""
+    planned = _latest(table)
+    routed = dynamic.route(table, rows, assigners)
+    ids = routed[dynamic.ASSIGNER_COLUMN].to_numpy()
+    assigned = [dynamic.assign(table, planned, routed.filter(pa.array(ids == i)), assigners)
+                for i in range(assigners) if (ids == i).any()]
+    if not assigned:
+        return None
+    every = pa.concat_tables(assigned)
+    owner = (every[dynamic.BUCKET_COLUMN].to_numpy() * 7 + every["p"].to_numpy()) % writers
+    prepared = [dynamic.prepare(table, planned, every.filter(pa.array(owner == w))) for w in range(writers)]
+    prepared = [p for p in prepared if p is not None]
+    return commit_prepared(table, prepared) if prepared else None
+
+
+def check(table: Any, model: dict[tuple[int, int], int]) -> None:
+    rows, _ = read_primary_key(table, None)
+    got = sorted(zip(rows["k"].to_pylist(), rows["p"].to_pylist(), rows["n"].to_pylist(), strict=True))
+    assert got == sorted((k, p, n) for (k, p), n in model.items())
+    # No key in two buckets; each key where the HASH index says it is.
+    plan = plan_snapshot(table, table.snapshot_manager().get_latest_snapshot())
+    where: dict[tuple[int, int], list[int]] = {}
+    for (_, bucket), files in plan.buckets.items():
+        dvs = maintainer(plan, files)
+        for meta in files.files:
+            live = live_rows(meta, dvs, ["k", "p"], io=plan.io)
+            for key in zip(live["k"].to_pylist(), live["p"].to_pylist(), strict=True):
+                where.setdefault(key, []).append(bucket)
+    assert all(len(b) == 1 for b in where.values())
+    indexed = dynamic.buckets_of(table, _latest(table), list(where))
+    assert {k: b[0] for k, b in where.items()} == indexed
+
+
+OPS = st.lists(st.tuples(st.integers(0, 40), st.integers(0, 1), st.sampled_from(["+I", "+U", "-D"]),
+                         st.integers(0, 9)), min_size=1, max_size=40)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps=st.lists(st.tuples(OPS, st.integers(1, 3), st.integers(1, 3)), min_size=1, max_size=4),
+       target=st.sampled_from([3, 10]))
+def test_random_dynamic_bucket_upserts_equal_a_dict(steps: list, target: int) -> None:
+    with tempfile.TemporaryDirectory() as warehouse:
+        table = _table(warehouse, target)
+        model: dict[tuple[int, int], int] = {}
+        for ops, assigners, writers in steps:
+            batch = pa.table({"k": [o[0] for o in ops], "p": [o[1] for o in ops], "n": [o[3] for o in ops],
+                              "_ROW_KIND": [o[2] for o in ops]},
+                             schema=SCHEMA.append(pa.field("_ROW_KIND", pa.string())))
+            distributed_upsert(table, batch, assigners, writers)
+            for k, p, kind, n in ops:
+                if kind == "-D":
+                    model.pop((k, p), None)
+                else:
+                    model[(k, p)] = n
+            table = open_table(warehouse, "db.t")
+            check(table, model)
+
+
+def test_assigners_own_disjoint_buckets_and_existing_keys_keep_theirs(tmp_path: Any) -> None:
+    """Three assigners fill only buckets b with b % 3 == their id; a later run with two assigners
+    leaves the existing keys where they are and opens new buckets of its own residues."""
+    table = _table(str(tmp_path), 5)
+    keys = np.arange(60, dtype=np.int64)
+    rows = pa.table({"k": keys, "p": np.zeros(60, np.int32), "n": keys}, schema=SCHEMA)
+    routed = dynamic.route(table, rows, 3)
+    for i in range(3):
+        mine = dynamic.assign(table, None,
+                              routed.filter(pa.array(routed[dynamic.ASSIGNER_COLUMN].to_numpy() == i)), 3)
+        buckets = set(mine[dynamic.BUCKET_COLUMN].to_pylist())
+        assert buckets and all(b % 3 == i for b in buckets)
+        counts = np.bincount(mine[dynamic.BUCKET_COLUMN].to_numpy())
+        assert counts.max() <= 5  # target-row-num
+    distributed_upsert(table, rows, 3, 2)
+    table = open_table(str(tmp_path), "db.t")
+    before = dynamic.buckets_of(table, _latest(table), [(int(k), 0) for k in keys])
+    more = pa.table({"k": np.arange(30, 90, dtype=np.int64), "p": np.zeros(60, np.int32),
+                     "n": np.full(60, -1)}, schema=SCHEMA)
+    routed = dynamic.route(table, more, 2)
+    for i in range(2):
+        mine = dynamic.assign(table, _latest(table),
+                              routed.filter(pa.array(routed[dynamic.ASSIGNER_COLUMN].to_numpy() == i)), 2)
+        placed = dict(zip(mine["k"].to_pylist(), mine[dynamic.BUCKET_COLUMN].to_pylist(), strict=True))
+        assert all(placed[k] == before[(k, 0)] for k in placed if k < 60)  # existing keys: their bucket
+        assert all(placed[k] % 2 == i for k in placed if k >= 60)  # new keys: this assigner's buckets
+    distributed_upsert(table, more, 2, 3)
+    table = open_table(str(tmp_path), "db.t")
+    after = dynamic.buckets_of(table, _latest(table), [(k, 0) for k in range(90)])
+    assert {k: after[k] for k in before} == before
+    check(table, {(k, 0): k for k in range(30)} | {(k, 0): -1 for k in range(30, 90)})
+
+
+def test_a_delete_of_a_key_the_index_does_not_hold_is_dropped(tmp_path: Any) -> None:
+    table = _table(str(tmp_path), 5)
+    rows = pa.table({"k": [1, 2], "p": [0, 0], "n": [1, 2], "_ROW_KIND": ["+I", "-D"]},
+                    schema=SCHEMA.append(pa.field("_ROW_KIND", pa.string())))
+    assigned = dynamic.assign(table, None, dynamic.route(table, rows, 1), 1)
+    assert assigned["k"].to_pylist() == [1]
+
+
+@pytest.mark.parametrize("options", [{"dynamic-bucket.assigner-parallelism": "3"},
+                                     {"dynamic-bucket.initial-buckets": "2"},
+                                     {"dynamic-bucket.max-buckets": "1"}])
+def test_the_number_of_assigners_follows_paimons_options(tmp_path: Any, options: dict[str, str]) -> None:
+    create_table(str(tmp_path), "db.t", SCHEMA, primary_keys=["k", "p"], partition_keys=["p"],
+                 options={"bucket": "-1", "deletion-vectors.enabled": "true", **options})
+    table = open_table(str(tmp_path), "db.t")
+    want = {"dynamic-bucket.assigner-parallelism": 3, "dynamic-bucket.initial-buckets": 2,
+            "dynamic-bucket.max-buckets": 1}[next(iter(options))]
+    assert dynamic.assigner_count(table, 4) == want
