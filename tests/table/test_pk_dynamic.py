@@ -148,3 +148,21 @@ def test_the_number_of_assigners_follows_paimons_options(tmp_path: Any, options:
     want = {"dynamic-bucket.assigner-parallelism": 3, "dynamic-bucket.initial-buckets": 2,
             "dynamic-bucket.max-buckets": 1}[next(iter(options))]
     assert dynamic.assigner_count(table, 4) == want
+
+
+def test_a_bucket_rewritten_for_lack_of_levels_keeps_its_new_keys_in_their_bucket(tmp_path: Any) -> None:
+    """With no free level the upsert rewrites the bucket; its new keys (not in the committed HASH
+    index yet) must stay in the bucket their assigner chose, not the one pypaimon's own assigner
+    would pick."""
+    warehouse = str(tmp_path)
+    create_table(warehouse, "db.t", SCHEMA, primary_keys=["k", "p"], partition_keys=["p"], options={
+        "bucket": "-1", "deletion-vectors.enabled": "true", "dynamic-bucket.target-row-num": "1000",
+        "num-sorted-run.compaction-trigger": "1"})  # levels 1..1: the second upsert of a bucket rewrites it
+    model: dict[tuple[int, int], int] = {}
+    for step in range(3):
+        keys = np.arange(step * 10, step * 10 + 40, dtype=np.int64)
+        rows = pa.table({"k": keys, "p": np.zeros(len(keys), np.int32), "n": np.full(len(keys), step)},
+                        schema=SCHEMA)
+        distributed_upsert(open_table(warehouse, "db.t"), rows, 3, 2)
+        model.update({(int(k), 0): step for k in keys})
+        check(open_table(warehouse, "db.t"), model)

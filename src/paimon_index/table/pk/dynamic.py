@@ -59,9 +59,10 @@ from paimon_index.table.paimon import (
     index_manifest_entry,
     snapshot_by_id,
 )
+from paimon_index.table.pk.levels import write_at
 from paimon_index.table.pk.lookup import last_per_key
 from paimon_index.table.pk.plan import DELETING_KINDS, ROW_KIND_COLUMN, arrow_fields, check_keys, user_columns
-from paimon_index.table.write import attach_file_indexes, conform, new_table_write, table_options
+from paimon_index.table.write import conform, table_options
 
 __all__ = ["ASSIGNER_COLUMN", "BUCKET_COLUMN", "KEY_HASH_COLUMN", "assign", "assigner_count", "buckets_of",
            "prepare", "route"]
@@ -323,21 +324,19 @@ def _conformed(table: Any, rows: pa.Table) -> pa.Table:
 
 
 def _write_at_buckets(table: Any, rows: pa.Table, columns: list[str]) -> list[Any]:
-    """Write each (partition, bucket)'s rows at that bucket with pypaimon's key-value writer
-    (sequence numbers, levels 0) and attach each new file's index; no HASH index is touched."""
-    writer = new_table_write(table)
+    """Each (partition, bucket)'s rows written at that bucket (:func:`~paimon_index.table.pk.levels
+    .write_at`: no HASH index touched); their commit messages. A failure deletes what was written."""
+    from paimon_index.table.pk.commit import abandon, written_paths
+
+    messages: list[Any] = []
     try:
-        target = writer.table_pyarrow_schema
         for values, idx in _groups(rows, [*table.partition_keys, BUCKET_COLUMN]):
-            part = conform(rows.take(pa.array(idx)).select(columns), target)
-            for batch in part.to_batches():
-                writer.file_store_write.write(tuple(values[:-1]), int(values[-1]), batch)
-        return attach_file_indexes(table, writer.prepare_commit())
+            messages += write_at(table, rows.take(pa.array(idx)).select(columns), tuple(values[:-1]),
+                                 int(values[-1]))
     except BaseException:
-        writer.abort()
+        abandon(table, written_paths(messages, str(table.path_factory().index_path())), "upsert")
         raise
-    finally:
-        writer.close()
+    return messages
 
 
 def prepare(table: Any, snapshot_id: int | None, rows: pa.Table, *, io: TableIO | None = None) -> Any:

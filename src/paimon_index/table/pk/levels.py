@@ -2,6 +2,7 @@
 
     free_level(files, new, max_level) -> level | None
     write_rows(table, rows) -> commit messages      pypaimon's key-value writer + file indexes
+    write_at(table, rows, partition, bucket) -> commit messages   the same, at a given bucket
     rewrite(table, dvs, files, level) -> (new files, removed files)
 
 Merge-free readers read the files of levels >= 1 with their deletion vectors and merge nothing; so
@@ -32,9 +33,9 @@ from paimon_index.table.pk.plan import (
     user_columns,
 )
 from paimon_index.table.schemas import read_schema
-from paimon_index.table.write import attach_file_indexes, new_table_write, write_with
+from paimon_index.table.write import attach_file_indexes, conform, new_table_write, write_with
 
-__all__ = ["free_level", "rewrite", "write_rows"]
+__all__ = ["free_level", "rewrite", "write_at", "write_rows"]
 
 
 def free_level(files: Iterable[Any], new: Any, max_level: int) -> int | None:
@@ -58,12 +59,30 @@ def write_rows(table: Any, rows: pa.Table) -> list[Any]:
         writer.close()
 
 
+def write_at(table: Any, rows: pa.Table, partition: tuple[Any, ...], bucket: int) -> list[Any]:
+    """Write ``rows`` (all of one partition) into ``bucket`` with pypaimon's key-value writer
+    (sequence numbers, level 0), indexes attached. No bucket is assigned and no HASH index touched:
+    the caller knows the bucket (a rewritten bucket; a dynamic-bucket assigner's choice)."""
+    writer = new_table_write(table)
+    try:
+        if rows.num_rows:
+            data = conform(rows, writer.table_pyarrow_schema)
+            for batch in data.to_batches():
+                writer.file_store_write.write(tuple(partition), int(bucket), batch)
+        return attach_file_indexes(table, writer.prepare_commit())
+    except BaseException:
+        writer.abort()
+        raise
+    finally:
+        writer.close()
+
+
 def rewrite(table: Any, dvs: BucketDvMaintainer, files: list[Any], level: int) -> tuple[list[Any], list[Any]]:
     """Rewrite ``files`` (live rows only, deletes dropped) into ``level``; (new files, files removed).
 
-    The new files' own messages (HASH index changes of a dynamic-bucket writer) are not needed: the
-    rows keep their bucket and the bucket's key set does not grow; the index files that writer
-    stored are deleted at once (no snapshot will reference them).
+    The rows are written into the bucket they come from (never re-assigned: a dynamic-bucket
+    table's new keys are not in the committed HASH index yet, and pypaimon's own assigner could
+    pick another bucket); the bucket's key set does not grow, so no HASH index changes.
     """
     columns = user_columns(table)
     io = TableIO.of(table)
@@ -76,7 +95,9 @@ def rewrite(table: Any, dvs: BucketDvMaintainer, files: list[Any], level: int) -
         rows = rows.filter(live).select(columns)
     for meta in files:
         dvs.remove_deletion_vector_of(meta.file_name)
-    messages = write_rows(table, rows) if rows.num_rows else []
+    row = dvs.partition  # pypaimon's GenericRow (or plain values)
+    partition = tuple(row.values or ()) if hasattr(row, "values") else tuple(row)
+    messages = write_at(table, rows, partition, dvs.bucket) if rows.num_rows else []
     index_dir = str(table.path_factory().index_path())
     io = TableIO.of(table)
     for entry in (e for m in messages for e in m.index_adds):
