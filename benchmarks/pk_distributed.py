@@ -8,8 +8,9 @@ and each copy compacted once (``full``):
     python     Table.compact on this process (what jobs.compact ran before: the driver)
     spark      jobs.compact: the buckets rewritten in Spark tasks, one commit on the driver
 
-and ``--dynamic`` also loads the same rows into a ``bucket = -1`` table through ``jobs.upsert``
-(timed; with this checkout's code, and the old one when run against an older checkout).
+(after a tiny compaction that starts Spark's Python workers), and ``--dynamic`` also loads the
+same rows into a ``bucket = -1`` table through ``jobs.upsert`` (timed; with this checkout's code,
+and the old one when run against an older checkout).
 
 Run once per core count to see scaling (the machine's other load matters: print ``uptime``):
 
@@ -73,6 +74,10 @@ def main() -> None:
         python_wh, spark_wh = str(Path(root) / "python"), str(Path(root) / "spark")
         shutil.copytree(base, python_wh)
         shutil.copytree(base, spark_wh)
+        # Warm the Python workers (their first task imports paimon-index): a tiny compaction first.
+        tiny = str(Path(root) / "tiny")
+        build(tiny, 1000, args.bucket)
+        jobs.compact(spark, "db.t", full=True, warehouse=tiny)
         print(f"load average before: {os.getloadavg()}")
         started = time.perf_counter()
         paimon_index.open_table(python_wh, "db.t").compact(full=True)
