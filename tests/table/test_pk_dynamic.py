@@ -48,7 +48,7 @@ def distributed_upsert(table: Any, rows: pa.Table, assigners: int, writers: int)
     if not assigned:
         return None
     every = pa.concat_tables(assigned)
-    owner = (every[dynamic.BUCKET_COLUMN].to_numpy() * 7 + every["p"].to_numpy()) % writers
+    owner = every[dynamic.BUCKET_COLUMN].to_numpy() % writers  # a bucket (of every partition): one writer
     prepared = [dynamic.prepare(table, planned, every.filter(pa.array(owner == w))) for w in range(writers)]
     prepared = [p for p in prepared if p is not None]
     return commit_prepared(table, prepared) if prepared else None
@@ -166,3 +166,21 @@ def test_a_bucket_rewritten_for_lack_of_levels_keeps_its_new_keys_in_their_bucke
         distributed_upsert(open_table(warehouse, "db.t"), rows, 3, 2)
         model.update({(int(k), 0): step for k in keys})
         check(open_table(warehouse, "db.t"), model)
+
+
+def test_a_date_partition_finds_its_hash_index(tmp_path: Any) -> None:
+    """The HASH index of a partition is found by its values whatever their type: upserting the same
+    keys again replaces them (a DATE partition)."""
+    import datetime
+
+    schema = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("d", pa.date32(), nullable=False),
+                        ("n", pa.int64())])
+    create_table(str(tmp_path), "db.t", schema, primary_keys=["k", "d"], partition_keys=["d"], options={
+        "bucket": "-1", "deletion-vectors.enabled": "true", "dynamic-bucket.target-row-num": "5"})
+    day = datetime.date(2026, 11, 26)
+    for n in range(2):
+        rows = pa.table({"k": np.arange(30, dtype=np.int64), "d": [day] * 30, "n": np.full(30, n)},
+                        schema=schema)
+        distributed_upsert(open_table(str(tmp_path), "db.t"), rows, 2, 2)
+    got, _ = read_primary_key(open_table(str(tmp_path), "db.t"), None)
+    assert sorted(got["k"].to_pylist()) == list(range(30)) and set(got["n"].to_pylist()) == {1}

@@ -164,8 +164,12 @@ def _hash_entries(table: Any, snapshot_id: int | None) -> dict[tuple[Any, ...], 
         raise ConcurrentChangeError(f"snapshot {snapshot_id} was expired while upserting; nothing was "
                                     "applied, run it again")
     out: dict[tuple[Any, ...], dict[int, Any]] = {}
+    fields = {f.name: f for f in arrow_fields(table)}
+    types = [fields[k].type for k in table.partition_keys]
     for entry in index_entries(table, snapshot, HASH):
-        partition = tuple(entry.partition.values or ())
+        # The manifest's partition values, spelled as the rows' Arrow values are (a DATE as a date).
+        partition = tuple(pa.array([v], t)[0].as_py() for v, t in zip(entry.partition.values or (), types,
+                                                                        strict=True))
         buckets = out.setdefault(partition, {})
         if entry.bucket in buckets:
             raise PrimaryKeyTableError(f"partition {partition} has two HASH index files for bucket "
