@@ -37,9 +37,11 @@ Where the work runs:
   rows in deletion vectors and places the new files in levels
   (:func:`paimon_index.table.pk.prepare_upsert`); the driver commits what all tasks prepared as one
   snapshot (:func:`~paimon_index.table.pk.commit_prepared`), exactly on the snapshot they planned
-  on. A dynamic-bucket table (``bucket = -1``) is written by one task (pypaimon's bucket assigner
-  extends one HASH index per bucket, which two tasks cannot share) and has the lookup done on the
-  driver (:func:`~paimon_index.table.pk.commit_upsert`);
+  on. A dynamic-bucket table (``bucket = -1``) is distributed as Paimon does it
+  (:mod:`paimon_index.table.pk.dynamic`): rows routed by key hash to assigner tasks that own
+  disjoint buckets and assign them from the pinned snapshot's HASH index, then shuffled by
+  (partition, bucket) to tasks that write each bucket, extend its HASH index file and do its
+  lookup; the driver commits once;
 - ``delete``/``update`` of an append table are :func:`paimon_index.table.row_level.change_rows`,
   the shape :meth:`Table.delete`/:meth:`Table.update` run in one process: the driver pins the
   latest snapshot and every bucket's DV state; the table is read at that snapshot with the metadata
@@ -178,8 +180,8 @@ def write(df: DataFrame, table: str, mode: str = APPEND, *, warehouse: str,
     parse_identifier(table, for_write=True)
     opened = open_table(warehouse, table, catalog_options=catalog_options)  # TableNotFoundError here
     if opened.is_primary_key_table and mode == APPEND and pk.dv_mode(opened.paimon_table):
-        # An upsert (which store-assigns the rows itself): rows shuffled so that each key (bucket)
-        # reaches one task, or one task for dynamic buckets; one key from several tasks is refused.
+        # An upsert (which store-assigns the rows itself): rows shuffled so that each bucket
+        # reaches one task (dynamic buckets: assigned by assigner tasks first).
         snapshot, written = _upsert(df.sparkSession, df, table, warehouse=warehouse,
                                     catalog_options=catalog_options)
         return _result(warehouse, table, catalog_options, mode, snapshot, written)
