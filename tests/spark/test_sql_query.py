@@ -248,3 +248,27 @@ def test_spark_time_travel_spellings_are_read(text: str, expected: str) -> None:
     from paimon_index.spark.sql.names import _temporal_spelled
 
     assert _temporal_spelled(text) == expected
+
+
+def test_one_statement_lists_the_warehouse_once(warehouse: tuple[Any, Path],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A statement resolves each name several times (is it Paimon's? then its rewrite); each
+    resolution listed the warehouse's databases and tables again — requests on an object store."""
+    from paimon_index.table import catalog as table_catalog
+
+    paimon, _ = warehouse
+    calls: list[str] = []
+    for name in ("database_names", "table_names"):
+        real = getattr(table_catalog, name)
+
+        def counted(*args: Any, _real: Any = real, _name: str = name, **kwargs: Any) -> Any:
+            calls.append(_name)
+            return _real(*args, **kwargs)
+        monkeypatch.setattr(table_catalog, name, counted)
+    text = "SELECT count(*) FROM db.a AS a JOIN db.b AS b ON a.id = b.id WHERE a.id < 100 AND b.w > 2"
+    expected = paimon.spark.sql(_reference_text(text)).collect()
+    assert paimon.sql(text).collect() == expected
+    assert sorted(calls) == ["database_names", "table_names"]
+    calls.clear()
+    paimon.sql("SELECT 1 FROM db.a LIMIT 1").collect()
+    assert calls, "a new statement lists again (a table created in between is seen)"
