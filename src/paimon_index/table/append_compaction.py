@@ -350,8 +350,9 @@ def check_table(table: PaimonTable) -> dict[str, str]:
     options = table_options(table)
     for key in _REFUSED:
         if parse_bool(options.get(key, "false"), key):
-            raise UnsupportedTableError(f"table {table_name(table)}: compaction of a table with '{key}' = "
-                                        "'true' is not supported by paimon-index (Paimon rewrites its row ids)")
+            raise UnsupportedTableError(f"table {table_name(table)}: compaction of a table with "
+                                        f"'{key}' = 'true' is not supported by paimon-index (Paimon "
+                                        "rewrites its row ids)")
     return options
 
 
@@ -385,7 +386,8 @@ def plan_compaction(table: PaimonTable, *, full: bool = False,
 
 
 def _group(bucket: BucketFiles, files: list[Any], options: CompactOptions, snapshot_id: int) -> CompactGroup:
-    plans = tuple(replace(file_plan(m, bucket.deletion_files.get(m.file_name), bucket.partition, bucket.bucket),
+    deletions = bucket.deletion_files
+    plans = tuple(replace(file_plan(m, deletions.get(m.file_name), bucket.partition, bucket.bucket),
                           index=None) for m in files)
     rows = sum(int(m.row_count) for m in files)
     size = sum(max(1, int(m.file_size)) for m in files)
@@ -448,7 +450,8 @@ def _write_chunk(table: PaimonTable, group: CompactGroup, chunk: pa.Table) -> li
         else:
             writer.write_arrow(data)
         messages = list(writer.prepare_commit())
-        wrong = [m for m in messages if _text(m.partition) != _text(group.partition) or m.bucket != group.bucket]
+        wrong = [m for m in messages
+                 if _text(m.partition) != _text(group.partition) or m.bucket != group.bucket]
         if wrong:
             raise PaimonIndexError(f"compaction of table {table_name(table)}: rows of bucket {group.bucket} "
                                    f"of partition {group.partition} were written to bucket {wrong[0].bucket} "
@@ -492,9 +495,9 @@ def _vectors_without(table: PaimonTable, bucket: BucketFiles, removed: set[str],
         return opened[-1]
 
     try:
-        maintainer = BucketDvMaintainer.restore(bucket.dv_entries, open_index_file, partition=bucket.partition_row,
-                                                bucket=bucket.bucket, bitmap64=bitmap64,
-                                                live_files=bucket.file_names)
+        maintainer = BucketDvMaintainer.restore(bucket.dv_entries, open_index_file,
+                                                partition=bucket.partition_row, bucket=bucket.bucket,
+                                                bitmap64=bitmap64, live_files=bucket.file_names)
     finally:
         for source in opened:
             source.close()
@@ -504,7 +507,8 @@ def _vectors_without(table: PaimonTable, bucket: BucketFiles, removed: set[str],
     return list(commit.added), list(commit.deleted)
 
 
-def commit_compaction(table: PaimonTable, plan: CompactionPlan, rewritten: Sequence[Sequence[Any]]) -> int | None:
+def commit_compaction(table: PaimonTable, plan: CompactionPlan, rewritten: Sequence[Sequence[Any]]
+                      ) -> int | None:
     """Commit every group's new files (``rewritten[i]`` for ``plan.groups[i]``) as one ``COMPACT``
     snapshot on ``plan.snapshot_id``; None when nothing was picked.
 
@@ -521,9 +525,9 @@ def commit_compaction(table: PaimonTable, plan: CompactionPlan, rewritten: Seque
     with Transaction.on(table, plan.snapshot_id, operation=_OPERATION, compact=True,
                         tracked=_written_paths(new_files)) as txn:
         by_bucket: dict[tuple[tuple[Any, ...], int], tuple[list[Any], list[str]]] = {}
-        for group, metas in zip(plan.groups, rewritten, strict=True):
+        for group, written in zip(plan.groups, rewritten, strict=True):
             added, removed = by_bucket.setdefault((group.partition, group.bucket), ([], []))
-            added += metas
+            added += written
             removed += group.file_names
         table_opts = table_options(table)
         bitmap64 = parse_bool(table_opts.get(DV_BITMAP64, "false"), DV_BITMAP64)

@@ -405,7 +405,8 @@ def new_file_store_commit(table: Any, snapshot_commit: ExclusiveSnapshotCommit, 
 COMMIT_KIND_COMPACT = "COMPACT"
 
 
-def commit_compact(commit: FileStoreCommit, messages: Sequence[CommitMessage], commit_identifier: int) -> None:
+def commit_compact(commit: FileStoreCommit, messages: Sequence[CommitMessage],
+                   commit_identifier: int) -> None:
     """Commit ``messages`` as one ``COMPACT`` snapshot, as Java commits a compaction.
 
     pypaimon's ``commit`` makes every snapshot ``APPEND`` (``OVERWRITE`` once a file is deleted) and

@@ -96,7 +96,8 @@ class Transaction:
         if overwrite and not exact:
             raise PaimonIndexError("an overwrite reads the table it replaces: it must commit exactly")
         if compact and (overwrite or not exact):
-            raise PaimonIndexError("a compaction rewrites what it read: it commits exactly, never as an overwrite")
+            raise PaimonIndexError("a compaction rewrites what it read: it commits exactly, never as an "
+                                   "overwrite")
         check_snapshot_store(table)  # before any file is written for a commit that could not be safe
         self.table = table
         self.snapshot = snapshot
@@ -120,7 +121,8 @@ class Transaction:
     @classmethod
     def on(cls, table: PaimonTable, snapshot_id: int | None, *, exact: bool = True, overwrite: bool = False,
            partition: Mapping[str, Any] | None = None, operation: str = "commit",
-           staged: Iterable[Any | None] = (), tracked: Iterable[str] = (), compact: bool = False) -> Transaction:
+           staged: Iterable[Any | None] = (), tracked: Iterable[str] = (), compact: bool = False
+           ) -> Transaction:
         """A transaction planned on snapshot ``snapshot_id`` (None: the table was empty), with the
         commit messages ``staged`` and the files ``tracked`` that were written for it already (work
         planned before this transaction: executors, a rewrite).
