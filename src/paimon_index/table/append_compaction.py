@@ -73,7 +73,7 @@ from paimon_index.table.fileio import FileIOSource, TableIO
 from paimon_index.table.files import FilePlan, ScanReport, file_plan, read_rows, resolve
 from paimon_index.table.paimon import CommitMessage, PaimonTable, table_name
 from paimon_index.table.plan import DV_BITMAP64, DV_ENABLED, BucketFiles, plan_snapshot
-from paimon_index.table.rewrite import PartitionSelection, _partition_filter
+from paimon_index.table.rewrite import PartitionSelection, partition_filter
 from paimon_index.table.schemas import ReadSchema, read_schema
 from paimon_index.table.transaction import Transaction
 from paimon_index.table.write import attach_file_indexes, conform, new_table_write, table_options
@@ -366,7 +366,7 @@ def plan_compaction(table: PaimonTable, *, full: bool = False,
         InvalidPredicateError: ``partitions`` names a non-partition column, or the table has none.
     """
     options = CompactOptions.of(check_table(table))
-    select = _partition_filter(table, partitions)
+    select = partition_filter(table, partitions)
     plan = plan_snapshot(table)
     if plan.snapshot_id is None:
         return CompactionPlan(None, (), options=options)
