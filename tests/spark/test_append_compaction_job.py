@@ -163,3 +163,31 @@ def test_call_compact_equals_paimons_connector(spark: Any, tmp_path: Path) -> No
     counts = dict(zip(TABLES, (r[0][0] for r in ours[len(TABLES):2 * len(TABLES)]), strict=True))
     assert counts["u"] < 4 and counts["plain"] == 1 and counts["f"] == 2 and counts["fn"] == 2
     assert counts["pt"] < 8
+
+
+def test_call_compact_arguments_on_append_and_primary_key_tables(spark: Any, tmp_path: Path) -> None:
+    from paimon_index.errors import SqlError
+
+    _base(tmp_path)
+    paimon = paimon_index.create_table(str(tmp_path), "db.k", SCHEMA, primary_keys=["id"],
+                                       options={"bucket": "1", "deletion-vectors.enabled": "true"})
+    del paimon
+    sql = paimon_index.spark.attach(spark, warehouse=str(tmp_path)).sql
+    with pytest.raises(SqlError, match="partitions and where cannot be used together"):
+        sql("CALL sys.compact(table => 'db.pt', where => 'p = 1', partitions => 'p=1')")
+    with pytest.raises(SqlError, match=r"supported on append tables only; db\.k has a primary key"):
+        sql("CALL sys.compact(table => 'db.k', where => 'id = 1')")
+    with pytest.raises(SqlError, match=r"expected k=v"):
+        sql("CALL sys.compact(table => 'db.pt', partitions => 'p')")
+    with pytest.raises(SqlError, match=r"order_strategy are not supported by paimon-index"):
+        sql("CALL sys.compact(table => 'db.pt', order_strategy => 'zorder', order_by => 'id')")
+    table = paimon_index.open_table(str(tmp_path), "db.pt")
+    before = table.read().sort_by("id")
+    assert _rows(sql("CALL sys.compact(table => 'db.pt', partitions => 'p=0')")) == [[True]]
+    from paimon_index.table.plan import plan_snapshot
+
+    plan = plan_snapshot(paimon_index.open_table(str(tmp_path), "db.pt").paimon_table)
+    counts = {key[0]: len(b.files) for key, b in plan.buckets.items()}
+    # only the partition named was compacted: its file with a vector alone, the 3 others packed
+    assert counts == {(0,): 2, (1,): 4}
+    assert paimon_index.open_table(str(tmp_path), "db.pt").read().sort_by("id").equals(before)
