@@ -8,7 +8,7 @@
     jobs.delete(spark, "db.t", "status = 'CANCELLED'", warehouse=W)          -> CommitResult
     jobs.update(spark, "db.t", {"score": "score + 1", "note": None}, "id < 100", warehouse=W)
     jobs.rewrite_file_index(spark, "db.t", where=None, warehouse=W)          -> CommitResult
-    jobs.compact(spark, "db.t", full=False, warehouse=W)                     -> CommitResult  (driver)
+    jobs.compact(spark, "db.t", full=False, warehouse=W)                     -> CommitResult
     jobs.expire_snapshots(spark, "db.t", retain_last=N, warehouse=W)         -> MaintenanceResult (driver)
     jobs.remove_orphan_files(spark, "db.t", older_than=T, warehouse=W)       -> MaintenanceResult (driver)
     jobs.count(spark, "db.t", "status = 'PAID'", warehouse=W)                -> int (driver + tasks)
@@ -63,9 +63,12 @@ Where the work runs:
 - ``count`` answers on the **driver** every file its indexes answer exactly (row counts, deletion
   vectors, index bitmaps: :mod:`paimon_index.table.aggregate`); the other files, if any, are
   counted by Spark tasks, each reading only the predicate's columns of its files' candidate rows;
-- ``compact``, ``expire_snapshots`` and ``remove_orphan_files`` run on the **driver** through the
-  Python API (their work is metadata plus a few files per bucket); the session is taken so that
-  every verb has the same shape.
+- ``compact`` of an append table: the driver picks the groups (Paimon's pick,
+  :mod:`paimon_index.table.append_compaction`), byte-balanced Spark tasks rewrite them, the
+  driver commits one ``COMPACT`` snapshot;
+- ``compact`` of a primary-key table, ``expire_snapshots`` and ``remove_orphan_files`` run on the
+  **driver** through the Python API (their work is metadata plus a few files per bucket); the
+  session is taken so that every verb has the same shape.
 
 ``rows_affected``: rows written (``write``, ``upsert``: rows of the DataFrame, counted as the job
 runs them, so it is scanned once), deleted or updated; 0 for ``compact`` and index rewrites. SET
@@ -404,15 +407,38 @@ def rewrite_file_index(spark: SparkSession, table: str, where: str | None = None
 
 def compact(spark: SparkSession, table: str, *, full: bool = False, warehouse: str,
             catalog_options: CatalogOptions = None) -> CommitResult:
-    """Compact a primary-key table (``full``: everything into the highest level), one snapshot.
+    """Compact a table in one ``COMPACT`` snapshot, as :meth:`paimon_index.Table.compact` does.
 
-    Runs on the driver through :meth:`paimon_index.Table.compact` (no Spark tasks).
-
-    Raises:
-        TableError: an append table.
+    A primary-key table runs on the driver through :meth:`paimon_index.Table.compact`. An append
+    table is planned on the driver, its picked groups rewritten in Spark tasks (byte-balanced) and
+    committed on the driver (:func:`_compact_append`).
     """
+    opened = open_table(warehouse, table, catalog_options=catalog_options)
+    if not opened.is_primary_key_table:
+        return _compact_append(spark, table, full=full, warehouse=warehouse, catalog_options=catalog_options)
     del spark
-    return open_table(warehouse, table, catalog_options=catalog_options).compact(full=full)
+    return opened.compact(full=full)
+
+
+def _compact_append(spark: SparkSession, table: str, *, full: bool, warehouse: str,
+                    catalog_options: CatalogOptions, partitions: Any = None) -> CommitResult:
+    """Append compaction (:mod:`paimon_index.table.append_compaction`): the pick on the driver, each
+    group rewritten by a Spark task, one exact commit on the driver."""
+    from paimon_index.table.append_compaction import commit_compaction, plan_compaction
+
+    paimon_table = _opened(warehouse, table, catalog_options)
+    plan = plan_compaction(paimon_table, full=full, partitions=partitions)
+    if not plan.groups or plan.schema is None:
+        return _result(warehouse, table, catalog_options, "compact", None, 0)
+    slots = min(len(plan.groups), _connect.parallelism(spark) * _tasks.TASKS_PER_CORE)
+    indexed = list(enumerate(plan.groups))
+    tasks = [[indexed[i] for i in members]
+             for members in _tasks.balanced_groups([g.bytes for g in plan.groups], slots)]
+    rewritten: list[list[Any]] = [[] for _ in plan.groups]
+    for index, metas in _tasks.compact_job(spark, tasks, plan.schema, warehouse, table, catalog_options):
+        rewritten[index] = metas
+    snapshot = commit_compaction(paimon_table, plan, rewritten)
+    return _result(warehouse, table, catalog_options, "compact", snapshot, 0)
 
 
 def expire_snapshots(spark: SparkSession, table: str, *, retain_last: int | None = None,

@@ -7,7 +7,8 @@
     t.read(where=None, columns=None, snapshot_id=None)    -> pa.Table   (t.last_scan_report beside it)
     t.count(where=None) -> int ; t.min_max(column, where=None) -> (min, max)   (index-only when it can)
     t.delete(where) / t.update(set, where)                -> CommitResult (rows_affected)
-    t.upsert(data) / t.compact(full=False)                -> CommitResult (primary-key tables)
+    t.upsert(data)                                        -> CommitResult (primary-key tables)
+    t.compact(full=False)                                 -> CommitResult (COMPACT snapshot)
     t.rewrite_file_index(where=None)                      -> CommitResult
     t.expire_snapshots(retain_last=None, older_than=None) / t.remove_orphan_files(older_than)
     t.file_indexes() -> pa.Table ; t.alter_options(set=..., remove=...) -> Table
@@ -306,10 +307,19 @@ class Table:
         return commit_result(self._paimon, operation, snapshot, rows)
 
     def compact(self, full: bool = False) -> CommitResult:
-        """Compact a primary-key table's files (``full``: everything into the highest level)."""
+        """Compact the table's files in one ``COMPACT`` snapshot.
+
+        A primary-key table: files past the delete ratio rewritten (``full``: everything into the
+        highest level). An append table (:mod:`paimon_index.table.append_compaction`): small files
+        bin-packed toward ``target-file-size`` once ``compaction.min.file-num`` are there, files past
+        ``compaction.delete-ratio-threshold`` rewritten without their deleted rows (``full``: as
+        Paimon's full compaction). ``snapshot_id`` is None when nothing was worth compacting.
+        """
         self._writable()
         if not self.is_primary_key_table:
-            raise TableError(f"compact is for primary-key tables; {self.identifier} is an append table")
+            from paimon_index.table.append_compaction import compact_append
+
+            return self._result("compact", compact_append(self._paimon, full=full), 0)
         from paimon_index.table.pk import compact
 
         return self._result("compact", compact(self._paimon, full=full), 0)
