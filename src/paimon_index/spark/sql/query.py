@@ -403,6 +403,9 @@ def _describe(ref: Reference) -> str:
                      f"by index {r.files_skipped_by_index}, by schema {r.files_skipped_by_schema}; "
                      f"rows planned {r.rows_planned}, selected by index {r.rows_selected_by_index}, "
                      f"removed by deletion vectors {r.rows_removed_by_deletion_vectors}")
+        if r.index_uses:
+            lines.append(f"  index bodies read {r.index_bodies_read}, not read {r.index_bodies_not_read}:")
+            lines.extend(f"    {line}" for line in r.index_lines())
         if ref.planned.small_rows is not None:
             lines.append(f"  small read on the driver: {ref.planned.small_rows} candidate rows")
         if ref.planned.fallback is not None:
