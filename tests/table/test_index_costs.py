@@ -193,6 +193,18 @@ def test_whole_files_still_read_an_index_that_can_skip(table: Any) -> None:
     assert [[(c, t) for c, t, _ in u.read] for u in plan.report.index_uses] == [[("x", "range-bitmap")]] * 2
 
 
+def test_whole_files_that_may_be_read_small_still_take_the_selections(table: Any) -> None:
+    small = (8, 2_000)  # the planned read's SMALL_READ_FILES, SMALL_READ_ROWS
+    # ~7 rows estimated over both files: the selections may feed a small read, so both are asked.
+    plan = plan_read(table, "x < 5", whole_files=True, small_read=small)
+    assert plan.report.index_bodies_read == 2 and all(f.selected is not None for f in plan.files)
+    assert plan_read(table, "x < 5", whole_files=True).report.index_bodies_read == 0
+    # ~2,600 estimated: not small, the whole-file rules hold.
+    assert plan_read(table, "x BETWEEN 3000 AND 7000", whole_files=True,
+                     small_read=small).report.index_bodies_read == 0
+    assert plan_read(table, "x < 5", whole_files=True, small_read=(1, 2_000)).report.index_bodies_read == 0
+
+
 def test_whole_files_with_a_deletion_vector_still_ask_the_index(tmp_path: Any) -> None:
     t = create_table(str(tmp_path), "db.dv", SCHEMA, options={**OPTIONS, "deletion-vectors.enabled": "true"})
     write_arrow(t, _rows(0, np.arange(0, ROWS)))

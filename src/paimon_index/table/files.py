@@ -99,6 +99,7 @@ __all__ = [
     "SplitVectors",
     "bitmap_positions",
     "container_source",
+    "estimated_matches",
     "exact_selection",
     "file_plan",
     "index_answer",
@@ -483,6 +484,17 @@ def weigh_index(bound: Predicate, stats: Mapping[str, ColumnStats], schema: Mapp
         why = SKIP_UNLIKELY.format(rows=round(fraction * row_count), limit=INDEX_SKIP_UNLIKELY_ROWS)
         return IndexWeighing(ALWAYS_TRUE, (*notes, *((c, why) for c in columns)))
     return IndexWeighing(asked, tuple(notes))
+
+
+def estimated_matches(bound: Predicate, stats: Mapping[str, ColumnStats], schema: Mapping[str, DataType],
+                      row_count: int) -> float | None:
+    """The statistics' estimate of a file's rows matching ``bound`` (None: none): 0 when they prove
+    no row matches, every row when they prove all do, else
+    :func:`~paimon_index.table.stats.stats_fraction` of the rows."""
+    notes: list[tuple[str, str]] = []
+    reduced = _reduce(bound, stats, schema, notes)
+    fraction = stats_fraction(reduced, stats, schema)
+    return None if fraction is None else fraction * row_count
 
 
 def _entry_use(entry: IndexEntry) -> tuple[str, str, int]:

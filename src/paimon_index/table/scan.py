@@ -62,6 +62,7 @@ from paimon_index.table.files import (
     FilePlan,
     ScanReport,
     SplitVectors,
+    estimated_matches,
     file_plan,
     index_answer,
     index_container,
@@ -173,7 +174,7 @@ def _ltz_opaque(dtype: Any) -> bool:
 def plan_read(table: Any, where: str | Predicate | None = None, *, snapshot_id: int | None = None,
               use_index: bool = True, topn: TopN | None = None, session_time_zone: str | None = None,
               strict: bool = False, defer: bool = False, exact_answers: bool = False,
-              whole_files: bool = False) -> ReadPlan:
+              whole_files: bool = False, small_read: tuple[int, int] | None = None) -> ReadPlan:
     """Plan a read of ``table`` (pypaimon table) on one pinned snapshot (default: the latest).
 
     The plan's schema is the table's current one, or with ``snapshot_id`` that snapshot's (time
@@ -195,7 +196,10 @@ def plan_read(table: Any, where: str | Predicate | None = None, *, snapshot_id: 
     ``whole_files``: the reader reads every row of the files it is given and applies the WHERE
     itself (the planned Spark read): a row selection only decides whether a file is read, so an
     index is read only where it may skip the file (or spare a deletion vector) -- see
-    :func:`~paimon_index.table.files.weigh_index`.
+    :func:`~paimon_index.table.files.weigh_index`. ``small_read``: (files, rows) -- such a reader
+    reads a plan of at most that many files and matching rows itself, from the selections (the
+    planned read's small read): while the statistics cannot estimate the plan's matching rows at
+    ``rows`` or more, it is planned as a reader of rows.
 
     Raises:
         UnsupportedTableError: a primary-key table whose level-0 files need a merge.
@@ -243,7 +247,10 @@ def plan_read(table: Any, where: str | Predicate | None = None, *, snapshot_id: 
     weigh = not defer and not primary_key and topn is None and prune is not ALWAYS_TRUE
     kept_stats: dict[str, dict[str, ColumnStats]] | None = {} if weigh else None
     with missing_files_named(f"planning a read of snapshot {snapshot.id}"):
-        for split in plan_splits(pinned, prune, schema, report, kept_stats=kept_stats):
+        splits = plan_splits(pinned, prune, schema, report, kept_stats=kept_stats)
+        if kept_stats is not None and whole_files and small_read is not None:
+            whole_files = not _may_be_small(splits, bound, kept_stats, schema, *small_read)
+        for split in splits:
             deletions = split.data_deletion_files or [None] * len(split.files)
             partition = tuple(split.partition.values or ())
             unresolved = [file_plan(meta, deletion, partition, int(split.bucket))
@@ -263,6 +270,24 @@ def plan_read(table: Any, where: str | Predicate | None = None, *, snapshot_id: 
                         files.append(planned)
     return ReadPlan(int(snapshot.id), schema, bound, exact, tuple(files), report, primary_key,
                     time.perf_counter() - started, pinned)
+
+
+def _may_be_small(splits: list[Any], bound: Predicate, kept_stats: Mapping[str, Mapping[str, ColumnStats]],
+                  schema: ReadSchema, max_files: int, max_rows: int) -> bool:
+    """Whether a plan of ``splits`` may be read small (at most ``max_files`` files and ``max_rows``
+    matching rows): False once there are more files, or the statistics estimate the matching rows
+    of every file and they add up to ``max_rows`` or more."""
+    metas = [meta for split in splits for meta in split.files]
+    if len(metas) > max_files:
+        return False
+    total = 0.0
+    for meta in metas:
+        expected = estimated_matches(bound, kept_stats.get(str(meta.file_name), {}), schema,
+                                     int(meta.row_count))
+        if expected is None:
+            return True
+        total += expected
+    return total < max_rows
 
 
 def _may_match_on_driver(f: FilePlan, bound: Predicate, schema: ReadSchema, report: ScanReport) -> bool:
