@@ -24,6 +24,8 @@ Measurements (each a table row; ``ratio`` = median / median of its reference, bo
     indexes        ``indexed``: the planned read with the query's WHERE (the indexes asked, as a user's
                    read asks them; default ``small_read_bytes``) vs ``spark.read.parquet`` of the same
                    files                                                    target <= 1.10
+    every index    the same, every index body read (as before the plan weighed their costs:
+                   ``plan_read(whole_files=False)``), for the comparison in one run
     deleted x%     planned read with the vectors vs ``spark.read.parquet`` of the same data files
                    without them (the rows the vectors remove counted too)   target <= 1.10
     primary key    a primary-key table (deletion-vectors mode, bucket 4, ``--pk-rows`` keys) after a
@@ -49,6 +51,7 @@ never adjusted.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -333,7 +336,7 @@ class Row:
 def measure(spark: Any, rows: list[Row], rounds: int, tasks: TaskSizes) -> None:
     def one(row: Row, variant: str) -> None:
         start = time.perf_counter()
-        if variant == row.reference and row.case in ("no deletes", "indexes"):
+        if variant == row.reference and row.case in ("no deletes", "indexes", "every index"):
             with spark_read.spark_default(spark, SINGLE_TASK_SETTING):
                 result = row.run[variant]().collect()
         else:
@@ -380,7 +383,33 @@ def indexed_rows(spark: Any, built: Built) -> list[Row]:
 
         out.append(Row(built.name, "indexes", query, "planned", "parquet",
                        {"planned": planned, "parquet": plain}))
+
+        def every_index(q: str = query) -> Any:
+            with every_index_read():
+                return planned(WHERE[q], q)
+
+        out.append(Row(built.name, "every index", query, "planned", "parquet",
+                       {"planned": every_index, "parquet": plain}))
     return out
+
+
+@contextlib.contextmanager
+def every_index_read() -> Any:
+    """The planned read as it was before it weighed index costs: every index body asked (plan_read
+    as for a reader of rows, ``whole_files=False``), for a comparison in the same run."""
+    from paimon_index.spark import planned
+
+    original = planned.plan_read
+
+    def plan_read(*args: Any, **kwargs: Any) -> Any:
+        kwargs["whole_files"] = False
+        return original(*args, **kwargs)
+
+    planned.plan_read = plan_read  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        planned.plan_read = original  # type: ignore[assignment]
 
 
 def plan_rows(spark: Any, built: Built) -> list[Row]:
@@ -511,7 +540,7 @@ def main(argv: list[str] | None = None) -> int:
     for row in rows:  # the rows the vectors removed are gone: results differ where rows were deleted
         ours, ref = row.cells[row.ours].result, row.cells[row.reference].result
         same = sorted(map(tuple, ours), key=repr) == sorted(map(tuple, ref), key=repr)
-        if (row.case in ("no deletes", "indexes") or row.table == "pk") and not same:
+        if (row.case in ("no deletes", "indexes", "every index") or row.table == "pk") and not same:
             failures.append(f"{row.table} / {row.case} / {row.query}: results differ")
     spark.stop()
     print()
