@@ -51,6 +51,7 @@ answers REMAIN (always a correct superset), a warning is logged and :attr:`corru
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
@@ -106,6 +107,7 @@ CANNOT_ANSWER = "the index type cannot answer {op}"
 NOT_NEEDED = "not needed: the answer was decided without it"
 
 
+@functools.lru_cache(maxsize=256)
 def answers(index_type: str, op: Op) -> bool:
     """Whether an index of ``index_type`` can answer ``op`` with anything but REMAIN (its reader
     overrides the operator's visit); an unknown index type answers nothing."""
