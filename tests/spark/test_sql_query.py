@@ -201,6 +201,8 @@ def test_indexes_prune_a_selective_reference(warehouse: tuple[Any, Path]) -> Non
     assert report.files_skipped_by_stats + report.files_skipped_by_index == 2  # 3 files, 1 holds it
     plan = paimon.sql("EXPLAIN SELECT * FROM db.a WHERE id = 2500").collect()[0][0]
     assert "== Paimon references ==" in plan and "pushed: (id = 2500)" in plan
+    # Per file, the index bodies read (the one file the statistics leave: its Bloom filter on id).
+    assert "index bodies read 1, not read 0:" in plan and "read id/bloom-filter (" in plan
 
 
 def test_statement_without_paimon_tables_goes_to_spark_unchanged(warehouse: tuple[Any, Path]) -> None:

@@ -697,7 +697,12 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
     # its own top k), so they would cost a Python read of the predicate's columns and prune nothing.
     # Spark reads the WHERE's TIMESTAMP literals in the session's time zone (see plan_read).
     # ``paimon`` is pinned already when time travelling: plan_read plans on its snapshot.
-    plan = plan_read(paimon, where, use_index=use_index, session_time_zone=spark.conf.get(_SESSION_TIME_ZONE))
+    # Spark reads whole files and applies the WHERE itself: an index is read only where it may skip
+    # a file (or spare its deletion vector), see plan_read's whole_files.
+    # A small read takes the selections: while the plan may be small, the indexes are read.
+    plan = plan_read(paimon, where, use_index=use_index, session_time_zone=spark.conf.get(_SESSION_TIME_ZONE),
+                     whole_files=True,
+                     small_read=(SMALL_READ_FILES, SMALL_READ_ROWS) if small_read_bytes > 0 else None)
     bound, first = None, None
     if order_by is not None and limit is not None:
         first = orders[0]
