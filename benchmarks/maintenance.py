@@ -474,6 +474,8 @@ def main(argv: list[str] | None = None) -> int:
     if why_not:
         print(f"Paimon's connector does not run here: {why_not}")
     connector = not a.no_connector and why_not is None
+    # One connector process runs the whole sequence (hundreds of statements at 20M rows).
+    harness.CONNECTOR_TIMEOUT = max(harness.CONNECTOR_TIMEOUT, 4 * 3600.0)
 
     sides: dict[str, Outcome] = {}
     if connector:
