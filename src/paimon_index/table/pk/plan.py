@@ -128,8 +128,18 @@ def trimmed_keys(table: Any) -> list[str]:
     return list(table.trimmed_primary_keys)
 
 
+def writable(table: Any) -> Any:
+    """``table`` for pypaimon's key-value writer: the rows this package writes hold one row per key,
+    already merged by :mod:`~paimon_index.table.pk.merge`, so pypaimon's buffer merges them as
+    ``deduplicate`` (an identity on such rows) — also where pypaimon's own merge functions refuse
+    the table's options (``ignore-delete``, ``*.remove-record-on-delete``, ``fields.<f>.ignore-retract``)."""
+    if table_options(table).get(MERGE_ENGINE, "deduplicate") != "deduplicate":
+        return table.copy({MERGE_ENGINE: "deduplicate"})
+    return table
+
+
 def arrow_fields(table: Any) -> list[pa.Field]:
-    writer = table.new_batch_write_builder().new_write()
+    writer = writable(table).new_batch_write_builder().new_write()
     try:
         return list(writer.table_pyarrow_schema)
     finally:

@@ -247,7 +247,13 @@ def merge_batch(table: Any, data: pa.Table) -> pa.Table:
     ``_ROW_KIND``); :func:`prepare_merge` or :func:`upsert_arrow` merge it with the old rows."""
     engine = merge_engine(table)
     assert engine is not None, "merge_batch: the table's merge engine is deduplicate"
-    return engine.fold(_with_row_kinds(table, data))
+    return engine.fold(_conformed(table, data))
+
+
+def _conformed(table: Any, data: pa.Table) -> pa.Table:
+    """``data`` with row kinds, in the table's Arrow types."""
+    target = pa.schema([*arrow_fields(table), pa.field(ROW_KIND_COLUMN, pa.string())])
+    return conform(_with_row_kinds(table, data), target)
 
 
 def prepare_merge(table: Any, data: pa.Table) -> PreparedUpsert:
@@ -260,7 +266,7 @@ def prepare_merge(table: Any, data: pa.Table) -> PreparedUpsert:
     plan = plan_snapshot(table, table.snapshot_manager().get_latest_snapshot())
     if plan.level0():
         raise PrimaryKeyTableError("the table has level-0 files: run compact(table) (or upsert_arrow) first")
-    batch = engine.fold(_with_row_kinds(table, data))
+    batch = engine.fold(_conformed(table, data))
     columns = user_columns(table)
     partitions, buckets = bucket_of_rows(table, batch.select(columns))
     scope = set(zip(partitions, buckets, strict=True))
