@@ -109,10 +109,15 @@ class MergeEngine:
     remove_record_on_delete: bool = False
 
     # --------------------------------------------------------------------------------------------
-    def fold(self, rows: pa.Table) -> pa.Table:
+    def fold(self, rows: pa.Table, *, single_as_is: bool = False) -> pa.Table:
         """One row per key of ``rows`` (the table's columns and ``_ROW_KIND``, in sequence order):
         the merge of the key's rows in that order, with ``_ROW_KIND`` '+I' (a row to write) or '-D'
         (the key is deleted).
+
+        ``single_as_is``: a key with one row keeps that row and its kind, unmerged — Paimon's write
+        buffer and merge-on-read reader (``ReducerMergeFunctionWrapper``) do so; its lookup
+        compaction merges even a single record (``LookupMergeFunction``), e.g. a lone ``-U`` of an
+        aggregation table retracts from nothing there.
 
         Raises:
             DataError: a retraction the engine cannot take (partial-update without
@@ -146,7 +151,10 @@ class MergeEngine:
         deleted_last = np.zeros(groups, dtype=bool)
         if self.remove_record_on_delete:
             deleted_last = delete[last]
-        vectorized = ~special & ~deleted_last
+        single = (last == first) if single_as_is else np.zeros(groups, dtype=bool)
+        special &= ~single
+        deleted_last &= ~single
+        vectorized = ~special & ~deleted_last & ~single
         results: dict[str, pa.Array] = {}
         for name in columns:
             results[name] = self._column(name, rows[name].combine_chunks(), group, groups, first, retract)
@@ -162,6 +170,8 @@ class MergeEngine:
             parts.append(deleted.append_column(ROW_KIND_COLUMN, minus))
         if special.any():
             parts.append(self._fold_sequential(rows, first, last, np.flatnonzero(special)))
+        if single.any():  # the keys with one row: that row, as it came
+            parts.append(rows.take(pa.array(first[single])).select([*columns, ROW_KIND_COLUMN]))
         return pa.concat_tables([p.cast(folded.schema) for p in parts])
 
     # --------------------------------------------------------------------------------------------

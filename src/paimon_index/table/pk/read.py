@@ -85,8 +85,8 @@ def _merge_read(table: Any, plan: Plan, bound: Predicate, schema: Mapping[str, A
         kinds = np.array(["+I", "-U", "+U", "-D"], dtype=object)[
             np.clip(rows[VALUE_KIND_COLUMN].to_numpy(), 0, 3)]
         versions = rows.select(columns).append_column(ROW_KIND_COLUMN, pa.array(kinds, pa.string()))
-        merged = engine.fold(versions)
-        kept = merged.filter(pc.equal(merged[ROW_KIND_COLUMN], "+I")).select(columns)
+        merged = engine.fold(versions, single_as_is=True)
+        kept = merged.filter(pc.is_in(merged[ROW_KIND_COLUMN], pa.array(["+I", "+U"]))).select(columns)
         result = kept.filter(to_arrow_expression(bound, schema))
         report.rows_returned = result.num_rows
         return result, report

@@ -216,7 +216,7 @@ def upsert_arrow(table: Any, data: pa.Table, *, planned: int | object | None = L
         if engine is None:
             batch = last_per_key(batch, keys)
         else:  # merged in order, then with the old live rows
-            batch = _merged_with_old(table, plan, engine, engine.fold(batch))
+            batch = _merged_with_old(table, plan, engine, engine.fold(batch, single_as_is=True))
         deleting = pc.is_in(batch[ROW_KIND_COLUMN], pa.array(DELETING_KINDS))
         upserts = batch.filter(pc.invert(deleting)).select(columns)
         removed_keys = batch.filter(deleting).select(keys)
@@ -247,7 +247,7 @@ def merge_batch(table: Any, data: pa.Table) -> pa.Table:
     ``_ROW_KIND``); :func:`prepare_merge` or :func:`upsert_arrow` merge it with the old rows."""
     engine = merge_engine(table)
     assert engine is not None, "merge_batch: the table's merge engine is deduplicate"
-    return engine.fold(_conformed(table, data))
+    return engine.fold(_conformed(table, data), single_as_is=True)
 
 
 def _conformed(table: Any, data: pa.Table) -> pa.Table:
@@ -266,7 +266,7 @@ def prepare_merge(table: Any, data: pa.Table) -> PreparedUpsert:
     plan = plan_snapshot(table, table.snapshot_manager().get_latest_snapshot())
     if plan.level0():
         raise PrimaryKeyTableError("the table has level-0 files: run compact(table) (or upsert_arrow) first")
-    batch = engine.fold(_conformed(table, data))
+    batch = engine.fold(_conformed(table, data), single_as_is=True)
     columns = user_columns(table)
     partitions, buckets = bucket_of_rows(table, batch.select(columns))
     scope = set(zip(partitions, buckets, strict=True))
@@ -513,8 +513,9 @@ def overwrite_rows(table: Any, data: pa.Table) -> int | None:
     if engine is None:
         rows = last_per_key(data, list(table.primary_keys))
     else:  # the new rows merged among themselves (nothing older survives an overwrite)
-        rows = engine.fold(_with_row_kinds(table, data))
-        rows = rows.filter(pc.equal(rows[ROW_KIND_COLUMN], "+I")).select(user_columns(table))
+        rows = engine.fold(_with_row_kinds(table, data), single_as_is=True)
+        adding = pc.is_in(rows[ROW_KIND_COLUMN], pa.array(["+I", "+U"]))
+        rows = rows.filter(adding).select(user_columns(table))
     top = max_level(options)
     index_dir = str(table.path_factory().index_path())
     with Transaction.begin(table, overwrite=True, operation="overwrite") as txn:
