@@ -86,12 +86,13 @@ def test_paimons_connector_runs_the_same_sql_to_the_same_rows_and_both_read_both
     _run(paimon, PARTIAL, PARTIAL_STEPS, "pu_ours", "2")
     theirs = [AGG.format(name="agg_java", bucket="2"), *(s.format(name="agg_java") for s in AGG_STEPS),
               PARTIAL.format(name="pu_java", bucket="2"), *(s.format(name="pu_java") for s in PARTIAL_STEPS)]
-    reads = [f"SELECT * FROM db.{t}" for t in ("agg_java", "agg_ours", "pu_java", "pu_ours")]
+    tables = ("agg_java", "agg_ours", "pu_java", "pu_ours")
+    reads = [f"SELECT * FROM db.{t}" for t in tables]
     results = paimonsql.run(warehouse, theirs + reads)
     for text, result in zip(theirs, results, strict=False):
         assert result["ok"], (text, result)
     expected = {"agg": AGG_ROWS, "pu": PARTIAL_ROWS}
-    for table, result in zip(("agg_java", "agg_ours", "pu_java", "pu_ours"), results[len(theirs):], strict=True):
+    for table, result in zip(tables, results[len(theirs):], strict=True):
         assert result["ok"], result
         assert sorted(tuple(r) for r in result["rows"]) == expected[table.split("_")[0]], ("connector", table)
         assert _rows(paimon, table) == expected[table.split("_")[0]], ("ours", table)
