@@ -3,6 +3,7 @@
     upsert_arrow(table, data) -> snapshot id        rows with a ``_ROW_KIND`` column ('+I', '+U',
                                                     '-U', '-D') or without (all upserts)
     split_batch(table, data) -> (upserts, deleted keys)             an executor's half
+    merge_batch(table, data) / prepare_merge(table, data)           the same with a merge engine
     prepare_upsert(table, messages, deleted keys, scope) -> PreparedUpsert   executor, own buckets
     commit_prepared(table, [PreparedUpsert]) -> snapshot id         driver
     commit_upsert(table, messages, [deleted keys]) -> snapshot id   driver does the lookup
@@ -19,7 +20,10 @@ An upsert:
    everything below is planned on N (:func:`~paimon_index.table.pk.plan.plan_snapshot`).
 2. **Batch**: NULL keys are refused; rows are deduplicated by key (the last one wins; ``-D``/``-U``
    delete the key); the level-0 files of plain pypaimon writes (invisible to merge-free readers)
-   are folded in as older rows and removed.
+   are folded in as older rows and removed. With a merge engine (``partial-update``,
+   ``aggregation``: :mod:`~paimon_index.table.pk.merge`) the rows of a key are merged in order,
+   then with the key's old live row read back from its file; the result is written, or deletes
+   the key.
 3. **Write**: pypaimon's key-value writer writes the surviving upserts (it assigns buckets — fixed,
    or dynamic through the HASH index — and sequence numbers), each new file gets its file index.
 4. **Look up** per bucket (:mod:`~paimon_index.table.pk.lookup`): the bucket's new keys and the
