@@ -224,6 +224,9 @@ def _upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
     paimon_table = _opened(warehouse, table, catalog_options)
     if not pk.dv_mode(paimon_table):
         raise PrimaryKeyTableError(f"{table} is not a primary-key table in deletion-vectors mode")
+    from paimon_index.table.pk.plan import check_table
+
+    check_table(paimon_table)  # a merge engine's options, refused on the driver before any task runs
     count = partitions or _connect.parallelism(spark)
     before = latest_snapshot(paimon_table)
     # By name, cast as Spark's INSERT casts (the source's writer takes only exact Arrow casts).
