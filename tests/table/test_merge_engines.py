@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -367,21 +368,75 @@ def random_steps(config: str, seed: int, steps: int = 4) -> list[list[tuple[str,
     return out
 
 
-#: The configurations Java's core oracle can write (its jar lacks the other aggregate functions;
-#: Paimon's Spark connector checks those, tests/spark/test_merge_engines_connector.py).
+#: The configurations Java's core oracle writes with its own jar (which holds only the last_value,
+#: last_non_null_value and primary-key aggregators).
 JAVA_CONFIGS = ["agg-last", "partial", "partial-remove-on-delete", "partial-ignore-delete"]
+MIRROR = Path("/work/.mirror/apache+paimon/repo")
+ORACLE_COMMIT = "5dacde516bf6"  # the commit paimon-oracle.jar was built from (its README)
+AGGREGATORS = ["FieldSumAgg", "FieldProductAgg", "FieldMinAgg", "FieldMaxAgg", "FieldFirstValueAgg",
+               "FieldFirstNonNullValueAgg", "FieldListaggAgg", "FieldBoolAndAgg", "FieldBoolOrAgg"]
 
 
-def test_java_paimon_writes_the_same_sequences_to_the_same_rows_and_reads_ours(tmp_path: Any) -> None:
+def oracle_with_every_aggregator(work: Path) -> Any:
+    """Java's core oracle with Paimon's other aggregators on its class path: their classes compiled
+    (javac) from Paimon's source at the oracle's commit, with their ServiceLoader entries. Skips when
+    javac or the source mirror is absent."""
+    import shutil
+    import subprocess
+
+    from javaoracle import JavaOracle, java_oracle
+
+    oracle = java_oracle()
+    if shutil.which("javac") is None or not (MIRROR / "HEAD").exists():
+        pytest.skip("javac or Paimon's source mirror is absent")
+    import pyspark
+
+    spark_jars = Path(pyspark.__file__).parent / "jars"
+    jar_dir, src, classes = work / "jars", work / "src", work / "classes"
+    for d in (jar_dir, src, classes / "META-INF" / "services"):
+        d.mkdir(parents=True, exist_ok=True)
+    base = "paimon-core/src/main/java/org/apache/paimon/mergetree/compact/aggregate"
+    for name in AGGREGATORS:
+        for path in (f"{base}/{name}.java", f"{base}/factory/{name}Factory.java"):
+            text = subprocess.run(["git", "--git-dir", str(MIRROR), "show", f"{ORACLE_COMMIT}:{path}"],
+                                  capture_output=True, text=True, check=False)
+            if text.returncode:
+                pytest.skip(f"{path} not in the mirror at {ORACLE_COMMIT}")
+            (src / Path(path).name).write_text(text.stdout)
+    built = subprocess.run(["javac", "-nowarn", "-d", str(classes), "-cp",
+                            f"{oracle.script.parent / 'paimon-oracle.jar'}:{spark_jars}/*",
+                            *map(str, sorted(src.glob("*.java")))],
+                           capture_output=True, text=True, check=False)
+    assert built.returncode == 0, built.stderr[-3000:]
+    (classes / "META-INF" / "services" / "org.apache.paimon.factories.Factory").write_text("".join(
+        f"org.apache.paimon.mergetree.compact.aggregate.factory.{n}Factory\n" for n in AGGREGATORS))
+    subprocess.run(["jar", "cf", str(jar_dir / "paimon-aggregators.jar"), "-C", str(classes), "."],
+                   check=True)
+    for jar in spark_jars.glob("*.jar"):
+        (jar_dir / jar.name).symlink_to(jar)
+
+    class WithAggregators(JavaOracle):
+        def _env(self) -> dict[str, str]:
+            return {**super()._env(), "SPARK_JARS": str(jar_dir)}
+
+    return WithAggregators(oracle.script)
+
+
+@pytest.mark.parametrize("configs", [
+    pytest.param(JAVA_CONFIGS, id="oracle-jar"),
+    pytest.param(sorted(set(CONFIGS) - set(JAVA_CONFIGS)), id="every-aggregator"),
+])
+def test_java_paimon_writes_the_same_sequences_to_the_same_rows_and_reads_ours(tmp_path: Path,
+                                                                                 configs: list[str]) -> None:
     import json
 
     from javaoracle import java_oracle
 
-    oracle = java_oracle()
-    warehouse = str(tmp_path)
+    oracle = java_oracle() if configs == JAVA_CONFIGS else oracle_with_every_aggregator(tmp_path / "java")
+    warehouse = str(tmp_path / "w")
     commands: list[dict[str, Any]] = []
     expected: dict[str, dict[int, dict[str, Any]]] = {}
-    for i, config in enumerate(JAVA_CONFIGS):
+    for i, config in enumerate(configs):
         ours = paimon_index.create_table(warehouse, f"db.ours{i}", SCHEMA, primary_keys=["k"], options={
             "bucket": "2", "deletion-vectors.enabled": "true", "merge-engine": engine_of(config),
             **CONFIGS[config][0]})
@@ -403,7 +458,7 @@ def test_java_paimon_writes_the_same_sequences_to_the_same_rows_and_reads_ours(t
                       "id": f"{side}:{config}"} for side in ("ours", "java")]
     results = {r["id"]: r for r in oracle.batch(commands) if "id" in r}
     names = [f.name for f in SCHEMA]
-    for i, config in enumerate(JAVA_CONFIGS):
+    for i, config in enumerate(configs):
         for side in ("ours", "java"):
             rows = {r[0]: dict(zip(names, r, strict=True)) for r in results[f"{side}:{config}"]["row_values"]}
             assert rows == expected[config], (side, config)
