@@ -464,3 +464,63 @@ def test_java_paimon_writes_the_same_sequences_to_the_same_rows_and_reads_ours(t
             assert rows == expected[config], (side, config)
         java_table = paimon_index.open_table(warehouse, f"db.java{i}")
         assert contents(java_table) == expected[config], ("we read Java's table", config)
+
+
+def _pypaimon_write(table: Any, rows: pa.Table) -> None:
+    """A plain pypaimon write: level-0 files only (its buffer merges with the table's engine)."""
+    builder = table.new_batch_write_builder()
+    write = builder.new_write()
+    write.write_arrow(rows)
+    commit = builder.new_commit()
+    commit.commit(write.prepare_commit())
+    write.close()
+    commit.close()
+
+
+def test_level0_files_are_merged_on_read_and_folded_by_the_next_upsert(tmp_path: Path) -> None:
+    from paimon_index.table.catalog import open_table
+    from paimon_index.table.pk import read_primary_key
+
+    warehouse = str(tmp_path)
+    paimon_index.create_table(warehouse, "db.l0", SCHEMA, primary_keys=["k"], options={
+        "bucket": "2", "deletion-vectors.enabled": "true", "merge-engine": "aggregation",
+        "deletion-vectors.merge-on-read": "true", **AGG_OPTIONS})
+    table = paimon_index.open_table(warehouse, "db.l0")
+
+    def rows(s: int, la: str) -> pa.Table:
+        return pa.Table.from_pylist([dict.fromkeys(VALUES) | {"k": k, "s": s, "la": la} for k in range(3)],
+                                    schema=SCHEMA)
+
+    table.upsert(rows(1, "a"))
+    _pypaimon_write(open_table(warehouse, "db.l0"), rows(10, "b"))  # level 0, not yet merged
+    merged, _ = read_primary_key(open_table(warehouse, "db.l0"), "k >= 0")
+    assert sorted((r["k"], r["s"], r["la"]) for r in merged.to_pylist()) == [(k, 11, "a|b") for k in range(3)]
+    table.upsert(rows(100, "c"))  # folds the level-0 rows in, then merges with the old rows
+    assert sorted((r["k"], r["s"], r["la"]) for r in table.read().to_pylist()) == \
+        [(k, 111, "a|b|c") for k in range(3)]
+
+
+def test_tasks_owning_buckets_merge_with_old_rows_and_the_driver_commits_once(tmp_path: Path) -> None:
+    """The Spark path of a merge-engine table without Spark: one 'task' per bucket merges its keys
+    with their old rows, writes and marks; one commit."""
+    import numpy as np
+
+    from paimon_index.table.catalog import open_table
+    from paimon_index.table.pk import bucket_of_rows, commit_prepared
+    from paimon_index.table.pk.upsert import prepare_merge
+
+    table = new_table(str(tmp_path), "agg-retract")
+    first = [("+I", dict.fromkeys(VALUES) | {"k": k, "s": 1, "lv": "x"}) for k in range(5)]
+    table.upsert(as_table(first))
+    model: dict[int, dict[str, Any]] = {}
+    model_upsert("agg-retract", model, first)
+    batch = [("-U" if k % 2 else "+I", dict.fromkeys(VALUES) | {"k": k, "s": 2, "lv": "y"})
+             for k in range(3, 8)]
+    model_upsert("agg-retract", model, batch)
+    paimon = open_table(str(tmp_path), "db.m")
+    data = as_table(batch)
+    _, buckets = bucket_of_rows(paimon, data.drop_columns(["_ROW_KIND"]))
+    owned = np.array(buckets)
+    prepared = [prepare_merge(paimon, data.filter(pa.array(owned == b))) for b in sorted(set(buckets))]
+    commit_prepared(paimon, prepared)
+    assert contents(table) == model
