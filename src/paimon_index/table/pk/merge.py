@@ -144,10 +144,12 @@ class MergeEngine:
         first = np.flatnonzero(boundary)
         groups = len(first)
         last = np.append(first[1:] - 1, n - 1)
-        kinds = rows[ROW_KIND_COLUMN].to_numpy(zero_copy_only=False).astype(str)
-        retract = np.isin(kinds, _RETRACT_KINDS)
-        delete = kinds == "-D"
-        special = self._special_groups(group, groups, last, retract, delete, kinds)
+        kind_column = rows[ROW_KIND_COLUMN]
+        retract = pc.is_in(kind_column, pa.array(_RETRACT_KINDS)).to_numpy(zero_copy_only=False)
+        if groups == n and (single_as_is or not retract.any()):
+            return self._singles(rows.select([*columns, ROW_KIND_COLUMN]), single_as_is)
+        delete = pc.equal(kind_column, "-D").to_numpy(zero_copy_only=False)
+        special = self._special_groups(group, groups, last, retract, delete)
         deleted_last = np.zeros(groups, dtype=bool)
         if self.remove_record_on_delete:
             deleted_last = delete[last]
@@ -183,13 +185,28 @@ class MergeEngine:
             return rows
         return rows.filter(pc.invert(pc.is_in(rows[ROW_KIND_COLUMN], pa.array(dropped, pa.string()))))
 
+    def _singles(self, rows: pa.Table, as_is: bool) -> pa.Table:
+        """Every key has one row: as it is, or merged alone (adds only: each aggregator takes the
+        value, except ``listagg``, for which a blank string is no value)."""
+        if as_is:
+            return rows
+        for name, agg in self.aggs.items():
+            if agg.function == LISTAGG:
+                values = rows[name]
+                blank = pc.fill_null(pc.match_substring_regex(values, _BLANK), False)
+                index = rows.schema.get_field_index(name)
+                rows = rows.set_column(index, rows.schema.field(index),
+                                       pc.if_else(blank, pa.scalar(None, values.type), values))
+        plus = pa.array(np.full(rows.num_rows, "+I", dtype=object), pa.string())
+        return rows.set_column(rows.num_columns - 1, rows.schema.field(ROW_KIND_COLUMN), plus)
+
     def _special_groups(self, group: np.ndarray, groups: int, last: np.ndarray, retract: np.ndarray,
-                        delete: np.ndarray, kinds: np.ndarray) -> np.ndarray:
+                        delete: np.ndarray) -> np.ndarray:
         """Groups folded row by row: their result needs a state the aggregates do not keep."""
         special = np.zeros(groups, dtype=bool)
         if not retract.any():
             return special
-        not_last = np.ones(len(kinds), dtype=bool)
+        not_last = np.ones(len(retract), dtype=bool)
         not_last[last] = False
         if self.name == PARTIAL_UPDATE:
             if not self.remove_record_on_delete:
