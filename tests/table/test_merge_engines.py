@@ -524,3 +524,17 @@ def test_tasks_owning_buckets_merge_with_old_rows_and_the_driver_commits_once(tm
     prepared = [prepare_merge(paimon, data.filter(pa.array(owned == b))) for b in sorted(set(buckets))]
     commit_prepared(paimon, prepared)
     assert contents(table) == model
+
+
+def test_a_sum_or_product_past_its_type_is_refused_not_wrapped(tmp_path: Path) -> None:
+    """Java's exact arithmetic throws; a wrapped 64-bit value would be a silently wrong row."""
+    table = new_table(str(tmp_path), "agg")
+    big = (1 << 62)
+    rows = [("+I", dict.fromkeys(VALUES) | {"k": 1, "s": big, "p": big}),
+            ("+I", dict.fromkeys(VALUES) | {"k": 1, "s": big})]
+    with pytest.raises(DataError, match="column 's' overflows"):
+        table.upsert(as_table(rows))
+    table.upsert(as_table(rows[:1]))
+    with pytest.raises(DataError, match="column 'p' overflows"):
+        table.upsert(as_table([("+I", dict.fromkeys(VALUES) | {"k": 1, "p": 4})]))
+    assert [(r["s"], r["p"]) for r in table.read().to_pylist()] == [(big, big)]

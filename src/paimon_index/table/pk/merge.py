@@ -245,15 +245,24 @@ class MergeEngine:
         adds = ~retract
         function = agg.function
         if function == SUM:
-            signed = values
+            # Integers summed as DECIMAL(38, 0): an overflow of the column's type is an error (Java's
+            # exact arithmetic), never a wrapped value.
+            wide = values.cast(pa.decimal128(38, 0)) if pa.types.is_integer(values.type) else values
+            signed = wide
             if retract.any():
-                signed = pc.if_else(pa.array(retract), pc.negate_checked(values), values)
+                signed = pc.if_else(pa.array(retract), pc.negate_checked(wide), wide)
             every = adds if agg.ignore_retract else np.ones(len(group), dtype=bool)
             return _checked(_aggregate(signed, group, groups, every, SUM), values.type, name)
         if function == PRODUCT:
             if pa.types.is_decimal(values.type):
                 return self._fold_column_sequential(name, values, group, groups, retract)
-            return _checked(_aggregate(values, group, groups, adds, PRODUCT), values.type, name)
+            product = _aggregate(values, group, groups, adds, PRODUCT)
+            if pa.types.is_integer(values.type):  # a wrapped 64-bit product shows in floating point
+                approximate = _aggregate(values.cast(pa.float64(), safe=False), group, groups, adds, PRODUCT)
+                bits = _INT_RANGE.get(values.type, 63)
+                if (pc.max(pc.abs(approximate)).as_py() or 0) >= float(1 << bits):
+                    raise DataError(f"aggregation of column {name!r} overflows its type {values.type}")
+            return _checked(product, values.type, name)
         if function in (MIN, MAX):
             return _aggregate(values, group, groups, adds, function)
         if function in (BOOL_AND, BOOL_OR):
