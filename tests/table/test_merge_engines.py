@@ -58,6 +58,11 @@ CONFIGS: dict[str, tuple[dict[str, str], tuple[str, ...]]] = {
     # What Java Paimon's core oracle can run too (its jar holds only these aggregators): last_value
     # and the default last_non_null_value, retracted.
     "agg-last": ({"fields.lv.aggregate-function": "last_value"}, ("+I", "+U", "-U", "-D")),
+    # sequence.field: a key's rows (and its old row) merge in the order of that column, NULL first.
+    "agg-sequence": ({k: v for k, v in AGG_OPTIONS.items() if k != "fields.mn.aggregate-function"}
+                     | {"sequence.field": "mn"}, ("+I", "+U")),
+    "partial-sequence-descending": ({"sequence.field": "mx", "sequence.field.sort-order": "descending"},
+                                    ("+I", "+U")),
     "partial": ({}, ("+I", "+U")),
     "partial-remove-on-delete": ({"partial-update.remove-record-on-delete": "true"},
                                  ("+I", "+U", "-U", "-D")),
@@ -125,8 +130,19 @@ def function_of(options: dict[str, str], column: str) -> str:
     return options.get(f"fields.{column}.aggregate-function", "last_non_null_value")
 
 
+def in_sequence(config: str, records: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+    """Records in merge order: by ``sequence.field`` (NULL first), then as written (a stable sort)."""
+    options = CONFIGS[config][0]
+    field = options.get("sequence.field")
+    if field is None:
+        return records
+    sign = -1 if options.get("sequence.field.sort-order") == "descending" else 1
+    return sorted(records, key=lambda r: (0, 0) if r[1][field] is None else (1, sign * r[1][field]))
+
+
 def model_fold(config: str, records: list[tuple[str, dict[str, Any]]]) -> tuple[str, dict[str, Any]]:
     options = CONFIGS[config][0]
+    records = in_sequence(config, records)
     if engine_of(config) == "partial-update":
         remove = options.get("partial-update.remove-record-on-delete") == "true"
         row: dict[str, Any] = dict.fromkeys(["k", *VALUES])
@@ -159,6 +175,8 @@ def model_fold(config: str, records: list[tuple[str, dict[str, Any]]]) -> tuple[
                     acc[c] = java_retract(function_of(options, c), acc[c], values[c])
             else:
                 acc[c] = java_agg(function_of(options, c), acc[c], values[c], states[c], "|")
+        if options.get("sequence.field") in VALUES:  # Java aggregates a sequence field as last_value
+            acc[options["sequence.field"]] = values[options["sequence.field"]]
     return ("-D" if delete_row else "+I"), acc
 
 
@@ -291,7 +309,8 @@ def _one_row() -> pa.Table:
      "sequence group"),
     ({"merge-engine": "partial-update", "fields.s.sequence-group": "p"}, UnsupportedTableError,
      "sequence-group"),
-    ({"merge-engine": "partial-update", "sequence.field": "s"}, UnsupportedTableError, "sequence.field"),
+    ({"merge-engine": "aggregation", "sequence.field": "s", "fields.s.aggregate-function": "sum"},
+     InvalidOptionError, "sequence field"),
     ({"merge-engine": "partial-update", "ignore-delete": "true",
       "partial-update.remove-record-on-delete": "true"}, InvalidOptionError, "conflicting"),
 ])

@@ -11,7 +11,8 @@ live row with that record (``LookupMergeFunction``: the high-level record first,
 marks the old row deleted. An upsert here does the same in two folds of :meth:`MergeEngine.fold`:
 the batch's rows of each key in order, then ``[old live row, batch result]``; a result of kind
 ``-D`` deletes the key (Paimon drops delete records when it compacts into levels >= 1 with deletion
-vectors, so the next merge starts afresh).
+vectors, so the next merge starts afresh). With ``sequence.field`` the rows of a key (and its old
+row) merge in the order of those columns, NULL first, then as written — Java's comparator.
 
 The fold is vectorized (a sort by key, group boundaries, Arrow hash aggregates per column). Groups
 whose result depends on a sequential state the aggregates cannot express — a ``-D`` followed by more
@@ -19,8 +20,8 @@ rows under ``*.remove-record-on-delete``, a retraction of a ``product`` field, a
 DECIMAL column — are folded by :func:`fold_records`, a transliteration of Java's merge functions.
 
 What is refused (``InvalidOptionError`` for options Paimon refuses too, ``UnsupportedTableError`` for
-options Paimon has that this project does not implement): ``sequence.field``, ``fields.*.sequence-group``
-and ``partial-update.remove-record-on-sequence-group``; aggregate functions other than those in
+options Paimon has that this project does not implement): ``fields.*.sequence-group`` and
+``partial-update.remove-record-on-sequence-group``; aggregate functions other than those in
 :data:`FUNCTIONS` (``collect``, ``merge_map``, sketches, bitmaps, nested updates), ``fields.<f>.distinct``
 for ``listagg``; ``merge-engine`` = ``first-row`` with deletion vectors (Paimon refuses it).
 """
@@ -60,6 +61,7 @@ PARTIAL_UPDATE_REMOVE_ON_DELETE = "partial-update.remove-record-on-delete"
 PARTIAL_UPDATE_REMOVE_ON_GROUP = "partial-update.remove-record-on-sequence-group"
 AGGREGATION_REMOVE_ON_DELETE = "aggregation.remove-record-on-delete"
 SEQUENCE_FIELD = "sequence.field"
+SEQUENCE_ORDER = "sequence.field.sort-order"
 DEFAULT_FUNCTION = "fields.default-aggregate-function"
 
 SUM, PRODUCT, MIN, MAX = "sum", "product", "min", "max"
@@ -107,6 +109,11 @@ class MergeEngine:
     ignore_delete: bool = False
     ignore_update_before: bool = False
     remove_record_on_delete: bool = False
+    #: ``sequence.field``: rows of a key merge in the order of these columns (NULL first, as Java's
+    #: comparator puts it), then in write order; ``sequence.field.sort-order`` = descending reverses
+    #: the values' order.
+    sequence_fields: tuple[str, ...] = ()
+    sequence_ascending: bool = True
 
     # --------------------------------------------------------------------------------------------
     def fold(self, rows: pa.Table, *, single_as_is: bool = False) -> pa.Table:
@@ -130,7 +137,10 @@ class MergeEngine:
         if rows.num_rows == 0:
             return rows.select([*columns, ROW_KIND_COLUMN])
         numbered = rows.append_column(_ORDER, pa.array(np.arange(rows.num_rows, dtype=np.int64)))
-        order = pc.sort_indices(numbered, [(k, "ascending") for k in self.keys] + [(_ORDER, "ascending")])
+        direction = "ascending" if self.sequence_ascending else "descending"
+        order = pc.sort_indices(numbered, [(k, "ascending") for k in self.keys]
+                                + [(f, direction) for f in self.sequence_fields] + [(_ORDER, "ascending")],
+                                null_placement="at_start")
         rows = numbered.take(order).drop_columns([_ORDER])
         n = rows.num_rows
         boundary = np.zeros(n, dtype=bool)
@@ -531,9 +541,10 @@ def merge_engine(table: Any, options: Mapping[str, str] | None = None) -> MergeE
         raise UnsupportedTableError(
             f"'{MERGE_ENGINE}' = 'first-row' does not need deletion vectors (it never deletes old data) and "
             "Paimon refuses it with 'deletion-vectors.enabled' = 'true': drop one of the two options")
-    if options.get(SEQUENCE_FIELD):
-        raise UnsupportedTableError(f"'{SEQUENCE_FIELD}' on a '{name}' table is not supported yet (rows "
-                                    "merge in write order): remove the option")
+    sequence_fields = tuple(f.strip() for f in options.get(SEQUENCE_FIELD, "").split(",") if f.strip())
+    order = options.get(SEQUENCE_ORDER, "ascending").strip().lower()
+    if order not in ("ascending", "descending"):
+        raise InvalidOptionError(f"'{SEQUENCE_ORDER}' = {order!r}: 'ascending' or 'descending'")
     groups = sorted(k for k in options if k.startswith("fields.") and k.endswith(".sequence-group"))
     if groups or options.get(PARTIAL_UPDATE_REMOVE_ON_GROUP):
         option = groups[0] if groups else PARTIAL_UPDATE_REMOVE_ON_GROUP
@@ -541,6 +552,14 @@ def merge_engine(table: Any, options: Mapping[str, str] | None = None) -> MergeE
                                     "remove the option")
     types = {f.name: str(f.type).removesuffix(" NOT NULL").strip().upper() for f in table.fields}
     columns = tuple(types)
+    for sequence in sequence_fields:
+        if sequence not in types:
+            raise InvalidOptionError(f"'{SEQUENCE_FIELD}': sequence field {sequence!r} can not be found in "
+                                     "the table schema")
+        if options.get(f"fields.{sequence}.aggregate-function"):
+            raise InvalidOptionError(f"'fields.{sequence}.aggregate-function': should not define "
+                                     f"aggregation on sequence field {sequence!r}")
+    ascending = order == "ascending"
     keys = tuple(table.primary_keys)
     ignore_delete = _bool(options, IGNORE_DELETE, *IGNORE_DELETE_FALLBACKS)
     ignore_update_before = _bool(options, IGNORE_UPDATE_BEFORE)
@@ -559,11 +578,15 @@ def merge_engine(table: Any, options: Mapping[str, str] | None = None) -> MergeE
                     f"partial-update column {column!r} has aggregate function {function!r}: Paimon needs a "
                     f"sequence group for aggregation functions (only '{LAST_NON_NULL}' works without one); "
                     f"remove 'fields.{column}.aggregate-function' / '{DEFAULT_FUNCTION}'")
-        return MergeEngine(name, keys, columns, {}, ignore_delete, ignore_update_before, remove)
+        return MergeEngine(name, keys, columns, {}, ignore_delete, ignore_update_before, remove,
+                           sequence_fields, ascending)
     remove = _bool(options, AGGREGATION_REMOVE_ON_DELETE)
     aggs: dict[str, FieldAgg] = {}
     for column in columns:
         if column in keys:
+            continue
+        if column in sequence_fields:  # Java: "no agg for sequence fields, use last_value to do cover"
+            aggs[column] = FieldAgg(LAST_VALUE)
             continue
         function = _function_of(options, column) or LAST_NON_NULL
         function = _LEGACY.get(function, function)
@@ -584,7 +607,8 @@ def merge_engine(table: Any, options: Mapping[str, str] | None = None) -> MergeE
                                      "drop one")
         delimiter = options.get(f"fields.{column}.list-agg-delimiter", ",")
         aggs[column] = FieldAgg(function, ignore_retract, delimiter)
-    return MergeEngine(name, keys, columns, aggs, ignore_delete, ignore_update_before, remove)
+    return MergeEngine(name, keys, columns, aggs, ignore_delete, ignore_update_before, remove,
+                       sequence_fields, ascending)
 
 
 def _function_of(options: Mapping[str, str], column: str) -> str | None:
