@@ -93,7 +93,7 @@ from paimon_index.spark.datasource import (
     SOURCE_NAME,
     WAREHOUSE,
 )
-from paimon_index.spark.options import SINGLE_SCAN_PUSHDOWN
+from paimon_index.spark.options import DELETE_KEYS, SINGLE_SCAN_PUSHDOWN
 from paimon_index.spark.planned import PlannedRead, read, read_planned
 from paimon_index.table import pk
 from paimon_index.table.aggregate import AggregateReport
@@ -218,13 +218,18 @@ def _dynamic_bucket(paimon_table: Any) -> bool:
 
 
 def _upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
-            partitions: int | None = None, catalog_options: CatalogOptions = None) -> tuple[int | None, int]:
+            partitions: int | None = None, catalog_options: CatalogOptions = None,
+            delete_keys: bool = False) -> tuple[int | None, int]:
     """Upsert ``df`` into the primary-key table ``table`` in one snapshot: the new snapshot id (None
-    when nothing was committed) and the number of rows of ``df`` written."""
+    when nothing was committed) and the number of rows of ``df`` written. ``delete_keys``: ``df``
+    holds a DELETE's ``-D`` rows, which remove their keys whatever the table's merge engine."""
     catalog_options = dict(catalog_options or {})
     paimon_table = _opened(warehouse, table, catalog_options)
     if not pk.dv_mode(paimon_table):
         raise PrimaryKeyTableError(f"{table} is not a primary-key table in deletion-vectors mode")
+    from paimon_index.table.pk.plan import check_table
+
+    check_table(paimon_table)  # a merge engine's options, refused on the driver before any task runs
     count = partitions or _connect.parallelism(spark)
     before = latest_snapshot(paimon_table)
     # By name, cast as Spark's INSERT casts (the source's writer takes only exact Arrow casts).
@@ -232,6 +237,8 @@ def _upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
                         passthrough=(ROW_KIND_COLUMN,))
     df, written = _tasks.counted(spark, df)
     writer_options = {**catalog_options, WAREHOUSE: warehouse}
+    if delete_keys:
+        writer_options[DELETE_KEYS] = "true"
     if _dynamic_bucket(paimon_table):
         # pypaimon assigns dynamic buckets through one HASH index per bucket; two tasks would each
         # extend it (a conflict at commit), so the assignment runs in one task.
@@ -275,8 +282,9 @@ class _SparkKeyedRows:
 
     def upsert(self, rows: DataFrame, snapshot_id: int) -> tuple[int | None, int]:
         del snapshot_id  # see matching
+        # Rows with a row kind are a DELETE's (``deleted``): they remove their keys on every engine.
         return _upsert(self.spark, rows, self.table, warehouse=self.warehouse,
-                       catalog_options=self.catalog_options)
+                       catalog_options=self.catalog_options, delete_keys=ROW_KIND_COLUMN in rows.columns)
 
 
 def _assigned(value: Any) -> Column:
@@ -603,6 +611,13 @@ def change_matched(spark: SparkSession, table: str, build: MatchedRows, *, opera
 def upsert_changes(spark: SparkSession, rows: DataFrame, table: str, *, operation: str, warehouse: str,
                    catalog_options: CatalogOptions = None) -> CommitResult:
     """DELETE / UPDATE / MERGE of a primary-key table: ``rows`` (the table's columns and
-    ``_ROW_KIND``, '-D' deleting its key) upserted in one snapshot by the :func:`upsert` job."""
-    snapshot, count = _upsert(spark, rows, table, warehouse=warehouse, catalog_options=catalog_options)
+    ``_ROW_KIND``, '-D' deleting its key) upserted in one snapshot by the :func:`upsert` job.
+    UPDATE / MERGE of an ``aggregation`` table are refused as Paimon's connector refuses them; a
+    DELETE removes the keys on every merge engine."""
+    from paimon_index.table.pk.merge import check_row_level
+
+    if operation in ("update", "merge"):
+        check_row_level(_opened(warehouse, table, dict(catalog_options or {})), operation)
+    snapshot, count = _upsert(spark, rows, table, warehouse=warehouse, catalog_options=catalog_options,
+                              delete_keys=operation == "delete")
     return _result(warehouse, table, catalog_options, operation, snapshot, count)

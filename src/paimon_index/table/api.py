@@ -230,8 +230,10 @@ class Table:
         rows = _as_table(data)
         return self._result("upsert", self._upsert(rows), rows.num_rows)
 
-    def _upsert(self, rows: pa.Table, planned: int | object | None = UPSERT_LATEST) -> int | None:
-        """Upsert ``rows``; ``planned``: the snapshot they were read from (commit exactly on it)."""
+    def _upsert(self, rows: pa.Table, planned: int | object | None = UPSERT_LATEST, *,
+                delete_keys: bool = False) -> int | None:
+        """Upsert ``rows``; ``planned``: the snapshot they were read from (commit exactly on it);
+        ``delete_keys``: the ``-D`` rows of a DELETE (their keys removed whatever the merge engine)."""
         from paimon_index.table.pk import ROW_KIND_COLUMN, dv_mode, upsert_arrow
         from paimon_index.table.write import write_arrow
 
@@ -248,7 +250,7 @@ class Table:
                                  "'deletion-vectors.enabled' = 'true', or upsert the new rows")
             return write_arrow(self._paimon, rows)
         try:
-            return upsert_arrow(self._paimon, rows, planned=planned)
+            return upsert_arrow(self._paimon, rows, planned=planned, delete_keys=delete_keys)
         except PaimonIndexError:
             raise
         except (pa.ArrowInvalid, pa.ArrowTypeError, RuntimeError, ValueError) as e:
@@ -515,7 +517,11 @@ class _ArrowKeyedRows:
         return assigned_rows(self.table.identifier, rows, assignments)
 
     def upsert(self, rows: pa.Table, snapshot_id: int) -> tuple[int | None, int]:
-        return self.table._upsert(rows, snapshot_id), rows.num_rows
+        from paimon_index.table.pk.upsert import ROW_KIND_COLUMN
+
+        # Rows with a row kind are a DELETE's (``deleted``): they remove their keys on every engine.
+        return self.table._upsert(rows, snapshot_id, delete_keys=ROW_KIND_COLUMN in rows.column_names), \
+            rows.num_rows
 
 
 def spark_sort_indices(rows: pa.Table, orders: Iterable[SortOrder]) -> pa.Array:

@@ -30,6 +30,7 @@ from paimon_index.table.pk.plan import (
     VALUE_KIND_COLUMN,
     live_current_rows,
     user_columns,
+    writable,
 )
 from paimon_index.table.schemas import read_schema
 from paimon_index.table.write import attach_file_indexes, new_table_write, write_with
@@ -48,8 +49,11 @@ def free_level(files: Iterable[Any], new: Any, max_level: int) -> int | None:
 
 
 def write_rows(table: Any, rows: pa.Table) -> list[Any]:
-    """Write ``rows`` with pypaimon's key-value writer (buckets, sequence numbers), indexes attached."""
-    writer = new_table_write(table)
+    """Write ``rows`` with pypaimon's key-value writer (buckets, sequence numbers), indexes attached.
+
+    The rows hold one row per key, already merged: written through
+    :func:`~paimon_index.table.pk.plan.writable`."""
+    writer = new_table_write(writable(table))
     try:
         if rows.num_rows:
             write_with(writer, rows)
