@@ -313,6 +313,8 @@ def _one_row() -> pa.Table:
      InvalidOptionError, "sequence field"),
     ({"merge-engine": "partial-update", "ignore-delete": "true",
       "partial-update.remove-record-on-delete": "true"}, InvalidOptionError, "conflicting"),
+    # Paimon keeps the highest sequence value; the deduplicate upsert let the incoming row win.
+    ({"sequence.field": "mx"}, UnsupportedTableError, "sequence.field"),
 ])
 def test_unsupported_or_invalid_options_are_refused_naming_the_option(tmp_path: Any, options: dict[str, str],
                                                                         error: type, names: str) -> None:

@@ -229,7 +229,8 @@ def _upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
         raise PrimaryKeyTableError(f"{table} is not a primary-key table in deletion-vectors mode")
     from paimon_index.table.pk.plan import check_table
 
-    check_table(paimon_table)  # a merge engine's options, refused on the driver before any task runs
+    # A merge engine's options are refused on the driver, before any task runs.
+    check_table(paimon_table, upsert=True)
     count = partitions or _connect.parallelism(spark)
     before = latest_snapshot(paimon_table)
     # By name, cast as Spark's INSERT casts (the source's writer takes only exact Arrow casts).

@@ -39,7 +39,7 @@ from paimon_index.errors import (
 )
 from paimon_index.fileindex.options import parse_bool, parse_int
 from paimon_index.table.fileio import FileIOSource, TableIO
-from paimon_index.table.pk.merge import MERGE_ENGINE, ROW_KIND_COLUMN, merge_engine
+from paimon_index.table.pk.merge import MERGE_ENGINE, ROW_KIND_COLUMN, SEQUENCE_FIELD, merge_engine
 from paimon_index.table.plan import DV_BITMAP64, DV_ENABLED
 from paimon_index.table.write import table_options
 
@@ -81,10 +81,16 @@ BucketKey = tuple[tuple[Any, ...], int]
 # ------------------------------------------------------------------------------------------------
 # table facts
 # ------------------------------------------------------------------------------------------------
-def check_table(table: Any) -> dict[str, str]:
+def check_table(table: Any, *, upsert: bool = False) -> dict[str, str]:
     """The table's options, after checking it is a primary-key table in DV mode whose merge engine
     (deduplicate, partial-update or aggregation) and its options are supported
-    (:func:`paimon_index.table.pk.merge.merge_engine` says what is refused and why)."""
+    (:func:`paimon_index.table.pk.merge.merge_engine` says what is refused and why).
+
+    ``upsert``: the caller writes rows by key. A deduplicate table with ``sequence.field`` is
+    refused then: Paimon keeps the row of the highest sequence value, while the deduplicate upsert
+    here reads no old values and lets the incoming row win (a wrong row, silently). Reads and
+    compaction of such a table are exact (one live row per key) and stay allowed.
+    """
     options = table_options(table)
     if not table.is_primary_key_table:
         raise UnsupportedTableError("upserts by key need a primary-key table")
@@ -92,6 +98,12 @@ def check_table(table: Any) -> dict[str, str]:
         raise InvalidOptionError(f"deletion-vectors mode needs '{DV_ENABLED}' = 'true'")
     if options.get(MERGE_ENGINE, "deduplicate") != "deduplicate":
         merge_engine(table, options)
+    elif upsert and options.get(SEQUENCE_FIELD, "").strip():
+        raise UnsupportedTableError(
+            f"'{SEQUENCE_FIELD}' on a deduplicate table: writes by key are not supported yet (Paimon "
+            "keeps the row with the highest sequence value; this writer would let the incoming row win); "
+            "write with Paimon's connector, or use 'merge-engine' = 'partial-update' / 'aggregation', "
+            "which honour it here")
     return options
 
 

@@ -197,7 +197,7 @@ def upsert_arrow(table: Any, data: pa.Table, *, planned: int | object | None = L
         NullKeyError: a primary-key column holds NULL (nothing is written).
         ConcurrentChangeError: another snapshot landed after this upsert planned; nothing applied.
     """
-    options = check_table(table)
+    options = check_table(table, upsert=True)
     engine = None if delete_keys else merge_engine(table, options)
     batch = _with_row_kinds(table, data)
     keys = list(table.primary_keys)
@@ -264,7 +264,7 @@ def prepare_merge(table: Any, data: pa.Table) -> PreparedUpsert:
     """An executor's upsert of a merge-engine table (fixed buckets; the task owns the buckets of
     its rows): merge the batch by key, look up and merge the old rows, write the results, mark the
     old rows, place the new files. The driver commits the result (:func:`commit_prepared`)."""
-    options = check_table(table)
+    options = check_table(table, upsert=True)
     engine = merge_engine(table, options)
     assert engine is not None, "prepare_merge: the table's merge engine is deduplicate"
     plan = plan_snapshot(table, table.snapshot_manager().get_latest_snapshot())
@@ -355,7 +355,7 @@ def _prepare(table: Any, plan: Plan, messages: list[Any], removed_keys: pa.Table
 def prepare_upsert(table: Any, messages: list[Any], removed_keys: pa.Table | None,
                    scope: set[BucketKey]) -> PreparedUpsert:
     """An executor's lookup for the buckets it owns (``scope``); the driver commits the result."""
-    options = check_table(table)
+    options = check_table(table, upsert=True)
     removed_keys = key_schema(table).empty_table() if removed_keys is None else removed_keys
     plan = plan_snapshot(table, table.snapshot_manager().get_latest_snapshot())
     if plan.level0():
@@ -405,7 +405,7 @@ def commit_upsert(table: Any, messages: list[Any], removed_keys: list[pa.Table])
     indexes); ``removed_keys`` the keys the tasks saw deleted. A key must reach one task only
     (repartition by the primary key), else its winner would be ambiguous.
     """
-    options = check_table(table)
+    options = check_table(table, upsert=True)
     with begin(table, _UPSERT) as txn:
         plan = plan_snapshot(table, txn.snapshot)
         txn.track(*written_paths(messages, plan.index_dir))
@@ -508,7 +508,7 @@ def overwrite_rows(table: Any, data: pa.Table) -> int | None:
     """
     from paimon_index.table.transaction import Transaction
 
-    options = check_table(table)
+    options = check_table(table, upsert=True)
     if ROW_KIND_COLUMN in data.column_names:
         raise InvalidOptionError(f"an overwrite replaces rows: drop the {ROW_KIND_COLUMN} column (use upsert "
                                  "to delete keys)")
