@@ -6,6 +6,9 @@ Tables (cached under ``benchmarks/.data/scan-costs/``, rebuilt when rows or the 
               rows), four data files, ``deletion-vectors.enabled``, no index
     events    the table of ``benchmarks/spark_read.py`` (its generator and indexes), ``--rows`` x 10/3
               rows in 50 files, without spark_read's own delete
+    indexed   the same lineitem rows in four files with range-bitmap indexes on Q6's and Q1's columns
+              (as ``tests/sqlref/tpch.py`` indexes them), no deletes: every file's min/max overlaps
+              Q6's ranges, so the indexes prune nothing
 
 Deletes, each one snapshot on top of the last, read by time travel (so 15% holds the 1%):
 
@@ -18,6 +21,11 @@ Measurements (each a table row; ``ratio`` = median / median of its reference, bo
     no deletes     planned read (nothing pruned: no WHERE, ``small_read_bytes=0``) vs
                    ``spark.read.parquet`` of the live files (Spark's default single-task setting, as in
                    spark_read.py)                                           target <= 1.10
+    indexes        ``indexed``: the planned read with the query's WHERE (the indexes asked, as a user's
+                   read asks them; default ``small_read_bytes``) vs ``spark.read.parquet`` of the same
+                   files                                                    target <= 1.10
+    every index    the same, every index body read (as before the plan weighed their costs:
+                   ``plan_read(whole_files=False)``), for the comparison in one run
     deleted x%     planned read with the vectors vs ``spark.read.parquet`` of the same data files
                    without them (the rows the vectors remove counted too)   target <= 1.10
     primary key    a primary-key table (deletion-vectors mode, bucket 4, ``--pk-rows`` keys) after a
@@ -36,12 +44,14 @@ After one untimed warm-up of every cell, each round runs every cell with the var
 alternating per round. The machine may be shared: the load average is printed. Numbers are measured,
 never adjusted.
 
-    python benchmarks/scan_costs.py [--rows N] [--pk-rows N] [--rounds R] [--only lineitem,events,pk]
+    python benchmarks/scan_costs.py [--rows N] [--pk-rows N] [--rounds R]
+                                    [--only lineitem,indexed,events,pk]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -73,6 +83,9 @@ CLUSTER_RUNS_PER_FILE = 40
 PK_BUCKETS = "4"
 PK_UPSERT = 0.10
 TARGET = 1.10
+#: The ``indexed`` table's indexes: ``tests/sqlref/tpch.py``'s range bitmaps of lineitem.
+INDEXED_OPTIONS = {"file-index.range-bitmap.columns":
+                   "l_shipdate,l_commitdate,l_receiptdate,l_extendedprice,l_discount,l_quantity"}
 TASK_LIMIT = 1 << 20
 #: Set on by paimon-index's local sessions; the ``spark.read.parquet`` reference of "no deletes" runs
 #: at Spark's default (off), as spark_read.py's does.
@@ -201,6 +214,18 @@ def build_tables(rows: int, wanted: set[str]) -> list[Built]:
 
         root, meta, seconds = _cached(f"lineitem-r{rows}", make_lineitem)
         built.append(Built("lineitem", str(root), "bench.lineitem", rows, 0, meta, seconds))
+    if "indexed" in wanted:
+        def make_indexed(root: Path) -> dict[str, Any]:
+            data = lineitem_source(rows)
+            t = paimon_index.create_table(str(root), "bench.lineitem_indexed", data.schema,
+                                          options={"bucket": "-1", **INDEXED_OPTIONS})
+            per = -(-data.num_rows // LINEITEM_FILES)
+            for first in range(0, data.num_rows, per):
+                t.write(data.slice(first, per))
+            return {"base": int(t.snapshot_id)}
+
+        root, meta, seconds = _cached(f"indexed-r{rows}", make_indexed)
+        built.append(Built("indexed", str(root), "bench.lineitem_indexed", rows, meta["base"], meta, seconds))
     if "events" in wanted:
         events_rows = rows * 10 // 3
 
@@ -311,7 +336,7 @@ class Row:
 def measure(spark: Any, rows: list[Row], rounds: int, tasks: TaskSizes) -> None:
     def one(row: Row, variant: str) -> None:
         start = time.perf_counter()
-        if variant == row.reference and row.case == "no deletes":
+        if variant == row.reference and row.case in ("no deletes", "indexes", "every index"):
             with spark_read.spark_default(spark, SINGLE_TASK_SETTING):
                 result = row.run[variant]().collect()
         else:
@@ -335,8 +360,63 @@ def measure(spark: Any, rows: list[Row], rounds: int, tasks: TaskSizes) -> None:
                       f"{row.cells[variant].times[-1]:.2f} s", file=sys.stderr, flush=True)
 
 
+WHERE = {"Q6": Q6, "Q1": "l_shipdate <= DATE'1998-09-02'"}
+
+
+def indexed_rows(spark: Any, built: Built) -> list[Row]:
+    """The indexed lineitem: the planned read asks the indexes the query's WHERE (they prune nothing)."""
+    from paimon_index.spark import jobs
+
+    out = []
+    for query in ("Q6", "Q1"):
+        read = jobs.read_planned(spark, built.table, WHERE[query], warehouse=built.warehouse)
+        report = read.plan.report
+        print(f"indexed / {query}: {len(read.plan.files)} files planned, {report.index_bytes_read:,} index "
+              f"bytes read, {report.files_skipped_by_index} skipped by index", file=sys.stderr)
+        paths = [f.path for f in read.plan.files]
+
+        def planned(where: str = WHERE[query], q: str = query) -> Any:
+            return shaped(jobs.read(spark, built.table, where, warehouse=built.warehouse), q)
+
+        def plain(p: list[str] = paths, q: str = query) -> Any:
+            return shaped(spark.read.parquet(*p), q)
+
+        out.append(Row(built.name, "indexes", query, "planned", "parquet",
+                       {"planned": planned, "parquet": plain}))
+
+        def every_index(q: str = query) -> Any:
+            with every_index_read():
+                return planned(WHERE[q], q)
+
+        out.append(Row(built.name, "every index", query, "planned", "parquet",
+                       {"planned": every_index, "parquet": plain}))
+    return out
+
+
+@contextlib.contextmanager
+def every_index_read() -> Any:
+    """The planned read as it was before it weighed index costs: every index body asked (plan_read
+    as for a reader of rows, ``whole_files=False``), for a comparison in the same run."""
+    from paimon_index.spark import planned
+
+    original = planned.plan_read
+
+    def plan_read(*args: Any, **kwargs: Any) -> Any:
+        kwargs["whole_files"] = False
+        return original(*args, **kwargs)
+
+    planned.plan_read = plan_read  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        planned.plan_read = original  # type: ignore[assignment]
+
+
 def plan_rows(spark: Any, built: Built) -> list[Row]:
     from paimon_index.spark import jobs
+
+    if built.name == "indexed":
+        return indexed_rows(spark, built)
 
     queries = ("Q6", "Q1") if built.name == "lineitem" else ("full aggregate", "spread")
     out = []
@@ -423,7 +503,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="lineitem rows (events: 10/3 of it, 20M at the default)")
     parser.add_argument("--pk-rows", type=int, default=2_000_000, help="keys of the primary-key table")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--only", default="lineitem,events,pk", help="comma list of lineitem, events, pk")
+    parser.add_argument("--only", default="lineitem,indexed,events,pk",
+                        help="comma list of lineitem, indexed, events, pk")
     args = parser.parse_args(argv)
     wanted = {s.strip() for s in args.only.split(",")}
 
@@ -459,7 +540,7 @@ def main(argv: list[str] | None = None) -> int:
     for row in rows:  # the rows the vectors removed are gone: results differ where rows were deleted
         ours, ref = row.cells[row.ours].result, row.cells[row.reference].result
         same = sorted(map(tuple, ours), key=repr) == sorted(map(tuple, ref), key=repr)
-        if (row.case == "no deletes" or row.table == "pk") and not same:
+        if (row.case in ("no deletes", "indexes", "every index") or row.table == "pk") and not same:
             failures.append(f"{row.table} / {row.case} / {row.query}: results differ")
     spark.stop()
     print()

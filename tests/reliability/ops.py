@@ -3,8 +3,9 @@
 Every operation is a plain dict (picklable, loggable as JSON) that :func:`run` applies to the table
 through the project's public verbs and :func:`apply_to_model` applies to a model of the table's
 rows (a dict keyed by ``id``). An operation that reads the table (delete, update, overwrite, upsert,
-compact) must land exactly on the snapshot it planned, so applying the successful operations in
-the order of the snapshots they produced reproduces every snapshot's rows.
+compact -- of append tables too, ``table/append_compaction.py``) must land exactly on the snapshot
+it planned, so applying the successful operations in the order of the snapshots they produced
+reproduces every snapshot's rows.
 
 Tables (``KINDS``): an append table with deletion vectors and file indexes (unaware bucket), the
 same with fixed buckets, and primary-key tables in deletion-vectors mode (fixed and dynamic bucket).
@@ -61,7 +62,8 @@ def random_op(rng: random.Random, kind: TableKind, worker: int, counter: int,
               allowed: tuple[str, ...] | None = None) -> dict[str, Any]:
     """One random operation for ``kind`` (ids of appended rows are unique per worker and counter)."""
     choices = (["upsert"] * 5 + ["compact", "delete", "update", "expire"]) if kind.primary_key else \
-        (["append"] * 4 + ["delete", "delete", "update", "update", "overwrite", "rewrite", "expire"])
+        (["append"] * 4 + ["delete", "delete", "update", "update", "overwrite", "rewrite", "compact",
+                           "expire"])
     if allowed is not None:
         choices = [c for c in choices if c in allowed] or list(allowed)
     name = rng.choice(choices)

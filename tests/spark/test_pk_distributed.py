@@ -118,7 +118,7 @@ def test_a_commit_between_plan_and_commit_refuses_the_compaction_and_leaves_noth
         spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     warehouse = str(tmp_path)
     model = _table(warehouse, partitioned=True, rows=200)
-    real = _tasks.compact_job
+    real = _tasks.pk_compact_job
     seen: dict[str, set[str]] = {}
 
     def upsert_meanwhile(*args: Any, **kwargs: Any) -> Any:
@@ -130,7 +130,7 @@ def test_a_commit_between_plan_and_commit_refuses_the_compaction_and_leaves_noth
         assert any(path for d in done for path in d.written)  # the tasks wrote files
         return done
 
-    monkeypatch.setattr(_tasks, "compact_job", upsert_meanwhile)
+    monkeypatch.setattr(_tasks, "pk_compact_job", upsert_meanwhile)
     with pytest.raises(ConcurrentChangeError):
         jobs.compact(spark, "db.t", full=True, warehouse=warehouse)
     assert tree(warehouse) == seen["tree"]  # every file the tasks wrote deleted

@@ -454,3 +454,19 @@ def test_topn_reads_only_files_that_reach_the_bound(spark: Any, tmp_path: Path) 
                                     small_read_bytes=small)
             assert len(got.plan.files) == files, order_by
             assert _row_reprs(got.dataframe.collect()) == _row_reprs(want), (order_by, small)
+
+
+@pytest.mark.parametrize("directory", ["wh[2]", "wh{a,b}*?"])
+def test_a_warehouse_path_with_glob_characters(spark: Any, tmp_path: Path, directory: str) -> None:
+    """Spark's Parquet reader globs the paths it is given: a warehouse under ``wh[2]`` was read as the
+    pattern ``wh2`` and failed (PATH_NOT_FOUND); ``*`` and ``?`` could match other files."""
+    root = tmp_path / directory
+    t = create_table(str(root), "db.t", SCHEMA, partition_keys=["p"], options=OPTIONS)
+    write_arrow(t, _batch(0))
+    write_arrow(t, _batch(1))
+    delete_arrow(t, "v = 3")
+    expected = sorted(read_arrow(t, None)[0].column("id").to_pylist())
+    got = jobs.read(spark, "db.t", warehouse=str(root), small_read_bytes=0).select("id").collect()
+    assert sorted(r.id for r in got) == expected
+    got = jobs.read(spark, "db.t", "s = 's1-2'", warehouse=str(root), small_read_bytes=0).collect()
+    assert sorted(r.id for r in got) == [i for i in expected if f"s1-{i % 4}" == "s1-2" and i >= ROWS]

@@ -201,6 +201,8 @@ def test_indexes_prune_a_selective_reference(warehouse: tuple[Any, Path]) -> Non
     assert report.files_skipped_by_stats + report.files_skipped_by_index == 2  # 3 files, 1 holds it
     plan = paimon.sql("EXPLAIN SELECT * FROM db.a WHERE id = 2500").collect()[0][0]
     assert "== Paimon references ==" in plan and "pushed: (id = 2500)" in plan
+    # Per file, the index bodies read (the one file the statistics leave: its Bloom filter on id).
+    assert "index bodies read 1, not read 0:" in plan and "read id/bloom-filter (" in plan
 
 
 def test_statement_without_paimon_tables_goes_to_spark_unchanged(warehouse: tuple[Any, Path]) -> None:
@@ -248,3 +250,27 @@ def test_spark_time_travel_spellings_are_read(text: str, expected: str) -> None:
     from paimon_index.spark.sql.names import _temporal_spelled
 
     assert _temporal_spelled(text) == expected
+
+
+def test_one_statement_lists_the_warehouse_once(warehouse: tuple[Any, Path],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A statement resolves each name several times (is it Paimon's? then its rewrite); each
+    resolution listed the warehouse's databases and tables again — requests on an object store."""
+    from paimon_index.table import catalog as table_catalog
+
+    paimon, _ = warehouse
+    calls: list[str] = []
+    for name in ("database_names", "table_names"):
+        real = getattr(table_catalog, name)
+
+        def counted(*args: Any, _real: Any = real, _name: str = name, **kwargs: Any) -> Any:
+            calls.append(_name)
+            return _real(*args, **kwargs)
+        monkeypatch.setattr(table_catalog, name, counted)
+    text = "SELECT count(*) FROM db.a AS a JOIN db.b AS b ON a.id = b.id WHERE a.id < 100 AND b.w > 2"
+    expected = paimon.spark.sql(_reference_text(text)).collect()
+    assert paimon.sql(text).collect() == expected
+    assert sorted(calls) == ["database_names", "table_names"]
+    calls.clear()
+    paimon.sql("SELECT 1 FROM db.a LIMIT 1").collect()
+    assert calls, "a new statement lists again (a table created in between is seen)"

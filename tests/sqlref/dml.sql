@@ -73,6 +73,19 @@ ALTER TABLE shapes.t1 UNSET TBLPROPERTIES ('file-index.bloom-filter.columns');
 ALTER TABLE shapes.t1 ALTER COLUMN extra TYPE BIGINT;
 -- name: alter_drop_column
 ALTER TABLE shapes.t1 DROP COLUMN extra;
+-- name: alter_dv_mode_refused
+-- (switching the mode on a table with snapshots could read rows twice: both sides refuse)
+ALTER TABLE shapes.k SET TBLPROPERTIES ('deletion-vectors.enabled' = 'false');
+-- name: alter_merge_engine_refused
+ALTER TABLE shapes.k SET TBLPROPERTIES ('merge-engine' = 'partial-update');
+-- name: alter_dynamic_bucket_refused
+ALTER TABLE shapes.t1 SET TBLPROPERTIES ('bucket' = '4');
+-- name: alter_reset_bucket_refused
+ALTER TABLE shapes.k UNSET TBLPROPERTIES ('bucket');
+-- name: alter_same_primary_key
+ALTER TABLE shapes.k SET TBLPROPERTIES ('primary-key' = 'id');
+-- name: k_options_after_alters
+SELECT key, value FROM shapes.`k$options` WHERE key IN ('deletion-vectors.enabled', 'merge-engine', 'bucket') ORDER BY key;
 -- name: describe_t1
 DESCRIBE shapes.t1;
 -- name: call_compact_k

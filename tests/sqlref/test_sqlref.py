@@ -44,10 +44,7 @@ SEQUENCE_GROUPS = ("dml",)
 
 #: Statements our side refuses where the connector answers, each with the reason (a documented
 #: refusal). Keyed by statement name.
-DOCUMENTED_REFUSALS: dict[str, str] = {
-    "call_compact_a": "CALL sys.compact on an append table: paimon-index compacts primary-key tables only "
-                      "(SqlError: 'compact is for primary-key tables; shapes.a is an append table')",
-}
+DOCUMENTED_REFUSALS: dict[str, str] = {}
 
 #: Our bugs: statements where our answer differs from the connector's, or where one side refuses and
 #: the other answers: an xfail(strict=True) test each, with the reason, visible until it is fixed.
@@ -77,7 +74,7 @@ CONNECTOR_WRONG: dict[str, tuple[str, int]] = {
 #: answer: e.g. a DML statement's own result metrics), compared by success only.
 OUTCOME_ONLY: dict[str, str] = {
     "rollback_a": "its result holds snapshot ids, and the sequence made a different number of snapshots on "
-                  "each side (the connector compacts the append table shapes.a, ours refuses that CALL)",
+                  "each side (the DML before it writes a different number of snapshots of shapes.a)",
     "expire": "its result is the number of snapshots expired, which depends on how many snapshots each "
               "side's writes made (the connector's primary-key writes add compaction snapshots)",
 }

@@ -77,6 +77,11 @@ def test_the_commit_hooks_still_hold() -> None:
     _params(FileStoreCommit._clean_up_tmp_manifests, "base_manifest_list", "delta_manifest_list",
             "changelog_manifest_list", "index_manifest")
     assert callable(FileStoreCommit.close)
+    # commit_compact (a COMPACT snapshot): pypaimon's own entries, committed through _try_commit
+    _params(FileStoreCommit._try_commit, "commit_kind", "commit_identifier", "commit_entries_plan",
+            "detect_conflicts", "index_deletes", "index_adds")
+    _params(FileStoreCommit._collect_manifest_entries, "commit_messages")
+    assert "_row_id_check_from_snapshot" in inspect.getsource(FileStoreCommit.commit)
 
 
 def test_every_pypaimon_symbol_the_boundary_uses() -> None:

@@ -350,6 +350,63 @@ def test_bad_alters_are_refused_and_change_nothing(tmp_path: Path, set_options: 
     assert after == before
 
 
+# What Paimon's SchemaManager.checkAlterTableOption refuses once a table has snapshots (checked
+# against Paimon's connector in tests/sqlref/dml.sql, ``alter_*_refused``).
+CHANGE_REFUSED = [
+    ("pk", {"deletion-vectors.enabled": "false"}, (), r"switching 'deletion-vectors.enabled'"),
+    ("pk", {}, ("deletion-vectors.enabled",), r"switching 'deletion-vectors.enabled'"),
+    ("pk", {"merge-engine": "partial-update"}, (), r"'merge-engine' cannot change"),
+    ("pk", {"primary-key": "id,v"}, (), r"'primary-key' cannot change"),
+    ("pk", {}, ("bucket",), r"'bucket' cannot be reset"),
+    ("append", {"bucket": "4"}, (), r"dynamic-bucket table"),
+    ("pk", {"bucket": "-1"}, (), r"cannot change to -1"),
+    ("pk", {"ignore-delete": "false"}, (), r"'ignore-delete' cannot change from true to false"),
+]
+
+
+def _with_snapshot(tmp_path: Path, kind: str) -> None:
+    import paimon_index
+
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.int64())])
+    if kind == "pk":
+        table = paimon_index.create_table(str(tmp_path), "db.t", schema, primary_keys=["id"], options={
+            "bucket": "2", "deletion-vectors.enabled": "true", "ignore-delete": "true"})
+        table.upsert(pa.table({"id": [1, 2], "v": [10, 20]}, schema=schema))
+    else:
+        table = paimon_index.create_table(str(tmp_path), "db.t", schema, options={"bucket": "-1"})
+        table.write(pa.table({"id": [1, 2], "v": [10, 20]}, schema=schema))
+
+
+@pytest.mark.parametrize(("kind", "set_options", "remove", "message"), CHANGE_REFUSED)
+def test_changes_paimon_refuses_on_a_table_with_snapshots(
+    tmp_path: Path, kind: str, set_options: dict[str, str], remove: tuple[str, ...], message: str) -> None:
+    _with_snapshot(tmp_path, kind)
+    before = open_table(str(tmp_path), "db.t").options.options.to_map()
+    with pytest.raises(InvalidOptionError, match=message):
+        alter_table_options(str(tmp_path), "db.t", set_options=set_options, remove=remove)
+    assert open_table(str(tmp_path), "db.t").options.options.to_map() == before
+
+
+def test_allowed_changes_on_a_table_with_snapshots(tmp_path: Path) -> None:
+    """The same key list is no change; the mode switches once the user says it may (Paimon's
+    deletion-vectors.modifiable); a fixed bucket count may change; an empty table may change anything."""
+    from paimon_index.table.pk import set_deletion_vectors
+
+    _with_snapshot(tmp_path, "pk")
+    alter_table_options(str(tmp_path), "db.t", set_options={"primary-key": "id", "bucket": "4"})
+    with pytest.raises(InvalidOptionError):  # Paimon reads the permission from the options before
+        alter_table_options(str(tmp_path), "db.t", set_options={
+            "deletion-vectors.modifiable": "true", "deletion-vectors.enabled": "false"})
+    alter_table_options(str(tmp_path), "db.t", set_options={"deletion-vectors.modifiable": "true"})
+    table = alter_table_options(str(tmp_path), "db.t", set_options={"deletion-vectors.enabled": "false"})
+    assert table.options.options.to_map()["deletion-vectors.enabled"] == "false"
+    # set_deletion_vectors checks the full compaction itself (one file per bucket here).
+    assert set_deletion_vectors(str(tmp_path), "db.t", True).options.options.to_map()[
+        "deletion-vectors.enabled"] == "true"
+    create_table(str(tmp_path), "db.empty", "id BIGINT", options={"bucket": "-1"})
+    alter_table_options(str(tmp_path), "db.empty", set_options={"bucket": "2", "merge-engine": "deduplicate"})
+
+
 def test_a_valid_alter_applies(tmp_path: Path) -> None:
     create_table(str(tmp_path), "db.t", DDL,
                  options={"bucket": "-1", "file-index.bloom-filter.columns": "id"})

@@ -22,7 +22,7 @@ NOT_ON_PATH = {"append": {"dv-file-written"}, "overwrite": {"dv-file-written"},
                "delete": {"data-file-written"}, "update": set(), "upsert": set(), "compact": set()}
 
 CRASH_OPS = {
-    "append-unaware": ("append", "delete", "update", "overwrite"),
+    "append-unaware": ("append", "delete", "update", "overwrite", "compact"),
     "pk-fixed": ("upsert", "compact"),
 }
 
@@ -119,11 +119,13 @@ def test_sigkill_at_every_commit_point(tmp_path, kind_name, op_name):
         assert not files.missing(warehouse), f"{point.name}: a snapshot references files that are gone"
         model = expected
         # Not wedged: the next operation of the same kind commits on top.
-        follow = ops.random_op(rng, kind, 2, counter, (op_name,))
-        if op_name == "compact":
-            follow = ops.random_op(rng, kind, 2, counter, ("upsert",))
-        if ops.run(warehouse, follow) is not None:
-            model = ops.apply_to_model(model, follow)
+        follows = [(op_name,)]
+        if op_name == "compact":  # something to compact next time: new files, new vectors
+            follows = [("upsert",)] if kind.primary_key else [("append",), ("delete",)]
+        for allowed in follows:
+            follow = ops.random_op(rng, kind, 2, counter, allowed)
+            if ops.run(warehouse, follow) is not None:
+                model = ops.apply_to_model(model, follow)
         assert ops.read_rows(warehouse) == model
     unreached = [p.name for p in harness.KILL_POINTS if p.name not in killed_at]
     assert set(unreached) <= NOT_ON_PATH[op_name], f"{op_name} never reached {unreached}"

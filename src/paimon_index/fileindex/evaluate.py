@@ -37,6 +37,12 @@ matches (``LIKE`` ...), an empty index answering REMAIN, a corrupt index. FLOAT/
 exact after the zero rewrite above (both zeros looked up; every NaN is one key and the largest, as
 Spark orders them). AND/OR combine exactness as :mod:`~paimon_index.fileindex.result` describes.
 
+Which bodies are read: only those of the indexes that can answer a leaf's operator
+(:func:`answers`: the index type's reader overrides the operator's visit; a Bloom filter answers
+``=``/``IN`` only, so ``c < 5`` never reads one), prefetched together at the top level; an AND stops
+reading at the first SKIP. The evaluator records what it read (:attr:`FileIndexEvaluator.read`)
+and what it left unread and why (:attr:`FileIndexEvaluator.unread`), for the scan report.
+
 This module is the one place that decides what a query does with a corrupt index: by default the
 :class:`~paimon_index.errors.CorruptFileError` propagates; with ``on_corrupt="remain"`` the leaf
 answers REMAIN (always a correct superset), a warning is logged and :attr:`corrupt_indexes` counts it.
@@ -45,6 +51,7 @@ answers REMAIN (always a correct superset), a warning is logged and :attr:`corru
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
@@ -57,7 +64,8 @@ from paimon_index.fileindex.result import REMAIN, SKIP, FileIndexResult, Rows
 from paimon_index.predicate import ALWAYS_FALSE, ALWAYS_TRUE, And, Leaf, Op, Or, Predicate, and_, columns_of
 from paimon_index.types import DataType, TypeRoot
 
-__all__ = ["EMPTY_INDEX_SKIPS", "EXACT_OPS", "FileIndexEvaluator", "java_float_leaf"]
+__all__ = ["CANNOT_ANSWER", "EMPTY_INDEX_SKIPS", "EXACT_OPS", "NOT_NEEDED", "FileIndexEvaluator", "answers",
+           "java_float_leaf"]
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +92,53 @@ _EXACT_TYPES = frozenset({
 })
 
 _FLOAT_ROOTS = (TypeRoot.FLOAT, TypeRoot.DOUBLE)
+
+#: The reader methods that answer each operator (IN and NOT IN fall back to ``=`` and ``<>``).
+_VISITS: Mapping[Op, tuple[str, ...]] = {
+    Op.EQ: ("visit_eq",), Op.NE: ("visit_ne",), Op.LT: ("visit_lt",), Op.LE: ("visit_le",),
+    Op.GT: ("visit_gt",), Op.GE: ("visit_ge",), Op.IN: ("visit_in", "visit_eq"),
+    Op.NOT_IN: ("visit_not_in", "visit_ne"), Op.IS_NULL: ("visit_is_null",),
+    Op.IS_NOT_NULL: ("visit_is_not_null",), Op.BETWEEN: ("visit_between",),
+    Op.STARTS_WITH: ("visit_starts_with",), Op.ENDS_WITH: ("visit_ends_with",),
+    Op.CONTAINS: ("visit_contains",), Op.LIKE: ("visit_like",),
+}
+#: Why a body was not read (see :attr:`FileIndexEvaluator.unread`).
+CANNOT_ANSWER = "the index type cannot answer {op}"
+NOT_NEEDED = "not needed: the answer was decided without it"
+
+
+@functools.lru_cache(maxsize=256)
+def answers(index_type: str, op: Op) -> bool:
+    """Whether an index of ``index_type`` can answer ``op`` with anything but REMAIN (its reader
+    overrides the operator's visit); an unknown index type answers nothing."""
+    found = find_index_type(index_type)
+    if found is None:
+        return False
+    return any(getattr(found.reader, name) is not getattr(IndexReader, name) for name in _VISITS[op])
+
+
+def _asked(leaf: Leaf) -> frozenset[Op]:
+    """The operators an index may be asked for ``leaf`` (the float and timestamp rewrites included)."""
+    ops = {leaf.op}
+    if leaf.op is Op.EQ:
+        ops.add(Op.IN)
+    elif leaf.op is Op.NE:
+        ops |= {Op.NOT_IN, Op.IS_NOT_NULL}
+    elif leaf.op is Op.NOT_IN:
+        ops.add(Op.IS_NOT_NULL)
+    elif leaf.op is Op.BETWEEN:
+        ops |= {Op.GE, Op.LE}
+    elif leaf.op is Op.GT:
+        ops.add(Op.GE)
+    return frozenset(ops)
+
+
+def _leaves(p: Predicate) -> list[Leaf]:
+    if isinstance(p, Leaf):
+        return [p]
+    if isinstance(p, And | Or):
+        return [leaf for c in p.children for leaf in _leaves(c)]
+    return []
 #: The zero a range bound on 0.0 becomes in Java's order, so that both zeros fall on the right side.
 _ZERO_BOUND = {Op.LT: -0.0, Op.GE: -0.0, Op.LE: 0.0, Op.GT: 0.0}
 
@@ -158,6 +213,10 @@ class FileIndexEvaluator:
         self._rewriting = 0  # > 0 while evaluating a leaf rewritten by java_float_leaf
         self.corrupt_indexes = 0
         self._readers: dict[Any, IndexReader | None] = {} if readers is None else readers
+        #: The index bodies asked for an answer (each read, or found parsed in a shared reader).
+        self.read: dict[IndexEntry, None] = {}
+        #: Index bodies of the asked columns left unread, and why (:data:`CANNOT_ANSWER`, ...).
+        self.unread: dict[IndexEntry, str] = {}
 
     def reader(self, entry: IndexEntry) -> IndexReader | None:
         """The reader of one index (None for an empty index or an unknown index type)."""
@@ -179,11 +238,18 @@ class FileIndexEvaluator:
         Only a hint: a failure here is left for the evaluation to meet (and the corrupt-index
         policy to decide), so the first error is still reported where it belongs.
         """
+        self._prefetch({c: None for c in columns})
+
+    def _prefetch(self, wanted: Mapping[str, frozenset[Op] | None]) -> None:
+        """Prefetch the bodies of ``wanted``'s columns that can answer one of its operators
+        (None: any)."""
         if getattr(self.container.source, "prefetch", None) is None:
             return
         ranges: list[tuple[int, int]] = []
-        for column in dict.fromkeys(columns):
+        for column, ops in wanted.items():
             for entry in self.container.column_entries(column):
+                if ops is not None and not any(answers(entry.index_type, op) for op in ops):
+                    continue
                 try:
                     reader = None if entry.empty else self.reader(entry)
                 except PaimonIndexError:
@@ -201,8 +267,16 @@ class FileIndexEvaluator:
         together first (see :meth:`prefetch`).
         """
         if not java_order:
-            self.prefetch(columns_of(predicate))
-        return self._evaluate(predicate, java_order)
+            wanted: dict[str, frozenset[Op]] = {}
+            for leaf in _leaves(predicate):
+                wanted[leaf.column] = wanted.get(leaf.column, frozenset()) | _asked(leaf)
+            self._prefetch(wanted)
+        result = self._evaluate(predicate, java_order)
+        for column in columns_of(predicate):
+            for entry in self.container.column_entries(column):
+                if entry not in self.read and not entry.empty:
+                    self.unread.setdefault(entry, NOT_NEEDED)
+        return result
 
     def _evaluate(self, predicate: Predicate, java_order: bool) -> FileIndexResult:
         if isinstance(predicate, Leaf):
@@ -250,7 +324,13 @@ class FileIndexEvaluator:
             r: FileIndexResult
             if entry.empty:
                 r = SKIP if leaf.op in EMPTY_INDEX_SKIPS else REMAIN
+            elif not answers(entry.index_type, leaf.op):
+                # It would answer REMAIN: its body is not read (REMAIN & x is x, as exact as before).
+                self.unread.setdefault(entry, CANNOT_ANSWER.format(op=leaf.op.value))
+                continue
             else:
+                self.read[entry] = None
+                self.unread.pop(entry, None)
                 try:
                     reader = self.reader(entry)
                     r = REMAIN if reader is None else _forced(reader.evaluate(leaf))
@@ -287,6 +367,8 @@ class FileIndexEvaluator:
         for entry in self.container.column_entries(column):
             if entry.empty:
                 continue
+            self.read[entry] = None
+            self.unread.pop(entry, None)
             try:
                 reader = self.reader(entry)
                 answer = REMAIN if reader is None else _forced(reader.visit_topn(topn, result))

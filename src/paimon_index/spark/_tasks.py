@@ -9,6 +9,7 @@
     rebuild_job(spark, groups, ...) -> list     rewrite_file_index: tasks rebuild their files' indexes
     compact_job(spark, works, ...) -> list      primary-key compaction: tasks rewrite their buckets
     balanced_groups(sizes, groups)              rewrite_file_index: files packed by bytes
+    compact_job(spark, tasks, schema, ...) -> list   append compaction: tasks rewrite their groups
     ProgressWhile(done, total, label)           a progress bar on stderr while a job runs
 
 Every task works through the table layer (:mod:`paimon_index.table.row_level`,
@@ -39,8 +40,10 @@ from paimon_index.table.row_level import RowChangePlan, mark_deleted, write_rows
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from paimon_index.table.append_compaction import CompactGroup
     from paimon_index.table.pk.compaction import BucketCompacted, BucketWork
     from paimon_index.table.rewrite import RewriteTask
+    from paimon_index.table.schemas import ReadSchema
 
 CatalogOptions = Mapping[str, str] | None
 #: What every row-change task returns: its pickled commit messages and how many table rows it
@@ -229,7 +232,25 @@ def rebuild_job(spark: SparkSession, groups: list[list[RewriteTask]], files_done
     return _connect.run_tasks(spark, groups, rebuild)
 
 
-def compact_job(spark: SparkSession, works: list[BucketWork], warehouse: str, table: str,
+# -- append compaction ---------------------------------------------------------------------------
+def compact_job(spark: SparkSession, tasks: list[list[tuple[int, CompactGroup]]], schema: ReadSchema,
+                warehouse: str, table: str, catalog_options: CatalogOptions) -> list[tuple[int, list[Any]]]:
+    """One Spark task per list of (group index, group): each rewrites its groups
+    (:func:`paimon_index.table.append_compaction.rewrite_group`) and returns the new files' metas;
+    runs the job and returns (group index, new files) of every group. A task gets plain values
+    only (the groups' :class:`~paimon_index.table.files.FilePlan`s and the detached schema)."""
+    from paimon_index.table.append_compaction import rewrite_group
+
+    def rewrite(work: list[tuple[int, CompactGroup]]) -> Iterator[bytes]:
+        opened = open_table(warehouse, table, catalog_options=catalog_options)
+        for index, group in work:
+            yield pickle.dumps((index, rewrite_group(opened, group, schema)))
+
+    return [pickle.loads(p) for p in _connect.run_tasks(spark, tasks, rewrite)]
+
+
+# -- primary-key compaction ----------------------------------------------------------------------
+def pk_compact_job(spark: SparkSession, works: list[BucketWork], warehouse: str, table: str,
                 catalog_options: CatalogOptions) -> list[BucketCompacted]:
     """Primary-key compaction: the buckets' work (plain values) packed by bytes into at most
     ``TASKS_PER_CORE x defaultParallelism`` tasks; each task rewrites its buckets

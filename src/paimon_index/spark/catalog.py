@@ -18,7 +18,8 @@ unchanged. Nothing is registered in the Spark session: the catalog is this Pytho
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -58,6 +59,8 @@ class Catalog:
         self.warehouse = warehouse
         self.catalog_options = catalog_options
         self.current_database = database
+        # The warehouse's and the session's listings, memoized for one statement (None: not in one).
+        self._listings: dict[tuple[str, ...], Any] | None = None
 
     def __repr__(self) -> str:
         return f"Catalog({self.warehouse!r}, current database {self.current_database!r})"
@@ -72,6 +75,25 @@ class Catalog:
         from paimon_index.spark.sql import execute
 
         return execute(self, text)
+
+    @contextmanager
+    def one_statement(self) -> Iterator[None]:
+        """Within it, each listing (databases, a database's tables, Spark's temporary views) is
+        read once: a statement resolves every name several times, and on an object store each
+        listing is requests. Only for statements that create or drop nothing (queries and DML)."""
+        outer = self._listings
+        self._listings = {} if outer is None else outer
+        try:
+            yield
+        finally:
+            self._listings = outer
+
+    def _listed(self, key: tuple[str, ...], list_now: Any) -> Any:
+        if self._listings is None:
+            return list_now()
+        if key not in self._listings:
+            self._listings[key] = list_now()
+        return self._listings[key]
 
     # -- tables ------------------------------------------------------------------------------------
     def table(self, name: str) -> SparkTable:
@@ -89,7 +111,8 @@ class Catalog:
 
     def databases(self) -> list[str]:
         """The warehouse's databases."""
-        return _catalog.database_names(self.warehouse, self.catalog_options)
+        return list(self._listed(("databases",),
+                                 lambda: _catalog.database_names(self.warehouse, self.catalog_options)))
 
     def tables(self, database: str | None = None) -> list[str]:
         """The tables of ``database`` (default: the current database)."""
@@ -103,7 +126,9 @@ class Catalog:
 
     def table_spelling(self, database: str, name: str) -> str | None:
         """The warehouse's spelling of table ``name`` of ``database`` (case-insensitive), or None."""
-        return _spelling(name, _catalog.table_names(self.warehouse, database, self.catalog_options))
+        names = self._listed(("tables", database),
+                             lambda: _catalog.table_names(self.warehouse, database, self.catalog_options))
+        return _spelling(name, names)
 
     def has_table(self, identifier: str) -> bool:
         database, _, table = identifier.partition(".")
@@ -112,7 +137,9 @@ class Catalog:
 
     def is_spark_view(self, name: str) -> bool:
         """Whether ``name`` is a temporary view of the Spark session (it shadows a Paimon table)."""
-        return any(t.isTemporary and t.name.lower() == name.lower() for t in self.spark.catalog.listTables())
+        views = self._listed(("views",), lambda: frozenset(
+            t.name.lower() for t in self.spark.catalog.listTables() if t.isTemporary))
+        return name.lower() in views
 
     def not_found(self, name: str) -> TableNotFoundError:
         return TableNotFoundError(

@@ -387,6 +387,7 @@ class PaimonCommitMessages(WriterCommitMessage):
     messages: list[Any]
     removed_keys: Any = None  # pa.Table of keys deleted by a primary-key upsert task
     prepared: Any = None  # PreparedUpsert: the task owned its buckets and did the lookup itself
+    merged: Any = None  # pa.Table: a merge-engine task's rows merged by key, for the driver's upsert
 
 
 class PaimonIndexWriter(DataSourceArrowWriter):
@@ -408,6 +409,15 @@ class PaimonIndexWriter(DataSourceArrowWriter):
         if self.renames or self.missing:
             iterator = (_named(b, self.renames, self.missing) for b in iterator)
         table = _open_table(self.options)
+        if dv_mode(table) and not self.options.delete_keys:
+            from paimon_index.table.pk.merge import merge_engine
+
+            if merge_engine(table) is not None:  # partial-update / aggregation: old values merged in
+                return self._write_merged(table, iterator)
+        if dv_mode(table):
+            from paimon_index.table.pk.plan import writable
+
+            table = writable(table)  # rows one per key (a DELETE's with delete_keys): no engine merge
         writer = new_table_write(table)
         try:
             if dv_mode(table):
@@ -432,12 +442,31 @@ class PaimonIndexWriter(DataSourceArrowWriter):
         finally:
             writer.close()
 
+    def _write_merged(self, table: Any, iterator: Iterator[pa.RecordBatch]) -> PaimonCommitMessages:
+        """A merge-engine table's task: merge the batch by key; when the task owns its buckets, merge
+        with the old rows, write and mark here, else hand the merged rows to the driver."""
+        from paimon_index.table.pk.upsert import merge_batch, prepare_merge
+
+        batches = [b for b in iterator if b.num_rows]
+        if not batches:
+            return PaimonCommitMessages([])
+        data = pa.Table.from_batches(batches)
+        if self.options.bucket_exclusive:
+            return PaimonCommitMessages([], None, prepare_merge(table, data))
+        return PaimonCommitMessages([], None, None, merge_batch(table, data))
+
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         from paimon_index.table.pk import commit_prepared, commit_upsert, dv_mode
 
         parts = [part for part in messages if isinstance(part, PaimonCommitMessages)]
         collected = [m for part in parts for m in part.messages]
         table = _open_table(self.options)
+        merged = [p.merged for p in parts if p.merged is not None]
+        if merged:  # merge-engine rows the tasks could not merge with old rows themselves
+            from paimon_index.table.pk import upsert_arrow
+
+            upsert_arrow(table, pa.concat_tables(merged, promote_options="permissive"))
+            return
         prepared = [p.prepared for p in parts if p.prepared is not None]
         if prepared:  # the tasks did the lookup for the buckets they own
             commit_prepared(table, prepared)

@@ -65,6 +65,9 @@ Where the work runs:
 - ``count`` answers on the **driver** every file its indexes answer exactly (row counts, deletion
   vectors, index bitmaps: :mod:`paimon_index.table.aggregate`); the other files, if any, are
   counted by Spark tasks, each reading only the predicate's columns of its files' candidate rows;
+- ``compact`` of an append table: the driver picks the groups (Paimon's pick,
+  :mod:`paimon_index.table.append_compaction`), byte-balanced Spark tasks rewrite them, the
+  driver commits one ``COMPACT`` snapshot;
 - ``compact`` of a primary-key table: the driver plans on one pinned snapshot and sends each
   (partition, bucket)'s work as plain values to tasks packed by bytes; each task rewrites its
   buckets and writes their DV index files; the driver commits once, exactly on the planned snapshot;
@@ -94,7 +97,7 @@ from paimon_index.spark.datasource import (
     SOURCE_NAME,
     WAREHOUSE,
 )
-from paimon_index.spark.options import SINGLE_SCAN_PUSHDOWN
+from paimon_index.spark.options import DELETE_KEYS, SINGLE_SCAN_PUSHDOWN
 from paimon_index.spark.planned import PlannedRead, read, read_planned
 from paimon_index.table import pk
 from paimon_index.table.aggregate import AggregateReport
@@ -219,13 +222,19 @@ def _dynamic_bucket(paimon_table: Any) -> bool:
 
 
 def _upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
-            partitions: int | None = None, catalog_options: CatalogOptions = None) -> tuple[int | None, int]:
+            partitions: int | None = None, catalog_options: CatalogOptions = None,
+            delete_keys: bool = False) -> tuple[int | None, int]:
     """Upsert ``df`` into the primary-key table ``table`` in one snapshot: the new snapshot id (None
-    when nothing was committed) and the number of rows of ``df`` written."""
+    when nothing was committed) and the number of rows of ``df`` written. ``delete_keys``: ``df``
+    holds a DELETE's ``-D`` rows, which remove their keys whatever the table's merge engine."""
     catalog_options = dict(catalog_options or {})
     paimon_table = _opened(warehouse, table, catalog_options)
     if not pk.dv_mode(paimon_table):
         raise PrimaryKeyTableError(f"{table} is not a primary-key table in deletion-vectors mode")
+    from paimon_index.table.pk.plan import check_table
+
+    # A merge engine's options are refused on the driver, before any task runs.
+    check_table(paimon_table, upsert=True)
     count = partitions or _connect.parallelism(spark)
     before = latest_snapshot(paimon_table)
     # By name, cast as Spark's INSERT casts (the source's writer takes only exact Arrow casts).
@@ -233,7 +242,11 @@ def _upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
                         passthrough=(ROW_KIND_COLUMN,))
     df, written = _tasks.counted(spark, df)
     writer_options = {**catalog_options, WAREHOUSE: warehouse}
-    if _dynamic_bucket(paimon_table):
+    if delete_keys:
+        writer_options[DELETE_KEYS] = "true"
+    from paimon_index.table.pk.merge import merge_engine
+
+    if _dynamic_bucket(paimon_table) and merge_engine(paimon_table) is None:
         # Paimon's dynamic-bucket topology: route by key hash to assigners that own disjoint
         # buckets, assign from the HASH index, shuffle by bucket; tasks own whole buckets.
         from paimon_index.table.pk import dynamic
@@ -246,11 +259,15 @@ def _upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
             return None, 0
         snapshot = pk.commit_prepared(paimon_table, prepared)
         return snapshot, int(written.value)
-    # Shuffle by Paimon's bucket: a task owns whole buckets and looks their keys up itself.
-    with_bucket = _tasks.with_bucket(df, warehouse, table, catalog_options)
-    shuffled = with_bucket.repartition(count, _tasks.UPSERT_BUCKET_COLUMN, *paimon_table.partition_keys) \
-        .drop(_tasks.UPSERT_BUCKET_COLUMN)
-    writer_options[BUCKET_EXCLUSIVE] = "true"
+    if _dynamic_bucket(paimon_table):
+        # A merge engine on dynamic buckets (not distributed yet): one task, pypaimon's assigner.
+        shuffled = df.repartition(1)
+    else:
+        # Shuffle by Paimon's bucket: a task owns whole buckets and looks their keys up itself.
+        with_bucket = _tasks.with_bucket(df, warehouse, table, catalog_options)
+        shuffled = with_bucket.repartition(count, _tasks.UPSERT_BUCKET_COLUMN, *paimon_table.partition_keys) \
+            .drop(_tasks.UPSERT_BUCKET_COLUMN)
+        writer_options[BUCKET_EXCLUSIVE] = "true"
     shuffled.write.format(SOURCE_NAME).options(**writer_options).mode("append").save(table)
     after = latest_snapshot(_opened(warehouse, table, catalog_options))
     if after is None or (before is not None and after.id == before.id):
@@ -284,8 +301,9 @@ class _SparkKeyedRows:
 
     def upsert(self, rows: DataFrame, snapshot_id: int) -> tuple[int | None, int]:
         del snapshot_id  # see matching
+        # Rows with a row kind are a DELETE's (``deleted``): they remove their keys on every engine.
         return _upsert(self.spark, rows, self.table, warehouse=self.warehouse,
-                       catalog_options=self.catalog_options)
+                       catalog_options=self.catalog_options, delete_keys=ROW_KIND_COLUMN in rows.columns)
 
 
 def _assigned(value: Any) -> Column:
@@ -416,29 +434,48 @@ def rewrite_file_index(spark: SparkSession, table: str, where: str | None = None
 
 def compact(spark: SparkSession, table: str, *, full: bool = False, warehouse: str,
             catalog_options: CatalogOptions = None) -> CommitResult:
-    """Compact a primary-key table (``full``: everything into the highest level), one snapshot.
+    """Compact a table in one ``COMPACT`` snapshot, as :meth:`paimon_index.Table.compact` does.
 
-    The driver plans on one pinned snapshot (level-0 files folded first, as
+    A primary-key table: the driver plans on one pinned snapshot (level-0 files folded first, as
     :meth:`paimon_index.Table.compact` does) and sends each (partition, bucket)'s work, plain values,
     to Spark tasks packed by bytes; each task rewrites its buckets and writes their DV index files
     (:func:`paimon_index.table.pk.compaction.compact_bucket`, the Python path's function); the
-    driver commits every bucket's change once, exactly on the planned snapshot.
-
-    Raises:
-        TableError: an append table.
-        ConcurrentChangeError: another snapshot landed after the plan; the tasks' files deleted.
+    driver commits every bucket's change once, exactly on the planned snapshot
+    (ConcurrentChangeError, the tasks' files deleted, when another snapshot landed meanwhile). An
+    append table is planned on the driver, its picked groups rewritten in Spark tasks
+    (byte-balanced) and committed on the driver (:func:`_compact_append`).
     """
     opened = open_table(warehouse, table, catalog_options=catalog_options)
     if not opened.is_primary_key_table:
-        del spark
-        return opened.compact(full=full)
+        return _compact_append(spark, table, full=full, warehouse=warehouse, catalog_options=catalog_options)
     parse_identifier(table, for_write=True)  # a system table or branch: refused as Table.compact refuses it
     from paimon_index.table.pk.compaction import compact as compact_pk
 
     def run(works: list[Any]) -> list[Any]:
-        return _tasks.compact_job(spark, works, warehouse, table, catalog_options)
+        return _tasks.pk_compact_job(spark, works, warehouse, table, catalog_options)
 
     snapshot = compact_pk(opened.paimon_table, full=full, run=run)
+    return _result(warehouse, table, catalog_options, "compact", snapshot, 0)
+
+
+def _compact_append(spark: SparkSession, table: str, *, full: bool, warehouse: str,
+                    catalog_options: CatalogOptions, partitions: Any = None) -> CommitResult:
+    """Append compaction (:mod:`paimon_index.table.append_compaction`): the pick on the driver, each
+    group rewritten by a Spark task, one exact commit on the driver."""
+    from paimon_index.table.append_compaction import commit_compaction, plan_compaction
+
+    paimon_table = _opened(warehouse, table, catalog_options)
+    plan = plan_compaction(paimon_table, full=full, partitions=partitions)
+    if not plan.groups or plan.schema is None:
+        return _result(warehouse, table, catalog_options, "compact", None, 0)
+    slots = min(len(plan.groups), _connect.parallelism(spark) * _tasks.TASKS_PER_CORE)
+    indexed = list(enumerate(plan.groups))
+    tasks = [[indexed[i] for i in members]
+             for members in _tasks.balanced_groups([g.bytes for g in plan.groups], slots)]
+    rewritten: list[list[Any]] = [[] for _ in plan.groups]
+    for index, metas in _tasks.compact_job(spark, tasks, plan.schema, warehouse, table, catalog_options):
+        rewritten[index] = metas
+    snapshot = commit_compaction(paimon_table, plan, rewritten)
     return _result(warehouse, table, catalog_options, "compact", snapshot, 0)
 
 
@@ -604,6 +641,13 @@ def change_matched(spark: SparkSession, table: str, build: MatchedRows, *, opera
 def upsert_changes(spark: SparkSession, rows: DataFrame, table: str, *, operation: str, warehouse: str,
                    catalog_options: CatalogOptions = None) -> CommitResult:
     """DELETE / UPDATE / MERGE of a primary-key table: ``rows`` (the table's columns and
-    ``_ROW_KIND``, '-D' deleting its key) upserted in one snapshot by the :func:`upsert` job."""
-    snapshot, count = _upsert(spark, rows, table, warehouse=warehouse, catalog_options=catalog_options)
+    ``_ROW_KIND``, '-D' deleting its key) upserted in one snapshot by the :func:`upsert` job.
+    UPDATE / MERGE of an ``aggregation`` table are refused as Paimon's connector refuses them; a
+    DELETE removes the keys on every merge engine."""
+    from paimon_index.table.pk.merge import check_row_level
+
+    if operation in ("update", "merge"):
+        check_row_level(_opened(warehouse, table, dict(catalog_options or {})), operation)
+    snapshot, count = _upsert(spark, rows, table, warehouse=warehouse, catalog_options=catalog_options,
+                              delete_keys=operation == "delete")
     return _result(warehouse, table, catalog_options, operation, snapshot, count)

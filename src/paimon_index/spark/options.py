@@ -42,6 +42,7 @@ from paimon_index.sql import parse_order_by
 
 __all__ = [
     "BUCKET_EXCLUSIVE",
+    "DELETE_KEYS",
     "FILTER_PUSHDOWN",
     "METADATA",
     "READ_ENABLED",
@@ -73,14 +74,17 @@ FILTER_PUSHDOWN = "filter-pushdown"
 SINGLE_SCAN_PUSHDOWN = "_paimon-index.single-scan-pushdown"
 #: Write option: every bucket reaches one task only, so tasks look keys up themselves.
 BUCKET_EXCLUSIVE = "bucket-exclusive"
+#: Private write option (the DELETE of a primary-key table): the ``-D`` rows remove their keys
+#: whatever the merge engine (Paimon's connector deletes by position or with remove-record-on-delete).
+DELETE_KEYS = "_paimon-index.delete-keys"
 #: Keys starting so are catalog (file system) options, forwarded to pypaimon.
 CATALOG_PREFIX = "fs."
 
 READ_OPTIONS = (WAREHOUSE, PATH, READ_ENABLED, TOPN, LIMIT, SCAN_REPORT, METADATA, SNAPSHOT_ID,
                 FILTER_PUSHDOWN, SINGLE_SCAN_PUSHDOWN)
 #: Keys never suggested nor listed to users.
-_UNLISTED = (PATH, SINGLE_SCAN_PUSHDOWN)
-WRITE_OPTIONS = (WAREHOUSE, PATH, BUCKET_EXCLUSIVE)
+_UNLISTED = (PATH, SINGLE_SCAN_PUSHDOWN, DELETE_KEYS)
+WRITE_OPTIONS = (WAREHOUSE, PATH, BUCKET_EXCLUSIVE, DELETE_KEYS)
 PUSHDOWN_MODES = ("auto", "true", "false")
 
 #: The first Spark release whose ``PythonScanBuilder`` carries the read plan made during filter
@@ -122,6 +126,7 @@ class WriteOptions:
     table: str
     bucket_exclusive: bool = False
     catalog: tuple[tuple[str, str], ...] = ()
+    delete_keys: bool = False
 
 
 def _catalog_key_spelling() -> dict[str, str]:
@@ -281,4 +286,4 @@ def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
     warehouse, table = _location(own, for_write=True)
     return WriteOptions(warehouse=warehouse, table=table,
                         bucket_exclusive=parse_bool(own.get(BUCKET_EXCLUSIVE, "false"), BUCKET_EXCLUSIVE),
-                        catalog=catalog)
+                        catalog=catalog, delete_keys=parse_bool(own.get(DELETE_KEYS, "false"), DELETE_KEYS))

@@ -57,6 +57,7 @@ import contextlib
 import dataclasses
 import datetime as dt
 import os
+import re
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -90,6 +91,11 @@ _MAX_ROWS = 1 << 40
 #: filtered on ``_metadata.row_index`` instead of joined (measured faster up to ~10 runs, slower from
 #: ~40: each run is one more comparison per row; see :func:`_live`).
 _RANGE_RUNS = 16
+#: Characters Spark's path globbing (Hadoop's GlobPattern) reads as a pattern: a warehouse under
+#: ``wh[2]`` would be read as ``wh2``, and ``*``/``?`` could match other files. Escaped with a
+#: backslash, they are literal. (Spark's internal ``__globPaths__=false`` option is no fix: with it,
+#: such a path is listed twice and every row read twice, measured on Spark 4.1.)
+_GLOB = re.compile(r"([\\\[\]{}*?])")
 #: Spark lists more paths than this with a distributed job (see :func:`_no_listing_job`).
 _LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 #: Default of ``small_read_bytes``: the most Parquet column-chunk bytes the driver reads itself for a
@@ -299,7 +305,7 @@ def _deleted_frame(spark: SparkSession, batch: Sequence[FilePlan]) -> DataFrame:
     words = _words(batch)
     if not _driver_files_readable(spark):
         return spark.createDataFrame(words, schema)
-    return spark.read.schema(schema).parquet(_words_file(words))
+    return _parquet(spark, schema, [_words_file(words)])
 
 
 def _driver_files_readable(spark: SparkSession) -> bool:
@@ -308,6 +314,11 @@ def _driver_files_readable(spark: SparkSession) -> bool:
     if _connect.is_connect(spark):
         return False
     return str(spark.sparkContext.master).startswith("local")
+
+
+def _parquet(spark: SparkSession, schema: Any, paths: list[str]) -> DataFrame:
+    """Spark's Parquet reader over exactly ``paths`` (glob characters escaped: see ``_GLOB``)."""
+    return spark.read.schema(schema).parquet(*[_GLOB.sub(r"\\\1", p) for p in paths])
 
 
 def _words_file(words: pa.Table) -> str:
@@ -403,9 +414,9 @@ def _scan(spark: SparkSession, group: _Group, files: Sequence[FilePlan], current
                                     "read it with Table.read or the paimon_index source")
     parts = []
     if plain:
-        parts.append(group.project(spark.read.schema(file_schema).parquet(*plain), current))
+        parts.append(group.project(_parquet(spark, file_schema, plain), current))
     for batch in _key_batches(with_dv):
-        scanned = spark.read.schema(file_schema).parquet(*[f.path for f in batch])
+        scanned = _parquet(spark, file_schema, [f.path for f in batch])
         parts.append(group.project(_live(spark, scanned, batch), current))
     out = parts[0]
     for part in parts[1:]:
@@ -686,7 +697,12 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
     # its own top k), so they would cost a Python read of the predicate's columns and prune nothing.
     # Spark reads the WHERE's TIMESTAMP literals in the session's time zone (see plan_read).
     # ``paimon`` is pinned already when time travelling: plan_read plans on its snapshot.
-    plan = plan_read(paimon, where, use_index=use_index, session_time_zone=spark.conf.get(_SESSION_TIME_ZONE))
+    # Spark reads whole files and applies the WHERE itself: an index is read only where it may skip
+    # a file (or spare its deletion vector), see plan_read's whole_files.
+    # A small read takes the selections: while the plan may be small, the indexes are read.
+    plan = plan_read(paimon, where, use_index=use_index, session_time_zone=spark.conf.get(_SESSION_TIME_ZONE),
+                     whole_files=True,
+                     small_read=(SMALL_READ_FILES, SMALL_READ_ROWS) if small_read_bytes > 0 else None)
     bound, first = None, None
     if order_by is not None and limit is not None:
         first = orders[0]

@@ -7,7 +7,8 @@
     t.read(where=None, columns=None, snapshot_id=None)    -> pa.Table   (t.last_scan_report beside it)
     t.count(where=None) -> int ; t.min_max(column, where=None) -> (min, max)   (index-only when it can)
     t.delete(where) / t.update(set, where)                -> CommitResult (rows_affected)
-    t.upsert(data) / t.compact(full=False)                -> CommitResult (primary-key tables)
+    t.upsert(data)                                        -> CommitResult (primary-key tables)
+    t.compact(full=False)                                 -> CommitResult (COMPACT snapshot)
     t.rewrite_file_index(where=None)                      -> CommitResult
     t.expire_snapshots(retain_last=None, older_than=None) / t.remove_orphan_files(older_than)
     t.file_indexes() -> pa.Table ; t.alter_options(set=..., remove=...) -> Table
@@ -229,8 +230,10 @@ class Table:
         rows = _as_table(data)
         return self._result("upsert", self._upsert(rows), rows.num_rows)
 
-    def _upsert(self, rows: pa.Table, planned: int | object | None = UPSERT_LATEST) -> int | None:
-        """Upsert ``rows``; ``planned``: the snapshot they were read from (commit exactly on it)."""
+    def _upsert(self, rows: pa.Table, planned: int | object | None = UPSERT_LATEST, *,
+                delete_keys: bool = False) -> int | None:
+        """Upsert ``rows``; ``planned``: the snapshot they were read from (commit exactly on it);
+        ``delete_keys``: the ``-D`` rows of a DELETE (their keys removed whatever the merge engine)."""
         from paimon_index.table.pk import ROW_KIND_COLUMN, dv_mode, upsert_arrow
         from paimon_index.table.write import write_arrow
 
@@ -247,7 +250,7 @@ class Table:
                                  "'deletion-vectors.enabled' = 'true', or upsert the new rows")
             return write_arrow(self._paimon, rows)
         try:
-            return upsert_arrow(self._paimon, rows, planned=planned)
+            return upsert_arrow(self._paimon, rows, planned=planned, delete_keys=delete_keys)
         except PaimonIndexError:
             raise
         except (pa.ArrowInvalid, pa.ArrowTypeError, RuntimeError, ValueError) as e:
@@ -306,10 +309,19 @@ class Table:
         return commit_result(self._paimon, operation, snapshot, rows)
 
     def compact(self, full: bool = False) -> CommitResult:
-        """Compact a primary-key table's files (``full``: everything into the highest level)."""
+        """Compact the table's files in one ``COMPACT`` snapshot.
+
+        A primary-key table: files past the delete ratio rewritten (``full``: everything into the
+        highest level). An append table (:mod:`paimon_index.table.append_compaction`): small files
+        bin-packed toward ``target-file-size`` once ``compaction.min.file-num`` are there, files past
+        ``compaction.delete-ratio-threshold`` rewritten without their deleted rows (``full``: as
+        Paimon's full compaction). ``snapshot_id`` is None when nothing was worth compacting.
+        """
         self._writable()
         if not self.is_primary_key_table:
-            raise TableError(f"compact is for primary-key tables; {self.identifier} is an append table")
+            from paimon_index.table.append_compaction import compact_append
+
+            return self._result("compact", compact_append(self._paimon, full=full), 0)
         from paimon_index.table.pk import compact
 
         return self._result("compact", compact(self._paimon, full=full), 0)
@@ -505,7 +517,11 @@ class _ArrowKeyedRows:
         return assigned_rows(self.table.identifier, rows, assignments)
 
     def upsert(self, rows: pa.Table, snapshot_id: int) -> tuple[int | None, int]:
-        return self.table._upsert(rows, snapshot_id), rows.num_rows
+        from paimon_index.table.pk.upsert import ROW_KIND_COLUMN
+
+        # Rows with a row kind are a DELETE's (``deleted``): they remove their keys on every engine.
+        return self.table._upsert(rows, snapshot_id, delete_keys=ROW_KIND_COLUMN in rows.column_names), \
+            rows.num_rows
 
 
 def spark_sort_indices(rows: pa.Table, orders: Iterable[SortOrder]) -> pa.Array:

@@ -604,11 +604,14 @@ def create_table(warehouse: str, identifier: str, schema: pa.Schema | Any, *,
 
 
 def alter_table_options(warehouse: str, identifier: str, *, set_options: Mapping[str, str] | None = None,
-                        remove: Iterable[str] = (), catalog_options: Mapping[str, str] | None = None) -> Any:
+                        remove: Iterable[str] = (), catalog_options: Mapping[str, str] | None = None,
+                        dv_switch_checked: bool = False) -> Any:
     """``ALTER TABLE ... SET/RESET TBLPROPERTIES``: change options, return the re-opened table.
 
-    The options the table would end up with are validated against its columns first; a refused
-    call changes nothing.
+    The options the table would end up with are validated against its columns first, and on a table
+    with snapshots the changes Paimon refuses are refused (:func:`check_option_changes`); a refused
+    call changes nothing. ``dv_switch_checked``: the caller proved the table fully compacted, so
+    ``deletion-vectors.enabled`` may change (``paimon_index.table.pk.set_deletion_vectors``).
     """
     from pypaimon.schema.schema_change import SchemaChange
 
@@ -622,11 +625,99 @@ def alter_table_options(warehouse: str, identifier: str, *, set_options: Mapping
     # The whole resulting option set is checked (a misspelt key already on the table is named too;
     # it can be dropped in the same call with ``remove``).
     validate_table_options(merged, column_types(table.fields))
+    from paimon_index.table.paimon import latest_snapshot
+
+    if latest_snapshot(table) is not None:
+        updates = check_option_changes(identifier, current, updates, removed, list(table.primary_keys),
+                                       list(table.partition_keys), dv_switch_checked=dv_switch_checked)
     changes = [SchemaChange.set_option(k, v) for k, v in updates.items()]
     changes += [SchemaChange.remove_option(k) for k in removed]
     if changes:
         cat.alter_table(identifier, changes)
     return cat.get_table(identifier)
+
+
+#: Options fixed once a table has snapshots (CoreOptions' ``@Immutable`` options): an ALTER that
+#: changes one is refused, as Paimon's SchemaManager refuses it.
+IMMUTABLE_OPTIONS = frozenset({
+    "type", "bucket-key", "bucket-function.type", "data-file.path-directory", "merge-engine",
+    "sequence.snapshot-ordering", "aggregation.remove-record-on-delete",
+    "partial-update.remove-record-on-delete", "partial-update.remove-record-on-sequence-group",
+    "rowkind.field", "primary-key", "primary-key.nullable", "partition", "dynamic-bucket.initial-buckets",
+    "force-lookup", "row-tracking.enabled", "data-evolution.enabled", "index-file-in-data-file-dir",
+    "blob-field", "blob-descriptor-field", "blob-view-field", "pk-clustering-override"})
+#: Options that may go from false to true but never back (old rows were dropped on their strength).
+_ONE_WAY_OPTIONS = ("ignore-delete", "ignore-update-before")
+_DV_ENABLED = "deletion-vectors.enabled"
+_DV_MODIFIABLE = "deletion-vectors.modifiable"
+_BUCKET = "bucket"
+
+
+def _java_bool(value: str | None) -> bool:
+    """Java's ``Boolean.parseBoolean`` (what SchemaManager compares): only ``true``, any case."""
+    return value is not None and value.strip().lower() == "true"
+
+
+def _key_list(value: str) -> list[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def check_option_changes(identifier: str, current: Mapping[str, str], updates: Mapping[str, str],
+                         removed: Iterable[str], primary_keys: list[str], partition_keys: list[str], *,
+                         dv_switch_checked: bool = False) -> dict[str, str]:
+    """The effective ``updates`` of an ALTER on a table with snapshots (values that change nothing
+    dropped), after refusing the changes Paimon's ``SchemaManager.checkAlterTableOption`` refuses:
+    an immutable option, a dynamic bucket (``-1``) changed or a table made dynamic, the
+    deletion-vectors mode switched without ``deletion-vectors.modifiable`` (rows could be read twice
+    or lost), ``ignore-delete``/``ignore-update-before`` turned off.
+
+    Raises:
+        InvalidOptionError: naming the option and what to do instead.
+    """
+    effective: dict[str, str] = {}
+    for key, new in updates.items():
+        old = current.get(key)
+        unchanged = old == new or (key == "type" and new.lower() == (old or "table").lower()) or (
+            old is None and ((key == "primary-key" and _key_list(new) == primary_keys)
+                             or (key == "partition" and _key_list(new) == partition_keys)))
+        if unchanged:
+            continue
+        _check_change(identifier, current, key, old, new, dv_switch_checked)
+        effective[key] = new
+    for key in removed:
+        if key in IMMUTABLE_OPTIONS:
+            _check_change(identifier, current, key, current.get(key), None, dv_switch_checked)
+        elif key == _BUCKET:
+            raise InvalidOptionError(f"{identifier}: 'bucket' cannot be reset once the table has snapshots "
+                                     "(as in Paimon); set it to a value instead")
+        elif key == _DV_ENABLED:
+            _check_change(identifier, current, key, current.get(key), "false", dv_switch_checked)
+    return effective
+
+
+def _check_change(identifier: str, current: Mapping[str, str], key: str, old: str | None, new: str | None,
+                  dv_switch_checked: bool) -> None:
+    if key in IMMUTABLE_OPTIONS:
+        raise InvalidOptionError(f"{identifier}: '{key}' cannot change once the table has snapshots (Paimon "
+                                 "fixes it at creation); create a new table with it and INSERT the rows")
+    if key == _BUCKET and new is not None:
+        if (old or "-1").strip() == "-1":
+            raise InvalidOptionError(f"{identifier}: 'bucket' cannot change on a dynamic-bucket table "
+                                     "(bucket -1), as in Paimon; create a new table and INSERT the rows")
+        if new.strip() == "-1":
+            raise InvalidOptionError(f"{identifier}: 'bucket' cannot change to -1 (dynamic), as in Paimon; "
+                                     "create a new table and INSERT the rows")
+    if key == _DV_ENABLED and not dv_switch_checked:
+        if _java_bool(current.get(_DV_MODIFIABLE)):
+            return
+        if _java_bool(old) != _java_bool(new):
+            raise InvalidOptionError(
+                f"{identifier}: switching '{_DV_ENABLED}' on a table with snapshots can read rows twice or "
+                "lose deletes unless the table is fully compacted first; use "
+                "paimon_index.table.pk.set_deletion_vectors (it checks that), or set "
+                f"'{_DV_MODIFIABLE}' = 'true' if you are sure (as in Paimon)")
+    if key in _ONE_WAY_OPTIONS and _java_bool(old) and not _java_bool(new):
+        raise InvalidOptionError(f"{identifier}: '{key}' cannot change from true to false (as in Paimon)")
 
 
 # ------------------------------------------------------------------------------------------------

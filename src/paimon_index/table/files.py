@@ -29,6 +29,22 @@ asked the predicate on its own columns (a column it lacks may rule it out, ``fil
 its index answers are then never taken as exact. Its rows are read under the version it was written
 with and mapped to the current columns by field id.
 
+**Which index bodies are read** (:func:`weigh_index`, decided per file from its value statistics
+before any body is read; :mod:`paimon_index.table.scan` calls it for append tables): an index body
+is read only when its answer can change the plan. A leaf the statistics prove true for every row
+is not asked (an index adds nothing to it; with every leaf so, the file's plan is exact: a count
+takes its live rows), one they prove false for every row is FALSE. A read of *whole files*
+(``whole_files``: the planned Spark read, where Spark's filter decides every row and a selection
+only decides whether the file is read) also leaves the indexes unread when no index can skip the
+file -- the statistics prove a written row matches (:func:`~paimon_index.table.stats.stats_some_match`)
+-- or when a skip is unlikely: the statistics estimate at least :data:`INDEX_SKIP_UNLIKELY_ROWS`
+matching rows (:func:`~paimon_index.table.stats.stats_fraction`; a heuristic, so it only ever
+chooses not to read, REMAIN, never to skip). A file with a deletion vector is always asked there:
+its selection may spare the vector (``deletion_needed``). Inside the evaluator, an index type that
+cannot answer a leaf's operator is not read either (:func:`~paimon_index.fileindex.evaluate.answers`).
+What was read and what not, and why, is in :attr:`ScanReport.index_uses` (one :class:`IndexUse` per
+file with an index).
+
 Errors: a deletion vector naming a row past the file's end is a
 :class:`~paimon_index.errors.CorruptFileError`; a data, index or DV file the plan lists that is gone
 is a :class:`~paimon_index.errors.TableError` naming it (:func:`missing_files_named`).
@@ -54,25 +70,36 @@ from paimon_index.deletionvectors.vector import DeletionVector
 from paimon_index.errors import CorruptFileError, TableError
 from paimon_index.fileindex.base import TopN
 from paimon_index.fileindex.evaluate import FileIndexEvaluator
-from paimon_index.fileindex.format import ContainerReader
+from paimon_index.fileindex.format import ContainerReader, IndexEntry
 from paimon_index.fileindex.range_bitmap import RangeBitmapIndex, RangeBitmapReader
 from paimon_index.fileindex.result import REMAIN, SKIP, FileIndexResult, Rows, and_not
-from paimon_index.predicate import ALWAYS_FALSE, ALWAYS_TRUE, Predicate, columns_of
+from paimon_index.predicate import ALWAYS_FALSE, ALWAYS_TRUE, And, Leaf, Or, Predicate, and_, columns_of, or_
 from paimon_index.table.fileio import IOCounters, TableIO
 from paimon_index.table.metacache import PARSED_WEIGHT_FACTOR, checkout_container, metadata_cache
 from paimon_index.table.schemas import FileMapping, mapping_of
+from paimon_index.table.stats import (
+    ColumnStats,
+    stats_all_match,
+    stats_fraction,
+    stats_may_match,
+    stats_some_match,
+)
 from paimon_index.types import DataType
 
 __all__ = [
     "FILE_PATH_COLUMN",
     "INDEX_FILE_SUFFIX",
+    "INDEX_SKIP_UNLIKELY_ROWS",
     "METADATA_COLUMNS",
     "DeletionRef",
     "FilePlan",
+    "IndexUse",
+    "IndexWeighing",
     "ScanReport",
     "SplitVectors",
     "bitmap_positions",
     "container_source",
+    "estimated_matches",
     "exact_selection",
     "file_plan",
     "index_answer",
@@ -85,6 +112,7 @@ __all__ = [
     "read_positions",
     "read_rows",
     "resolve",
+    "weigh_index",
 ]
 
 #: A data file's index container beside it: ``<data-file>.index`` (Paimon's name).
@@ -103,6 +131,45 @@ DENSE_SELECTION_DIVISOR = 4
 
 #: A column name no Paimon table can have (it carries row positions through a filter).
 _POSITION = "__paimon_index_position__"
+
+
+#: A read of whole files leaves a file's indexes unread when its value statistics estimate at least
+#: this many matching rows (values spread evenly between min and max, columns independent): an
+#: index skips a file only when *no* row matches, which that estimate puts at about e^-1000 (a
+#: Poisson guess); the margin is for values that are not spread evenly (a file whose values leave
+#: a gap the query's range falls in is the case this rule gives up: read whole, not skipped).
+#: Measured on TPC-H lineitem Q6 (``benchmarks/scan_costs.py``, ``docs/read-path.md``).
+INDEX_SKIP_UNLIKELY_ROWS = 1_000
+
+#: Why an index body was not read (:class:`IndexUse`).
+STATS_ALL_MATCH = "statistics prove every row matches"
+STATS_NONE_MATCH = "statistics prove no row matches"
+STATS_SOME_MATCH = "statistics prove a row matches: no index can skip the file"
+SKIP_UNLIKELY = "not worth reading: statistics estimate ~{rows:,} matching rows (>= {limit:,})"
+
+
+@dataclass(frozen=True)
+class IndexUse:
+    """What one data file's index bodies did for a query: those read, those not, and why."""
+
+    file: str
+    #: (column, index type, body bytes) of every body asked for an answer
+    read: tuple[tuple[str, str, int], ...] = ()
+    #: (column, index type -- empty when the container was not opened --, why) of those left unread
+    not_read: tuple[tuple[str, str, str], ...] = ()
+
+    def describe(self) -> str:
+        """One line: ``file: read col/type (N bytes), ...; not read col/type (why), ...``."""
+        parts = []
+        if self.read:
+            parts.append("read " + ", ".join(f"{c}/{t} ({n:,} bytes)" for c, t, n in self.read))
+        if self.not_read:
+            by_why: dict[str, list[str]] = {}
+            for c, t, why in self.not_read:
+                by_why.setdefault(why, []).append(f"{c}/{t}" if t else c)
+            parts.append("not read " + ", ".join(f"{', '.join(names)} ({why})"
+                                                 for why, names in by_why.items()))
+        return f"{self.file}: {'; '.join(parts) or 'no index asked'}"
 
 
 @dataclass
@@ -133,6 +200,12 @@ class ScanReport:
     #: Manifests, index containers and deletion vectors found parsed in the process's metadata
     #: cache (:mod:`paimon_index.table.metacache`) instead of read again.
     metadata_cache_hits: int = 0
+    #: Index bodies asked for an answer, and those left unread (the plan's cost decisions, the
+    #: index types that cannot answer an operator, an AND decided before them).
+    index_bodies_read: int = 0
+    index_bodies_not_read: int = 0
+    #: Per data file with an index: which bodies were read and which not, and why.
+    index_uses: list[IndexUse] = field(default_factory=list)
 
     def merge(self, other: ScanReport) -> ScanReport:
         """Add ``other``'s counts to this report (reports of several splits or executors)."""
@@ -141,7 +214,12 @@ class ScanReport:
         return self
 
     def as_dict(self) -> dict[str, int]:
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+        """The counts (:attr:`index_uses` left out)."""
+        return {name: getattr(self, name) for name in self.__dataclass_fields__ if name != "index_uses"}
+
+    def index_lines(self) -> list[str]:
+        """One line per file with an index: the bodies read and not read (:meth:`IndexUse.describe`)."""
+        return [use.describe() for use in self.index_uses]
 
 
 @dataclass(frozen=True)
@@ -351,6 +429,91 @@ def _past_the_end(deletion: Any, row: int, row_count: int) -> CorruptFileError:
                             path=deletion.dv_index_path, offset=deletion.offset, field="deletion vector")
 
 
+# -- weighing: which index bodies are worth reading ---------------------------------------------
+@dataclass(frozen=True)
+class IndexWeighing:
+    """What a file's index is asked, decided from its value statistics (:func:`weigh_index`)."""
+
+    #: The predicate the index is asked (ALWAYS_TRUE: none; ALWAYS_FALSE: no row matches).
+    asked: Predicate
+    #: (column, why) of the leaves not asked.
+    not_asked: tuple[tuple[str, str], ...] = ()
+    #: The statistics prove every row of the file matches (the whole predicate).
+    every_row: bool = False
+
+
+def _reduce(p: Predicate, stats: Mapping[str, ColumnStats], schema: Mapping[str, DataType],
+            notes: list[tuple[str, str]]) -> Predicate:
+    """``p`` with each leaf the statistics prove true for every row TRUE, false for every row FALSE."""
+    if isinstance(p, Leaf):
+        if stats_all_match(p, stats, schema):
+            notes.append((p.column, STATS_ALL_MATCH))
+            return ALWAYS_TRUE
+        if not stats_may_match(p, stats, schema):
+            notes.append((p.column, STATS_NONE_MATCH))
+            return ALWAYS_FALSE
+        return p
+    if isinstance(p, And):
+        return and_(*(_reduce(c, stats, schema, notes) for c in p.children))
+    if isinstance(p, Or):
+        return or_(*(_reduce(c, stats, schema, notes) for c in p.children))
+    return p
+
+
+def weigh_index(bound: Predicate, stats: Mapping[str, ColumnStats], schema: Mapping[str, DataType],
+                row_count: int, *, whole_files: bool, deletions: bool) -> IndexWeighing:
+    """What a data file's index is worth asking for ``bound``, from the file's value ``stats``
+    (:class:`~paimon_index.table.stats.FileStats`) alone (see the module docstring).
+
+    ``whole_files``: the reader reads whole files and applies the WHERE itself (a selection only
+    decides whether the file is read); ``deletions``: the file has a deletion vector. Never drops a
+    matching row: the answer only ever leaves out leaves that cannot change the index's answer, or
+    (``whole_files``) asks nothing, which answers REMAIN.
+    """
+    notes: list[tuple[str, str]] = []
+    asked = _reduce(bound, stats, schema, notes)
+    if asked is ALWAYS_TRUE:
+        return IndexWeighing(asked, tuple(notes), every_row=True)
+    if asked is ALWAYS_FALSE or not whole_files or deletions:
+        return IndexWeighing(asked, tuple(notes))
+    columns = columns_of(asked)
+    if stats_some_match(asked, stats, schema):
+        return IndexWeighing(ALWAYS_TRUE, (*notes, *((c, STATS_SOME_MATCH) for c in columns)))
+    fraction = stats_fraction(asked, stats, schema)
+    if fraction is not None and fraction * row_count >= INDEX_SKIP_UNLIKELY_ROWS:
+        why = SKIP_UNLIKELY.format(rows=round(fraction * row_count), limit=INDEX_SKIP_UNLIKELY_ROWS)
+        return IndexWeighing(ALWAYS_TRUE, (*notes, *((c, why) for c in columns)))
+    return IndexWeighing(asked, tuple(notes))
+
+
+def estimated_matches(bound: Predicate, stats: Mapping[str, ColumnStats], schema: Mapping[str, DataType],
+                      row_count: int) -> float | None:
+    """The statistics' estimate of a file's rows matching ``bound`` (None: none): 0 when they prove
+    no row matches, every row when they prove all do, else
+    :func:`~paimon_index.table.stats.stats_fraction` of the rows."""
+    notes: list[tuple[str, str]] = []
+    reduced = _reduce(bound, stats, schema, notes)
+    fraction = stats_fraction(reduced, stats, schema)
+    return None if fraction is None else fraction * row_count
+
+
+def _entry_use(entry: IndexEntry) -> tuple[str, str, int]:
+    return entry.column, entry.index_type, entry.length
+
+
+def _record_use(report: ScanReport, plan: FilePlan, evaluator: FileIndexEvaluator | None,
+                not_asked: Sequence[tuple[str, str]]) -> None:
+    read = tuple(_entry_use(e) for e in evaluator.read) if evaluator is not None else ()
+    unread = tuple((e.column, e.index_type, why) for e, why in evaluator.unread.items()) \
+        if evaluator is not None else ()
+    unread = (*unread, *((column, "", why) for column, why in dict.fromkeys(not_asked)))
+    if not read and not unread:
+        return
+    report.index_bodies_read += len(read)
+    report.index_bodies_not_read += len(unread)
+    report.index_uses.append(IndexUse(plan.name, read, unread))
+
+
 # -- resolving: what the index and the vector leave ----------------------------------------------
 def bitmap_positions(bitmap: BitMap) -> np.ndarray:
     """A row bitmap as the sorted ``int64`` positions a :class:`FilePlan` holds."""
@@ -359,24 +522,27 @@ def bitmap_positions(bitmap: BitMap) -> np.ndarray:
 
 def resolve(io: TableIO, plan: FilePlan, bound: Predicate, schema: Mapping[str, DataType],
             report: ScanReport, *, vectors: SplitVectors | None = None, topn: TopN | None = None,
-            use_index: bool = True, exact_answers: bool = False) -> FilePlan | None:
+            use_index: bool = True, exact_answers: bool = False,
+            weighing: IndexWeighing | None = None) -> FilePlan | None:
     """``plan`` with its deletion vector read and its index asked ``bound`` (and ``topn``): the
     rows that may match, or None when no live row of the file can. A resolved plan comes back as it
     is (counted as planned). ``vectors``: the group's vector source (default: the file's own).
-    ``exact_answers``: also make the index answers exact that need one more bitmap (a count's)."""
+    ``exact_answers``: also make the index answers exact that need one more bitmap (a count's).
+    ``weighing``: what the file's statistics leave worth asking (:func:`weigh_index`; without
+    ``topn``), else the index is asked ``bound``."""
     report.files_planned += 1
     report.rows_planned += plan.row_count
     if plan.resolved:
         return plan
     if plan.deletion is not None and vectors is None:
         with SplitVectors(io, [plan.deletion], report) as own:
-            return _resolve(io, plan, bound, schema, report, own, topn, use_index, exact_answers)
-    return _resolve(io, plan, bound, schema, report, vectors, topn, use_index, exact_answers)
+            return _resolve(io, plan, bound, schema, report, own, topn, use_index, exact_answers, weighing)
+    return _resolve(io, plan, bound, schema, report, vectors, topn, use_index, exact_answers, weighing)
 
 
 def _resolve(io: TableIO, plan: FilePlan, bound: Predicate, schema: Mapping[str, DataType],
              report: ScanReport, vectors: SplitVectors | None, topn: TopN | None, use_index: bool,
-             exact_answers: bool) -> FilePlan | None:
+             exact_answers: bool, weighing: IndexWeighing | None = None) -> FilePlan | None:
     deleted = None
     if plan.deletion is not None:
         assert vectors is not None
@@ -385,8 +551,21 @@ def _resolve(io: TableIO, plan: FilePlan, bound: Predicate, schema: Mapping[str,
     deletion_needed = deleted is not None
     exact = bound is ALWAYS_TRUE
     topn = topn if use_index else None
-    if use_index and (bound is not ALWAYS_TRUE or topn is not None):
-        result = index_answer(io, plan, bound, schema, report, topn, deleted, exact_answers)
+    asked = bound
+    if use_index and weighing is not None and topn is None and bound is not ALWAYS_TRUE:
+        asked = weighing.asked
+        if asked is ALWAYS_FALSE:
+            report.files_skipped_by_stats += 1
+            return None
+        if asked is ALWAYS_TRUE:
+            if plan.index is not None:
+                _record_use(report, plan, None, weighing.not_asked)
+            mapping = mapping_of(schema, plan)
+            exact = weighing.every_row and (mapping is None or mapping.identity)
+    if use_index and (asked is not ALWAYS_TRUE or topn is not None):
+        not_asked = () if weighing is None or asked is bound else weighing.not_asked
+        result = index_answer(io, plan, asked, schema, report, topn, deleted, exact_answers,
+                              not_asked=not_asked)
         if not result.remain:
             report.files_skipped_by_index += 1
             return None
@@ -415,9 +594,10 @@ def _resolve(io: TableIO, plan: FilePlan, bound: Predicate, schema: Mapping[str,
 
 def index_answer(io: TableIO | None, plan: FilePlan, bound: Predicate, schema: Mapping[str, DataType],
                  report: ScanReport, topn: TopN | None, deleted: np.ndarray | None,
-                 exact_answers: bool) -> FileIndexResult:
+                 exact_answers: bool, *, not_asked: Sequence[tuple[str, str]] = ()) -> FileIndexResult:
     """What the file's index leaves for ``bound`` (and, with ``topn``, the TopN candidates among the
-    live matching rows). A file of another schema version is asked on its own columns."""
+    live matching rows). A file of another schema version is asked on its own columns. What it read
+    goes to ``report.index_uses``, with ``not_asked`` (column, why) of the leaves left out."""
     mapping = mapping_of(schema, plan)
     identity = mapping is None or mapping.identity
     file_bound, file_types = bound, schema
@@ -445,6 +625,7 @@ def index_answer(io: TableIO | None, plan: FilePlan, bound: Predicate, schema: M
             result = evaluator.evaluate_topn(topn, result)
             if isinstance(result, Rows):
                 report.rows_kept_by_topn += len(result.bitmap)
+        _record_use(report, plan, evaluator, not_asked)
     return result
 
 

@@ -102,6 +102,7 @@ __all__ = [
     "cached_manifest_reads",
     "canonical_data_file_path",
     "check_snapshot_store",
+    "commit_compact",
     "deleted_entries",
     "delta_file_counts",
     "index_entries",
@@ -402,6 +403,29 @@ def new_file_store_commit(table: Any, snapshot_commit: ExclusiveSnapshotCommit, 
 
         commit._overwrite_hash_index_deletes = index_deletes
     return commit
+
+
+#: ``Snapshot.commit_kind`` of a compaction (Java's ``CommitKind.COMPACT``).
+COMMIT_KIND_COMPACT = "COMPACT"
+
+
+def commit_compact(commit: FileStoreCommit, messages: Sequence[CommitMessage],
+                   commit_identifier: int) -> None:
+    """Commit ``messages`` as one ``COMPACT`` snapshot, as Java commits a compaction.
+
+    pypaimon's ``commit`` makes every snapshot ``APPEND`` (``OVERWRITE`` once a file is deleted) and
+    refuses compact increments; Java writes a compaction's files removed and added into the delta
+    manifest with ``commitKind`` ``COMPACT``, with conflict checks. This builds the same entries
+    pypaimon's ``commit`` builds (``deleted_files`` as DELETE, ``new_files`` as ADD, the index
+    changes) and commits them through the same ``_try_commit``, only the kind differs.
+    """
+    entries = commit._collect_manifest_entries(list(messages))
+    index_adds = [e for m in messages for e in m.index_adds]
+    index_deletes = [e for m in messages for e in m.index_deletes]
+    commit.conflict_detection._row_id_check_from_snapshot = None
+    commit._try_commit(commit_kind=COMMIT_KIND_COMPACT, commit_identifier=commit_identifier,
+                       commit_entries_plan=lambda snapshot: entries, detect_conflicts=True,
+                       index_deletes=index_deletes, index_adds=index_adds)
 
 
 def overwrite_index_deletes(table: Any, snapshot: Snapshot | None, partition_filter: Any,

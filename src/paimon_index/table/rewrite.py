@@ -113,6 +113,7 @@ __all__ = [
     "build_current_container",
     "commit_rewrite",
     "next_index_file_name",
+    "partition_filter",
     "plan_rewrite",
     "rewrite_file",
     "rewrite_file_index",
@@ -238,7 +239,7 @@ def _options(table: PaimonTable, options: FileIndexOptions | None) -> FileIndexO
 # ------------------------------------------------------------------------------------------------
 # planning (driver)
 # ------------------------------------------------------------------------------------------------
-def _partition_filter(table: PaimonTable, partitions: PartitionSelection | None
+def partition_filter(table: PaimonTable, partitions: PartitionSelection | None
                       ) -> Callable[[list[tuple[Any, ...]]], set[tuple[Any, ...]]]:
     """A function selecting, from a list of partition value tuples, those ``partitions`` names."""
     keys = list(table.partition_keys or [])
@@ -340,7 +341,7 @@ def plan_rewrite(table: PaimonTable, partitions: PartitionSelection | None = Non
             table is not partitioned.
     """
     opts = _options(table, options)
-    select = _partition_filter(table, partitions)
+    select = partition_filter(table, partitions)
     plan = plan_snapshot(table, for_write=True)
     snapshot = plan.snapshot
     if snapshot is None:

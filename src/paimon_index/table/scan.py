@@ -32,7 +32,12 @@ own filter would keep; ``exact`` says whether nothing was replaced (TopN candida
 among rows of an exact predicate).
 
 Costs: one pass over the manifests (pypaimon's plan with the statistics filter); no index is read
-when the predicate is TRUE; deletion vectors are read by their manifest ranges only.
+when the predicate is TRUE; deletion vectors are read by their manifest ranges only. An index body
+is read only when its answer can change the plan (:func:`paimon_index.table.files.weigh_index`,
+decided per append-table file from its value statistics): never for a leaf the statistics prove
+true for every row of the file, and, for a reader of whole files (``whole_files=True``: the planned
+Spark read), not when no index can skip the file or a skip is unlikely. The plan's
+``report.index_uses`` says per file what was read and what not, and why.
 """
 
 from __future__ import annotations
@@ -57,16 +62,18 @@ from paimon_index.table.files import (
     FilePlan,
     ScanReport,
     SplitVectors,
+    estimated_matches,
     file_plan,
     index_answer,
     index_container,
     missing_files_named,
     range_bitmap_reader,
     resolve,
+    weigh_index,
 )
 from paimon_index.table.paimon import pinned_table, read_snapshot
 from paimon_index.table.schemas import ReadSchema, mapping_of, read_schema
-from paimon_index.table.stats import plan_splits
+from paimon_index.table.stats import ColumnStats, plan_splits
 from paimon_index.table.write import table_options
 from paimon_index.types import TypeRoot
 
@@ -166,7 +173,8 @@ def _ltz_opaque(dtype: Any) -> bool:
 # -- planning ------------------------------------------------------------------------------------------
 def plan_read(table: Any, where: str | Predicate | None = None, *, snapshot_id: int | None = None,
               use_index: bool = True, topn: TopN | None = None, session_time_zone: str | None = None,
-              strict: bool = False, defer: bool = False, exact_answers: bool = False) -> ReadPlan:
+              strict: bool = False, defer: bool = False, exact_answers: bool = False,
+              whole_files: bool = False, small_read: tuple[int, int] | None = None) -> ReadPlan:
     """Plan a read of ``table`` (pypaimon table) on one pinned snapshot (default: the latest).
 
     The plan's schema is the table's current one, or with ``snapshot_id`` that snapshot's (time
@@ -185,6 +193,13 @@ def plan_read(table: Any, where: str | Predicate | None = None, *, snapshot_id: 
     driver drops only the files an embedded index or their schema version rules out, and reads no
     ``.index`` file and no vector. ``exact_answers``: also make the index answers exact that need
     one more bitmap (a count's; :class:`~paimon_index.table.files.FilePlan` ``exact``).
+    ``whole_files``: the reader reads every row of the files it is given and applies the WHERE
+    itself (the planned Spark read): a row selection only decides whether a file is read, so an
+    index is read only where it may skip the file (or spare a deletion vector) -- see
+    :func:`~paimon_index.table.files.weigh_index`. ``small_read``: (files, rows) -- such a reader
+    reads a plan of at most that many files and matching rows itself, from the selections (the
+    planned read's small read): while the statistics cannot estimate the plan's matching rows at
+    ``rows`` or more, it is planned as a reader of rows.
 
     Raises:
         UnsupportedTableError: a primary-key table whose level-0 files need a merge.
@@ -228,8 +243,14 @@ def plan_read(table: Any, where: str | Predicate | None = None, *, snapshot_id: 
     topn = topn if use_index and exact else None
     files: list[FilePlan] = []
     io = TableIO.of(pinned)
+    # Append tables only, as the statistics filter (plan_splits); not with TopN (its candidates).
+    weigh = not defer and not primary_key and topn is None and prune is not ALWAYS_TRUE
+    kept_stats: dict[str, dict[str, ColumnStats]] | None = {} if weigh else None
     with missing_files_named(f"planning a read of snapshot {snapshot.id}"):
-        for split in plan_splits(pinned, prune, schema, report):
+        splits = plan_splits(pinned, prune, schema, report, kept_stats=kept_stats)
+        if kept_stats is not None and whole_files and small_read is not None:
+            whole_files = not _may_be_small(splits, bound, kept_stats, schema, *small_read)
+        for split in splits:
             deletions = split.data_deletion_files or [None] * len(split.files)
             partition = tuple(split.partition.values or ())
             unresolved = [file_plan(meta, deletion, partition, int(split.bucket))
@@ -240,12 +261,33 @@ def plan_read(table: Any, where: str | Predicate | None = None, *, snapshot_id: 
             # Each DV index file of the split is read once, every vector the split needs in one request.
             with SplitVectors(io, deletions, report) as vectors:
                 for f in unresolved:
+                    weighing = None if kept_stats is None else weigh_index(
+                        bound, kept_stats.get(f.name, {}), schema, f.row_count,
+                        whole_files=whole_files, deletions=f.deletion is not None)
                     planned = resolve(io, f, bound, schema, report, vectors=vectors, topn=topn,
-                                      use_index=use_index, exact_answers=exact_answers)
+                                      use_index=use_index, exact_answers=exact_answers, weighing=weighing)
                     if planned is not None:
                         files.append(planned)
     return ReadPlan(int(snapshot.id), schema, bound, exact, tuple(files), report, primary_key,
                     time.perf_counter() - started, pinned)
+
+
+def _may_be_small(splits: list[Any], bound: Predicate, kept_stats: Mapping[str, Mapping[str, ColumnStats]],
+                  schema: ReadSchema, max_files: int, max_rows: int) -> bool:
+    """Whether a plan of ``splits`` may be read small (at most ``max_files`` files and ``max_rows``
+    matching rows): False once there are more files, or the statistics estimate the matching rows
+    of every file and they add up to ``max_rows`` or more."""
+    metas = [meta for split in splits for meta in split.files]
+    if len(metas) > max_files:
+        return False
+    total = 0.0
+    for meta in metas:
+        expected = estimated_matches(bound, kept_stats.get(str(meta.file_name), {}), schema,
+                                     int(meta.row_count))
+        if expected is None:
+            return True
+        total += expected
+    return total < max_rows
 
 
 def _may_match_on_driver(f: FilePlan, bound: Predicate, schema: ReadSchema, report: ScanReport) -> bool:

@@ -4,6 +4,9 @@
     file_value_stats(table, meta) -> (SimpleStats, value_stats_cols)
     plan_splits(table, bound, schema, report)    # pypaimon's plan minus the files stats rule out
     stats_may_match(bound, stats) -> bool        # False only if no row of the file can match
+    stats_all_match(bound, stats) -> bool        # True only if every row of the file matches
+    stats_some_match(bound, stats) -> bool       # True only if some row of the file matches
+    stats_fraction(bound, stats) -> float | None # an estimate of the fraction of rows that match
 
 **Writing** (Java: ``ParquetSimpleStatsExtractor`` + ``TruncateSimpleColStatsCollector`` +
 ``SimpleStatsConverter``). Java reads the min/max/null count of every column from the Parquet
@@ -42,6 +45,25 @@ matches, with SQL semantics (NULL never matches a comparison) and never wrongly:
 Only append tables are pruned: skipping a file of a primary-key table could bring back an older
 version of a row.
 
+**Proofs and estimates for the read plan's cost decisions** (:mod:`paimon_index.table.files`,
+``weigh_index``): what the same statistics say before any index body is read --
+
+- :func:`stats_all_match`: every row of the file satisfies the predicate (NULL counts 0 and the
+  min/max inside a comparison's range; ``IS NOT NULL`` with no NULL; ``IS NULL`` with only NULLs).
+  Min/max are used as *bounds* only, so truncated strings prove too; never FLOAT/DOUBLE (NaN may
+  sit behind any max), CHAR (padding), a NULL literal. An index can then add nothing for the leaf.
+- :func:`stats_some_match`: some row of the file satisfies it: a min or max is a value some row
+  holds (types whose statistics are never truncated: integers, DATE, DECIMAL, BOOLEAN,
+  TIMESTAMP(<= 6)), so a leaf that the min or the max satisfies has a matching row (an AND only
+  when all its leaves name one column and one of those two values satisfies them all). True of
+  the file's written rows: a caller whose file has deleted rows cannot use it. No index can then
+  skip the file.
+- :func:`stats_fraction`: an *estimate* (not a proof) of the fraction of rows that match, taking
+  the values spread evenly between min and max and the columns as independent: comparisons and
+  ``BETWEEN`` on numeric keys (the overlap of the literal range with [min, max]), ``IS [NOT]
+  NULL`` (the NULL count), AND a product, OR at least its largest known part. ``=``/``IN`` and
+  anything else are not estimated (None): a point lookup is what an index answers best.
+
 pypaimon internals used: ``DataFileMeta.value_stats`` (``SimpleStats`` of ``GenericRow``/
 ``BinaryRow`` with ``fields``), ``value_stats_cols``, ``schema_id``, ``write_cols``;
 ``table.table_schema``, ``table.schema_manager.get_schema``; ``TableScan.file_scanner.
@@ -70,11 +92,15 @@ from paimon_index.types import DataType, TypeRoot, canonical_literal, parse_type
 __all__ = [
     "DEFAULT_STATS_MODE",
     "ColumnStats",
+    "FileStats",
     "attach_value_stats",
     "file_value_stats",
     "plan_splits",
     "row_group_may_match",
+    "stats_all_match",
+    "stats_fraction",
     "stats_may_match",
+    "stats_some_match",
     "truncate_max",
     "truncate_min",
 ]
@@ -360,6 +386,200 @@ def stats_may_match(predicate: Predicate, stats: Mapping[str, ColumnStats],
         return True  # literal and stats of incomparable kinds: cannot tell
 
 
+#: Types whose min/max prove "every row matches" (as bounds; see the module docstring).
+_ALL_MATCH_ROOTS = frozenset({TypeRoot.TINYINT, TypeRoot.SMALLINT, TypeRoot.INT, TypeRoot.BIGINT,
+                              TypeRoot.DECIMAL, TypeRoot.DATE, TypeRoot.BOOLEAN, TypeRoot.TIMESTAMP,
+                              TypeRoot.VARCHAR, TypeRoot.BINARY, TypeRoot.VARBINARY})
+#: Types whose min/max are values some row holds (never truncated).
+_ATTAINED_ROOTS = _ALL_MATCH_ROOTS - {TypeRoot.VARCHAR, TypeRoot.BINARY, TypeRoot.VARBINARY}
+#: Types whose keys are numbers an even spread between min and max can be estimated on.
+_NUMERIC_ROOTS = frozenset({TypeRoot.TINYINT, TypeRoot.SMALLINT, TypeRoot.INT, TypeRoot.BIGINT,
+                            TypeRoot.DECIMAL, TypeRoot.DATE, TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ,
+                            TypeRoot.FLOAT, TypeRoot.DOUBLE})
+
+
+def _usable(leaf: Leaf, dtype: DataType | None, s: ColumnStats | None, roots: frozenset[TypeRoot]
+            ) -> bool:
+    if dtype is None or s is None or dtype.root not in roots:
+        return False
+    if dtype.root is TypeRoot.TIMESTAMP and (dtype.precision or 0) > _MAX_TIMESTAMP_PRECISION:
+        return False
+    return not any(v is None or _is_nan(v) for v in leaf.literals)
+
+
+def _no_nulls(s: ColumnStats) -> bool:
+    return s.null_count is not None and s.null_count == 0
+
+
+def _leaf_all_match(leaf: Leaf, dtype: DataType | None, s: ColumnStats | None) -> bool:
+    if not _usable(leaf, dtype, s, _ALL_MATCH_ROOTS):
+        return False
+    assert s is not None
+    if leaf.op is Op.IS_NOT_NULL:
+        return _no_nulls(s)
+    if leaf.op is Op.IS_NULL:
+        return s.null_count is not None and s.null_count == s.row_count
+    lo, hi = s.min, s.max
+    if not _no_nulls(s) or lo is None or hi is None:
+        return False  # a NULL row matches no comparison
+    lits = leaf.literals
+    match leaf.op:
+        case Op.EQ:
+            return bool(lo == hi == lits[0])
+        case Op.IN:
+            return bool(lo == hi and lo in lits)
+        case Op.NE | Op.NOT_IN:
+            return all(v < lo or v > hi for v in lits)
+        case Op.LT:
+            return bool(hi < lits[0])
+        case Op.LE:
+            return bool(hi <= lits[0])
+        case Op.GT:
+            return bool(lo > lits[0])
+        case Op.GE:
+            return bool(lo >= lits[0])
+        case Op.BETWEEN:
+            return bool(lits[0] <= lo and hi <= lits[1])
+    return False
+
+
+def stats_all_match(predicate: Predicate, stats: Mapping[str, ColumnStats],
+                    schema: Mapping[str, DataType]) -> bool:
+    """True only when the stats prove that every row of the file satisfies ``predicate`` (bound)."""
+    if predicate is ALWAYS_TRUE:
+        return True
+    if isinstance(predicate, And):
+        return all(stats_all_match(c, stats, schema) for c in predicate.children)
+    if isinstance(predicate, Or):
+        return any(stats_all_match(c, stats, schema) for c in predicate.children)
+    if not isinstance(predicate, Leaf):
+        return False
+    try:
+        return _leaf_all_match(predicate, schema.get(predicate.column), stats.get(predicate.column))
+    except TypeError:
+        return False  # literal and stats of incomparable kinds: cannot tell
+
+
+def _satisfies(leaf: Leaf, value: Any) -> bool:
+    """Whether a non-NULL ``value`` satisfies a comparison ``leaf``."""
+    lits = leaf.literals
+    match leaf.op:
+        case Op.EQ:
+            return bool(value == lits[0])
+        case Op.IN:
+            return value in lits
+        case Op.NE | Op.NOT_IN:
+            return value not in lits
+        case Op.LT:
+            return bool(value < lits[0])
+        case Op.LE:
+            return bool(value <= lits[0])
+        case Op.GT:
+            return bool(value > lits[0])
+        case Op.GE:
+            return bool(value >= lits[0])
+        case Op.BETWEEN:
+            return bool(lits[0] <= value <= lits[1])
+    return False
+
+
+def _attained(leaf: Leaf, stats: Mapping[str, ColumnStats], schema: Mapping[str, DataType]
+              ) -> list[Any]:
+    """The values some row of the file holds in ``leaf``'s column (its min and max)."""
+    s = stats.get(leaf.column)
+    if not _usable(leaf, schema.get(leaf.column), s, _ATTAINED_ROOTS):
+        return []
+    assert s is not None
+    if s.min is None or s.max is None or _is_nan(s.min) or _is_nan(s.max):
+        return []
+    return [s.min, s.max]
+
+
+def stats_some_match(predicate: Predicate, stats: Mapping[str, ColumnStats],
+                     schema: Mapping[str, DataType]) -> bool:
+    """True only when the stats prove that some written row of the file satisfies ``predicate``."""
+    try:
+        if predicate is ALWAYS_TRUE:
+            return True
+        if isinstance(predicate, Or):
+            return any(stats_some_match(c, stats, schema) for c in predicate.children)
+        if isinstance(predicate, And):
+            leaves = [c for c in predicate.children if isinstance(c, Leaf)]
+            if len(leaves) != len(predicate.children) or len({c.column for c in leaves}) != 1:
+                return False  # each column's min/max may be held by another row
+            if any(c.op in (Op.IS_NULL, Op.IS_NOT_NULL) for c in leaves):
+                return False
+            return any(all(_satisfies(c, v) for c in leaves) for v in _attained(leaves[0], stats, schema))
+        if not isinstance(predicate, Leaf):
+            return False
+        s = stats.get(predicate.column)
+        dtype = schema.get(predicate.column)
+        if s is not None and dtype is not None and s.null_count is not None:
+            if predicate.op is Op.IS_NOT_NULL:
+                return s.null_count < s.row_count
+            if predicate.op is Op.IS_NULL:
+                return s.null_count > 0
+        return any(_satisfies(predicate, v) for v in _attained(predicate, stats, schema))
+    except TypeError:
+        return False
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float | decimal.Decimal):
+        return None
+    number = float(value)
+    return None if math.isnan(number) or math.isinf(number) else number
+
+
+def _leaf_fraction(leaf: Leaf, dtype: DataType | None, s: ColumnStats | None) -> float | None:
+    if dtype is None or s is None or s.row_count <= 0:
+        return None
+    non_null = None if s.null_count is None else 1.0 - s.null_count / s.row_count
+    if leaf.op is Op.IS_NULL:
+        return None if non_null is None else 1.0 - non_null
+    if leaf.op is Op.IS_NOT_NULL:
+        return non_null
+    if dtype.root not in _NUMERIC_ROOTS or leaf.op not in (Op.LT, Op.LE, Op.GT, Op.GE, Op.BETWEEN):
+        return None
+    lo, hi = _number(s.min), _number(s.max)
+    numbers = [_number(v) for v in leaf.literals]
+    lits = [v for v in numbers if v is not None]
+    if lo is None or hi is None or hi <= lo or len(lits) != len(numbers):
+        return None
+    low, high = lo, hi
+    match leaf.op:
+        case Op.LT | Op.LE:
+            high = min(hi, lits[0])
+        case Op.GT | Op.GE:
+            low = max(lo, lits[0])
+        case Op.BETWEEN:
+            low, high = max(lo, lits[0]), min(hi, lits[1])
+    return max(0.0, high - low) / (hi - lo) * (1.0 if non_null is None else non_null)
+
+
+def stats_fraction(predicate: Predicate, stats: Mapping[str, ColumnStats],
+                   schema: Mapping[str, DataType]) -> float | None:
+    """An estimate of the fraction of the file's rows that satisfy ``predicate`` (None: no estimate).
+
+    Not a proof: values taken as spread evenly between min and max, columns as independent (see
+    the module docstring). Never use it to skip a file."""
+    if predicate is ALWAYS_TRUE:
+        return 1.0
+    if predicate is ALWAYS_FALSE:
+        return 0.0
+    if isinstance(predicate, And):
+        fractions = [stats_fraction(c, stats, schema) for c in predicate.children]
+        if any(f is None for f in fractions):
+            return None  # an unestimated leaf may match nothing
+        return math.prod(f for f in fractions if f is not None)
+    if isinstance(predicate, Or):
+        known = [f for f in (stats_fraction(c, stats, schema) for c in predicate.children) if f is not None]
+        return max(known) if known else None  # at least its largest part
+    if not isinstance(predicate, Leaf):
+        return None
+    return _leaf_fraction(predicate, schema.get(predicate.column), stats.get(predicate.column))
+
+
 def row_group_may_match(parquet: pq.ParquetFile, group: int, predicate: Predicate,
                         schema: Mapping[str, DataType]) -> bool:
     """False only when row group ``group``'s footer min/max/null counts prove no row matches
@@ -394,8 +614,12 @@ def row_group_may_match(parquet: pq.ParquetFile, group: int, predicate: Predicat
     return stats_may_match(predicate, stats, schema)
 
 
-class _FileStats:
-    """Reads a data file's stats for the predicate's columns, mapped by field id."""
+class FileStats:
+    """Reads a data file's stats for the predicate's columns, mapped by field id.
+
+    ``FileStats(table, schema).columns(meta, names)``: ``{column: ColumnStats}`` of the columns in
+    ``names`` whose stats the file (pypaimon ``DataFileMeta``) has and can be used (a column added
+    later, or whose type changed, is left out)."""
 
     def __init__(self, table: Any, schema: Mapping[str, DataType]) -> None:
         self._table = table
@@ -440,10 +664,13 @@ class _FileStats:
 
 
 def plan_splits(table: Any, bound: Predicate, schema: Mapping[str, DataType], report: Any = None,
-                read_builder: Any = None) -> list[Any]:
+                read_builder: Any = None, kept_stats: dict[str, dict[str, ColumnStats]] | None = None
+                ) -> list[Any]:
     """pypaimon's splits of ``table`` without the data files whose value stats rule ``bound`` out.
 
     ``report.files_skipped_by_stats`` counts them. Primary-key tables are planned unpruned.
+    ``kept_stats``: filled with each kept file's stats of ``bound``'s columns, by file name (the
+    splits' files come without their stats: pypaimon drops them after its filter).
     """
     from paimon_index.table.paimon import cached_manifest_reads
 
@@ -452,7 +679,7 @@ def plan_splits(table: Any, bound: Predicate, schema: Mapping[str, DataType], re
         return list(scan.plan().splits())
     scanner = scan.file_scanner
     original = scanner._filter_manifest_entry
-    reader = _FileStats(table, schema)
+    reader = FileStats(table, schema)
     names = [c for c in columns_of(bound) if c in schema]
     skipped: set[tuple] = set()
     deleted: set[tuple] = set()
@@ -466,7 +693,11 @@ def plan_splits(table: Any, bound: Predicate, schema: Mapping[str, DataType], re
             with lock:
                 deleted.add(key)
             return True
-        if stats_may_match(bound, reader.columns(entry.file, names), schema):
+        columns = reader.columns(entry.file, names)
+        if stats_may_match(bound, columns, schema):
+            if kept_stats is not None:
+                with lock:
+                    kept_stats[str(entry.file.file_name)] = columns
             return True
         with lock:
             skipped.add(key)
@@ -477,3 +708,6 @@ def plan_splits(table: Any, bound: Predicate, schema: Mapping[str, DataType], re
     if report is not None and hasattr(report, "files_skipped_by_stats"):
         report.files_skipped_by_stats += len(skipped - deleted)  # live files only
     return splits
+
+
+_FileStats = FileStats  # the name tests used before it was public

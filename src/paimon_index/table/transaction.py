@@ -27,6 +27,8 @@ Contract
   (also when a ``with Transaction.begin(...)`` block raises). Files a snapshot references are never
   deleted: a data file re-added under the same name (index rewrite) is not "written", and when
   the outcome of publishing is unknown the files are kept and :class:`CommitError` says so.
+* **Compact** (``compact=True``, exact): the snapshot's ``commitKind`` is ``COMPACT``, as Java
+  commits a compaction (the files it removed and added, and its index changes).
 * Errors: a pypaimon failure surfacing from the commit becomes
   :class:`~paimon_index.errors.ConcurrentChangeError` (another snapshot landed) or
   :class:`~paimon_index.errors.CommitError` (anything else), naming the table and snapshot.
@@ -51,6 +53,7 @@ from paimon_index.table.paimon import (
     ExclusiveSnapshotCommit,
     PaimonTable,
     check_snapshot_store,
+    commit_compact,
     latest_snapshot,
     message_written_files,
     new_file_store_commit,
@@ -83,13 +86,18 @@ class Transaction:
         partition: static partition spec of an overwrite (column -> value); None: whole table,
             or the partitions written when ``dynamic-partition-overwrite`` is on.
         operation: what the caller does, for messages ("delete", "upsert", ...).
+        compact: commit a ``COMPACT`` snapshot (exact, no overwrite).
     """
 
     def __init__(self, table: PaimonTable, snapshot: Any | None, *, exact: bool = True,
                  overwrite: bool = False,
-                 partition: Mapping[str, Any] | None = None, operation: str = "commit") -> None:
+                 partition: Mapping[str, Any] | None = None, operation: str = "commit",
+                 compact: bool = False) -> None:
         if overwrite and not exact:
             raise PaimonIndexError("an overwrite reads the table it replaces: it must commit exactly")
+        if compact and (overwrite or not exact):
+            raise PaimonIndexError("a compaction rewrites what it read: it commits exactly, never as an "
+                                   "overwrite")
         check_snapshot_store(table)  # before any file is written for a commit that could not be safe
         self.table = table
         self.snapshot = snapshot
@@ -97,6 +105,7 @@ class Transaction:
         self.overwrite = overwrite
         self.partition = dict(partition) if partition is not None else None
         self.operation = operation
+        self.compact = compact
         self.commit_user = f"{COMMIT_USER_PREFIX}-{uuid.uuid4()}"
         self._messages: list[Any] = []
         self._tracked: list[str] = []
@@ -112,7 +121,8 @@ class Transaction:
     @classmethod
     def on(cls, table: PaimonTable, snapshot_id: int | None, *, exact: bool = True, overwrite: bool = False,
            partition: Mapping[str, Any] | None = None, operation: str = "commit",
-           staged: Iterable[Any | None] = (), tracked: Iterable[str] = ()) -> Transaction:
+           staged: Iterable[Any | None] = (), tracked: Iterable[str] = (), compact: bool = False
+           ) -> Transaction:
         """A transaction planned on snapshot ``snapshot_id`` (None: the table was empty), with the
         commit messages ``staged`` and the files ``tracked`` that were written for it already (work
         planned before this transaction: executors, a rewrite).
@@ -124,7 +134,8 @@ class Transaction:
         snapshot = None
         if snapshot_id is not None:
             snapshot = snapshot_by_id(table, snapshot_id)
-        txn = cls(table, snapshot, exact=exact, overwrite=overwrite, partition=partition, operation=operation)
+        txn = cls(table, snapshot, exact=exact, overwrite=overwrite, partition=partition, operation=operation,
+                  compact=compact)
         txn.stage(staged)
         txn.track(*tracked)
         if snapshot_id is not None and snapshot is None:
@@ -208,6 +219,8 @@ class Transaction:
             if self.overwrite:
                 committer.overwrite(overwrite_partition=self.partition, commit_messages=self._messages,
                                     commit_identifier=BATCH_COMMIT_IDENTIFIER)
+            elif self.compact:
+                commit_compact(committer, self._messages, BATCH_COMMIT_IDENTIFIER)
             else:
                 committer.commit(self._messages, BATCH_COMMIT_IDENTIFIER)
         except Exception as e:

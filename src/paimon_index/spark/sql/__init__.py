@@ -56,15 +56,17 @@ def execute(catalog: Catalog, text: str) -> DataFrame:
         if keyword == "CALL":
             return procedures.call(catalog, rest)
         if keyword == "EXPLAIN":
-            return query.explain(catalog, rest, text)
+            with catalog.one_statement():
+                return query.explain(catalog, rest, text)
         return ddl.command(catalog, keyword, rest, text)
     if isinstance(statement, (exp.Create, exp.Drop, exp.Alter, exp.Describe, exp.Use)):
         return ddl.run(catalog, statement, text)
-    if not names_paimon_table(catalog, statement):
-        return catalog.spark.sql(text)
-    if isinstance(statement, exp.Query):
-        return query.run(catalog, statement)
-    if isinstance(statement, (exp.Insert, exp.Delete, exp.Update, exp.Merge, exp.TruncateTable)):
-        return dml.run(catalog, statement)
+    with catalog.one_statement():
+        if not names_paimon_table(catalog, statement):
+            return catalog.spark.sql(text)
+        if isinstance(statement, exp.Query):
+            return query.run(catalog, statement)
+        if isinstance(statement, (exp.Insert, exp.Delete, exp.Update, exp.Merge, exp.TruncateTable)):
+            return dml.run(catalog, statement)
     raise SqlError(f"statement {type(statement).__name__.upper()} is not supported on Paimon tables: "
                    f"{text.strip()[:200]}")

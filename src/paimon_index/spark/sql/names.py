@@ -20,6 +20,7 @@ spelling that differs only in case); a new name (CREATE) is kept as written.
 from __future__ import annotations
 
 import logging
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -65,6 +66,8 @@ class Catalog(Protocol):
     def is_spark_view(self, name: str) -> bool: ...
 
     def not_found(self, name: str) -> TableNotFoundError: ...
+
+    def one_statement(self) -> AbstractContextManager[None]: ...
 
 
 @dataclass(frozen=True)

@@ -108,11 +108,46 @@ def _compact(catalog: Catalog, name: TableName, args: dict[str, Any]) -> list[tu
     strategy = (args.get("compact_strategy") or "").lower()
     if strategy not in ("", "full", "minor"):
         raise SqlError(f"compact_strategy {args['compact_strategy']!r}: use 'full' or 'minor'")
+    table = _catalog.open_table(catalog.warehouse, name.identifier, catalog_options=catalog.catalog_options)
+    where, partitions = args.get("where"), args.get("partitions")
+    given = [k for k in ("where", "partitions") if args.get(k) is not None]
+    if table.is_primary_key_table and given:
+        raise SqlError(f"sys.compact: argument(s) {', '.join(given)} are supported on append tables "
+                       f"only; {name} has a primary key (drop them, see docs/sql.md)")
+    if len(given) == 2:
+        raise SqlError("sys.compact: partitions and where cannot be used together")
+    selection = where if where is not None else _partition_specs(partitions)
     try:
-        jobs.compact(catalog.spark, name.identifier, full=strategy == "full", **_where(catalog))
+        if table.is_primary_key_table:
+            jobs.compact(catalog.spark, name.identifier, full=strategy == "full", **_where(catalog))
+        else:
+            # As Paimon's CompactProcedure: 'full' unless said otherwise; an unaware-bucket table
+            # gets the coordinator's pick whatever the strategy (Paimon ignores it there).
+            fixed = int(dict(table.options.options.to_map()).get("bucket", "-1")) > 0
+            jobs._compact_append(catalog.spark, name.identifier, full=fixed and strategy in ("", "full"),
+                                 partitions=selection, **_where(catalog))
     except PaimonIndexError as e:
         raise SqlError(f"CALL sys.compact(table => '{name}'): {e}") from e
     return [(True,)]
+
+
+def _partition_specs(text: str | None) -> list[dict[str, str]] | None:
+    """Paimon's ``partitions`` argument, ``k=v,k2=v2;k=v3``: one spec per ``;``-separated part."""
+    if text is None:
+        return None
+    specs = []
+    for part in text.split(";"):
+        if not part.strip():
+            continue
+        spec = {}
+        for pair in part.split(","):
+            key, eq, value = pair.partition("=")
+            if not eq or not key.strip():
+                raise SqlError(f"sys.compact: partitions {text!r}: expected k=v[,k2=v2][;k=v...], "
+                               f"got {pair!r}")
+            spec[key.strip()] = value.strip()
+        specs.append(spec)
+    return specs
 
 
 def _expire_snapshots(catalog: Catalog, name: TableName, args: dict[str, Any]) -> list[tuple[Any, ...]]:
@@ -278,9 +313,7 @@ PROCEDURES: dict[str, _Procedure] = {
         ),
         _RESULT,
         _compact,
-        frozenset(
-            {"partitions", "order_strategy", "order_by", "where", "options", "partition_idle_time", "buckets"}
-        ),
+        frozenset({"order_strategy", "order_by", "options", "partition_idle_time", "buckets"}),
     ),
     "expire_snapshots": _Procedure(
         (

@@ -60,6 +60,8 @@ _NON_DETERMINISTIC = frozenset({"rand", "random", "randn", "uuid", "shuffle", "c
 #: Expression kinds a pushed conjunct may not contain (their meaning depends on more than the row).
 _UNPUSHABLE = (exp.Subquery, exp.Exists, exp.Select, exp.AggFunc, exp.Window, exp.Lambda, exp.Dot,
                exp.Placeholder, exp.Parameter, exp.Star)
+#: EXPLAIN lists the index bodies read and not read of at most this many files per reference.
+_EXPLAIN_INDEX_FILES = 20
 #: EXPLAIN's modes, as Spark spells them.
 _EXPLAIN_MODES = ("EXTENDED", "FORMATTED", "CODEGEN", "COST")
 #: Placeholders that stand for a reference in the regenerated text.
@@ -403,6 +405,12 @@ def _describe(ref: Reference) -> str:
                      f"by index {r.files_skipped_by_index}, by schema {r.files_skipped_by_schema}; "
                      f"rows planned {r.rows_planned}, selected by index {r.rows_selected_by_index}, "
                      f"removed by deletion vectors {r.rows_removed_by_deletion_vectors}")
+        if r.index_uses:
+            lines.append(f"  index bodies read {r.index_bodies_read}, not read {r.index_bodies_not_read}:")
+            shown = r.index_lines()
+            lines.extend(f"    {line}" for line in shown[:_EXPLAIN_INDEX_FILES])
+            if len(shown) > _EXPLAIN_INDEX_FILES:
+                lines.append(f"    ... {len(shown) - _EXPLAIN_INDEX_FILES} more files")
         if ref.planned.small_rows is not None:
             lines.append(f"  small read on the driver: {ref.planned.small_rows} candidate rows")
         if ref.planned.fallback is not None:

@@ -14,6 +14,8 @@ writers never store a key twice and a compaction never brings overwritten values
 
 Modules, bottom up:
 
+    merge.py       merge engines (partial-update, aggregation): options validated, rows of a key
+                   merged as Java's merge functions merge them
     plan.py        table facts (DV mode, NULL keys, trimmed keys, levels) and the pinned snapshot's
                    live files and vectors per (partition, bucket)
     lookup.py      vectorized key lookups against a bucket's files -> deletion-vector marks

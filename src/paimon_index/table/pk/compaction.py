@@ -295,4 +295,4 @@ def set_deletion_vectors(warehouse: str, identifier: str, enabled: bool, *,
             f"{len(files)} data files, {len(vectors)} deletion-vector index files "
             "(run compact(table, full=True))")
     return alter_table_options(warehouse, identifier, set_options={DV_ENABLED: str(enabled).lower()},
-                               catalog_options=catalog_options)
+                               catalog_options=catalog_options, dv_switch_checked=True)

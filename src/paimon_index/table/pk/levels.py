@@ -31,6 +31,7 @@ from paimon_index.table.pk.plan import (
     VALUE_KIND_COLUMN,
     live_current_rows,
     user_columns,
+    writable,
 )
 from paimon_index.table.schemas import read_schema
 from paimon_index.table.write import attach_file_indexes, conform, new_table_write, write_with
@@ -49,8 +50,11 @@ def free_level(files: Iterable[Any], new: Any, max_level: int) -> int | None:
 
 
 def write_rows(table: Any, rows: pa.Table) -> list[Any]:
-    """Write ``rows`` with pypaimon's key-value writer (buckets, sequence numbers), indexes attached."""
-    writer = new_table_write(table)
+    """Write ``rows`` with pypaimon's key-value writer (buckets, sequence numbers), indexes attached.
+
+    The rows hold one row per key, already merged: written through
+    :func:`~paimon_index.table.pk.plan.writable`."""
+    writer = new_table_write(writable(table))
     try:
         if rows.num_rows:
             write_with(writer, rows)
@@ -62,8 +66,9 @@ def write_rows(table: Any, rows: pa.Table) -> list[Any]:
 def write_at(table: Any, rows: pa.Table, partition: tuple[Any, ...], bucket: int) -> list[Any]:
     """Write ``rows`` (all of one partition) into ``bucket`` with pypaimon's key-value writer
     (sequence numbers, level 0), indexes attached. No bucket is assigned and no HASH index touched:
-    the caller knows the bucket (a rewritten bucket; a dynamic-bucket assigner's choice)."""
-    writer = new_table_write(table)
+    the caller knows the bucket (a rewritten bucket; a dynamic-bucket assigner's choice). The rows
+    hold one row per key, already merged: written through :func:`~paimon_index.table.pk.plan.writable`."""
+    writer = new_table_write(writable(table))
     try:
         if rows.num_rows:
             data = conform(rows, writer.table_pyarrow_schema)

@@ -1,6 +1,7 @@
 """Finding the older rows of keys: vectorized joins against a bucket's live files.
 
     mark_keys(bucket, dvs, keys, skip, schema) -> rows marked   keys: trimmed-key columns
+    lookup_rows(table, bucket, dvs, keys, schema) -> the live rows of keys (merge engines' old values)
     file_keys(files, key schema) -> the trimmed keys a bucket's new files hold
     keys_of_partition(keys, table, partition values) -> that partition's keys, trimmed
     last_per_key(rows, keys) -> the last row of each key, input order kept
@@ -30,8 +31,8 @@ from paimon_index.table.files import container_source, open_container
 from paimon_index.table.pk.plan import KEY_PREFIX, POSITION, Bucket, live_rows, trimmed_keys
 from paimon_index.table.write import conform
 
-__all__ = ["file_keys", "key_range", "key_tuple", "keys_of_partition", "last_per_key", "mark_keys",
-           "overlaps"]
+__all__ = ["file_keys", "key_range", "key_tuple", "keys_of_partition", "last_per_key", "lookup_rows",
+           "mark_keys", "overlaps", "rows_of_partition"]
 
 #: Up to this many keys, a file index on a single-column key is asked before the file is read.
 LOOKUP_INDEX_MAX_KEYS = 1024
@@ -63,17 +64,20 @@ def last_per_key(data: pa.Table, keys: list[str]) -> pa.Table:
 
 def keys_of_partition(keys: pa.Table, table: Any, partition: tuple[Any, ...]) -> pa.Table:
     """The rows of ``keys`` (full primary key) in ``partition``, as trimmed keys."""
-    trimmed = trimmed_keys(table)
+    return rows_of_partition(keys, table, partition).select(trimmed_keys(table))
+
+
+def rows_of_partition(keys: pa.Table, table: Any, partition: tuple[Any, ...]) -> pa.Table:
+    """The rows of ``keys`` (holding the full primary key) in ``partition``, all their columns."""
     if keys.num_rows == 0 or not table.partition_keys:
-        return keys.select(trimmed)
+        return keys
     mask = None
     for name, value in zip(table.partition_keys, partition, strict=True):
         if name not in keys.column_names:  # a partition field outside the key: cannot be told apart
             continue
         test = pc.is_null(keys[name]) if value is None else pc.equal(keys[name], pa.scalar(value))
         mask = test if mask is None else pc.and_(mask, test)
-    selected = keys if mask is None else keys.filter(pc.fill_null(mask, False))
-    return selected.select(trimmed)
+    return keys if mask is None else keys.filter(pc.fill_null(mask, False))
 
 
 def index_rules_out(meta: Any, keys: pa.Table, schema: Mapping[str, Any], io: TableIO) -> bool:
@@ -116,6 +120,32 @@ def mark_keys(bucket: Bucket, dvs: BucketDvMaintainer, keys: pa.Table, skip: set
         if hits.num_rows:
             marked += dvs.notify_new_deletions(meta.file_name, np.sort(hits[POSITION].to_numpy()))
     return marked
+
+
+def lookup_rows(table: Any, bucket: Bucket, dvs: BucketDvMaintainer, keys: pa.Table,
+                schema: Mapping[str, Any] | None = None, *, io: TableIO) -> pa.Table:
+    """The live rows (the table's current columns) of ``keys`` (trimmed-key columns) in the bucket's
+    files of levels >= 1: the old values a merge engine merges into. Files are pruned as
+    :func:`mark_keys` prunes them. In deletion-vectors mode each key has at most one such row."""
+    from paimon_index.table.pk.plan import live_current_rows, user_columns
+    from paimon_index.table.schemas import read_schema
+
+    columns = user_columns(table)
+    parts: list[pa.Table] = []
+    if keys.num_rows:
+        low, high = key_range(keys)
+        read = read_schema(table)
+        for meta in bucket.files:
+            if meta.level == 0 or not overlaps(meta, low, high):
+                continue
+            if schema is not None and index_rules_out(meta, keys, schema, io):
+                continue
+            existing = live_current_rows(table, meta, dvs, columns, [], io=io, schema=read)
+            hits = existing.join(keys, keys=keys.column_names, join_type="left semi")
+            if hits.num_rows:
+                parts.append(hits.select(columns))
+    return pa.concat_tables(parts, promote_options="permissive") if parts else \
+        pa.schema([]).empty_table()
 
 
 def _read_columns(io: TableIO, path: str, columns: list[str]) -> pa.Table:

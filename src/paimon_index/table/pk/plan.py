@@ -1,6 +1,6 @@
 """What a primary-key operation plans on: table facts and the live files of one pinned snapshot.
 
-    check_table(table) -> options            deletion-vectors mode, deduplicate merge engine
+    check_table(table) -> options            deletion-vectors mode, a merge engine it supports (merge.py)
     dv_mode(table) -> bool
     check_keys(table, rows)                  NULL in a primary-key column -> NullKeyError
     plan_snapshot(table, snapshot) -> Plan   {(partition values, bucket) -> Bucket}
@@ -39,6 +39,7 @@ from paimon_index.errors import (
 )
 from paimon_index.fileindex.options import parse_bool, parse_int
 from paimon_index.table.fileio import FileIOSource, TableIO
+from paimon_index.table.pk.merge import MERGE_ENGINE, ROW_KIND_COLUMN, SEQUENCE_FIELD, merge_engine
 from paimon_index.table.plan import DV_BITMAP64, DV_ENABLED
 from paimon_index.table.write import table_options
 
@@ -60,8 +61,6 @@ __all__ = [
     "plan_snapshot",
 ]
 
-#: Optional column of an upsert batch: Paimon's row kinds as short strings.
-ROW_KIND_COLUMN = "_ROW_KIND"
 DELETING_KINDS = ("-D", "-U")
 KEY_PREFIX = "_KEY_"
 SEQUENCE_COLUMN = "_SEQUENCE_NUMBER"
@@ -72,7 +71,6 @@ NUM_LEVELS = "num-levels"
 SORTED_RUN_TRIGGER = "num-sorted-run.compaction-trigger"
 DEFAULT_SORTED_RUN_TRIGGER = 5
 MERGE_ON_READ = "deletion-vectors.merge-on-read"
-MERGE_ENGINE = "merge-engine"
 DEFAULT_COMPACTION_THRESHOLD = 0.5
 POSITION = "__paimon_index_position__"
 
@@ -83,15 +81,29 @@ BucketKey = tuple[tuple[Any, ...], int]
 # ------------------------------------------------------------------------------------------------
 # table facts
 # ------------------------------------------------------------------------------------------------
-def check_table(table: Any) -> dict[str, str]:
-    """The table's options, after checking it is a deduplicating primary-key table in DV mode."""
+def check_table(table: Any, *, upsert: bool = False) -> dict[str, str]:
+    """The table's options, after checking it is a primary-key table in DV mode whose merge engine
+    (deduplicate, partial-update or aggregation) and its options are supported
+    (:func:`paimon_index.table.pk.merge.merge_engine` says what is refused and why).
+
+    ``upsert``: the caller writes rows by key. A deduplicate table with ``sequence.field`` is
+    refused then: Paimon keeps the row of the highest sequence value, while the deduplicate upsert
+    here reads no old values and lets the incoming row win (a wrong row, silently). Reads and
+    compaction of such a table are exact (one live row per key) and stay allowed.
+    """
     options = table_options(table)
     if not table.is_primary_key_table:
         raise UnsupportedTableError("upserts by key need a primary-key table")
     if not parse_bool(options.get(DV_ENABLED, "false"), DV_ENABLED):
         raise InvalidOptionError(f"deletion-vectors mode needs '{DV_ENABLED}' = 'true'")
     if options.get(MERGE_ENGINE, "deduplicate") != "deduplicate":
-        raise UnsupportedTableError(f"merge engine {options[MERGE_ENGINE]!r}: only deduplicate is supported")
+        merge_engine(table, options)
+    elif upsert and options.get(SEQUENCE_FIELD, "").strip():
+        raise UnsupportedTableError(
+            f"'{SEQUENCE_FIELD}' on a deduplicate table: writes by key are not supported yet (Paimon "
+            "keeps the row with the highest sequence value; this writer would let the incoming row win); "
+            "write with Paimon's connector, or use 'merge-engine' = 'partial-update' / 'aggregation', "
+            "which honour it here")
     return options
 
 
@@ -128,8 +140,18 @@ def trimmed_keys(table: Any) -> list[str]:
     return list(table.trimmed_primary_keys)
 
 
+def writable(table: Any) -> Any:
+    """``table`` for pypaimon's key-value writer: the rows this package writes hold one row per key,
+    already merged by :mod:`~paimon_index.table.pk.merge`, so pypaimon's buffer merges them as
+    ``deduplicate`` (an identity on such rows) — also where pypaimon's own merge functions refuse
+    the table's options (``ignore-delete``, ``*.remove-record-on-delete``, ``fields.<f>.ignore-retract``)."""
+    if table_options(table).get(MERGE_ENGINE, "deduplicate") != "deduplicate":
+        return table.copy({MERGE_ENGINE: "deduplicate"})
+    return table
+
+
 def arrow_fields(table: Any) -> list[pa.Field]:
-    writer = table.new_batch_write_builder().new_write()
+    writer = writable(table).new_batch_write_builder().new_write()
     try:
         return list(writer.table_pyarrow_schema)
     finally:

@@ -6,7 +6,8 @@
 Merge-free (the normal case): the files of levels >= 1 minus their deletion vectors, through the
 one read plan (:func:`paimon_index.table.scan.plan_read`) — no merge, file indexes used. When the
 table has level-0 files (plain pypaimon writes) and ``deletion-vectors.merge-on-read`` is on, every
-file is read and the newest version of each key (by sequence number) is kept; without that option
+file is read and the newest version of each key (by sequence number) is kept (with a merge engine:
+its versions merged in sequence order); without that option
 such a table is refused (a merge-free read would miss those rows).
 """
 
@@ -15,12 +16,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_index.predicate import Predicate
 from paimon_index.table.paimon import read_snapshot
 from paimon_index.table.pk.lookup import last_per_key
+from paimon_index.table.pk.merge import ROW_KIND_COLUMN, merge_engine
 from paimon_index.table.pk.plan import (
     DELETING_VALUE_KINDS,
     POSITION,
@@ -77,6 +80,16 @@ def _merge_read(table: Any, plan: Plan, bound: Predicate, schema: Mapping[str, A
         return pa.schema(arrow_fields(table)).empty_table(), report
     rows = pa.concat_tables(parts, promote_options="permissive").sort_by([(SEQUENCE_COLUMN, "ascending")])
     report.rows_read = rows.num_rows
+    engine = merge_engine(table)
+    if engine is not None:  # partial-update / aggregation: every version of a key merged in order
+        kinds = np.array(["+I", "-U", "+U", "-D"], dtype=object)[
+            np.clip(rows[VALUE_KIND_COLUMN].to_numpy(), 0, 3)]
+        versions = rows.select(columns).append_column(ROW_KIND_COLUMN, pa.array(kinds, pa.string()))
+        merged = engine.fold(versions, single_as_is=True)
+        kept = merged.filter(pc.is_in(merged[ROW_KIND_COLUMN], pa.array(["+I", "+U"]))).select(columns)
+        result = kept.filter(to_arrow_expression(bound, schema))
+        report.rows_returned = result.num_rows
+        return result, report
     newest = last_per_key(rows, list(table.primary_keys))
     live = pc.invert(pc.is_in(newest[VALUE_KIND_COLUMN], pa.array(DELETING_VALUE_KINDS, pa.int8())))
     result = newest.filter(live).select(columns).filter(to_arrow_expression(bound, schema))

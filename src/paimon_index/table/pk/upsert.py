@@ -3,6 +3,7 @@
     upsert_arrow(table, data) -> snapshot id        rows with a ``_ROW_KIND`` column ('+I', '+U',
                                                     '-U', '-D') or without (all upserts)
     split_batch(table, data) -> (upserts, deleted keys)             an executor's half
+    merge_batch(table, data) / prepare_merge(table, data)           the same with a merge engine
     prepare_upsert(table, messages, deleted keys, scope) -> PreparedUpsert   executor, own buckets
     commit_prepared(table, [PreparedUpsert]) -> snapshot id         driver
     commit_upsert(table, messages, [deleted keys]) -> snapshot id   driver does the lookup
@@ -19,7 +20,10 @@ An upsert:
    everything below is planned on N (:func:`~paimon_index.table.pk.plan.plan_snapshot`).
 2. **Batch**: NULL keys are refused; rows are deduplicated by key (the last one wins; ``-D``/``-U``
    delete the key); the level-0 files of plain pypaimon writes (invisible to merge-free readers)
-   are folded in as older rows and removed.
+   are folded in as older rows and removed. With a merge engine (``partial-update``,
+   ``aggregation``: :mod:`~paimon_index.table.pk.merge`) the rows of a key are merged in order,
+   then with the key's old live row read back from its file; the result is written, or deletes
+   the key.
 3. **Write**: pypaimon's key-value writer writes the surviving upserts (it assigns buckets — fixed,
    or dynamic through the HASH index — and sequence numbers), each new file gets its file index.
 4. **Look up** per bucket (:mod:`~paimon_index.table.pk.lookup`): the bucket's new keys and the
@@ -49,7 +53,15 @@ from paimon_index.table.fileio import TableIO
 from paimon_index.table.paimon import CommitMessage, latest_snapshot, table_name
 from paimon_index.table.pk.commit import abandon, begin, delete_discarded, on_snapshot, written_paths
 from paimon_index.table.pk.levels import free_level, rewrite, write_rows
-from paimon_index.table.pk.lookup import file_keys, keys_of_partition, last_per_key, mark_keys
+from paimon_index.table.pk.lookup import (
+    file_keys,
+    keys_of_partition,
+    last_per_key,
+    lookup_rows,
+    mark_keys,
+    rows_of_partition,
+)
+from paimon_index.table.pk.merge import MergeEngine, merge_engine
 from paimon_index.table.pk.plan import (
     DELETING_KINDS,
     DELETING_VALUE_KINDS,
@@ -70,11 +82,11 @@ from paimon_index.table.pk.plan import (
     trimmed_keys,
     user_columns,
 )
-from paimon_index.table.write import conform, table_schema
+from paimon_index.table.write import conform, table_options, table_schema
 
 __all__ = ["KeyedRows", "PreparedUpsert", "bucket_of_rows", "change_by_key", "commit_prepared",
-           "commit_upsert", "overwrite_rows", "owned_buckets", "prepare_upsert", "split_batch",
-           "upsert_arrow"]
+           "commit_upsert", "merge_batch", "overwrite_rows", "owned_buckets", "prepare_merge",
+           "prepare_upsert", "split_batch", "upsert_arrow"]
 
 _UPSERT = "upsert"
 
@@ -100,6 +112,10 @@ def _with_row_kinds(table: Any, data: pa.Table) -> pa.Table:
     return data
 
 
+#: ``_VALUE_KIND`` byte -> row kind (INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE).
+_ROW_KINDS = np.array(["+I", "-U", "+U", "-D"], dtype=object)
+
+
 def _level0_rows(table: Any, bucket: Bucket, plan: Plan, columns: list[str]) -> pa.Table | None:
     """Rows of the bucket's level-0 files as an older upsert batch (sequence order, with row kinds)."""
     level0 = [m for m in bucket.files if m.level == 0]
@@ -110,16 +126,70 @@ def _level0_rows(table: Any, bucket: Bucket, plan: Plan, columns: list[str]) -> 
     parts = [live_current_rows(table, m, dvs, columns, [SEQUENCE_COLUMN, VALUE_KIND_COLUMN], io=plan.io)
              for m in level0]
     rows = pa.concat_tables(parts).sort_by([(SEQUENCE_COLUMN, "ascending")])
-    kinds = np.where(np.isin(rows[VALUE_KIND_COLUMN].to_numpy(), DELETING_VALUE_KINDS), "-D", "+I")
+    kinds = _ROW_KINDS[np.clip(rows[VALUE_KIND_COLUMN].to_numpy(), 0, 3)]
+    if merge_engine(table) is None:  # deduplicate: -U and -D both delete
+        kinds = np.where(np.isin(rows[VALUE_KIND_COLUMN].to_numpy(), DELETING_VALUE_KINDS), "-D", "+I")
     return rows.select(columns).append_column(ROW_KIND_COLUMN, pa.array(kinds.astype(object), pa.string()))
+
+
+def _merged_with_old(table: Any, plan: Plan, engine: MergeEngine, batch: pa.Table,
+                     scope: set[BucketKey] | None = None) -> pa.Table:
+    """``batch`` (one merged row per key, with ``_ROW_KIND``) merged with each key's old live row in
+    levels >= 1 of the planned snapshot: ``[old row, batch row]`` folded, one row per key ('+I' to
+    write, '-D' to delete). Fixed buckets: each key is looked up in its own bucket; dynamic buckets:
+    in every bucket of its partition (``scope`` limits the buckets searched)."""
+    if batch.num_rows == 0:
+        return batch
+    columns = user_columns(table)
+    trimmed = trimmed_keys(table)
+    trimmed_target = key_schema(table, trimmed)
+    schema = table_schema(table)
+    searched = sorted(set(plan.buckets) if scope is None else set(plan.buckets) & scope, key=repr)
+    fixed = int(table_options(table).get("bucket", "-1")) > 0
+    rows = batch
+    if fixed:
+        _, buckets = bucket_of_rows(table, batch.select(columns))
+        rows = batch.append_column(_BUCKET, pa.array(buckets, pa.int32()))
+    old: list[pa.Table] = []
+    partitions: dict[tuple[Any, ...], pa.Table] = {}
+    for key in searched:
+        bucket = plan.buckets[key]
+        if not any(m.level > 0 for m in bucket.files):
+            continue
+        if key[0] not in partitions:
+            partitions[key[0]] = rows_of_partition(rows, table, key[0])
+        mine = partitions[key[0]]
+        if fixed:
+            mine = mine.filter(pc.equal(mine[_BUCKET], key[1]))
+        if mine.num_rows == 0:
+            continue
+        probe = conform(mine.select(trimmed), trimmed_target)
+        found = lookup_rows(table, bucket, maintainer(plan, bucket), probe, schema, io=plan.io)
+        if found.num_rows:
+            old.append(found)
+    if not old:
+        return engine.fold(batch)
+    target = batch.schema
+    older = pa.concat_tables([conform(t.select(columns), pa.schema([target.field(c) for c in columns]))
+                              for t in old])
+    older = older.append_column(ROW_KIND_COLUMN, pa.array(["+I"] * older.num_rows, pa.string()))
+    # The old row first (Java's LookupMergeFunction adds the high-level record before level 0).
+    return engine.fold(pa.concat_tables([older, batch.select(target.names)]))
 
 
 #: ``upsert_arrow(planned=...)`` default: plan on the latest snapshot.
 LATEST = object()
+_BUCKET = "__paimon_index_bucket__"
 
 
-def upsert_arrow(table: Any, data: pa.Table, *, planned: int | object | None = LATEST) -> int | None:
+def upsert_arrow(table: Any, data: pa.Table, *, planned: int | object | None = LATEST,
+                 delete_keys: bool = False) -> int | None:
     """Insert or replace rows by key (and delete keys with row kind ``-D``/``-U``), one snapshot.
+
+    With a merge engine (``partial-update``, ``aggregation``) the rows of a key are merged in order,
+    then with the key's old live row (:mod:`~paimon_index.table.pk.merge`). ``delete_keys``: the
+    rows are ``-D`` rows of a DELETE, which removes their keys whatever the engine (as Paimon's
+    connector does: a position delete, or ``-D`` under ``*.remove-record-on-delete``).
 
     Returns the new snapshot's id (None when there was nothing to do).
 
@@ -127,7 +197,8 @@ def upsert_arrow(table: Any, data: pa.Table, *, planned: int | object | None = L
         NullKeyError: a primary-key column holds NULL (nothing is written).
         ConcurrentChangeError: another snapshot landed after this upsert planned; nothing applied.
     """
-    options = check_table(table)
+    options = check_table(table, upsert=True)
+    engine = None if delete_keys else merge_engine(table, options)
     batch = _with_row_kinds(table, data)
     keys = list(table.primary_keys)
     columns = user_columns(table)
@@ -142,7 +213,14 @@ def upsert_arrow(table: Any, data: pa.Table, *, planned: int | object | None = L
         # Level-0 files (plain pypaimon writes) are older than this batch: folded in first.
         older = [t for t in (_level0_rows(table, b, plan, columns) for b in plan.buckets.values())
                  if t is not None]
-        batch = last_per_key(pa.concat_tables([conform(t, target) for t in [*older, batch]]), keys)
+        if delete_keys and older and merge_engine(table, options) is not None:
+            raise PrimaryKeyTableError("the table has level-0 files to merge first: run compact(table), then "
+                                       "delete again")
+        batch = pa.concat_tables([conform(t, target) for t in [*older, batch]])
+        if engine is None:
+            batch = last_per_key(batch, keys)
+        else:  # merged in order, then with the old live rows
+            batch = _merged_with_old(table, plan, engine, engine.fold(batch, single_as_is=True))
         deleting = pc.is_in(batch[ROW_KIND_COLUMN], pa.array(DELETING_KINDS))
         upserts = batch.filter(pc.invert(deleting)).select(columns)
         removed_keys = batch.filter(deleting).select(keys)
@@ -166,6 +244,45 @@ def split_batch(table: Any, data: pa.Table) -> tuple[pa.Table, pa.Table]:
     deleting = pc.is_in(batch[ROW_KIND_COLUMN], pa.array(DELETING_KINDS))
     upserts = batch.filter(pc.invert(deleting)).drop_columns([ROW_KIND_COLUMN])
     return upserts, batch.filter(deleting).select(keys)
+
+
+def merge_batch(table: Any, data: pa.Table) -> pa.Table:
+    """A task's batch of a merge-engine table merged by key, in order (one row per key, with
+    ``_ROW_KIND``); :func:`prepare_merge` or :func:`upsert_arrow` merge it with the old rows."""
+    engine = merge_engine(table)
+    assert engine is not None, "merge_batch: the table's merge engine is deduplicate"
+    return engine.fold(_conformed(table, data), single_as_is=True)
+
+
+def _conformed(table: Any, data: pa.Table) -> pa.Table:
+    """``data`` with row kinds, in the table's Arrow types."""
+    target = pa.schema([*arrow_fields(table), pa.field(ROW_KIND_COLUMN, pa.string())])
+    return conform(_with_row_kinds(table, data), target)
+
+
+def prepare_merge(table: Any, data: pa.Table) -> PreparedUpsert:
+    """An executor's upsert of a merge-engine table (fixed buckets; the task owns the buckets of
+    its rows): merge the batch by key, look up and merge the old rows, write the results, mark the
+    old rows, place the new files. The driver commits the result (:func:`commit_prepared`)."""
+    options = check_table(table, upsert=True)
+    engine = merge_engine(table, options)
+    assert engine is not None, "prepare_merge: the table's merge engine is deduplicate"
+    plan = plan_snapshot(table, table.snapshot_manager().get_latest_snapshot())
+    if plan.level0():
+        raise PrimaryKeyTableError("the table has level-0 files: run compact(table) (or upsert_arrow) first")
+    batch = engine.fold(_conformed(table, data), single_as_is=True)
+    columns = user_columns(table)
+    partitions, buckets = bucket_of_rows(table, batch.select(columns))
+    scope = set(zip(partitions, buckets, strict=True))
+    merged = _merged_with_old(table, plan, engine, batch, scope)
+    deleting = pc.is_in(merged[ROW_KIND_COLUMN], pa.array(DELETING_KINDS))
+    messages = write_rows(table, merged.filter(pc.invert(deleting)).select(columns))
+    try:
+        return _prepare(table, plan, messages, merged.filter(deleting).select(list(table.primary_keys)),
+                        max_level(options), scope)
+    except BaseException:
+        abandon(table, written_paths(messages, plan.index_dir), _UPSERT)
+        raise
 
 
 def _prepare(table: Any, plan: Plan, messages: list[Any], removed_keys: pa.Table, top: int,
@@ -241,7 +358,7 @@ def prepare_upsert(table: Any, messages: list[Any], removed_keys: pa.Table | Non
 
     ``snapshot_id``: the snapshot to plan on (the one the rows' buckets were assigned on), default
     the latest."""
-    options = check_table(table)
+    options = check_table(table, upsert=True)
     removed_keys = key_schema(table).empty_table() if removed_keys is None else removed_keys
     if snapshot_id is LATEST:
         snapshot = table.snapshot_manager().get_latest_snapshot()
@@ -305,7 +422,7 @@ def commit_upsert(table: Any, messages: list[Any], removed_keys: list[pa.Table])
     indexes); ``removed_keys`` the keys the tasks saw deleted. A key must reach one task only
     (repartition by the primary key), else its winner would be ambiguous.
     """
-    options = check_table(table)
+    options = check_table(table, upsert=True)
     with begin(table, _UPSERT) as txn:
         plan = plan_snapshot(table, txn.snapshot)
         txn.track(*written_paths(messages, plan.index_dir))
@@ -372,7 +489,11 @@ def change_by_key(table: Any, where: Any, assignments: Mapping[str, Any] | None,
         ConcurrentChangeError: another commit landed after the rows were read (where ``rows``
             commits on the snapshot it read).
     """
+    from paimon_index.table.pk.merge import check_row_level
+
     keys = list(table.primary_keys)
+    if assignments is not None:
+        check_row_level(table, "update")
     if assignments is not None and set(assignments) & set(keys):
         raise InvalidOptionError(f"UPDATE of {table_name(table)} cannot change primary-key columns {keys}")
     # Read and commit on one snapshot: a change landing in between refuses this one
@@ -404,12 +525,18 @@ def overwrite_rows(table: Any, data: pa.Table) -> int | None:
     """
     from paimon_index.table.transaction import Transaction
 
-    options = check_table(table)
+    options = check_table(table, upsert=True)
     if ROW_KIND_COLUMN in data.column_names:
         raise InvalidOptionError(f"an overwrite replaces rows: drop the {ROW_KIND_COLUMN} column (use upsert "
                                  "to delete keys)")
     check_keys(table, data)
-    rows = last_per_key(data, list(table.primary_keys))
+    engine = merge_engine(table, options)
+    if engine is None:
+        rows = last_per_key(data, list(table.primary_keys))
+    else:  # the new rows merged among themselves (nothing older survives an overwrite)
+        rows = engine.fold(_with_row_kinds(table, data), single_as_is=True)
+        adding = pc.is_in(rows[ROW_KIND_COLUMN], pa.array(["+I", "+U"]))
+        rows = rows.filter(adding).select(user_columns(table))
     top = max_level(options)
     index_dir = str(table.path_factory().index_path())
     with Transaction.begin(table, overwrite=True, operation="overwrite") as txn:

@@ -1,0 +1,193 @@
+"""Append compaction as a Spark job and as ``CALL sys.compact``, against Paimon's own Spark connector.
+
+The connector comparison starts both sides from copies of ONE warehouse (small files and deletion
+vectors written through the Python API), runs the same ``CALL sys.compact`` statements on each copy
+(Paimon's connector on one, ``paimon.sql`` on the other), then both sides read both copies: the same
+rows, the same number of data files (Paimon's pick is deterministic on these tables), ``COMPACT``
+snapshots on both.
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import paimon_index
+import paimon_index.spark
+import paimonsql
+from paimon_index.spark import jobs
+from paimon_index.table.append_compaction import plan_compaction
+from paimon_index.table.fileio import TableIO
+from paimon_index.table.paimon import latest_snapshot
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("s", pa.string()), ("v", pa.int64()),
+                    ("p", pa.int32())])
+INDEXES = {"file-index.bitmap.columns": "s", "file-index.in-manifest-threshold": "64kb"}
+
+
+def _batch(start: int, n: int) -> pa.Table:
+    ids = np.arange(start, start + n, dtype=np.int64)
+    return pa.table({"id": ids, "s": [f"s{i % 5}" for i in ids], "v": ids * 3,
+                     "p": (ids % 2).astype(np.int32)}, schema=SCHEMA)
+
+
+#: name -> (options, partitioned, deletes)
+TABLES: dict[str, tuple[dict[str, str], bool, list[str]]] = {
+    # unaware bucket, vectors: files with a vector always rewritten, the rest bin-packed (>= 3)
+    "u": ({"bucket": "-1", "deletion-vectors.enabled": "true", "compaction.min.file-num": "3", **INDEXES},
+          False, ["id IN (3, 4, 150)"]),
+    # unaware bucket, no vectors: small files packed once there are min-file-num of them
+    "plain": ({"bucket": "-1", "compaction.min.file-num": "3", **INDEXES}, False, []),
+    # fixed buckets, vectors: the full compaction (CALL's default) rewrites every bucket
+    "f": ({"bucket": "2", "bucket-key": "id", "deletion-vectors.enabled": "true", **INDEXES}, False,
+          ["id IN (10, 11, 12, 13, 260)"]),
+    # fixed buckets, no vectors: full only when small files outnumber large ones (>= 3 files)
+    "fn": ({"bucket": "2", "bucket-key": "id", **INDEXES}, False, []),
+    # partitioned unaware with vectors
+    "pt": ({"bucket": "-1", "deletion-vectors.enabled": "true", "compaction.min.file-num": "3", **INDEXES},
+           True, ["id IN (1, 2, 3, 301)"]),
+}
+
+CALLS = [
+    "CALL sys.compact(table => 'db.u', compact_strategy => 'minor')",  # unaware: Paimon ignores it
+    "CALL sys.compact(table => 'db.plain')",
+    "CALL sys.compact(table => 'db.f')",
+    "CALL sys.compact(table => 'db.fn')",
+    "CALL sys.compact(table => 'db.f', compact_strategy => 'minor')",  # 1 file a bucket: nothing
+    "CALL sys.compact(table => 'db.pt', where => 'p = 1')",
+    "CALL sys.compact(table => 'db.pt', partitions => 'p=0')",
+]
+READS = [f"SELECT id, s, v, p FROM db.{name} ORDER BY id" for name in TABLES] + \
+    [f"SELECT count(*) FROM db.`{name}$files`" for name in TABLES] + \
+    [f"SELECT commit_kind FROM db.`{name}$snapshots` ORDER BY snapshot_id DESC LIMIT 1" for name in TABLES]
+
+
+def _base(warehouse: Path, files_per_table: int = 4) -> None:
+    for name, (options, partitioned, deletes) in TABLES.items():
+        table = paimon_index.create_table(str(warehouse), f"db.{name}", SCHEMA, options=options,
+                                          partition_keys=["p"] if partitioned else [])
+        for k in range(files_per_table):
+            table.write(_batch(k * 100, 100))
+        for where in deletes:
+            table.delete(where)
+
+
+def _rows(df: Any) -> list[list[Any]]:
+    return [list(r) for r in df.collect()]
+
+
+def test_the_job_compacts_as_the_python_api_does(spark: Any, tmp_path: Path) -> None:
+    base = tmp_path / "base"
+    _base(base)
+    ours, api = tmp_path / "job", tmp_path / "api"
+    shutil.copytree(base, ours)
+    shutil.copytree(base, api)
+    for name in ("u", "f", "pt"):
+        before = paimon_index.open_table(str(ours), f"db.{name}").read().sort_by("id")
+        full = name == "f"  # Paimon's minor pick waits for 5 files in a bucket: these have 2
+        result = jobs.compact(spark, f"db.{name}", full=full, warehouse=str(ours))
+        expected = paimon_index.open_table(str(api), f"db.{name}").compact(full=full)
+        assert result.snapshot_id == expected.snapshot_id is not None
+        assert (result.files_added, result.files_removed) == (expected.files_added, expected.files_removed)
+        table = paimon_index.open_table(str(ours), f"db.{name}")
+        assert table.read().sort_by("id").equals(before)
+        assert latest_snapshot(table.paimon_table).commit_kind == "COMPACT"
+
+
+class _Recording(pickle.Pickler):
+    """Records every pypaimon object pickled (as tests/spark/test_task_payloads.py does)."""
+
+    def __init__(self, file: Any) -> None:
+        super().__init__(file)
+        self.found: list[str] = []
+
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, TableIO):
+            return TableIO, (None,)
+        module = getattr(type(obj), "__module__", "") or ""
+        if module.startswith("pypaimon"):
+            self.found.append(f"{module}.{type(obj).__qualname__}")
+        return NotImplemented
+
+
+def _pypaimon_objects(payload: Any) -> list[str]:
+    pickler = _Recording(io.BytesIO())
+    pickler.dump(payload)
+    return sorted(set(pickler.found))
+
+
+def test_a_task_gets_plain_values_only(tmp_path: Path) -> None:
+    """What the job pickles to a task: the groups (FilePlans, sequence start, rows per file) and the
+    detached schema -- no pypaimon object."""
+    _base(tmp_path)
+    plan = plan_compaction(paimon_index.open_table(str(tmp_path), "db.pt").paimon_table)
+    assert plan.groups
+    assert _pypaimon_objects((list(enumerate(plan.groups)), plan.schema)) == []
+    assert all(f.index is None for g in plan.groups for f in g.files)  # containers are rebuilt
+    assert any(f.deletion is not None for g in plan.groups for f in g.files)
+    assert max(len(pickle.dumps(g)) for g in plan.groups) < 16 << 10
+
+
+@pytest.mark.slow  # two connector runs (JVM starts, ~1 min each) and both sides' reads
+def test_call_compact_equals_paimons_connector(spark: Any, tmp_path: Path) -> None:
+    base = tmp_path / "base"
+    _base(base)
+    theirs_copy, ours_copy = tmp_path / "theirs", tmp_path / "ours"
+    shutil.copytree(base, theirs_copy)
+    shutil.copytree(base, ours_copy)
+    theirs = paimonsql.run(theirs_copy, CALLS + READS)
+    for statement, reference in zip(CALLS, theirs, strict=False):
+        assert reference["ok"], (statement, reference)
+    paimon = paimon_index.spark.attach(spark, warehouse=str(ours_copy))
+    for statement in CALLS:
+        assert _rows(paimon.sql(statement)) == [[True]], statement
+    ours = [_rows(paimon.sql(s)) for s in READS]
+    theirs_reads = [r["rows"] for r in theirs[len(CALLS):]]
+    # Each side reads the other's copy too.
+    cross_theirs = [r["rows"] for r in paimonsql.run(ours_copy, READS)]
+    cross_ours = [_rows(paimon_index.spark.attach(spark, warehouse=str(theirs_copy)).sql(s)) for s in READS]
+    answers = zip(READS, theirs_reads, ours, cross_theirs, cross_ours, strict=True)
+    for statement, ref, mine, ref_on_ours, ours_on_ref in answers:
+        assert mine == ref, statement  # same rows, same file counts, COMPACT snapshots
+        assert ref_on_ours == ref, statement
+        assert ours_on_ref == ref, statement
+    counts = dict(zip(TABLES, (r[0][0] for r in ours[len(TABLES):2 * len(TABLES)]), strict=True))
+    assert counts["u"] < 4 and counts["plain"] == 1 and counts["f"] == 2 and counts["fn"] == 2
+    assert counts["pt"] < 8
+
+
+def test_call_compact_arguments_on_append_and_primary_key_tables(spark: Any, tmp_path: Path) -> None:
+    from paimon_index.errors import SqlError
+
+    _base(tmp_path)
+    paimon = paimon_index.create_table(str(tmp_path), "db.k", SCHEMA, primary_keys=["id"],
+                                       options={"bucket": "1", "deletion-vectors.enabled": "true"})
+    del paimon
+    sql = paimon_index.spark.attach(spark, warehouse=str(tmp_path)).sql
+    with pytest.raises(SqlError, match="partitions and where cannot be used together"):
+        sql("CALL sys.compact(table => 'db.pt', where => 'p = 1', partitions => 'p=1')")
+    with pytest.raises(SqlError, match=r"supported on append tables only; db\.k has a primary key"):
+        sql("CALL sys.compact(table => 'db.k', where => 'id = 1')")
+    with pytest.raises(SqlError, match=r"expected k=v"):
+        sql("CALL sys.compact(table => 'db.pt', partitions => 'p')")
+    with pytest.raises(SqlError, match=r"order_strategy are not supported by paimon-index"):
+        sql("CALL sys.compact(table => 'db.pt', order_strategy => 'zorder', order_by => 'id')")
+    table = paimon_index.open_table(str(tmp_path), "db.pt")
+    before = table.read().sort_by("id")
+    assert _rows(sql("CALL sys.compact(table => 'db.pt', partitions => 'p=0')")) == [[True]]
+    from paimon_index.table.plan import plan_snapshot
+
+    plan = plan_snapshot(paimon_index.open_table(str(tmp_path), "db.pt").paimon_table)
+    counts = {key[0]: len(b.files) for key, b in plan.buckets.items()}
+    # only the partition named was compacted: its file with a vector alone, the 3 others packed
+    assert counts == {(0,): 2, (1,): 4}
+    assert paimon_index.open_table(str(tmp_path), "db.pt").read().sort_by("id").equals(before)
