@@ -113,10 +113,11 @@ class Transaction:
 
     @classmethod
     def begin(cls, table: PaimonTable, *, exact: bool = True, overwrite: bool = False,
-              partition: Mapping[str, Any] | None = None, operation: str = "commit") -> Transaction:
+              partition: Mapping[str, Any] | None = None, operation: str = "commit",
+              compact: bool = False) -> Transaction:
         """A transaction planned on the table's latest snapshot."""
         return cls(table, latest_snapshot(table), exact=exact, overwrite=overwrite, partition=partition,
-                   operation=operation)
+                   operation=operation, compact=compact)
 
     @classmethod
     def on(cls, table: PaimonTable, snapshot_id: int | None, *, exact: bool = True, overwrite: bool = False,

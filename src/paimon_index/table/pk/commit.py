@@ -24,8 +24,9 @@ from paimon_index.table.transaction import Transaction
 __all__ = ["abandon", "begin", "delete_discarded", "on_snapshot", "written_paths"]
 
 
-def begin(table: Any, operation: str) -> Transaction:
-    return Transaction.begin(table, operation=operation)
+def begin(table: Any, operation: str, *, compact: bool = False) -> Transaction:
+    """``compact``: the snapshot is ``COMPACT``, as Java commits a compaction."""
+    return Transaction.begin(table, operation=operation, compact=compact)
 
 
 def on_snapshot(table: Any, snapshot_id: int | None, operation: str, written: Iterable[str] = ()

@@ -126,7 +126,7 @@ def compact(table: Any, *, full: bool = False, threshold: float = DEFAULT_COMPAC
     if not 0.0 <= threshold <= 1.0:
         raise InvalidOptionError(f"compaction threshold {threshold} outside [0, 1]")
     runner = run if run is not None else _run_here(table)
-    with begin(table, _COMPACT) as txn:
+    with begin(table, _COMPACT, compact=True) as txn:
         plan = plan_snapshot(table, txn.snapshot)
         if not plan.level0():
             return _compact_on(txn, plan, plan_buckets(plan, full, threshold, max_level(options)), runner)
@@ -134,7 +134,7 @@ def compact(table: Any, *, full: bool = False, threshold: float = DEFAULT_COMPAC
     import pyarrow as pa
 
     upsert_arrow(table, pa.schema(arrow_fields(table)).empty_table())
-    with begin(table, _COMPACT) as txn:
+    with begin(table, _COMPACT, compact=True) as txn:
         plan = plan_snapshot(table, txn.snapshot)
         if plan.level0():
             raise ConcurrentChangeError("level-0 files were written while compacting; run it again")
