@@ -9,7 +9,6 @@ snapshots on both.
 
 from __future__ import annotations
 
-import io
 import pickle
 import shutil
 from pathlib import Path
@@ -24,8 +23,8 @@ import paimon_index.spark
 import paimonsql
 from paimon_index.spark import jobs
 from paimon_index.table.append_compaction import plan_compaction
-from paimon_index.table.fileio import TableIO
 from paimon_index.table.paimon import latest_snapshot
+from payloads import pypaimon_objects
 
 pytestmark = pytest.mark.spark
 
@@ -103,35 +102,13 @@ def test_the_job_compacts_as_the_python_api_does(spark: Any, tmp_path: Path) -> 
         assert latest_snapshot(table.paimon_table).commit_kind == "COMPACT"
 
 
-class _Recording(pickle.Pickler):
-    """Records every pypaimon object pickled (as tests/spark/test_task_payloads.py does)."""
-
-    def __init__(self, file: Any) -> None:
-        super().__init__(file)
-        self.found: list[str] = []
-
-    def reducer_override(self, obj: Any) -> Any:
-        if isinstance(obj, TableIO):
-            return TableIO, (None,)
-        module = getattr(type(obj), "__module__", "") or ""
-        if module.startswith("pypaimon"):
-            self.found.append(f"{module}.{type(obj).__qualname__}")
-        return NotImplemented
-
-
-def _pypaimon_objects(payload: Any) -> list[str]:
-    pickler = _Recording(io.BytesIO())
-    pickler.dump(payload)
-    return sorted(set(pickler.found))
-
-
 def test_a_task_gets_plain_values_only(tmp_path: Path) -> None:
     """What the job pickles to a task: the groups (FilePlans, sequence start, rows per file) and the
     detached schema -- no pypaimon object."""
     _base(tmp_path)
     plan = plan_compaction(paimon_index.open_table(str(tmp_path), "db.pt").paimon_table)
     assert plan.groups
-    assert _pypaimon_objects((list(enumerate(plan.groups)), plan.schema)) == []
+    assert pypaimon_objects((list(enumerate(plan.groups)), plan.schema)) == []
     assert all(f.index is None for g in plan.groups for f in g.files)  # containers are rebuilt
     assert any(f.deletion is not None for g in plan.groups for f in g.files)
     assert max(len(pickle.dumps(g)) for g in plan.groups) < 16 << 10

@@ -9,7 +9,6 @@ here by name so that nothing else slips in beside it.
 
 from __future__ import annotations
 
-import io
 import pickle
 from pathlib import Path
 from typing import Any
@@ -20,31 +19,9 @@ import pytest
 
 import paimon_index
 from paimon_index.spark.datasource import PaimonIndexDataSource
-from paimon_index.table.fileio import TableIO
+from payloads import pypaimon_objects
 
 pytestmark = pytest.mark.spark
-
-
-class _Recording(pickle.Pickler):
-    """A pickler that records every pypaimon object it meets (a TableIO is taken as a whole)."""
-
-    def __init__(self, file: Any) -> None:
-        super().__init__(file)
-        self.found: list[str] = []
-
-    def reducer_override(self, obj: Any) -> Any:
-        if isinstance(obj, TableIO):
-            return TableIO, (None,)  # its FileIO is pypaimon's on purpose (see the module docstring)
-        module = getattr(type(obj), "__module__", "") or ""
-        if module.startswith("pypaimon"):
-            self.found.append(f"{module}.{type(obj).__qualname__}")
-        return NotImplemented
-
-
-def _pypaimon_objects(payload: Any) -> list[str]:
-    pickler = _Recording(io.BytesIO())
-    pickler.dump(payload)
-    return sorted(set(pickler.found))
 
 
 def _partitions(warehouse: str, name: str) -> list[Any]:
@@ -80,7 +57,7 @@ def test_source_partitions_hold_no_pypaimon_object(tmp_path: Path, kind: str) ->
     files = [f for p in partitions for f in p.files]
     assert all(not f.resolved and f.selected is None and f.deleted is None for f in files)
     assert any(f.deletion is not None for p in partitions for f in p.files)
-    assert _pypaimon_objects(partitions) == []
+    assert pypaimon_objects(partitions) == []
     # Small: locations, not row sets (the vectors and .index files are read by the task).
     assert max(len(pickle.dumps(p)) for p in partitions) < 64 << 10
 
@@ -102,7 +79,7 @@ def test_compaction_work_holds_no_pypaimon_object(tmp_path: Path) -> None:
     table = open_table(warehouse, "db.t")
     works = plan_buckets(plan_snapshot(table, table.snapshot_manager().get_latest_snapshot()), True, 0.5, 5)
     assert works and any(w.vectors for w in works)
-    assert _pypaimon_objects(works) == []
+    assert pypaimon_objects(works) == []
 
 
 def _int_type() -> Any:
@@ -115,4 +92,4 @@ def test_the_check_sees_a_pypaimon_object() -> None:
     """The recording pickler is not blind: a pypaimon object is named."""
     from pypaimon.schema.data_types import AtomicType
 
-    assert _pypaimon_objects({"x": [AtomicType("INT")]}) == ["pypaimon.schema.data_types.AtomicType"]
+    assert pypaimon_objects({"x": [AtomicType("INT")]}) == ["pypaimon.schema.data_types.AtomicType"]

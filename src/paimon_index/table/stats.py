@@ -423,24 +423,12 @@ def _leaf_all_match(leaf: Leaf, dtype: DataType | None, s: ColumnStats | None) -
     if not _no_nulls(s) or lo is None or hi is None:
         return False  # a NULL row matches no comparison
     lits = leaf.literals
-    match leaf.op:
-        case Op.EQ:
-            return bool(lo == hi == lits[0])
-        case Op.IN:
-            return bool(lo == hi and lo in lits)
-        case Op.NE | Op.NOT_IN:
-            return all(v < lo or v > hi for v in lits)
-        case Op.LT:
-            return bool(hi < lits[0])
-        case Op.LE:
-            return bool(hi <= lits[0])
-        case Op.GT:
-            return bool(lo > lits[0])
-        case Op.GE:
-            return bool(lo >= lits[0])
-        case Op.BETWEEN:
-            return bool(lits[0] <= lo and hi <= lits[1])
-    return False
+    if leaf.op in (Op.NE, Op.NOT_IN):
+        return all(v < lo or v > hi for v in lits)
+    if leaf.op is Op.IN:
+        return bool(lo == hi and lo in lits)
+    # The other comparisons hold on one interval of values: every row matches when both bounds do.
+    return _satisfies(leaf, lo) and _satisfies(leaf, hi)
 
 
 def stats_all_match(predicate: Predicate, stats: Mapping[str, ColumnStats],
