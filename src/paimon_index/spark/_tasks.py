@@ -7,8 +7,9 @@
     with_bucket(df, warehouse, table) -> DataFrame   upsert: each row's Paimon bucket as a column
     dynamic_upsert_job(spark, df, ...) -> list  upsert of a dynamic-bucket table: route, assign, write
     rebuild_job(spark, groups, ...) -> list     rewrite_file_index: tasks rebuild their files' indexes
-    compact_job(spark, works, ...) -> list      primary-key compaction: tasks rewrite their buckets
-    balanced_groups(sizes, groups)              rewrite_file_index: files packed by bytes
+    pk_compact_job(spark, works, ...) -> list   primary-key compaction: tasks rewrite their buckets
+    balanced_groups(sizes, groups)              items packed by bytes into groups of about equal size
+    packed(spark, items, sizes) -> groups       the groups of the byte-balanced jobs above and below
     compact_job(spark, tasks, schema, ...) -> list   append compaction: tasks rewrite their groups
     ProgressWhile(done, total, label)           a progress bar on stderr while a job runs
 
@@ -25,7 +26,7 @@ import pickle
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
 from pyspark.sql.types import IntegerType, StructField, StructType
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
     from paimon_index.table.schemas import ReadSchema
 
 CatalogOptions = Mapping[str, str] | None
+T = TypeVar("T")
 #: What every row-change task returns: its pickled commit messages and how many table rows it
 #: marked deleted.
 MESSAGE_SCHEMA = "message binary, rows long"
@@ -186,8 +188,8 @@ def dynamic_upsert_job(df: DataFrame, warehouse: str, table: str, catalog_option
 
 
 # -- rewrite_file_index --------------------------------------------------------------------------
-#: Tasks per core of ``rewrite_file_index``: a little more than one, so a core that finishes early
-#: takes another group instead of idling behind the slowest one.
+#: Tasks per core of the byte-balanced jobs (rewrite_file_index, compactions): a little more than
+#: one, so a core that finishes early takes another group instead of idling behind the slowest one.
 TASKS_PER_CORE = 2
 
 
@@ -232,6 +234,13 @@ def rebuild_job(spark: SparkSession, groups: list[list[RewriteTask]], files_done
     return _connect.run_tasks(spark, groups, rebuild)
 
 
+def packed(spark: SparkSession, items: Sequence[T], sizes: Sequence[int]) -> list[list[T]]:
+    """``items`` in at most ``TASKS_PER_CORE`` x Spark's parallelism groups of about equal total
+    ``sizes`` (:func:`balanced_groups`): one Spark task each."""
+    slots = min(len(items), _connect.parallelism(spark) * TASKS_PER_CORE)
+    return [[items[i] for i in group] for group in balanced_groups(sizes, slots)]
+
+
 # -- append compaction ---------------------------------------------------------------------------
 def compact_job(spark: SparkSession, tasks: list[list[tuple[int, CompactGroup]]], schema: ReadSchema,
                 warehouse: str, table: str, catalog_options: CatalogOptions) -> list[tuple[int, list[Any]]]:
@@ -258,8 +267,7 @@ def pk_compact_job(spark: SparkSession, works: list[BucketWork], warehouse: str,
     returns their outcomes. Runs the job; the driver commits."""
     from paimon_index.table.pk.compaction import compact_buckets
 
-    slots = min(len(works), _connect.parallelism(spark) * TASKS_PER_CORE)
-    groups = [[works[i] for i in group] for group in balanced_groups([w.weight for w in works], slots)]
+    groups = packed(spark, works, [w.weight for w in works])
 
     def run(group: list[BucketWork]) -> Iterator[bytes]:
         opened = open_table(warehouse, table, catalog_options=catalog_options)

@@ -416,9 +416,7 @@ def rewrite_file_index(spark: SparkSession, table: str, where: str | None = None
     tasks = plan_rewrite(paimon_table, where)
     if not tasks:
         return _result(warehouse, table, catalog_options, "rewrite_file_index", None, 0)
-    slots = min(len(tasks), _connect.parallelism(spark) * _tasks.TASKS_PER_CORE)
-    groups = [[tasks[i] for i in group]
-              for group in _tasks.balanced_groups([_tasks.file_bytes(t.meta) for t in tasks], slots)]
+    groups = _tasks.packed(spark, tasks, [_tasks.file_bytes(t.meta) for t in tasks])
     # Spark Connect has no accumulators: its progress bar shows the start and the end only.
     files_done = None if _connect.is_connect(spark) else spark.sparkContext.accumulator(0)
     if progress:
@@ -468,10 +466,7 @@ def _compact_append(spark: SparkSession, table: str, *, full: bool, warehouse: s
     plan = plan_compaction(paimon_table, full=full, partitions=partitions)
     if not plan.groups or plan.schema is None:
         return _result(warehouse, table, catalog_options, "compact", None, 0)
-    slots = min(len(plan.groups), _connect.parallelism(spark) * _tasks.TASKS_PER_CORE)
-    indexed = list(enumerate(plan.groups))
-    tasks = [[indexed[i] for i in members]
-             for members in _tasks.balanced_groups([g.bytes for g in plan.groups], slots)]
+    tasks = _tasks.packed(spark, list(enumerate(plan.groups)), [g.bytes for g in plan.groups])
     rewritten: list[list[Any]] = [[] for _ in plan.groups]
     for index, metas in _tasks.compact_job(spark, tasks, plan.schema, warehouse, table, catalog_options):
         rewritten[index] = metas
