@@ -267,9 +267,7 @@ def prepare_merge(table: Any, data: pa.Table) -> PreparedUpsert:
     options = check_table(table, upsert=True)
     engine = merge_engine(table, options)
     assert engine is not None, "prepare_merge: the table's merge engine is deduplicate"
-    plan = plan_snapshot(table, table.snapshot_manager().get_latest_snapshot())
-    if plan.level0():
-        raise PrimaryKeyTableError("the table has level-0 files: run compact(table) (or upsert_arrow) first")
+    plan = _executor_plan(table, LATEST)
     batch = engine.fold(_conformed(table, data), single_as_is=True)
     columns = user_columns(table)
     partitions, buckets = bucket_of_rows(table, batch.select(columns))
@@ -360,6 +358,13 @@ def prepare_upsert(table: Any, messages: list[Any], removed_keys: pa.Table | Non
     the latest."""
     options = check_table(table, upsert=True)
     removed_keys = key_schema(table).empty_table() if removed_keys is None else removed_keys
+    plan = _executor_plan(table, snapshot_id)
+    return _prepare(table, plan, messages, removed_keys, max_level(options), scope)
+
+
+def _executor_plan(table: Any, snapshot_id: int | object | None) -> Plan:
+    """An executor's plan of ``snapshot_id`` (``LATEST``: the latest snapshot), which must hold no
+    level-0 files (a task cannot fold them: only the driver's upsert_arrow or compact does)."""
     if snapshot_id is LATEST:
         snapshot = table.snapshot_manager().get_latest_snapshot()
     else:
@@ -367,7 +372,7 @@ def prepare_upsert(table: Any, messages: list[Any], removed_keys: pa.Table | Non
     plan = plan_snapshot(table, snapshot)
     if plan.level0():
         raise PrimaryKeyTableError("the table has level-0 files: run compact(table) (or upsert_arrow) first")
-    return _prepare(table, plan, messages, removed_keys, max_level(options), scope)
+    return plan
 
 
 def _snapshot(table: Any, snapshot_id: int) -> Any:
