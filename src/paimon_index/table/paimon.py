@@ -33,6 +33,14 @@ What is used, and why
   scan applies its own filters (bucket, partition, ``_filter_manifest_entry``) and drops the
   statistics on fresh copies, then merges ADD and DELETE entries as pypaimon does. Row-range
   reads (data-evolution tables) go to pypaimon's own reader.
+* **Vectorized key-value writes**: :func:`vectorize_key_value_write` replaces two per-row Python
+  loops of one table write (90% of a primary-key load's time): the fixed-bucket extractor's
+  ``_extract_buckets_batch`` (one ``GenericRow`` serialized and hashed per row) by
+  :func:`~paimon_index.bucket.hash_index.key_hashes` over the bucket-key columns and Java's
+  ``Math.abs(hash % buckets)``; and, for the ``deduplicate`` merge function, the key-value data
+  writer's ``_merge_pending_by_pk`` (a ``to_pydict`` round trip per row) by a check that the sorted
+  keys are already distinct — the rows this package writes hold one row per key, on which
+  deduplicate is the identity. Where keys repeat, pypaimon's fold runs unchanged.
 """
 
 from __future__ import annotations
@@ -43,7 +51,9 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pypaimon.common.options.config as pypaimon_config
 from pypaimon.catalog.catalog_exception import CatalogException, TableAlreadyExistException
 from pypaimon.common.json_util import JSON
@@ -56,6 +66,7 @@ from pypaimon.manifest.manifest_file_manager import ManifestFileManager
 from pypaimon.manifest.manifest_list_manager import ManifestListManager
 from pypaimon.manifest.schema.manifest_entry import ManifestEntry
 from pypaimon.manifest.schema.simple_stats import SimpleStats
+from pypaimon.read.reader.deduplicate_merge_function import DeduplicateMergeFunction
 from pypaimon.schema.data_types import PyarrowFieldParser
 from pypaimon.schema.schema_change import SchemaChange
 from pypaimon.snapshot.renaming_snapshot_commit import RenamingSnapshotCommit
@@ -66,7 +77,9 @@ from pypaimon.table.system import system_table_loader
 from pypaimon.utils.file_store_path_factory import canonical_data_file_path
 from pypaimon.write.commit_message import CommitMessage
 from pypaimon.write.file_store_commit import FileStoreCommit
+from pypaimon.write.row_key_extractor import FixedBucketRowKeyExtractor
 
+from paimon_index.bucket.hash_index import key_hashes
 from paimon_index.errors import NoAtomicCreateError, TableError
 from paimon_index.table.fileio import TableIO
 from paimon_index.table.metacache import MANIFEST_WEIGHT_FACTOR, metadata_cache
@@ -119,6 +132,7 @@ __all__ = [
     "snapshot_exists",
     "system_table_loader",
     "table_name",
+    "vectorize_key_value_write",
 ]
 
 log = logging.getLogger(__name__)
@@ -620,3 +634,56 @@ def _manifest_entries(manager: Any, manifest_files: Sequence[Any], max_workers: 
         embedded = sum(len(e.file.embedded_index or b"") for e in entries)
         cache.put(keys[i], entries, MANIFEST_WEIGHT_FACTOR * int(manifest_files[i].file_size or 0) + embedded)
     return [entries or [] for entries in found]
+
+
+def vectorize_key_value_write(writer: Any) -> None:
+    """Give one pypaimon table write vectorized bucket assignment (fixed-bucket tables) and, on its
+    key-value data writers, a fold that returns already-distinct keys as they are (see the module
+    docstring). Other extractors and merge functions keep pypaimon's own code."""
+    extractor = writer.row_key_extractor
+    if type(extractor) is FixedBucketRowKeyExtractor:
+        fields, buckets = list(extractor._bucket_key_fields), int(extractor.num_buckets)
+
+        def extract_buckets(data: pa.RecordBatch) -> list[int]:
+            hashes = key_hashes(data, fields).astype(np.int64)
+            # Java: Math.abs(hashcode % numBuckets), % truncating toward zero as np.fmod does.
+            return np.abs(np.fmod(hashes, buckets)).tolist()
+
+        extractor._extract_buckets_batch = extract_buckets
+    store = writer.file_store_write
+    create = store._create_data_writer
+
+    def created(*args: Any, **kwargs: Any) -> Any:
+        data_writer = create(*args, **kwargs)
+        fold = getattr(data_writer, "_merge_pending_by_pk", None)
+        deduplicate = type(getattr(data_writer, "_merge_function", None)) is DeduplicateMergeFunction
+        if fold is not None and deduplicate:
+            data_writer._merge_pending_by_pk = _distinct_or(fold, len(data_writer.trimmed_primary_keys))
+        return data_writer
+
+    store._create_data_writer = created
+
+
+def _distinct_or(fold: Callable[[pa.Table], pa.Table], key_arity: int) -> Callable[[pa.Table], pa.Table]:
+    """``fold``, skipped when the key-sorted rows' keys (the first ``key_arity`` columns) are distinct."""
+
+    def distinct_first(data: pa.Table) -> pa.Table:
+        if data.num_rows < 2 or _keys_distinct(data, key_arity):
+            return data
+        return fold(data)
+
+    return distinct_first
+
+
+def _keys_distinct(data: pa.Table, key_arity: int) -> bool:
+    """Whether no two neighbours of the key-sorted ``data`` have equal keys (NULLs: not proven)."""
+    n = data.num_rows
+    differs: Any = None
+    for i in range(key_arity):
+        column = data.column(i)
+        step = pc.not_equal(column.slice(1), column.slice(0, n - 1))
+        differs = step if differs is None else pc.or_kleene(differs, step)
+    if differs is None:
+        return False
+    # A NULL comparison (a NULL key) or a false one sends the rows through pypaimon's fold.
+    return bool(pc.all(pc.fill_null(differs, False)).as_py())

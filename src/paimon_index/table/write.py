@@ -55,7 +55,7 @@ from paimon_index.fileindex.options import FileIndexOptions
 from paimon_index.table.catalog import dictionary_page_bytes, row_group_bytes
 from paimon_index.table.fileio import TableIO
 from paimon_index.table.files import INDEX_FILE_SUFFIX
-from paimon_index.table.paimon import PaimonTable
+from paimon_index.table.paimon import PaimonTable, vectorize_key_value_write
 from paimon_index.table.schemas import ReadSchema, read_schema
 from paimon_index.table.stats import attach_value_stats
 from paimon_index.types import DataType
@@ -213,6 +213,7 @@ def new_table_write(table: PaimonTable) -> Any:
         return data_writer
 
     store._create_data_writer = sized
+    vectorize_key_value_write(writer)
     return writer
 
 
