@@ -152,3 +152,17 @@ def table_schema(table) -> pa.Schema:
     from paimon_index.table.pk.plan import arrow_fields
 
     return pa.schema(arrow_fields(table))
+
+
+def test_the_buckets_spark_tasks_assign_equal_pypaimons(tmp_path: Path) -> None:
+    """``bucket_of_rows`` (the upsert job's routing of rows to tasks) on a partitioned table."""
+    from paimon_index.table.pk import bucket_of_rows
+
+    schema = pa.schema([pa.field("p", pa.string(), nullable=False), pa.field("k", pa.int64(), nullable=False),
+                        ("v", pa.string())])
+    table = create_table(str(tmp_path), "db.t", schema, primary_keys=["p", "k"], partition_keys=["p"],
+                         options={"bucket": "4", "deletion-vectors.enabled": "true"})
+    rows = pa.table({"p": [f"p{i % 3}" for i in range(900)], "k": range(-450, 450), "v": ["x"] * 900},
+                    schema=schema)
+    partitions, buckets = table.create_row_key_extractor().extract_partition_bucket_batch(rows.to_batches()[0])
+    assert bucket_of_rows(table, rows) == ([tuple(p) for p in partitions], list(buckets))

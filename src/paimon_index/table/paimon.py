@@ -128,6 +128,7 @@ __all__ = [
     "partition_row",
     "pinned_table",
     "pypaimon_config",
+    "row_key_extractor",
     "snapshot_by_id",
     "snapshot_exists",
     "system_table_loader",
@@ -640,16 +641,7 @@ def vectorize_key_value_write(writer: Any) -> None:
     """Give one pypaimon table write vectorized bucket assignment (fixed-bucket tables) and, on its
     key-value data writers, a fold that returns already-distinct keys as they are (see the module
     docstring). Other extractors and merge functions keep pypaimon's own code."""
-    extractor = writer.row_key_extractor
-    if type(extractor) is FixedBucketRowKeyExtractor:
-        fields, buckets = list(extractor._bucket_key_fields), int(extractor.num_buckets)
-
-        def extract_buckets(data: pa.RecordBatch) -> list[int]:
-            hashes = key_hashes(data, fields).astype(np.int64)
-            # Java: Math.abs(hashcode % numBuckets), % truncating toward zero as np.fmod does.
-            return np.abs(np.fmod(hashes, buckets)).tolist()
-
-        extractor._extract_buckets_batch = extract_buckets
+    _vectorize_buckets(writer.row_key_extractor)
     store = writer.file_store_write
     create = store._create_data_writer
 
@@ -662,6 +654,24 @@ def vectorize_key_value_write(writer: Any) -> None:
         return data_writer
 
     store._create_data_writer = created
+
+
+def row_key_extractor(table: Any) -> Any:
+    """pypaimon's row key extractor of ``table`` (partition and bucket of rows), fixed buckets vectorized."""
+    return _vectorize_buckets(table.create_row_key_extractor())
+
+
+def _vectorize_buckets(extractor: Any) -> Any:
+    if type(extractor) is FixedBucketRowKeyExtractor:
+        fields, buckets = list(extractor._bucket_key_fields), int(extractor.num_buckets)
+
+        def extract_buckets(data: pa.RecordBatch) -> list[int]:
+            hashes = key_hashes(data, fields).astype(np.int64)
+            # Java: Math.abs(hashcode % numBuckets), % truncating toward zero as np.fmod does.
+            return np.abs(np.fmod(hashes, buckets)).tolist()
+
+        extractor._extract_buckets_batch = extract_buckets
+    return extractor
 
 
 def _distinct_or(fold: Callable[[pa.Table], pa.Table], key_arity: int) -> Callable[[pa.Table], pa.Table]:

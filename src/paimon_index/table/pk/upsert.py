@@ -50,7 +50,7 @@ import pyarrow.compute as pc
 
 from paimon_index.errors import ConcurrentChangeError, InvalidOptionError, PrimaryKeyTableError
 from paimon_index.table.fileio import TableIO
-from paimon_index.table.paimon import CommitMessage, latest_snapshot, table_name
+from paimon_index.table.paimon import CommitMessage, latest_snapshot, row_key_extractor, table_name
 from paimon_index.table.pk.commit import abandon, begin, delete_discarded, on_snapshot, written_paths
 from paimon_index.table.pk.levels import free_level, rewrite, write_rows
 from paimon_index.table.pk.lookup import (
@@ -389,7 +389,7 @@ def bucket_of_rows(table: Any, rows: pa.Table) -> tuple[list[tuple[Any, ...]], l
     """(partition, bucket) of each row, as pypaimon's writer assigns them (fixed-bucket tables)."""
     if rows.num_rows == 0:
         return [], []
-    extractor = table.create_row_key_extractor()
+    extractor = row_key_extractor(table)
     partitions, buckets = extractor.extract_partition_bucket_batch(rows.combine_chunks().to_batches()[0])
     return [tuple(p) for p in partitions], list(buckets)
 
