@@ -94,3 +94,28 @@ def test_counters_as_dict_and_pickle_follow_the_fields() -> None:
     assert back.as_dict() == IOCounters(read_requests=1, list_requests=4).as_dict()
     back.add(read_requests=1)  # the lock is rebuilt
     assert back.read_requests == 2
+
+
+EXIT_AFTER_COUNT = """
+import sys
+import pyarrow as pa
+import paimon_index
+schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+t = paimon_index.create_table(sys.argv[1], "db.t", schema, primary_keys=["id"],
+                              options={"bucket": "2", "deletion-vectors.enabled": "true"})
+t.upsert(pa.table({"id": [1, 2], "v": ["a", "b"]}, schema=schema))
+assert t.count() == 2
+"""
+
+
+def test_a_script_that_counts_and_exits_exits_cleanly(tmp_path: Path) -> None:
+    """Reading Parquet through a Python stream with pyarrow's threads, then exiting, aborted the
+    interpreter (exit code 134) about one run in two: a worker freed the last Python buffer while
+    the interpreter shut down. Six runs all passing by luck: 1 in 64."""
+    import subprocess
+    import sys
+
+    for run in range(6):
+        done = subprocess.run([sys.executable, "-c", EXIT_AFTER_COUNT, str(tmp_path / str(run))],
+                              capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode == 0, f"run {run}: exit code {done.returncode}: {done.stderr[-500:]}"
