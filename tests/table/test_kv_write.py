@@ -43,14 +43,14 @@ def _key_column(arrow_type: pa.DataType, rng: np.random.Generator) -> pa.Array:
         return pa.array(rng.integers(-10**15, 10**15, ROWS), pa.int64()).cast(arrow_type)
     lengths = rng.integers(0, 40, ROWS)  # inline (< 8 bytes) and variable-part strings
     words = ["".join(chr(97 + int(c)) for c in rng.integers(0, 26, n)) + "é" * (n % 3) for n in lengths]
-    return pa.array(words, arrow_type)
+    return pa.array([w.encode() for w in words] if pa.types.is_binary(arrow_type) else words, arrow_type)
 
 
 KEY_TYPES = {
     "tinyint": pa.int8(), "smallint": pa.int16(), "int": pa.int32(), "bigint": pa.int64(),
     "boolean": pa.bool_(), "float": pa.float32(), "double": pa.float64(), "date": pa.date32(),
     "decimal-compact": pa.decimal128(10, 2), "decimal-wide": pa.decimal128(30, 4),
-    "timestamp": pa.timestamp("us"), "string": pa.string(),
+    "timestamp": pa.timestamp("us"), "string": pa.string(), "bytes": pa.binary(),
 }
 
 
@@ -164,5 +164,24 @@ def test_the_buckets_spark_tasks_assign_equal_pypaimons(tmp_path: Path) -> None:
                          options={"bucket": "4", "deletion-vectors.enabled": "true"})
     rows = pa.table({"p": [f"p{i % 3}" for i in range(900)], "k": range(-450, 450), "v": ["x"] * 900},
                     schema=schema)
-    partitions, buckets = table.create_row_key_extractor().extract_partition_bucket_batch(rows.to_batches()[0])
+    extractor = table.create_row_key_extractor()
+    partitions, buckets = extractor.extract_partition_bucket_batch(rows.to_batches()[0])
     assert bucket_of_rows(table, rows) == ([tuple(p) for p in partitions], list(buckets))
+
+
+def test_keys_of_several_strings_hash_as_pypaimon(tmp_path: Path) -> None:
+    """Two string fields around an int: the variable part holds both long values, in field order."""
+    rng = np.random.default_rng(3)
+    schema = pa.schema([pa.field("a", pa.string(), nullable=False), pa.field("n", pa.int64(), nullable=False),
+                        pa.field("b", pa.string(), nullable=False), ("v", pa.string())])
+    table = create_table(str(tmp_path), "db.t", schema, primary_keys=["a", "n", "b"],
+                         options={"bucket": str(BUCKETS), "deletion-vectors.enabled": "true"})
+    a, b = _key_column(pa.string(), rng), _key_column(pa.string(), rng)
+    batch = pa.record_batch([a, pa.array(rng.integers(-10**12, 10**12, ROWS)), b, pa.array(["x"] * ROWS)],
+                            schema=schema)
+    ours, theirs = new_table_write(table), table.new_batch_write_builder().new_write()
+    try:
+        assert _buckets(ours, batch) == _buckets(theirs, batch)
+    finally:
+        ours.close()
+        theirs.close()

@@ -21,8 +21,12 @@ the byte length::
 A ``BinaryRow`` of arity ``n`` (row kind INSERT): a header of ``((n + 63 + 8) // 64) * 8`` bytes
 (byte 0 = row kind, then the null bits at bit ``8 + i``), one 8-byte little-endian slot per field,
 then the variable-length part. Fixed-width types (BOOLEAN, TINYINT, SMALLINT, INT, BIGINT, FLOAT,
-DOUBLE, DATE) are laid out here with NumPy for whole columns at once; other key types are
-serialized row by row with pypaimon's ``GenericRowSerializer``.
+DOUBLE, DATE) are laid out here with NumPy for whole columns at once. So are strings and bytes
+(STRING, VARCHAR, CHAR, BYTES, VARBINARY, BINARY), for all rows whose variable fields have the same
+byte lengths at once: a value of at most 7 bytes lives in its slot (bytes 0..6, byte 7 =
+``0x80 | length``); a longer one is appended to the variable part, zero-padded to 8 bytes, and its
+slot holds ``offset << 32 | length`` (offset from the row's start). Other key types are serialized
+row by row with pypaimon's ``GenericRowSerializer``.
 
 Checked on read: the file size is a multiple of 4 (Java silently drops a 1-3 byte tail; we report
 it). Not checked: duplicates (Java's writer never produces them; a set ignores them anyway).
@@ -74,6 +78,14 @@ _FIXED_WIDTH_TYPES = {
     "FLOAT": (pa.float32(), pa.int32()), "DOUBLE": (pa.float64(), pa.int64()),
     "DATE": (pa.date32(), pa.int32()),
 }
+
+#: String and bytes types: their values' bytes are laid out in the slot or the variable part.
+_VARIABLE_WIDTH_TYPES = frozenset({"STRING", "VARCHAR", "CHAR", "BYTES", "VARBINARY", "BINARY"})
+#: The longest value kept in its slot; byte 7 of such a slot is ``INLINE_MARK | length``.
+INLINE_MAX_BYTES = 7
+INLINE_MARK = 0x80
+#: A NULL value's "length" when grouping rows by the lengths of their variable fields.
+NULL_LENGTH = -1
 
 _U32 = np.uint32
 
@@ -170,22 +182,78 @@ def _header_bytes(arity: int) -> int:
 
 
 def _fixed_width_rows(columns: Sequence[pa.Array], fields: Sequence[DataField], n: int) -> np.ndarray:
-    """Serialized BinaryRows (``n`` rows x bytes, uint8) of fixed-width columns, built column-wise."""
+    """The fixed part (``n`` rows x bytes, uint8) of serialized BinaryRows, built column-wise: the
+    header with every field's null bit, and the slots of fixed-width fields (those of string and
+    bytes fields are left zero for :func:`_variable_rows_hash`)."""
     arity = len(fields)
     header = _header_bytes(arity)
     rows = np.zeros((n, header + arity * BINARY_ROW_SLOT_BYTES), dtype=np.uint8)
     rows[:, 0] = RowKind.INSERT.value
     for i, (column, data_field) in enumerate(zip(columns, fields, strict=True)):
         nulls = column.is_null().to_numpy(zero_copy_only=False) if column.null_count else None
-        values = _fixed_width_values(column, _type_name(data_field.type))
-        width = values.dtype.itemsize
         slot = header + i * BINARY_ROW_SLOT_BYTES
-        rows[:, slot:slot + width] = values.view(np.uint8).reshape(n, width)
+        if _type_name(data_field.type) not in _VARIABLE_WIDTH_TYPES:
+            values = _fixed_width_values(column, _type_name(data_field.type))
+            width = values.dtype.itemsize
+            rows[:, slot:slot + width] = values.view(np.uint8).reshape(n, width)
         if nulls is not None:
-            rows[nulls, slot:slot + width] = 0
+            rows[nulls, slot:slot + BINARY_ROW_SLOT_BYTES] = 0
             bit = BINARY_ROW_HEADER_BITS + i
             rows[nulls, bit // 8] |= np.uint8(1 << (bit % 8))
     return rows
+
+
+def _value_bytes(column: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(all value bytes, each value's start, each value's length or NULL_LENGTH) of a string/bytes column."""
+    column = column.cast(pa.large_binary())
+    start = column.offset
+    offsets = np.frombuffer(column.buffers()[1], dtype=np.int64)[start:start + len(column) + 1]
+    data_buffer = column.buffers()[2]
+    data = np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer is not None else np.empty(0, np.uint8)
+    lengths = np.diff(offsets)
+    if column.null_count:
+        lengths = np.where(column.is_null().to_numpy(zero_copy_only=False), NULL_LENGTH, lengths)
+    return data, offsets[:-1], lengths
+
+
+def _variable_rows_hash(columns: Sequence[pa.Array], fields: Sequence[DataField], n: int) -> np.ndarray:
+    """``BinaryRow.hashCode`` of rows with string/bytes fields: the rows whose variable fields have
+    the same lengths share one layout and are built and hashed together."""
+    fixed = _fixed_width_rows(columns, fields, n)
+    header = _header_bytes(len(fields))
+    variable = [i for i, f in enumerate(fields) if _type_name(f.type) in _VARIABLE_WIDTH_TYPES]
+    values = [_value_bytes(columns[i]) for i in variable]
+    lengths = np.stack([v[2] for v in values], axis=1)
+    if len(values) == 1:  # one-dimensional unique: several times faster than axis=0
+        distinct, group = np.unique(lengths[:, 0], return_inverse=True)
+        layouts = distinct[:, None]
+    else:
+        layouts, group = np.unique(lengths, axis=0, return_inverse=True)
+    order = np.argsort(group.reshape(-1), kind="stable")
+    bounds = np.searchsorted(group.reshape(-1)[order], np.arange(len(layouts) + 1))
+    out = np.empty(n, dtype=np.int32)
+    for g, layout in enumerate(layouts.tolist()):
+        selected = order[bounds[g]:bounds[g + 1]]
+        extra = sum(-(-length // BINARY_ROW_SLOT_BYTES) * BINARY_ROW_SLOT_BYTES
+                    for length in layout if length > INLINE_MAX_BYTES)
+        rows = np.zeros((selected.size, fixed.shape[1] + extra), dtype=np.uint8)
+        rows[:, :fixed.shape[1]] = fixed[selected]
+        cursor = fixed.shape[1]
+        for i, (data, starts, _), length in zip(variable, values, layout, strict=True):
+            if length == NULL_LENGTH:
+                continue
+            slot = header + i * BINARY_ROW_SLOT_BYTES
+            value = data[starts[selected][:, None] + np.arange(length)]
+            if length <= INLINE_MAX_BYTES:
+                rows[:, slot:slot + length] = value
+                rows[:, slot + INLINE_MAX_BYTES] = INLINE_MARK | length
+            else:
+                rows[:, cursor:cursor + length] = value
+                pointer = np.array([(cursor << 32) | length], dtype="<u8").view(np.uint8)
+                rows[:, slot:slot + BINARY_ROW_SLOT_BYTES] = pointer
+                cursor += -(-length // BINARY_ROW_SLOT_BYTES) * BINARY_ROW_SLOT_BYTES
+        out[selected] = _hash_equal_rows(rows)
+    return out
 
 
 def _fixed_width_values(column: pa.Array, type_name: str) -> np.ndarray:
@@ -216,6 +284,9 @@ def key_hashes(data: pa.Table | pa.RecordBatch, key_fields: Sequence[DataField])
     columns = [_combined(data.column(f.name)) for f in key_fields]
     if all(_type_name(f.type) in _FIXED_WIDTH_TYPES for f in key_fields):
         return binary_row_hash(_fixed_width_rows(columns, key_fields, data.num_rows))
+    if all(_type_name(f.type) in _FIXED_WIDTH_TYPES or _type_name(f.type) in _VARIABLE_WIDTH_TYPES
+           for f in key_fields):
+        return _variable_rows_hash(columns, key_fields, data.num_rows)
     fields = list(key_fields)
     python_columns = [c.to_pylist() for c in columns]
     rows = [GenericRowSerializer.to_bytes(GenericRow(list(values), fields, RowKind.INSERT))[HASH_BYTES:]
