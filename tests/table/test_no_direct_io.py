@@ -33,7 +33,6 @@ PATH_READERS = frozenset({"pq.ParquetFile", "pq.read_table", "pq.read_metadata",
 
 #: (module, call) -> why it may stay.
 ALLOWED: dict[tuple[str, str], str] = {
-    ("table/fileio.py", "pq.ParquetFile"): "the seam itself: pyarrow reads the FileIO's input stream",
     ("table/fileio.py", "os.makedirs"): "the seam itself: atomic create / hint replace on a local warehouse",
     ("table/fileio.py", "open"): "the seam itself: atomic create / hint replace on a local warehouse",
     ("table/fileio.py", "os.replace"): "the seam itself: a hint replaced whole on a local warehouse",
