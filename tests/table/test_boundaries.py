@@ -190,4 +190,8 @@ def test_the_key_value_write_hooks_still_hold() -> None:
     assert "self._merge_function" in inspect.getsource(KeyValueDataWriter.__init__)
     assert "trimmed_primary_keys" in inspect.getsource(KeyValueDataWriter._merge_pending_by_pk)
     assert callable(FileStoreWrite._create_data_writer)
+    system = inspect.getsource(KeyValueDataWriter._add_system_fields)
+    for part in ("self.sequence_generator.next() for _ in range(num_rows)", "'_SEQUENCE_NUMBER'",
+                 "'_VALUE_KIND'", "row_kinds(self.options, data)", "f'_KEY_{pk_key}'"):
+        assert part in system, part
     assert callable(DeduplicateMergeFunction.get_result)

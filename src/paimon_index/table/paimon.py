@@ -40,7 +40,9 @@ What is used, and why
   ``Math.abs(hash % buckets)``; and, for the ``deduplicate`` merge function, the key-value data
   writer's ``_merge_pending_by_pk`` (a ``to_pydict`` round trip per row) by a check that the sorted
   keys are already distinct — the rows this package writes hold one row per key, on which
-  deduplicate is the identity. Where keys repeat, pypaimon's fold runs unchanged.
+  deduplicate is the identity. Where keys repeat, pypaimon's fold runs unchanged. Its
+  ``_add_system_fields`` takes its sequence numbers as one NumPy range instead of one generator
+  call per row.
 """
 
 from __future__ import annotations
@@ -78,6 +80,7 @@ from pypaimon.utils.file_store_path_factory import canonical_data_file_path
 from pypaimon.write.commit_message import CommitMessage
 from pypaimon.write.file_store_commit import FileStoreCommit
 from pypaimon.write.row_key_extractor import FixedBucketRowKeyExtractor
+from pypaimon.write.row_kind import row_kinds
 
 from paimon_index.bucket.hash_index import key_hashes
 from paimon_index.errors import NoAtomicCreateError, TableError
@@ -651,6 +654,8 @@ def vectorize_key_value_write(writer: Any) -> None:
         deduplicate = type(getattr(data_writer, "_merge_function", None)) is DeduplicateMergeFunction
         if fold is not None and deduplicate:
             data_writer._merge_pending_by_pk = _distinct_or(fold, len(data_writer.trimmed_primary_keys))
+        if fold is not None:
+            data_writer._add_system_fields = _system_fields_of(data_writer)
         return data_writer
 
     store._create_data_writer = created
@@ -672,6 +677,31 @@ def _vectorize_buckets(extractor: Any) -> Any:
 
         extractor._extract_buckets_batch = extract_buckets
     return extractor
+
+
+def _system_fields_of(data_writer: Any) -> Callable[[pa.RecordBatch], pa.RecordBatch]:
+    """pypaimon's ``KeyValueDataWriter._add_system_fields`` with the sequence numbers as one range
+    (pypaimon calls its generator once per row): ``_KEY_<k>`` columns, ``_SEQUENCE_NUMBER``,
+    ``_VALUE_KIND`` (``row_kinds``: 0 unless ``rowkind.field``), then the value columns."""
+
+    def add(data: pa.RecordBatch) -> pa.RecordBatch:
+        names = data.schema.names
+        keys = [k for k in data_writer.trimmed_primary_keys if k in names]
+        arrays = [data.column(k) for k in keys]
+        fields = [pa.field(f"_KEY_{k}", data.schema.field(k).type, nullable=data.schema.field(k).nullable)
+                  for k in keys]
+        generator = data_writer.sequence_generator
+        arrays.append(pa.array(np.arange(generator.current + 1, generator.current + data.num_rows + 1,
+                                         dtype=np.int64)))
+        generator.current += data.num_rows
+        fields.append(pa.field("_SEQUENCE_NUMBER", pa.int64(), nullable=False))
+        arrays.append(pa.array(row_kinds(data_writer.options, data), type=pa.int8()))
+        fields.append(pa.field("_VALUE_KIND", pa.int8(), nullable=False))
+        arrays.extend(data.columns)
+        fields.extend(data.schema)
+        return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
+
+    return add
 
 
 def _distinct_or(fold: Callable[[pa.Table], pa.Table], key_arity: int) -> Callable[[pa.Table], pa.Table]:
