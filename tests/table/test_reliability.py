@@ -2,7 +2,10 @@
 
 CI runs a bounded set (3 processes x a few operations per table kind, the distributed paths of
 ``reliability.ops`` among the single-process verbs; SIGKILL at every point of the commit path for
-the operations of ``CRASH_OPS``); ``-m slow`` runs longer histories and the other crashes.
+the cases of ``CRASH_CASES``, followed -- for writes through the Spark source -- by the writer's
+abort as Spark calls it when a task or the commit's Python worker dies); ``-m slow`` runs longer
+histories and the other crashes (``SLOW_CRASH_CASES``). tests/spark/test_pk_crash.py kills real
+Spark jobs.
 """
 
 from __future__ import annotations
@@ -41,7 +44,8 @@ def _not_on_path(kind_name: str, op_name: str) -> set[str]:
 #: driver's commit (the rest of a distributed upsert's commit is commit_prepared, crashed at every
 #: point by pk-fixed's dist_upsert).
 CRASH_CASES = [
-    *[("append-unaware", op, "all") for op in ("append", "delete", "update", "overwrite", "compact")],
+    *[("append-unaware", op, "all") for op in ("append", "delete", "update", "overwrite", "compact",
+                                                "dist_append")],
     *[("pk-fixed", op, "all") for op in ("upsert", "compact", "dist_upsert", "dist_compact")],
     ("pk-dynamic", "dist_upsert", "task-side"),
     ("pk-partial", "dist_upsert", "task-side"),
