@@ -38,6 +38,8 @@ DRIVER_POINTS = {
     "driver-before-commit": harness.KillPoint(
         "driver-before-commit", "paimon_index.table.transaction:Transaction.commit", "before"),
     "snapshot-file-written": next(p for p in harness.KILL_POINTS if p.name == "snapshot-file-written"),
+    # In a task: its first data file written (the task dies; Spark fails the job and aborts it).
+    "data-file-written": next(p for p in harness.KILL_POINTS if p.name == "data-file-written"),
 }
 
 #: The driver: start local[1], run the job (the kill point is installed at every Python process's
@@ -107,6 +109,7 @@ def _setup(warehouse: str, kind: ops.TableKind) -> ops.Model:
 #: commits in a Python worker of Spark's -- killed, Spark calls the writer's abort; a dynamic-bucket
 #: upsert and a compaction commit in the driver.
 CASES = [
+    ("pk-fixed", "upsert", "data-file-written", "task"),
     ("pk-fixed", "upsert", "driver-before-commit", "worker"),
     ("pk-fixed", "upsert", "snapshot-file-written", "worker"),
     ("pk-dynamic", "upsert", "driver-before-commit", "driver"),
@@ -133,12 +136,15 @@ def test_job_killed_on_the_commit_path(tmp_path, kind_name, job, point_name, who
     code, killed = _run_driver(tmp_path, warehouse, job, op, DRIVER_POINTS[point_name])
     log = (tmp_path / "driver.log").read_text()[-3000:]
     assert killed.startswith(point_name), f"nothing was killed at {point_name} (exit {code}):\n{log}"
-    # The driver died (no abort), or a worker did and the job failed after Spark's abort.
+    # The driver died (no abort), or a task's or the commit's worker did and the job failed after
+    # Spark's abort.
     assert code == (-signal.SIGKILL if who == "driver" else 1), f"exit {code}:\n{log}"
 
     after = harness.existing_snapshots(warehouse)[-1]
     assert after in (before, before + 1), f"snapshots jumped from {before} to {after}"
-    if point_name == "snapshot-file-written":
+    if who == "task":
+        assert after == before, "a task died, yet a snapshot landed"
+    elif point_name == "snapshot-file-written":
         assert after == before + 1, "the snapshot file was written, yet the table is at the old state"
     else:
         assert after == before, "killed before the commit, yet a snapshot landed"
@@ -146,7 +152,7 @@ def test_job_killed_on_the_commit_path(tmp_path, kind_name, job, point_name, who
     assert ops.read_rows(warehouse) == expected
     assert ops.read_rows_pypaimon(warehouse) == expected
 
-    if who == "worker":  # Spark's abort left no file behind either
+    if who == "worker":  # Spark's abort left no file behind either (a dead task's files it cannot know)
         files.assert_exactly_referenced(warehouse, "after Spark's abort")
     time.sleep(0.05)  # every file is now strictly older than the cutoff
     remove_orphan_files(open_table(warehouse, ops.IDENTIFIER), older_than=time.time())
