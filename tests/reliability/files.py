@@ -71,3 +71,10 @@ def orphans(warehouse: str) -> set[str]:
 def missing(warehouse: str) -> set[str]:
     """Files some snapshot references that are not on disk (must always be empty)."""
     return referenced_files(warehouse) - files_on_disk(warehouse)
+
+
+def assert_exactly_referenced(warehouse: str, when: str) -> None:
+    """The table's directory holds exactly the files some snapshot references."""
+    on_disk, referenced = files_on_disk(warehouse), referenced_files(warehouse)
+    assert on_disk == referenced, (f"{when}: orphans {sorted(on_disk - referenced)[:5]}, "
+                                   f"missing {sorted(referenced - on_disk)[:5]}")

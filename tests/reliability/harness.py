@@ -39,6 +39,21 @@ COMMITTED, NOTHING, REFUSED, FAILED = "committed", "nothing", "refused", "failed
 REFUSAL_ERROR = "ConcurrentChangeError"
 
 
+#: Modules every child process needs, imported once by the fork server its children fork from (a
+#: spawned interpreter would import them again for every crash and every worker, seconds each).
+PRELOAD = ["reliability.ops", "reliability.files", "paimon_index", "paimon_index.table.pk",
+           "paimon_index.table.catalog", "paimon_index.spark._tasks", "paimon_index.spark.datasource",
+           "pypaimon"]
+
+
+def _context() -> Any:
+    """Fork-server processes: each child its own process (no state shared with the test's), forked
+    from a server that has only imported :data:`PRELOAD` (no threads, no open tables)."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(PRELOAD)
+    return context
+
+
 def _worker(warehouse: str, kind_name: str, worker: int, seed: int, count: int, log: str,
             allowed: tuple[str, ...] | None) -> None:
     rng = random.Random(seed * 1000 + worker)
@@ -62,7 +77,7 @@ def run_concurrently(warehouse: str, kind_name: str, *, workers: int, ops_per_wo
                      log_dir: Path, allowed: tuple[str, ...] | None = None,
                      timeout: float = 600) -> list[dict[str, Any]]:
     """Run the workers at once; returns every logged operation."""
-    context = multiprocessing.get_context("spawn")
+    context = _context()
     logs = [str(log_dir / f"worker-{w}.jsonl") for w in range(workers)]
     procs = [context.Process(target=_worker, args=(warehouse, kind_name, w, seed, ops_per_worker, logs[w],
                                                     allowed)) for w in range(workers)]
@@ -166,6 +181,24 @@ KILL_POINTS = (
 )
 
 
+#: Points only the distributed paths pass (:mod:`reliability.ops` runs their tasks one by one): a
+#: task's HASH index file written (dynamic bucket), the first task done (its files written, the
+#: others' not), every task done and the driver not yet committing.
+TASK_KILL_POINTS = (
+    KillPoint("hash-index-written", "paimon_index.table.pk.dynamic:_write_hash_file", "after"),
+    KillPoint("first-task-finished", "reliability.ops:_task_finished", "after"),
+    KillPoint("tasks-finished-driver-next", "reliability.ops:_tasks_finished", "after"),
+)
+
+
+def kill_points(op_name: str) -> tuple[KillPoint, ...]:
+    """The points ``op_name`` passes, in order: a distributed operation's task points come after
+    its tasks wrote data and vectors and before the driver's commit."""
+    if not op_name.startswith("dist_"):
+        return KILL_POINTS
+    return (*KILL_POINTS[:2], *TASK_KILL_POINTS, *KILL_POINTS[2:])
+
+
 def _resolve(target: str) -> tuple[Any, str]:
     import importlib
 
@@ -177,12 +210,16 @@ def _resolve(target: str) -> tuple[Any, str]:
     return owner, parts[-1]
 
 
-def _install(point: KillPoint) -> None:
+def _install(point: KillPoint, marker: str | None = None) -> None:
+    """Patch ``point.target`` in this process; ``marker``: a file created just before the kill
+    (for processes whose death the test does not see: Spark's Python workers)."""
     owner, name = _resolve(point.target)
     original = getattr(owner, name)
     calls = {"n": 0}
 
     def die() -> None:
+        if marker:
+            Path(marker).write_text(f"{point.name} {os.getpid()}\n")
         os.kill(os.getpid(), signal.SIGKILL)
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -208,7 +245,7 @@ def _crash_child(warehouse: str, op: dict[str, Any], point: KillPoint) -> None:
 
 def crash_once(warehouse: str, op: dict[str, Any], point: KillPoint, timeout: float = 300) -> bool:
     """Run ``op`` in a child that kills itself at ``point``; True when it was killed there."""
-    context = multiprocessing.get_context("spawn")
+    context = _context()
     proc = context.Process(target=_crash_child, args=(warehouse, op, point))
     proc.start()
     proc.join(timeout)

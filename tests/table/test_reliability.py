@@ -1,7 +1,11 @@
 """The table layer under real concurrency and real crashes (see tests/reliability/harness.py).
 
-CI runs a bounded set (3 processes x a few operations per table kind; SIGKILL at every point of the
-commit path for every operation on two table kinds); ``-m slow`` runs longer histories.
+CI runs a bounded set (3 processes x a few operations per table kind, the distributed paths of
+``reliability.ops`` among the single-process verbs; SIGKILL at every point of the commit path for
+the cases of ``CRASH_CASES``, followed -- for writes through the Spark source -- by the writer's
+abort as Spark calls it when a task or the commit's Python worker dies); ``-m slow`` runs longer
+histories and the other crashes (``SLOW_CRASH_CASES``). tests/spark/test_pk_crash.py kills real
+Spark jobs.
 """
 
 from __future__ import annotations
@@ -17,14 +21,48 @@ from reliability import files, harness, ops
 #: Worker number of the rows a test writes before the concurrent ones (ids stay unique).
 SETUP_WORKER = 99
 
-#: Kill points an operation does not pass (it writes no data file, or no deletion vector).
+#: Kill points an operation does not pass (it writes no data file, or no deletion vector, or no
+#: HASH index: only a dynamic-bucket upsert does).
 NOT_ON_PATH = {"append": {"dv-file-written"}, "overwrite": {"dv-file-written"},
-               "delete": {"data-file-written"}, "update": set(), "upsert": set(), "compact": set()}
+               "delete": {"data-file-written"}, "update": set(), "upsert": set(), "compact": set(),
+               "dist_compact": {"hash-index-written"},
+               "dist_append": {"dv-file-written", "hash-index-written"}}
+#: Operations through the source's writer: Spark aborts them (``PaimonIndexWriter.abort``) when a
+#: task or the commit's Python worker dies.
+SOURCE_WRITES = {"dist_upsert": ("pk-fixed", "pk-partial"), "dist_append": ("append-unaware",)}
 
-CRASH_OPS = {
-    "append-unaware": ("append", "delete", "update", "overwrite", "compact"),
-    "pk-fixed": ("upsert", "compact"),
-}
+
+def _not_on_path(kind_name: str, op_name: str) -> set[str]:
+    if op_name == "dist_upsert":
+        return set() if kind_name == "pk-dynamic" else {"hash-index-written"}
+    if op_name == "dist_compact" and kind_name.startswith("append"):
+        return {"hash-index-written", "dv-file-written"}  # append compaction drops vectors, writes none
+    return NOT_ON_PATH[op_name]
+
+
+#: (table kind, operation, which of its kill points) CI crashes. "task-side": the points up to the
+#: driver's commit (the rest of a distributed upsert's commit is commit_prepared, crashed at every
+#: point by pk-fixed's dist_upsert).
+CRASH_CASES = [
+    *[("append-unaware", op, "all") for op in ("append", "delete", "update", "overwrite", "compact",
+                                                "dist_append")],
+    *[("pk-fixed", op, "all") for op in ("upsert", "compact", "dist_upsert", "dist_compact")],
+    ("pk-dynamic", "dist_upsert", "task-side"),
+    ("pk-partial", "dist_upsert", "task-side"),
+]
+#: Crashes only ``-m slow`` runs.
+SLOW_CRASH_CASES = [
+    ("append-unaware", "dist_compact", "all"),
+    ("pk-dynamic", "dist_upsert", "all"),
+    ("pk-dynamic", "dist_compact", "all"),
+    ("pk-dynamic", "upsert", "all"),
+    ("pk-partial", "dist_upsert", "all"),
+    ("pk-partial", "upsert", "all"),
+    ("pk-partial", "dist_compact", "all"),
+]
+#: The points of "task-side" cases: where the tasks write, finish, and the driver's commit starts.
+TASK_SIDE = {"data-file-written", "dv-file-written", *(p.name for p in harness.TASK_KILL_POINTS),
+             "before-commit"}
 
 
 def _setup(tmp_path, kind_name: str, seed: int = 7, steps: int = 4) -> tuple[str, ops.Model, int]:
@@ -49,8 +87,21 @@ def test_concurrent_operations_replay_to_the_model(tmp_path, kind_name):
                                        log_dir=tmp_path)
     history = harness.check_history(warehouse, entries, base=model, base_snapshot=base)
     assert history.by_snapshot, "no operation committed at all"
-    assert not files.missing(warehouse), "a snapshot references files that are gone"
-    _java_agrees(warehouse, history.models[max(history.models)])
+    _no_orphans_after_cleanup(warehouse, "no point (a concurrent history)")  # and nothing missing
+    latest = history.models[max(history.models)]
+    _java_agrees(warehouse, latest)
+    _not_wedged(warehouse, kind_name, latest)
+
+
+def _not_wedged(warehouse: str, kind_name: str, model: ops.Model) -> None:
+    """The next operations commit on top (a distributed one where the kind has it)."""
+    kind = ops.KINDS[kind_name]
+    rng = random.Random(1)
+    for counter, name in enumerate(("dist_upsert", "upsert") if kind.primary_key else ("append",)):
+        op = ops.random_op(rng, kind, SETUP_WORKER, 100 + counter, (name,))
+        if ops.run(warehouse, op) is not None:
+            model = ops.apply_to_model(model, op)
+        assert ops.read_rows(warehouse) == model, f"{name} after the concurrent history"
 
 
 def _java_agrees(warehouse: str, model: ops.Model) -> None:
@@ -78,8 +129,9 @@ def test_long_concurrent_histories(tmp_path, kind_name, seed):
     warehouse, model, base = _setup(tmp_path, kind_name, seed=seed)
     entries = harness.run_concurrently(warehouse, kind_name, workers=4, ops_per_worker=20, seed=seed,
                                        log_dir=tmp_path)
-    harness.check_history(warehouse, entries, base=model, base_snapshot=base)
-    assert not files.missing(warehouse)
+    history = harness.check_history(warehouse, entries, base=model, base_snapshot=base)
+    _no_orphans_after_cleanup(warehouse, "no point (a concurrent history)")
+    _not_wedged(warehouse, kind_name, history.models[max(history.models)] if history.models else model)
 
 
 def _effective_op(op_name: str, model: ops.Model, rng: random.Random, kind: ops.TableKind,
@@ -91,46 +143,90 @@ def _effective_op(op_name: str, model: ops.Model, rng: random.Random, kind: ops.
         return {**op, "value": rng.randint(1000, 2000)} if op_name == "update" else op
     if op_name == "compact":
         return {"op": "compact", "full": True}
-    return ops.random_op(rng, kind, 1, counter, (op_name,))
+    op = ops.random_op(rng, kind, 1, counter, (op_name,))
+    if op_name.startswith("dist_"):  # two tasks: killed after the first, the second's work undone
+        op.update(tasks=2, full=True) if op_name == "dist_compact" else op.update(tasks=2)
+    return op
 
 
-@pytest.mark.parametrize("kind_name,op_name", [(k, o) for k, names in CRASH_OPS.items() for o in names])
-def test_sigkill_at_every_commit_point(tmp_path, kind_name, op_name):
-    """A job killed anywhere on the commit path leaves the table at the old or the new state,
-    readable, not wedged, and — after remove_orphan_files — without a file no snapshot needs."""
-    from paimon_index.table.catalog import open_table
-    from paimon_index.table.maintenance import remove_orphan_files
+def _crash_cases(cases: list[tuple[str, str, str]], *marks) -> list:
+    return [pytest.param(k, o, scope, marks=marks, id=f"{k}-{o}-{scope}") for k, o, scope in cases]
 
+
+@pytest.mark.parametrize("kind_name,op_name,scope",
+                         _crash_cases(CRASH_CASES) + _crash_cases(SLOW_CRASH_CASES, pytest.mark.slow))
+def test_sigkill_at_every_commit_point(tmp_path, kind_name, op_name, scope):
+    """A job killed anywhere on the commit path -- a distributed one also after some or all of its
+    tasks finished and before its driver commits -- leaves the table at the old or the new state,
+    readable by our reader and pypaimon's, not wedged, and after remove_orphan_files exactly the
+    files some snapshot references."""
     warehouse, model, _ = _setup(tmp_path, kind_name)
     kind = ops.KINDS[kind_name]
     rng = random.Random(5)
     killed_at = []
-    for counter, point in enumerate(harness.KILL_POINTS):
+    points = harness.kill_points(op_name)
+    if scope == "task-side":
+        points = tuple(p for p in points if p.name in TASK_SIDE)
+    spark_aborts = kind_name in SOURCE_WRITES.get(op_name, ())
+    for counter, point in enumerate(points):
         op = _effective_op(op_name, model, rng, kind, counter)
+        if spark_aborts:
+            op["spill"] = str(tmp_path / f"parts-{counter}.pickle")
         before = harness.existing_snapshots(warehouse)[-1]
-        if harness.crash_once(warehouse, op, point):
+        killed = harness.crash_once(warehouse, op, point)
+        if killed:
             killed_at.append(point.name)
         after = harness.existing_snapshots(warehouse)[-1]
         assert after in (before, before + 1), f"{point.name}: snapshots jumped from {before} to {after}"
-        rows = ops.read_rows(warehouse)
         expected = ops.apply_to_model(model, op) if after == before + 1 else model
-        assert rows == expected, harness._diff(f"after a kill at {point.name}", expected, rows, op)
-        assert ops.read_rows_pypaimon(warehouse) == expected
-        assert not files.missing(warehouse), f"{point.name}: a snapshot references files that are gone"
+        _state_is(warehouse, expected, f"after a kill at {point.name}", op)
+        if killed and ops.spark_abort(warehouse, op):
+            # A task or the commit's worker died (not the driver): Spark aborts the write with the
+            # finished tasks' messages -- whether or not the commit had landed.
+            _state_is(warehouse, expected, f"after a kill at {point.name} and Spark's abort", op)
+        _no_orphans_after_cleanup(warehouse, point.name)  # and none missing
         model = expected
         # Not wedged: the next operation of the same kind commits on top.
         follows = [(op_name,)]
-        if op_name == "compact":  # something to compact next time: new files, new vectors
+        if op_name in ("compact", "dist_compact"):  # something to compact next time: new files, vectors
             follows = [("upsert",)] if kind.primary_key else [("append",), ("delete",)]
         for allowed in follows:
-            follow = ops.random_op(rng, kind, 2, counter, allowed)
-            if ops.run(warehouse, follow) is not None:
-                model = ops.apply_to_model(model, follow)
+            for _ in range(4):  # an upsert may rewrite its bucket whole: then upsert again
+                follow = ops.random_op(rng, kind, 2, counter, allowed)
+                if ops.run(warehouse, follow) is not None:
+                    model = ops.apply_to_model(model, follow)
+                if allowed != ("upsert",) or _pk_compaction_work(warehouse):
+                    break
         assert ops.read_rows(warehouse) == model
-    unreached = [p.name for p in harness.KILL_POINTS if p.name not in killed_at]
-    assert set(unreached) <= NOT_ON_PATH[op_name], f"{op_name} never reached {unreached}"
-    time.sleep(0.05)  # every file is now strictly older than the cutoff
-    remove_orphan_files(open_table(warehouse, ops.IDENTIFIER), older_than=time.time())
-    assert not files.orphans(warehouse), f"orphans left: {sorted(files.orphans(warehouse))[:5]}"
+    unreached = [p.name for p in points if p.name not in killed_at]
+    assert set(unreached) <= _not_on_path(kind_name, op_name), f"{op_name} never reached {unreached}"
+    _no_orphans_after_cleanup(warehouse, "the end")
     assert ops.read_rows(warehouse) == model
     assert ops.read_rows_pypaimon(warehouse) == model
+
+
+def _pk_compaction_work(warehouse: str) -> bool:
+    """Whether a full compaction of the primary-key table has something to rewrite."""
+    from paimon_index.table.catalog import open_table
+    from paimon_index.table.pk.plan import plan_snapshot
+
+    table = open_table(warehouse, ops.IDENTIFIER)
+    plan = plan_snapshot(table, table.snapshot_manager().get_latest_snapshot())
+    return any(len(b.files) > 1 or b.dv_entries for b in plan.buckets.values())
+
+
+def _state_is(warehouse: str, expected: ops.Model, when: str, op: dict) -> None:
+    assert not files.missing(warehouse), f"{when}: a snapshot references files that are gone"
+    rows = ops.read_rows(warehouse)
+    assert rows == expected, harness._diff(when, expected, rows, op)
+    assert ops.read_rows_pypaimon(warehouse) == expected, when
+
+
+def _no_orphans_after_cleanup(warehouse: str, where: str) -> None:
+    """remove_orphan_files leaves exactly the files some snapshot references (none missing)."""
+    from paimon_index.table.catalog import open_table
+    from paimon_index.table.maintenance import remove_orphan_files
+
+    time.sleep(0.05)  # every file is now strictly older than the cutoff
+    remove_orphan_files(open_table(warehouse, ops.IDENTIFIER), older_than=time.time())
+    files.assert_exactly_referenced(warehouse, f"after a kill at {where} and remove_orphan_files")

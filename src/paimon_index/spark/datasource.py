@@ -388,6 +388,7 @@ class PaimonCommitMessages(WriterCommitMessage):
     removed_keys: Any = None  # pa.Table of keys deleted by a primary-key upsert task
     prepared: Any = None  # PreparedUpsert: the task owned its buckets and did the lookup itself
     merged: Any = None  # pa.Table: a merge-engine task's rows merged by key, for the driver's upsert
+    since: int | None = None  # the latest snapshot when the task started (0: none); see abort
 
 
 class PaimonIndexWriter(DataSourceArrowWriter):
@@ -403,12 +404,22 @@ class PaimonIndexWriter(DataSourceArrowWriter):
         self.missing = missing
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> PaimonCommitMessages:
+        from dataclasses import replace
+
+        from paimon_index.table.paimon import latest_snapshot
+
+        table = _open_table(self.options)
+        latest = latest_snapshot(table)
+        # A commit of this task's files lands after this snapshot (abort looks from there on).
+        since = 0 if latest is None else int(latest.id)
+        return replace(self._write(table, iterator), since=since)
+
+    def _write(self, table: Any, iterator: Iterator[pa.RecordBatch]) -> PaimonCommitMessages:
         from paimon_index.table.pk import dv_mode, split_batch
         from paimon_index.table.write import attach_file_indexes, new_table_write, write_with
 
         if self.renames or self.missing:
             iterator = (_named(b, self.renames, self.missing) for b in iterator)
-        table = _open_table(self.options)
         if dv_mode(table) and not self.options.delete_keys:
             from paimon_index.table.pk.merge import merge_engine
 
@@ -484,14 +495,56 @@ class PaimonIndexWriter(DataSourceArrowWriter):
             txn.commit()
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-        """Nothing was committed: delete the files the finished tasks wrote (data, index files)."""
+        """Delete the files the finished tasks wrote (data, index files) -- unless the commit landed.
+
+        Spark aborts after a task failed, and also after :meth:`commit` failed, which it may do
+        after its snapshot landed (its Python worker killed after writing the snapshot file, or an
+        outcome it could not tell): then those files are the table's and stay. A snapshot newer
+        than the tasks' start holding one of them tells; when one of those snapshots has expired
+        meanwhile, the files stay too (remove_orphan_files deletes them if they are not the table's).
+        """
         from paimon_index.table.transaction import Transaction
 
         parts = [part for part in messages if isinstance(part, PaimonCommitMessages)]
         table = _open_table(self.options)
+        if _may_have_landed(table, parts):
+            return
         orphans = Transaction(table, None, operation="aborted Spark write")
         orphans.stage(m for part in parts for m in part.messages)
+        orphans.track(*(p for part in parts if part.prepared is not None for p in part.prepared.written))
         orphans.abort()
+
+
+def _may_have_landed(table: Any, parts: Sequence[PaimonCommitMessages]) -> bool:
+    """Whether a snapshot committed after the tasks started holds a file they wrote (or one of
+    those snapshots expired, so that cannot be told)."""
+    from pypaimon.manifest.manifest_file_manager import ManifestFileManager
+    from pypaimon.manifest.manifest_list_manager import ManifestListManager
+
+    from paimon_index.table.paimon import index_entries, latest_snapshot, snapshot_by_id
+
+    messages = [m for part in parts for m in
+                [*part.messages, *(part.prepared.messages if part.prepared is not None else ())]]
+    data = {meta.file_name for m in messages for meta in m.new_files}
+    index = {entry.index_file.file_name for m in messages for entry in m.index_adds}
+    if not data and not index:
+        return False
+    starts = [p.prepared.snapshot_id if p.prepared is not None else p.since for p in parts]
+    if any(s is None and p.prepared is None for s, p in zip(starts, parts, strict=True)):
+        return True  # a part of unknown origin: keep the files
+    first = min((s or 0) for s in starts) + 1
+    latest = latest_snapshot(table)
+    reader = ManifestFileManager(table)
+    for snapshot_id in range(first, 0 if latest is None else int(latest.id) + 1):
+        snapshot = snapshot_by_id(table, snapshot_id)
+        if snapshot is None:
+            return True
+        if index and any(e.index_file.file_name in index for e in index_entries(table, snapshot)):
+            return True
+        for manifest in ManifestListManager(table).read_delta(snapshot):
+            if reader.read(manifest.file_name, lambda e: e.file.file_name in data):
+                return True
+    return False
 
 
 def _named(batch: pa.RecordBatch, renames: dict[str, str], missing: tuple[str, ...]) -> pa.RecordBatch:
