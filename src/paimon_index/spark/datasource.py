@@ -467,6 +467,12 @@ class PaimonIndexWriter(DataSourceArrowWriter):
         return PaimonCommitMessages([], None, None, merge_batch(table, data))
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        from paimon_index.table.transaction import committing_as
+
+        with committing_as(self.options.commit_user):
+            self._commit(messages)
+
+    def _commit(self, messages: list[WriterCommitMessage | None]) -> None:
         from paimon_index.table.pk import commit_prepared, commit_upsert, dv_mode
 
         parts = [part for part in messages if isinstance(part, PaimonCommitMessages)]

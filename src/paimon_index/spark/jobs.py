@@ -97,7 +97,7 @@ from paimon_index.spark.datasource import (
     SOURCE_NAME,
     WAREHOUSE,
 )
-from paimon_index.spark.options import DELETE_KEYS, SINGLE_SCAN_PUSHDOWN
+from paimon_index.spark.options import COMMIT_USER, DELETE_KEYS, SINGLE_SCAN_PUSHDOWN
 from paimon_index.spark.planned import PlannedRead, read, read_planned
 from paimon_index.table import pk
 from paimon_index.table.aggregate import AggregateReport
@@ -120,7 +120,7 @@ from paimon_index.table.row_level import (
     assignment_columns,
     change_rows,
 )
-from paimon_index.table.transaction import Transaction
+from paimon_index.table.transaction import Transaction, new_commit_user, snapshot_of_user
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -195,9 +195,9 @@ def write(df: DataFrame, table: str, mode: str = APPEND, *, warehouse: str,
     before = _latest(warehouse, table, catalog_options)
     counted, rows = _tasks.counted(df.sparkSession, df)
     writer = counted.write.format(SOURCE_NAME).options(**dict(catalog_options or {}))
-    writer.option(WAREHOUSE, warehouse).mode(mode).save(table)
-    after = _latest(warehouse, table, catalog_options)
-    snapshot = None if after == before else after
+    user = new_commit_user()  # the snapshot is found by its commit user: others may commit meanwhile
+    writer.option(WAREHOUSE, warehouse).option(COMMIT_USER, user).mode(mode).save(table)
+    snapshot = snapshot_of_user(_opened(warehouse, table, catalog_options), user, before)
     return _result(warehouse, table, catalog_options, mode, snapshot, int(rows.value))
 
 
@@ -268,11 +268,14 @@ def _upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
         shuffled = with_bucket.repartition(count, _tasks.UPSERT_BUCKET_COLUMN, *paimon_table.partition_keys) \
             .drop(_tasks.UPSERT_BUCKET_COLUMN)
         writer_options[BUCKET_EXCLUSIVE] = "true"
-    shuffled.write.format(SOURCE_NAME).options(**writer_options).mode("append").save(table)
-    after = latest_snapshot(_opened(warehouse, table, catalog_options))
-    if after is None or (before is not None and after.id == before.id):
+    user = new_commit_user()  # the snapshot is found by its commit user: others may commit meanwhile
+    shuffled.write.format(SOURCE_NAME).options(**writer_options).option(COMMIT_USER, user) \
+        .mode("append").save(table)
+    snapshot = snapshot_of_user(_opened(warehouse, table, catalog_options), user,
+                                None if before is None else int(before.id))
+    if snapshot is None:
         return None, 0
-    return int(after.id), int(written.value)
+    return snapshot, int(written.value)
 
 
 class _SparkKeyedRows:

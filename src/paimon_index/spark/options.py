@@ -42,6 +42,7 @@ from paimon_index.sql import parse_order_by
 
 __all__ = [
     "BUCKET_EXCLUSIVE",
+    "COMMIT_USER",
     "DELETE_KEYS",
     "FILTER_PUSHDOWN",
     "METADATA",
@@ -77,14 +78,17 @@ BUCKET_EXCLUSIVE = "bucket-exclusive"
 #: Private write option (the DELETE of a primary-key table): the ``-D`` rows remove their keys
 #: whatever the merge engine (Paimon's connector deletes by position or with remove-record-on-delete).
 DELETE_KEYS = "_paimon-index.delete-keys"
+#: Private write option: the commit user of the write's snapshot, so that the job that started the
+#: write (its commit runs in another Python process) finds exactly its own snapshot afterwards.
+COMMIT_USER = "_paimon-index.commit-user"
 #: Keys starting so are catalog (file system) options, forwarded to pypaimon.
 CATALOG_PREFIX = "fs."
 
 READ_OPTIONS = (WAREHOUSE, PATH, READ_ENABLED, TOPN, LIMIT, SCAN_REPORT, METADATA, SNAPSHOT_ID,
                 FILTER_PUSHDOWN, SINGLE_SCAN_PUSHDOWN)
 #: Keys never suggested nor listed to users.
-_UNLISTED = (PATH, SINGLE_SCAN_PUSHDOWN, DELETE_KEYS)
-WRITE_OPTIONS = (WAREHOUSE, PATH, BUCKET_EXCLUSIVE, DELETE_KEYS)
+_UNLISTED = (PATH, SINGLE_SCAN_PUSHDOWN, DELETE_KEYS, COMMIT_USER)
+WRITE_OPTIONS = (WAREHOUSE, PATH, BUCKET_EXCLUSIVE, DELETE_KEYS, COMMIT_USER)
 PUSHDOWN_MODES = ("auto", "true", "false")
 
 #: The first Spark release whose ``PythonScanBuilder`` carries the read plan made during filter
@@ -127,6 +131,7 @@ class WriteOptions:
     bucket_exclusive: bool = False
     catalog: tuple[tuple[str, str], ...] = ()
     delete_keys: bool = False
+    commit_user: str | None = None
 
 
 def _catalog_key_spelling() -> dict[str, str]:
@@ -286,4 +291,5 @@ def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
     warehouse, table = _location(own, for_write=True)
     return WriteOptions(warehouse=warehouse, table=table,
                         bucket_exclusive=parse_bool(own.get(BUCKET_EXCLUSIVE, "false"), BUCKET_EXCLUSIVE),
-                        catalog=catalog, delete_keys=parse_bool(own.get(DELETE_KEYS, "false"), DELETE_KEYS))
+                        catalog=catalog, delete_keys=parse_bool(own.get(DELETE_KEYS, "false"), DELETE_KEYS),
+                        commit_user=own.get(COMMIT_USER) or None)

@@ -42,7 +42,9 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from types import TracebackType
 from typing import Any
 
@@ -61,12 +63,41 @@ from paimon_index.table.paimon import (
     table_name,
 )
 
-__all__ = ["Transaction"]
+__all__ = ["Transaction", "committing_as", "new_commit_user", "snapshot_of_user"]
 
 log = logging.getLogger(__name__)
 
 #: Prefix of the commit user recorded in the snapshots a transaction writes.
 COMMIT_USER_PREFIX = "paimon-index"
+#: The commit user of the transactions begun in this context (:func:`committing_as`).
+_COMMIT_USER: ContextVar[str | None] = ContextVar("paimon_index_commit_user", default=None)
+
+
+@contextmanager
+def committing_as(user: str | None) -> Iterator[None]:
+    """Transactions begun inside commit as ``user`` (None: each its own), so that a caller in another
+    process -- a Spark job whose commit runs in a Python worker -- can find its snapshot afterwards
+    (:func:`snapshot_of_user`)."""
+    token = _COMMIT_USER.set(user)
+    try:
+        yield
+    finally:
+        _COMMIT_USER.reset(token)
+
+
+def new_commit_user() -> str:
+    return f"{COMMIT_USER_PREFIX}-{uuid.uuid4()}"
+
+
+def snapshot_of_user(table: Any, user: str, after: int | None) -> int | None:
+    """The id of the snapshot after snapshot ``after`` (None: the table had none) that ``user``
+    committed; None when there is none (nothing was committed, or it has expired already)."""
+    latest = latest_snapshot(table)
+    for snapshot_id in range(int(latest.id) if latest is not None else 0, (after or 0), -1):
+        snapshot = snapshot_by_id(table, snapshot_id)
+        if snapshot is not None and snapshot.commit_user == user:
+            return snapshot_id
+    return None
 
 #: pypaimon's conflict detection says so when the commit removes a file the base no longer holds
 #: (messages planned on a snapshot older than the transaction's).
@@ -106,7 +137,7 @@ class Transaction:
         self.partition = dict(partition) if partition is not None else None
         self.operation = operation
         self.compact = compact
-        self.commit_user = f"{COMMIT_USER_PREFIX}-{uuid.uuid4()}"
+        self.commit_user = _COMMIT_USER.get() or new_commit_user()
         self._messages: list[Any] = []
         self._tracked: list[str] = []
         self._state = _OPEN
