@@ -16,7 +16,7 @@ deleting ``(p='a', k=1)`` must never touch ``(p='b', k=1)``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -123,27 +123,31 @@ def mark_keys(bucket: Bucket, dvs: BucketDvMaintainer, keys: pa.Table, skip: set
 
 
 def lookup_rows(table: Any, bucket: Bucket, dvs: BucketDvMaintainer, keys: pa.Table,
-                schema: Mapping[str, Any] | None = None, *, io: TableIO) -> pa.Table:
+                schema: Mapping[str, Any] | None = None, *, io: TableIO, system: Sequence[str] = (),
+                skip: Iterable[str] = ()) -> pa.Table:
     """The live rows (the table's current columns) of ``keys`` (trimmed-key columns) in the bucket's
-    files of levels >= 1: the old values a merge engine merges into. Files are pruned as
-    :func:`mark_keys` prunes them. In deletion-vectors mode each key has at most one such row."""
+    files of levels >= 1: the old values a merge engine merges into, the ``before`` rows of a
+    changelog. Files are pruned as :func:`mark_keys` prunes them; files named in ``skip`` are not
+    read. In deletion-vectors mode each key has at most one such row. ``system``: system columns
+    (``_SEQUENCE_NUMBER``) put first."""
     from paimon_index.table.pk.plan import live_current_rows, user_columns
     from paimon_index.table.schemas import read_schema
 
     columns = user_columns(table)
     parts: list[pa.Table] = []
+    skipped = set(skip)
     if keys.num_rows:
         low, high = key_range(keys)
         read = read_schema(table)
         for meta in bucket.files:
-            if meta.level == 0 or not overlaps(meta, low, high):
+            if meta.level == 0 or meta.file_name in skipped or not overlaps(meta, low, high):
                 continue
             if schema is not None and index_rules_out(meta, keys, schema, io):
                 continue
-            existing = live_current_rows(table, meta, dvs, columns, [], io=io, schema=read)
+            existing = live_current_rows(table, meta, dvs, columns, list(system), io=io, schema=read)
             hits = existing.join(keys, keys=keys.column_names, join_type="left semi")
             if hits.num_rows:
-                parts.append(hits.select(columns))
+                parts.append(hits.select([*system, *columns]))
     return pa.concat_tables(parts, promote_options="permissive") if parts else \
         pa.schema([]).empty_table()
 

@@ -96,6 +96,10 @@ def check_table(table: Any, *, upsert: bool = False) -> dict[str, str]:
         raise UnsupportedTableError("upserts by key need a primary-key table")
     if not parse_bool(options.get(DV_ENABLED, "false"), DV_ENABLED):
         raise InvalidOptionError(f"deletion-vectors mode needs '{DV_ENABLED}' = 'true'")
+    if upsert:  # 'changelog-producer' = 'input' / 'full-compaction': refused before any file is written
+        from paimon_index.table.pk.changelog import producer
+
+        producer(table, options)
     if options.get(MERGE_ENGINE, "deduplicate") != "deduplicate":
         merge_engine(table, options)
     elif upsert and options.get(SEQUENCE_FIELD, "").strip():
