@@ -507,7 +507,8 @@ def message_written_files(table: Any, messages: Iterable[CommitMessage]) -> list
     return paths
 
 
-def write_changelog_file(table: Any, partition: Sequence[Any], bucket: int, rows: pa.Table, level: int) -> Any:
+def write_changelog_file(table: Any, partition: Sequence[Any], bucket: int, rows: pa.Table,
+                         level: int) -> Any:
     """Write ``rows`` (key-value layout: ``_KEY_*``, ``_SEQUENCE_NUMBER``, ``_VALUE_KIND``, the
     value columns; sorted by key) as one changelog file of ``(partition, bucket)``; its
     ``DataFileMeta`` (key range, statistics and sequence range as pypaimon computes them for data

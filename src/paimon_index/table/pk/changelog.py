@@ -59,8 +59,8 @@ import pyarrow.compute as pc
 
 from paimon_index.deletionvectors.maintainer import BucketDvMaintainer
 from paimon_index.errors import InvalidOptionError, UnsupportedChangelogProducerError
-from paimon_index.table.fileio import TableIO
 from paimon_index.fileindex.options import parse_bool
+from paimon_index.table.fileio import TableIO
 from paimon_index.table.paimon import table_name, write_changelog_file
 from paimon_index.table.pk.lookup import lookup_rows
 from paimon_index.table.pk.plan import (
@@ -75,7 +75,7 @@ from paimon_index.table.pk.plan import (
 from paimon_index.table.write import conform, table_options
 
 __all__ = ["CHANGELOG_PRODUCER", "ROW_DEDUPLICATE", "ROW_DEDUPLICATE_IGNORE_FIELDS", "bucket_changelog",
-           "kv_schema", "producer", "write_changelog"]
+           "inserts", "kv_schema", "producer", "write_changelog"]
 
 CHANGELOG_PRODUCER = "changelog-producer"
 ROW_DEDUPLICATE = "changelog-producer.row-deduplicate"
@@ -226,6 +226,17 @@ def bucket_changelog(table: Any, bucket: Bucket, dvs: BucketDvMaintainer, new_fi
     rows = rows.append_column(_ORDER, kind_order)
     rows = rows.sort_by([*((c, "ascending") for c in key_columns), (_ORDER, "ascending")])
     return rows.drop_columns([_ORDER])
+
+
+def inserts(table: Any, new_files: Sequence[Any], *, io: TableIO) -> pa.Table | None:
+    """The change rows of new files with no old rows (an overwrite: Java's writer ignores the
+    previous files, so its lookup finds nothing): ``+I`` of every row."""
+    rows = _new_rows(new_files, kv_schema(table), io)
+    if rows.num_rows == 0:
+        return None
+    index = rows.schema.get_field_index(VALUE_KIND_COLUMN)
+    return rows.set_column(index, rows.schema.field(index),
+                           pa.array(np.full(rows.num_rows, INSERT, dtype=np.int8)))
 
 
 def write_changelog(table: Any, partition: Sequence[Any], bucket: int, rows: pa.Table, level: int) -> Any:
