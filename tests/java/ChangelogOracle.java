@@ -1,12 +1,13 @@
 /*
  * ChangelogOracle: Java Paimon's incremental changelog read, for tests/table/test_changelog.py.
  *
- *   java -cp <classes>:paimon-oracle.jar:<spark jars>/* ChangelogOracle W db.t FROM TO
+ *   java -cp <classes>:paimon-oracle.jar:<spark jars>/* ChangelogOracle requests.jsonl
  *
- * Reads table db.t of warehouse W with 'incremental-between' = 'FROM,TO' and
- * 'incremental-between-scan-mode' = 'changelog' (the changelog files of snapshots FROM+1 .. TO, as
- * Paimon's streaming/incremental readers see them) and prints one JSON object:
- * {"rows": [["+I", v1, v2, ...], ...]} (values as PaimonOracle.toJson prints them).
+ * Each line of requests.jsonl, {"warehouse": W, "table": "db.t", "from": a, "to": b}, reads table
+ * db.t of warehouse W with 'incremental-between' = 'a,b' and 'incremental-between-scan-mode' =
+ * 'changelog' (the changelog files of snapshots a+1 .. b, OVERWRITE snapshots skipped, as Paimon's
+ * incremental readers see them) and prints one JSON line: {"rows": [["+I", v1, v2, ...], ...]}
+ * (values as PaimonOracle.toJson prints them), or {"error": ...}.
  * Compiled at test time against paimon-oracle.jar (PaimonOracle's helpers are in the same default
  * package).
  */
@@ -20,22 +21,36 @@ import org.apache.paimon.table.source.Split;
 import org.apache.paimon.types.DataField;
 import org.apache.paimon.types.RowType;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
+import java.nio.file.Files;
+import java.nio.file.Paths;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 
 public class ChangelogOracle {
     public static void main(String[] argv) throws Exception {
-        Map<String, String> a = new HashMap<>();
-        a.put("warehouse", argv[0]);
-        Catalog catalog = PaimonOracle.catalog(a);
-        FileStoreTable base = (FileStoreTable) catalog.getTable(Identifier.fromString(argv[1]));
-        ObjectNode out = PaimonOracle.JSON.createObjectNode();
-        out.set("rows", changelog(base, argv[2], argv[3]));
-        System.out.println(PaimonOracle.JSON.writeValueAsString(out));
+        for (String line : Files.readAllLines(Paths.get(argv[0]))) {
+            if (line.trim().isEmpty()) {
+                continue;
+            }
+            JsonNode request = PaimonOracle.JSON.readTree(line);
+            ObjectNode out = PaimonOracle.JSON.createObjectNode();
+            try {
+                Map<String, String> a = new HashMap<>();
+                a.put("warehouse", request.get("warehouse").asText());
+                Catalog catalog = PaimonOracle.catalog(a);
+                FileStoreTable base = (FileStoreTable) catalog.getTable(
+                        Identifier.fromString(request.get("table").asText()));
+                out.set("rows", changelog(base, request.get("from").asText(), request.get("to").asText()));
+            } catch (Exception e) {
+                out.put("error", e.toString());
+            }
+            System.out.println(PaimonOracle.JSON.writeValueAsString(out));
+        }
     }
 
     static ArrayNode changelog(FileStoreTable base, String from, String to) throws Exception {
