@@ -434,3 +434,32 @@ def test_paimons_spark_connector_reads_our_changelog(tmp_path: Path) -> None:
         "SELECT rowkind, k, v FROM db.`t$audit_log`"])
     assert "error" not in results[-1], results[-1]
     assert sorted(map(tuple, results[-1]["rows"])) == sorted([("-U", 1, "a"), ("+U", 1, "b"), ("-D", 2, "a")])
+
+
+# maintenance ----------------------------------------------------------------------------------------
+def test_expiry_deletes_the_changelog_files_of_expired_snapshots_and_orphan_removal_keeps_the_rest(
+        tmp_path: Path, changelog_reader: ChangelogReader) -> None:
+    """Without ``changelog.num-retained.*`` beyond the snapshots' (changelog lifecycle not
+    decoupled), Java's expiry deletes an expired snapshot's changelog files with it; orphan removal
+    keeps every changelog file a snapshot lists and removes one no snapshot does."""
+    import time
+
+    warehouse = str(tmp_path)
+    table = create(warehouse, "fixed", {"bucket": "1"})
+    for v in ("a", "b", "c"):
+        table.upsert(pa.Table.from_pylist([{"p": 0, "k": k, "v": v, "n": k} for k in range(3)], schema=SCHEMA))
+    bucket = tmp_path / "db.db" / "t" / "bucket-0"
+    changelogs = sorted(bucket.glob("changelog-*"), key=os.path.getmtime)
+    assert len(changelogs) == 3
+    stray = bucket / "changelog-00000000-0000-0000-0000-000000000000-0.parquet"
+    shutil.copy(changelogs[0], stray)  # written by a commit that failed: no snapshot lists it
+    result = table.expire_snapshots(retain_last=1)
+    assert sorted(map(str, changelogs[:2])) == sorted(p for p in map(str, result.deleted_files)
+                                                       if "/changelog-" in p)
+    assert [p.exists() for p in changelogs] == [False, False, True]
+    os.utime(stray, (time.time() - 10, time.time() - 10))
+    orphans = table.remove_orphan_files(older_than=time.time() - 5)
+    assert [str(stray)] == [p for p in map(str, orphans.deleted_files) if "/changelog-" in p]
+    assert changelogs[2].exists()
+    (got,) = changelog_reader.read([(warehouse, "db.t", 2, 3)])
+    assert normal(got) == normal([c for k in range(3) for c in (("-U", 0, k, "b", k), ("+U", 0, k, "c", k))])
