@@ -26,13 +26,13 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-import paimon_index
-from paimon_index.errors import UnsupportedChangelogProducerError
 from tests.table.test_merge_engines import CONFIGS, engine_of, model_upsert
 from tests.table.test_merge_engines import SCHEMA as MERGE_SCHEMA
 from tests.table.test_merge_engines import as_table as merge_rows
 from tests.table.test_merge_engines import rows_strategy as merge_rows_strategy
+
+import paimon_index
+from paimon_index.errors import UnsupportedChangelogProducerError
 
 SCHEMA = pa.schema([pa.field("p", pa.int32(), nullable=False), pa.field("k", pa.int64(), nullable=False),
                     ("v", pa.string()), ("n", pa.int64())])
@@ -58,7 +58,8 @@ class ChangelogReader:
             for warehouse, table, low, high in requests:
                 f.write(json.dumps({"warehouse": warehouse, "table": table, "from": low, "to": high}) + "\n")
         try:
-            done = subprocess.run(["java", "-cp", self.classpath, "ChangelogOracle", f.name], capture_output=True,
+            done = subprocess.run(["java", "-cp", self.classpath, "ChangelogOracle", f.name],
+                                  capture_output=True,
                                   text=True, timeout=600, check=False)
         finally:
             os.unlink(f.name)
@@ -72,6 +73,11 @@ class ChangelogReader:
 
 @pytest.fixture(scope="module")
 def changelog_reader(tmp_path_factory: pytest.TempPathFactory) -> ChangelogReader:
+    return build_changelog_reader(tmp_path_factory)
+
+
+def build_changelog_reader(tmp_path_factory: pytest.TempPathFactory) -> ChangelogReader:
+    """``ChangelogOracle.java`` compiled against the oracle's jar; skips without java/javac."""
     from tests.javaoracle import java_oracle
 
     oracle = java_oracle()
@@ -102,7 +108,8 @@ def latest(table: Any) -> int:
 # ------------------------------------------------------------------------------------------------
 # the model: Java's LookupChangelogMergeFunctionWrapper over a model of the table's rows
 # ------------------------------------------------------------------------------------------------
-def changes_between(before: dict[Any, dict[str, Any]], after: dict[Any, dict[str, Any]], touched: Iterable[Any],
+def changes_between(before: dict[Any, dict[str, Any]], after: dict[Any, dict[str, Any]],
+                    touched: Iterable[Any],
                     names: list[str], dedupe: bool = False) -> list[Change]:
     out: list[Change] = []
     for key in touched:
@@ -155,7 +162,8 @@ def create(warehouse: str, layout: str, options: dict[str, str] | None = None) -
     if layout == "dynamic":
         opts["dynamic-bucket.target-row-num"] = "3"
     partitions = ["p"] if layout == "partitioned" else []
-    return paimon_index.create_table(warehouse, "db.t", SCHEMA, primary_keys=["p", "k"], partition_keys=partitions,
+    return paimon_index.create_table(warehouse, "db.t", SCHEMA, primary_keys=["p", "k"],
+                                     partition_keys=partitions,
                                      options=opts)
 
 
@@ -208,7 +216,8 @@ def test_one_upsert_writes_a_changelog_file_in_the_same_snapshot(tmp_path: Path)
     """The file layout (Paimon's key-value columns, RowKind bytes, sequence numbers as Java's
     wrapper keeps them) and the snapshot's changelog manifest list and record count."""
     table = create(str(tmp_path), "fixed", {"bucket": "1"})
-    table.upsert(pa.Table.from_pylist([{"p": 0, "k": 1, "v": "a", "n": 1}, {"p": 0, "k": 2, "v": "b", "n": 2}],
+    table.upsert(pa.Table.from_pylist([{"p": 0, "k": 1, "v": "a", "n": 1},
+                                       {"p": 0, "k": 2, "v": "b", "n": 2}],
                                       schema=SCHEMA))
     table.upsert(dedup_table([("+I", {"p": 0, "k": 1, "v": "a2", "n": 1}), ("-D", {"p": 0, "k": 2, "v": None,
                                                                                "n": None})]))
@@ -227,7 +236,8 @@ def test_one_upsert_writes_a_changelog_file_in_the_same_snapshot(tmp_path: Path)
 
 
 @pytest.mark.parametrize("producer", ["input", "full-compaction"])
-def test_producers_other_than_lookup_are_refused_before_any_file_is_written(tmp_path: Path, producer: str) -> None:
+def test_producers_other_than_lookup_are_refused_before_any_file_is_written(tmp_path: Path,
+                                                                            producer: str) -> None:
     table = create(str(tmp_path), "fixed", {"changelog-producer": producer})
     with pytest.raises(UnsupportedChangelogProducerError, match=f"'changelog-producer' = '{producer}'"):
         table.upsert(pa.Table.from_pylist([{"p": 0, "k": 1, "v": "a", "n": 1}], schema=SCHEMA))
@@ -239,14 +249,15 @@ def test_row_deduplicate_drops_unchanged_updates(tmp_path: Path) -> None:
         warehouse = str(tmp_path / str(dedupe))
         expected = run_dedup(warehouse, "fixed", [
             ("upsert", [("+I", {"p": 0, "k": 1, "v": "a", "n": 1})]),
-            ("upsert", [("+I", {"p": 0, "k": 1, "v": "a", "n": 1}), ("+I", {"p": 0, "k": 2, "v": "b", "n": 1})]),
+            ("upsert", [("+I", {"p": 0, "k": 1, "v": "a", "n": 1}),
+                        ("+I", {"p": 0, "k": 2, "v": "b", "n": 1})]),
         ], dedupe=dedupe)
         kinds = [c[0] for c in expected[-1][2]]
         assert kinds == (["+I"] if dedupe else ["-U", "+U", "+I"])
 
 
-def test_level0_rows_of_plain_writes_are_new_records_as_java_merges_them(tmp_path: Path,
-                                                                        changelog_reader: ChangelogReader) -> None:
+def test_level0_rows_of_plain_writes_are_new_records_as_java_merges_them(
+        tmp_path: Path, changelog_reader: ChangelogReader) -> None:
     """Java's lookup compaction merges level-0 records with the key's row in levels >= 1: the
     before is that row, the level-0 rows are part of the after."""
     from paimon_index.table.catalog import open_table
@@ -257,7 +268,8 @@ def test_level0_rows_of_plain_writes_are_new_records_as_java_merges_them(tmp_pat
     plain = open_table(warehouse, "db.t")
     builder = plain.new_batch_write_builder()
     write = builder.new_write()
-    write.write_arrow(pa.Table.from_pylist([{"p": 0, "k": k, "v": "b", "n": k} for k in (1, 2, 3)], schema=SCHEMA))
+    write.write_arrow(pa.Table.from_pylist([{"p": 0, "k": k, "v": "b", "n": k} for k in (1, 2, 3)],
+                                           schema=SCHEMA))
     commit = builder.new_commit()
     commit.commit(write.prepare_commit())
     write.close()
@@ -283,7 +295,8 @@ def test_compaction_writes_no_changelog(tmp_path: Path, changelog_reader: Change
 
 
 @pytest.mark.parametrize("layout", ["fixed", "dynamic", "partitioned"])
-def test_random_sequences_java_reads_the_model_changelog(layout: str, changelog_reader: ChangelogReader) -> None:
+def test_random_sequences_java_reads_the_model_changelog(layout: str,
+                                                         changelog_reader: ChangelogReader) -> None:
     runs: list[tuple[str, list[tuple[int, int, list[Change]]]]] = []
     keep: list[tempfile.TemporaryDirectory[str]] = []
 
@@ -411,7 +424,8 @@ def test_java_writing_the_same_sequence_produces_the_same_changelog(tmp_path: Pa
                         "options": "bucket=2,deletion-vectors.enabled=true,changelog-producer=lookup"}
         commands.append(command)
     java_snapshot = changelog_reader.oracle.batch(commands)[-1]["snapshot"]
-    mine, java = changelog_reader.read([(ours, "db.t", 0, latest(table)), (theirs, "db.t", 0, int(java_snapshot))])
+    mine, java = changelog_reader.read([(ours, "db.t", 0, latest(table)),
+                                        (theirs, "db.t", 0, int(java_snapshot))])
     assert normal(mine) == normal(java)
     assert len(java) == 5 + 4 + 2  # +I x5; -U +U -D +I; +I -D (no row for a deleted key never written)
 
@@ -447,7 +461,8 @@ def test_expiry_deletes_the_changelog_files_of_expired_snapshots_and_orphan_remo
     warehouse = str(tmp_path)
     table = create(warehouse, "fixed", {"bucket": "1"})
     for v in ("a", "b", "c"):
-        table.upsert(pa.Table.from_pylist([{"p": 0, "k": k, "v": v, "n": k} for k in range(3)], schema=SCHEMA))
+        table.upsert(pa.Table.from_pylist([{"p": 0, "k": k, "v": v, "n": k} for k in range(3)],
+                                          schema=SCHEMA))
     bucket = tmp_path / "db.db" / "t" / "bucket-0"
     changelogs = sorted(bucket.glob("changelog-*"), key=os.path.getmtime)
     assert len(changelogs) == 3
