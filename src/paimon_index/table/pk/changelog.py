@@ -58,17 +58,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_index.deletionvectors.maintainer import BucketDvMaintainer
-from paimon_index.errors import InvalidOptionError, UnsupportedChangelogProducerError
+from paimon_index.errors import InvalidOptionError
 from paimon_index.fileindex.options import parse_bool
 from paimon_index.table.fileio import TableIO
 from paimon_index.table.paimon import table_name, write_changelog_file
 from paimon_index.table.pk.lookup import lookup_rows
 from paimon_index.table.pk.plan import (
+    CHANGELOG_PRODUCER,
     KEY_PREFIX,
     SEQUENCE_COLUMN,
     VALUE_KIND_COLUMN,
     Bucket,
     arrow_fields,
+    changelog_producer,
     trimmed_keys,
     user_columns,
 )
@@ -77,10 +79,9 @@ from paimon_index.table.write import conform, table_options
 __all__ = ["CHANGELOG_PRODUCER", "ROW_DEDUPLICATE", "ROW_DEDUPLICATE_IGNORE_FIELDS", "bucket_changelog",
            "inserts", "kv_schema", "producer", "write_changelog"]
 
-CHANGELOG_PRODUCER = "changelog-producer"
 ROW_DEDUPLICATE = "changelog-producer.row-deduplicate"
 ROW_DEDUPLICATE_IGNORE_FIELDS = "changelog-producer.row-deduplicate-ignore-fields"
-NONE, INPUT, LOOKUP, FULL_COMPACTION = "none", "input", "lookup", "full-compaction"
+LOOKUP = "lookup"
 
 #: RowKind bytes (``_VALUE_KIND``).
 INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = 0, 1, 2, 3
@@ -89,24 +90,14 @@ _INDEX = "__paimon_index_changelog_index__"
 
 
 def producer(table: Any, options: Mapping[str, str] | None = None) -> str:
-    """The table's changelog producer for a write by key: ``none`` or ``lookup``.
+    """The table's changelog producer for a write by key: ``none`` or ``lookup``
+    (:func:`~paimon_index.table.pk.plan.changelog_producer`, which ``check_table`` asks).
 
     Raises:
         UnsupportedChangelogProducerError: ``input`` or ``full-compaction`` (nothing written yet).
         InvalidOptionError: an unknown producer.
     """
-    options = table_options(table) if options is None else options
-    value = str(options.get(CHANGELOG_PRODUCER, NONE)).strip().lower()
-    if value in (NONE, LOOKUP):
-        return value
-    if value in (INPUT, FULL_COMPACTION):
-        raise UnsupportedChangelogProducerError(
-            f"'{CHANGELOG_PRODUCER}' = '{value}' on {table_name(table)}: this writer produces the changelog "
-            f"only with '{LOOKUP}' (Paimon's lookup producer: the same change rows, from the lookup that "
-            f"marks the deletion vectors); set '{CHANGELOG_PRODUCER}' = '{LOOKUP}' (or 'none'), or write "
-            "the table with Paimon's own connector")
-    raise InvalidOptionError(f"'{CHANGELOG_PRODUCER}' = '{value}' on {table_name(table)} is not a changelog "
-                             "producer: use 'none', 'input', 'lookup' or 'full-compaction'")
+    return changelog_producer(table, options)
 
 
 def kv_schema(table: Any) -> pa.Schema:
