@@ -433,8 +433,9 @@ def test_java_writing_the_same_sequence_produces_the_same_changelog(tmp_path: Pa
 # Spark connector ------------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_paimons_spark_connector_reads_our_changelog(tmp_path: Path) -> None:
-    """Paimon's own Spark connector reads the changelog of our table (``$audit_log`` with an
-    incremental changelog scan): the change rows with their row kinds."""
+    """Paimon's own Spark connector reads the changelog of our table (``paimon_incremental_query``
+    over ``$audit_log``: the incremental scan, changelog mode by default with a producer): the
+    change rows with their row kinds."""
     from tests import paimonsql
 
     warehouse = str(tmp_path)
@@ -443,9 +444,7 @@ def test_paimons_spark_connector_reads_our_changelog(tmp_path: Path) -> None:
     table.upsert(dedup_table([("+I", {"p": 0, "k": 1, "v": "b", "n": 1}),
                               ("-D", {"p": 0, "k": 2, "v": None, "n": None})]))
     results = paimonsql.run(warehouse, [
-        "SET spark.paimon.incremental-between=1,2",
-        "SET spark.paimon.incremental-between-scan-mode=changelog",
-        "SELECT rowkind, k, v FROM db.`t$audit_log`"])
+        "SELECT rowkind, k, v FROM paimon_incremental_query('db.`t$audit_log`', 1, 2)"])
     assert "error" not in results[-1], results[-1]
     assert sorted(map(tuple, results[-1]["rows"])) == sorted([("-U", 1, "a"), ("+U", 1, "b"), ("-D", 2, "a")])
 
