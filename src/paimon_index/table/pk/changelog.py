@@ -62,10 +62,11 @@ from paimon_index.errors import InvalidOptionError
 from paimon_index.fileindex.options import parse_bool
 from paimon_index.table.fileio import TableIO
 from paimon_index.table.paimon import table_name, write_changelog_file
-from paimon_index.table.pk.lookup import lookup_rows
+from paimon_index.table.pk.lookup import FILE, lookup_rows
 from paimon_index.table.pk.plan import (
     CHANGELOG_PRODUCER,
     KEY_PREFIX,
+    POSITION,
     SEQUENCE_COLUMN,
     VALUE_KIND_COLUMN,
     Bucket,
@@ -156,8 +157,12 @@ def _new_rows(new_files: Sequence[Any], target: pa.Schema, io: TableIO) -> pa.Ta
 def bucket_changelog(table: Any, bucket: Bucket, dvs: BucketDvMaintainer, new_files: Sequence[Any],
                      deleted: pa.Table | None, *, io: TableIO, schema: Mapping[str, Any] | None = None,
                      skip: set[str] | frozenset[str] = frozenset(),
-                     options: Mapping[str, str] | None = None) -> pa.Table | None:
-    """The change rows of one bucket's upsert (key-value layout, sorted by key), None when none.
+                     options: Mapping[str, str] | None = None
+                     ) -> tuple[pa.Table | None, dict[str, np.ndarray]]:
+    """The change rows of one bucket's upsert (key-value layout, sorted by key; None when none)
+    and where the old rows are (data file name -> sorted row positions): every live row of the
+    keys written or deleted, exactly the rows :func:`~paimon_index.table.pk.lookup.mark_keys`
+    would mark (same files, same pruning), found by this one read.
 
     ``new_files``: the bucket's new data files (the merged results of the keys written, as
     written); ``deleted``: the trimmed keys deleted in the bucket's partition (looked up here too);
@@ -173,8 +178,13 @@ def bucket_changelog(table: Any, bucket: Bucket, dvs: BucketDvMaintainer, new_fi
     if deleted is not None and deleted.num_rows:
         probe_parts.append(conform(deleted.select(keys).rename_columns(key_columns), key_types))
     probe = pa.concat_tables([conform(p, key_types) for p in probe_parts]).rename_columns(keys)
-    old = lookup_rows(table, bucket, dvs, probe, schema, io=io, system=[SEQUENCE_COLUMN], skip=skip) \
-        if probe.num_rows else pa.table({})
+    old = lookup_rows(table, bucket, dvs, probe, schema, io=io, system=[SEQUENCE_COLUMN], skip=skip,
+                      positions=True) if probe.num_rows else pa.table({})
+    found: dict[str, np.ndarray] = {}
+    if old.num_rows:
+        for name in pc.unique(old[FILE]).to_pylist():
+            mask = pc.equal(old[FILE], name)
+            found[name] = np.sort(old[POSITION].filter(mask).to_numpy())
     if old.num_rows:
         old = old.append_column(_INDEX, pa.array(np.arange(old.num_rows, dtype=np.int64)))
         old_keys = conform(old.select(keys).rename_columns(key_columns), key_types) \
@@ -210,13 +220,13 @@ def bucket_changelog(table: Any, bucket: Bucket, dvs: BucketDvMaintainer, new_fi
         if gone.num_rows:
             parts.append(_as_kv(table, old.take(gone[_INDEX]), DELETE, target))
     if not parts:
-        return None
+        return None, found
     rows = pa.concat_tables(parts)
     # Java's order: by key, the before row first (-U, then +U).
     kind_order = pc.if_else(pc.equal(rows[VALUE_KIND_COLUMN], UPDATE_AFTER), 1, 0)
     rows = rows.append_column(_ORDER, kind_order)
     rows = rows.sort_by([*((c, "ascending") for c in key_columns), (_ORDER, "ascending")])
-    return rows.drop_columns([_ORDER])
+    return rows.drop_columns([_ORDER]), found
 
 
 def inserts(table: Any, new_files: Sequence[Any], *, io: TableIO) -> pa.Table | None:

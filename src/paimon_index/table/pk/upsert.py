@@ -338,14 +338,19 @@ def _prepare(table: Any, plan: Plan, messages: list[Any], removed_keys: pa.Table
         for meta in removed:
             dvs.remove_deletion_vector_of(meta.file_name)
         deleted_here = removed_of.get(key[0]) if key in searched else None
-        # The changelog's before rows: read before the lookup below marks them deleted.
-        changes = bucket_changelog(table, existing, dvs, new_files, deleted_here, io=plan.io, schema=schema,
-                                   skip=new_names | {m.file_name for m in removed}, options=options) \
-            if changelog else None
-        lookup = pa.concat_tables([file_keys(new_files, trimmed_target, io=plan.io), conform(
-            trimmed_target.empty_table() if deleted_here is None else deleted_here, trimmed_target)])
-        mark_keys(existing, dvs, lookup, skip=new_names | {m.file_name for m in removed}, schema=schema,
-                  io=plan.io)
+        changes = None
+        if changelog:
+            # One read finds the old rows: the changelog's before rows, and the rows to mark.
+            changes, found = bucket_changelog(table, existing, dvs, new_files, deleted_here, io=plan.io,
+                                              schema=schema, skip=new_names | {m.file_name for m in removed},
+                                              options=options)
+            for file_name, positions in found.items():
+                dvs.notify_new_deletions(file_name, positions)
+        else:
+            lookup = pa.concat_tables([file_keys(new_files, trimmed_target, io=plan.io), conform(
+                trimmed_target.empty_table() if deleted_here is None else deleted_here, trimmed_target)])
+            mark_keys(existing, dvs, lookup, skip=new_names | {m.file_name for m in removed}, schema=schema,
+                      io=plan.io)
         remaining = [m for m in existing.files if m.level > 0]
         placed: list[Any] = []
         for new in new_files:
