@@ -343,8 +343,11 @@ MERGE_CONFIGS = ["partial", "partial-remove-on-delete", "agg-last"]
 MERGE_NAMES = [f.name for f in MERGE_SCHEMA]
 
 
-def run_merge(warehouse: str, config: str, steps: list) -> list[tuple[int, int, list[Change]]]:
-    options = {**DV, "bucket": "2", "merge-engine": engine_of(config), **CONFIGS[config][0]}
+def run_merge(warehouse: str, config: str, steps: list, bucket: str = "2"
+              ) -> list[tuple[int, int, list[Change]]]:
+    options = {**DV, "bucket": bucket, "merge-engine": engine_of(config), **CONFIGS[config][0]}
+    if bucket == "-1":
+        options["dynamic-bucket.target-row-num"] = "3"
     table = paimon_index.create_table(warehouse, "db.t", MERGE_SCHEMA, primary_keys=["k"], options=options)
     model: dict[Any, dict[str, Any]] = {}
     expected = []
@@ -374,8 +377,11 @@ def merge_operations(kinds: tuple[str, ...]) -> st.SearchStrategy:
     return st.lists(st.one_of(upsert, upsert, upsert, delete), min_size=1, max_size=5)
 
 
-@pytest.mark.parametrize("config", MERGE_CONFIGS)
-def test_merge_engines_before_is_the_old_merged_row_after_the_new(config: str,
+@pytest.mark.parametrize(("config", "bucket"), [*((c, "2") for c in MERGE_CONFIGS), ("agg-last", "-1"),
+                                               pytest.param("partial", "-1", marks=pytest.mark.slow),
+                                               pytest.param("partial-remove-on-delete", "-1",
+                                                            marks=pytest.mark.slow)])
+def test_merge_engines_before_is_the_old_merged_row_after_the_new(config: str, bucket: str,
                                                                   changelog_reader: ChangelogReader) -> None:
     runs: list[tuple[str, list[tuple[int, int, list[Change]]]]] = []
     keep: list[tempfile.TemporaryDirectory[str]] = []
@@ -385,7 +391,7 @@ def test_merge_engines_before_is_the_old_merged_row_after_the_new(config: str,
     def check(steps: list) -> None:
         directory = tempfile.TemporaryDirectory()
         keep.append(directory)
-        runs.append((directory.name, run_merge(directory.name, config, steps)))
+        runs.append((directory.name, run_merge(directory.name, config, steps, bucket)))
 
     try:
         check()
@@ -393,6 +399,19 @@ def test_merge_engines_before_is_the_old_merged_row_after_the_new(config: str,
     finally:
         for directory in keep:
             directory.cleanup()
+
+
+def test_an_overwrite_writes_no_changelog_as_java_commits_none(tmp_path: Path) -> None:
+    """Java's FileStoreCommitImpl.overwritePartition: "Overwrite mode currently does not commit
+    any changelog" (it drops the files); here none is written."""
+    warehouse = str(tmp_path)
+    table = create(warehouse, "fixed", {"bucket": "1"})
+    table.upsert(pa.Table.from_pylist([{"p": 0, "k": k, "v": "a", "n": k} for k in range(3)], schema=SCHEMA))
+    table.write(pa.Table.from_pylist([{"p": 0, "k": k, "v": "b", "n": k} for k in (1, 5)], schema=SCHEMA),
+                mode="overwrite")
+    snapshot = table._paimon.snapshot_manager().get_latest_snapshot()
+    assert snapshot.commit_kind == "OVERWRITE" and snapshot.changelog_manifest_list is None
+    assert len(list(tmp_path.glob("db.db/t/bucket-0/changelog-*"))) == 1  # the first upsert's
 
 
 # Java writes the same sequence ----------------------------------------------------------------------

@@ -43,6 +43,10 @@ A changelog file is a Parquet (``changelog-file.format``) data file in the bucke
 ``-U`` before ``+U``. Readers: Java's incremental read with ``incremental-between-scan-mode`` =
 ``changelog``, streaming reads, ``$audit_log``.
 
+An overwrite writes no changelog: Java's overwrite commits none either
+(``FileStoreCommitImpl.overwritePartition`` logs "Overwrite mode currently does not commit any
+changelog" and drops the files).
+
 ``input`` (the input records themselves, unmerged, with their own sequence numbers) and
 ``full-compaction`` (change rows between full compactions) are refused on every write by key,
 before any file is written: :class:`~paimon_index.errors.UnsupportedChangelogProducerError`.
@@ -78,7 +82,7 @@ from paimon_index.table.pk.plan import (
 from paimon_index.table.write import conform, table_options
 
 __all__ = ["CHANGELOG_PRODUCER", "ROW_DEDUPLICATE", "ROW_DEDUPLICATE_IGNORE_FIELDS", "bucket_changelog",
-           "inserts", "kv_schema", "producer", "write_changelog"]
+           "kv_schema", "producer", "write_changelog"]
 
 ROW_DEDUPLICATE = "changelog-producer.row-deduplicate"
 ROW_DEDUPLICATE_IGNORE_FIELDS = "changelog-producer.row-deduplicate-ignore-fields"
@@ -227,17 +231,6 @@ def bucket_changelog(table: Any, bucket: Bucket, dvs: BucketDvMaintainer, new_fi
     rows = rows.append_column(_ORDER, kind_order)
     rows = rows.sort_by([*((c, "ascending") for c in key_columns), (_ORDER, "ascending")])
     return rows.drop_columns([_ORDER]), found
-
-
-def inserts(table: Any, new_files: Sequence[Any], *, io: TableIO) -> pa.Table | None:
-    """The change rows of new files with no old rows (an overwrite: Java's writer ignores the
-    previous files, so its lookup finds nothing): ``+I`` of every row."""
-    rows = _new_rows(new_files, kv_schema(table), io)
-    if rows.num_rows == 0:
-        return None
-    index = rows.schema.get_field_index(VALUE_KIND_COLUMN)
-    return rows.set_column(index, rows.schema.field(index),
-                           pa.array(np.full(rows.num_rows, INSERT, dtype=np.int8)))
 
 
 def write_changelog(table: Any, partition: Sequence[Any], bucket: int, rows: pa.Table, level: int) -> Any:

@@ -51,7 +51,7 @@ import pyarrow.compute as pc
 from paimon_index.errors import ConcurrentChangeError, InvalidOptionError, PrimaryKeyTableError
 from paimon_index.table.fileio import TableIO
 from paimon_index.table.paimon import DELETION_VECTORS, CommitMessage, latest_snapshot, table_name
-from paimon_index.table.pk.changelog import LOOKUP, bucket_changelog, inserts, producer, write_changelog
+from paimon_index.table.pk.changelog import LOOKUP, bucket_changelog, producer, write_changelog
 from paimon_index.table.pk.commit import abandon, begin, delete_discarded, on_snapshot, written_paths
 from paimon_index.table.pk.levels import free_level, rewrite, write_rows
 from paimon_index.table.pk.lookup import (
@@ -580,9 +580,8 @@ def overwrite_rows(table: Any, data: pa.Table) -> int | None:
         rows = rows.filter(adding).select(user_columns(table))
     top = max_level(options)
     index_dir = str(table.path_factory().index_path())
-    # 'lookup': +I of every new row (an OVERWRITE snapshot, which Java's changelog readers skip
-    # unless 'streaming-read-overwrite' is set, as for Java's own overwrite).
-    changelog = producer(table, options) == LOOKUP
+    # No changelog, whatever 'changelog-producer' says: Java's overwrite commits none either
+    # (FileStoreCommitImpl.overwritePartition: "Overwrite mode currently does not commit any changelog").
     with Transaction.begin(table, overwrite=True, operation="overwrite") as txn:
         messages = write_rows(table, rows)
         txn.track(*written_paths(messages, index_dir))
@@ -595,12 +594,5 @@ def overwrite_rows(table: Any, data: pa.Table) -> int | None:
                         f"overwrite of {table_name(table)}: bucket {message.bucket} got more overlapping "
                         f"files than levels 1..{top}; raise 'num-levels' or overwrite in smaller batches")
                 placed.append(replace(new, level=level))
-            changelog_files = []
-            changes = inserts(table, message.new_files, io=TableIO.of(table)) if changelog else None
-            if changes is not None:
-                meta = write_changelog(table, tuple(message.partition), message.bucket, changes,
-                                       max((m.level for m in placed), default=0))
-                txn.track(*written_paths([], index_dir, [meta]))
-                changelog_files.append(meta)
-            txn.stage(replace(message, new_files=placed, changelog_files=changelog_files))
+            txn.stage(replace(message, new_files=placed))
         return txn.commit()
