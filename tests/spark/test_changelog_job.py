@@ -85,3 +85,13 @@ def test_a_merge_engine_table_through_spark(spark: Any, tmp_path: Path,
     jobs.upsert(spark, _frame(spark, rows), "db.t", warehouse=warehouse)
     (got,) = changelog_reader.read([(warehouse, "db.t", low, latest(table))])
     assert normal(got) == normal([("-U", 0, 1, "a", 1), ("+U", 0, 1, "a", 10), ("+I", 0, 7, "z", None)])
+
+
+def test_input_producer_is_refused_on_the_driver_before_any_task_writes(spark: Any, tmp_path: Path) -> None:
+    from paimon_index.errors import UnsupportedChangelogProducerError
+
+    warehouse = str(tmp_path)
+    create(warehouse, "fixed", {"changelog-producer": "input"})
+    with pytest.raises(UnsupportedChangelogProducerError, match="'changelog-producer' = 'input'"):
+        jobs.upsert(spark, _frame(spark, BATCHES[0]), "db.t", warehouse=warehouse)
+    assert not list(tmp_path.glob("db.db/t/bucket-*/*"))

@@ -173,10 +173,17 @@ def writable(table: Any) -> Any:
     """``table`` for pypaimon's key-value writer: the rows this package writes hold one row per key,
     already merged by :mod:`~paimon_index.table.pk.merge`, so pypaimon's buffer merges them as
     ``deduplicate`` (an identity on such rows) — also where pypaimon's own merge functions refuse
-    the table's options (``ignore-delete``, ``*.remove-record-on-delete``, ``fields.<f>.ignore-retract``)."""
-    if table_options(table).get(MERGE_ENGINE, "deduplicate") != "deduplicate":
-        return table.copy({MERGE_ENGINE: "deduplicate"})
-    return table
+    the table's options (``ignore-delete``, ``*.remove-record-on-delete``, ``fields.<f>.ignore-retract``);
+    and with ``changelog-producer`` ``none`` (the changelog is :mod:`~paimon_index.table.pk.changelog`'s)."""
+    options = table_options(table)
+    changes: dict[str, str] = {}
+    if options.get(MERGE_ENGINE, "deduplicate") != "deduplicate":
+        changes[MERGE_ENGINE] = "deduplicate"
+    if options.get(CHANGELOG_PRODUCER, "none") != "none":
+        # pypaimon's writer writes 'input' changelog files itself; the changelog of this package's
+        # writes is written by pk/changelog.py (lookup) from the lookup, never by the writer.
+        changes[CHANGELOG_PRODUCER] = "none"
+    return table.copy(changes) if changes else table
 
 
 def arrow_fields(table: Any) -> list[pa.Field]:
