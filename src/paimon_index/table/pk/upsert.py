@@ -27,7 +27,10 @@ An upsert:
 3. **Write**: pypaimon's key-value writer writes the surviving upserts (it assigns buckets — fixed,
    or dynamic through the HASH index — and sequence numbers), each new file gets its file index.
 4. **Look up** per bucket (:mod:`~paimon_index.table.pk.lookup`): the bucket's new keys and the
-   deleted keys of its partition, trimmed, mark the older rows in deletion vectors.
+   deleted keys of its partition, trimmed, mark the older rows in deletion vectors. With
+   ``changelog-producer`` = ``lookup`` the same read gives the change rows, written as the
+   bucket's changelog file (:mod:`~paimon_index.table.pk.changelog`; such a snapshot commits as
+   ``COMPACT``, never ``OVERWRITE``, so Java's changelog readers see it).
 5. **Level** (:mod:`~paimon_index.table.pk.levels`): each new file to the lowest free level; with
    none free, the bucket is rewritten into the top level.
 6. **Commit** exactly as N + 1, or ConcurrentChangeError with every file written deleted.
