@@ -174,14 +174,14 @@ def writable(table: Any) -> Any:
     already merged by :mod:`~paimon_index.table.pk.merge`, so pypaimon's buffer merges them as
     ``deduplicate`` (an identity on such rows) — also where pypaimon's own merge functions refuse
     the table's options (``ignore-delete``, ``*.remove-record-on-delete``, ``fields.<f>.ignore-retract``);
-    and with ``changelog-producer`` ``none`` (the changelog is :mod:`~paimon_index.table.pk.changelog`'s)."""
+    and never with pypaimon's ``input`` changelog (:mod:`~paimon_index.table.pk.changelog` writes it)."""
     options = table_options(table)
     changes: dict[str, str] = {}
     if options.get(MERGE_ENGINE, "deduplicate") != "deduplicate":
         changes[MERGE_ENGINE] = "deduplicate"
-    if options.get(CHANGELOG_PRODUCER, "none") != "none":
-        # pypaimon's writer writes 'input' changelog files itself; the changelog of this package's
-        # writes is written by pk/changelog.py (lookup) from the lookup, never by the writer.
+    if str(options.get(CHANGELOG_PRODUCER, "none")).strip().lower() == "input":
+        # pypaimon's writer would write 'input' changelog files itself (refused for this package's
+        # writes, before they start); 'lookup' stays: _prepare reads it from this table.
         changes[CHANGELOG_PRODUCER] = "none"
     return table.copy(changes) if changes else table
 
