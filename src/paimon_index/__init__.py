@@ -30,6 +30,7 @@ from paimon_index.errors import (
     TableExistsError,
     TableNotFoundError,
     TableOptionOnWriterError,
+    UnsupportedChangelogProducerError,
     UnsupportedTableError,
     UnsupportedTypeError,
 )
@@ -63,6 +64,7 @@ __all__ = [
     "TableExistsError",
     "TableNotFoundError",
     "TableOptionOnWriterError",
+    "UnsupportedChangelogProducerError",
     "UnsupportedTableError",
     "UnsupportedTypeError",
     "__version__",

@@ -14,6 +14,7 @@ Every error raised on purpose by paimon-index derives from :class:`PaimonIndexEr
     ├── DeletionVectorTooLargeError  a 64-bit vector whose frame would pass 2 GiB (also a ValueError)
     ├── SchemaEvolutionError   a data file that cannot be read under the current schema
     ├── UnsupportedTableError  a table (or table state) an operation cannot handle exactly
+    │   └── UnsupportedChangelogProducerError  a ``changelog-producer`` this writer cannot produce
     ├── SqlError               SQL text the Spark noun cannot run (also a ValueError)
     ├── PrimaryKeyTableError   a primary-key operation the table's state or options do not allow
     │   └── NullKeyError           NULL in a primary-key column (also a DataError)
@@ -56,6 +57,7 @@ __all__ = [
     "TableExistsError",
     "TableNotFoundError",
     "TableOptionOnWriterError",
+    "UnsupportedChangelogProducerError",
     "UnsupportedTableError",
     "UnsupportedTypeError",
 ]
@@ -130,6 +132,11 @@ class SchemaEvolutionError(PaimonIndexError):
 class UnsupportedTableError(PaimonIndexError):
     """A table (or a table state) an operation cannot handle exactly yet: a primary-key table
     where an append table is needed, level-0 files a merge-free read cannot read, ..."""
+
+
+class UnsupportedChangelogProducerError(UnsupportedTableError):
+    """A write by key to a table whose ``changelog-producer`` (``input``, ``full-compaction``) this
+    writer cannot produce; refused before any file is written (never a changelog silently missing)."""
 
 
 class PrimaryKeyTableError(PaimonIndexError):

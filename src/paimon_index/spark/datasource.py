@@ -820,5 +820,9 @@ class PaimonIndexDataSource(DataSource):
         if overwrite and dv_mode(table):
             raise InvalidOptionError("overwrite of a deletion-vectors-mode primary-key table is not "
                                      "supported: upsert (mode 'append') or delete by key")
+        if dv_mode(table):  # 'changelog-producer' input / full-compaction: refused before any task
+            from paimon_index.table.pk.plan import changelog_producer
+
+            changelog_producer(table)
         renames, missing = _writer_columns(schema, table, options.table)
         return PaimonIndexWriter(options, overwrite, renames, missing)

@@ -48,6 +48,7 @@ What is used, and why
 from __future__ import annotations
 
 import copy
+import dataclasses
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -137,6 +138,7 @@ __all__ = [
     "system_table_loader",
     "table_name",
     "vectorize_key_value_write",
+    "write_changelog_file",
 ]
 
 log = logging.getLogger(__name__)
@@ -441,9 +443,12 @@ def commit_compact(commit: FileStoreCommit, messages: Sequence[CommitMessage],
     index_adds = [e for m in messages for e in m.index_adds]
     index_deletes = [e for m in messages for e in m.index_deletes]
     commit.conflict_detection._row_id_check_from_snapshot = None
+    # Changelog files (``changelog-producer`` = ``lookup``) go to the changelog manifest list, as
+    # Java's lookup compaction commits them.
+    changelog = commit._collect_changelog_entries(list(messages))
     commit._try_commit(commit_kind=COMMIT_KIND_COMPACT, commit_identifier=commit_identifier,
                        commit_entries_plan=lambda snapshot: entries, detect_conflicts=True,
-                       index_deletes=index_deletes, index_adds=index_adds)
+                       index_deletes=index_deletes, index_adds=index_adds, changelog_entries=changelog)
 
 
 def overwrite_index_deletes(table: Any, snapshot: Snapshot | None, partition_filter: Any,
@@ -518,6 +523,33 @@ def message_written_files(table: Any, messages: Iterable[CommitMessage]) -> list
             if entry.index_file.file_name not in removed:
                 paths.append(index_file_path(table, entry.partition, entry.bucket, entry.index_file))
     return paths
+
+
+def write_changelog_file(table: Any, partition: Sequence[Any], bucket: int, rows: pa.Table,
+                         level: int) -> Any:
+    """Write ``rows`` (key-value layout: ``_KEY_*``, ``_SEQUENCE_NUMBER``, ``_VALUE_KIND``, the
+    value columns; sorted by key) as one changelog file of ``(partition, bucket)``; its
+    ``DataFileMeta`` (key range, statistics and sequence range as pypaimon computes them for data
+    files).
+
+    pypaimon's key-value writer writes the file (``_write_data_to_file``, its one-file step) with
+    the changelog's name prefix (``changelog-file.prefix``, default ``changelog-``), format
+    (``changelog-file.format``, default ``file.format``) and compression
+    (``changelog-file.compression``), as Java's ``createRollingChangelogFileWriter`` does."""
+    from pypaimon.common.options.core_options import CoreOptions
+    from pypaimon.write.writer.key_value_data_writer import KeyValueDataWriter
+
+    options = CoreOptions.copy(table.options)
+    raw = dict(table.options.options.to_map())
+    options.set(CoreOptions.DATA_FILE_PREFIX, raw.get("changelog-file.prefix", "changelog-"))
+    if raw.get("changelog-file.format"):
+        options.set(CoreOptions.FILE_FORMAT, raw["changelog-file.format"])
+    if raw.get("changelog-file.compression"):
+        options.set(CoreOptions.FILE_COMPRESSION, raw["changelog-file.compression"])
+    writer = KeyValueDataWriter(table, tuple(partition), int(bucket), -1, options=options)
+    writer._write_data_to_file(rows)
+    (meta,) = writer.committed_files
+    return dataclasses.replace(meta, level=level)
 
 
 # schemas and manifests ------------------------------------------------------------------------------

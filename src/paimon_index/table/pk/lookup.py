@@ -16,7 +16,7 @@ deleting ``(p='a', k=1)`` must never touch ``(p='b', k=1)``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -34,6 +34,8 @@ from paimon_index.table.write import conform
 __all__ = ["file_keys", "key_range", "key_tuple", "keys_of_partition", "last_per_key", "lookup_rows",
            "mark_keys", "overlaps", "rows_of_partition"]
 
+#: ``lookup_rows(positions=True)``: the name of the data file a row was found in.
+FILE = "__paimon_index_file__"
 #: Up to this many keys, a file index on a single-column key is asked before the file is read.
 LOOKUP_INDEX_MAX_KEYS = 1024
 _ORDER = "__paimon_index_order__"
@@ -123,29 +125,52 @@ def mark_keys(bucket: Bucket, dvs: BucketDvMaintainer, keys: pa.Table, skip: set
 
 
 def lookup_rows(table: Any, bucket: Bucket, dvs: BucketDvMaintainer, keys: pa.Table,
-                schema: Mapping[str, Any] | None = None, *, io: TableIO) -> pa.Table:
+                schema: Mapping[str, Any] | None = None, *, io: TableIO, system: Sequence[str] = (),
+                skip: Iterable[str] = (), positions: bool = False) -> pa.Table:
     """The live rows (the table's current columns) of ``keys`` (trimmed-key columns) in the bucket's
-    files of levels >= 1: the old values a merge engine merges into. Files are pruned as
-    :func:`mark_keys` prunes them. In deletion-vectors mode each key has at most one such row."""
+    files of levels >= 1: the old values a merge engine merges into, the ``before`` rows of a
+    changelog. Files are pruned as :func:`mark_keys` prunes them; files named in ``skip`` are not
+    read. In deletion-vectors mode each key has at most one such row. ``system``: system columns
+    (``_SEQUENCE_NUMBER``) put first. ``positions``: each row also says where it is (columns
+    :data:`FILE` and ``POSITION``), so the caller can mark it without reading the file again."""
     from paimon_index.table.pk.plan import live_current_rows, user_columns
     from paimon_index.table.schemas import read_schema
 
     columns = user_columns(table)
     parts: list[pa.Table] = []
+    skipped = set(skip)
     if keys.num_rows:
         low, high = key_range(keys)
         read = read_schema(table)
         for meta in bucket.files:
-            if meta.level == 0 or not overlaps(meta, low, high):
+            if meta.level == 0 or meta.file_name in skipped or not overlaps(meta, low, high):
                 continue
             if schema is not None and index_rules_out(meta, keys, schema, io):
                 continue
-            existing = live_current_rows(table, meta, dvs, columns, [], io=io, schema=read)
+            if positions:
+                existing = _positioned_rows(meta, dvs, columns, list(system), read, io)
+            else:
+                existing = live_current_rows(table, meta, dvs, columns, list(system), io=io, schema=read)
             hits = existing.join(keys, keys=keys.column_names, join_type="left semi")
             if hits.num_rows:
-                parts.append(hits.select(columns))
+                hits = hits.select([*system, *columns, *([POSITION] if positions else [])])
+                if positions:
+                    hits = hits.append_column(FILE, pa.array([meta.file_name] * hits.num_rows, pa.string()))
+                parts.append(hits)
     return pa.concat_tables(parts, promote_options="permissive") if parts else \
         pa.schema([]).empty_table()
+
+
+def _positioned_rows(meta: Any, dvs: BucketDvMaintainer, columns: list[str], system: list[str], read: Any,
+                     io: TableIO) -> pa.Table:
+    """``live_current_rows`` of one file with each row's ``POSITION`` kept."""
+    mapping = read.mapping(int(meta.schema_id))
+    file_columns = mapping.file_columns(columns) or []
+    raw = live_rows(meta, dvs, [*system, *file_columns], io=io)
+    current = mapping.evolve(raw.select(file_columns), columns, path=str(meta.file_path))
+    for name in reversed(system):
+        current = current.add_column(0, raw.schema.field(name), raw.column(name))
+    return current.append_column(POSITION, raw.column(POSITION))
 
 
 def _read_columns(io: TableIO, path: str, columns: list[str]) -> pa.Table:

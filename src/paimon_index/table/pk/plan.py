@@ -35,10 +35,12 @@ from paimon_index.errors import (
     InvalidOptionError,
     NullKeyError,
     PrimaryKeyTableError,
+    UnsupportedChangelogProducerError,
     UnsupportedTableError,
 )
 from paimon_index.fileindex.options import parse_bool, parse_int
 from paimon_index.table.fileio import FileIOSource, TableIO
+from paimon_index.table.paimon import table_name
 from paimon_index.table.pk.merge import MERGE_ENGINE, ROW_KIND_COLUMN, SEQUENCE_FIELD, merge_engine
 from paimon_index.table.plan import DV_BITMAP64, DV_ENABLED
 from paimon_index.table.write import table_options
@@ -96,6 +98,8 @@ def check_table(table: Any, *, upsert: bool = False) -> dict[str, str]:
         raise UnsupportedTableError("upserts by key need a primary-key table")
     if not parse_bool(options.get(DV_ENABLED, "false"), DV_ENABLED):
         raise InvalidOptionError(f"deletion-vectors mode needs '{DV_ENABLED}' = 'true'")
+    if upsert:  # 'changelog-producer' = 'input' / 'full-compaction': refused before any file is written
+        changelog_producer(table, options)
     if options.get(MERGE_ENGINE, "deduplicate") != "deduplicate":
         merge_engine(table, options)
     elif upsert and options.get(SEQUENCE_FIELD, "").strip():
@@ -105,6 +109,31 @@ def check_table(table: Any, *, upsert: bool = False) -> dict[str, str]:
             "write with Paimon's connector, or use 'merge-engine' = 'partial-update' / 'aggregation', "
             "which honour it here")
     return options
+
+
+CHANGELOG_PRODUCER = "changelog-producer"
+
+
+def changelog_producer(table: Any, options: Mapping[str, str] | None = None) -> str:
+    """The table's changelog producer for a write by key: ``none`` or ``lookup``
+    (:mod:`~paimon_index.table.pk.changelog` writes its change rows).
+
+    Raises:
+        UnsupportedChangelogProducerError: ``input`` or ``full-compaction`` (nothing written yet).
+        InvalidOptionError: an unknown producer.
+    """
+    options = table_options(table) if options is None else options
+    value = str(options.get(CHANGELOG_PRODUCER, "none")).strip().lower()
+    if value in ("none", "lookup"):
+        return value
+    if value in ("input", "full-compaction"):
+        raise UnsupportedChangelogProducerError(
+            f"'{CHANGELOG_PRODUCER}' = '{value}' on {table_name(table)}: this writer produces the changelog "
+            "only with 'lookup' (Paimon's lookup producer: the same change rows, from the lookup that marks "
+            f"the deletion vectors); set '{CHANGELOG_PRODUCER}' = 'lookup' (or 'none'), or write the table "
+            "with Paimon's own connector")
+    raise InvalidOptionError(f"'{CHANGELOG_PRODUCER}' = '{value}' on {table_name(table)} is not a changelog "
+                             "producer: use 'none', 'input', 'lookup' or 'full-compaction'")
 
 
 def dv_mode(table: Any) -> bool:
@@ -144,10 +173,17 @@ def writable(table: Any) -> Any:
     """``table`` for pypaimon's key-value writer: the rows this package writes hold one row per key,
     already merged by :mod:`~paimon_index.table.pk.merge`, so pypaimon's buffer merges them as
     ``deduplicate`` (an identity on such rows) — also where pypaimon's own merge functions refuse
-    the table's options (``ignore-delete``, ``*.remove-record-on-delete``, ``fields.<f>.ignore-retract``)."""
-    if table_options(table).get(MERGE_ENGINE, "deduplicate") != "deduplicate":
-        return table.copy({MERGE_ENGINE: "deduplicate"})
-    return table
+    the table's options (``ignore-delete``, ``*.remove-record-on-delete``, ``fields.<f>.ignore-retract``);
+    and never with pypaimon's ``input`` changelog (:mod:`~paimon_index.table.pk.changelog` writes it)."""
+    options = table_options(table)
+    changes: dict[str, str] = {}
+    if options.get(MERGE_ENGINE, "deduplicate") != "deduplicate":
+        changes[MERGE_ENGINE] = "deduplicate"
+    if str(options.get(CHANGELOG_PRODUCER, "none")).strip().lower() == "input":
+        # pypaimon's writer would write 'input' changelog files itself (refused for this package's
+        # writes, before they start); 'lookup' stays: _prepare reads it from this table.
+        changes[CHANGELOG_PRODUCER] = "none"
+    return table.copy(changes) if changes else table
 
 
 def arrow_fields(table: Any) -> list[pa.Field]:

@@ -27,7 +27,10 @@ An upsert:
 3. **Write**: pypaimon's key-value writer writes the surviving upserts (it assigns buckets — fixed,
    or dynamic through the HASH index — and sequence numbers), each new file gets its file index.
 4. **Look up** per bucket (:mod:`~paimon_index.table.pk.lookup`): the bucket's new keys and the
-   deleted keys of its partition, trimmed, mark the older rows in deletion vectors.
+   deleted keys of its partition, trimmed, mark the older rows in deletion vectors. With
+   ``changelog-producer`` = ``lookup`` the same read gives the change rows, written as the
+   bucket's changelog file (:mod:`~paimon_index.table.pk.changelog`; such a snapshot commits as
+   ``COMPACT``, never ``OVERWRITE``, so Java's changelog readers see it).
 5. **Level** (:mod:`~paimon_index.table.pk.levels`): each new file to the lowest free level; with
    none free, the bucket is rewritten into the top level.
 6. **Commit** exactly as N + 1, or ConcurrentChangeError with every file written deleted.
@@ -50,7 +53,14 @@ import pyarrow.compute as pc
 
 from paimon_index.errors import ConcurrentChangeError, InvalidOptionError, PrimaryKeyTableError
 from paimon_index.table.fileio import TableIO
-from paimon_index.table.paimon import CommitMessage, latest_snapshot, row_key_extractor, table_name
+from paimon_index.table.paimon import (
+    DELETION_VECTORS,
+    CommitMessage,
+    latest_snapshot,
+    row_key_extractor,
+    table_name,
+)
+from paimon_index.table.pk.changelog import LOOKUP, bucket_changelog, producer, write_changelog
 from paimon_index.table.pk.commit import abandon, begin, delete_discarded, on_snapshot, written_paths
 from paimon_index.table.pk.levels import free_level, rewrite, write_rows
 from paimon_index.table.pk.lookup import (
@@ -229,9 +239,24 @@ def upsert_arrow(table: Any, data: pa.Table, *, planned: int | object | None = L
         prepared = _prepare(table, plan, messages, removed_keys, max_level(options))
         txn.track(*prepared.written)
         txn.stage(prepared.messages)
+        _changelog_kind(txn, prepared.messages)
         snapshot_id = txn.commit()
     delete_discarded(table, plan.index_dir, prepared.discarded)
     return snapshot_id
+
+
+def _changelog_kind(txn: Any, messages: list[Any]) -> None:
+    """A snapshot with changelog files that also removes files or changes vectors commits as
+    ``COMPACT``.
+
+    pypaimon would make it ``OVERWRITE``, and Java's changelog readers (incremental
+    ``changelog`` scans, streaming reads) skip ``OVERWRITE`` snapshots: the changelog would be
+    invisible. Java commits the same change as ``APPEND`` (level-0 files) + ``COMPACT`` (the lookup
+    compaction: files removed, vectors, changelog); the one snapshot here is the compaction's."""
+    if any(m.changelog_files for m in messages) and any(
+            m.deleted_files or any(e.index_file.index_type == DELETION_VECTORS for e in
+                                   [*m.index_adds, *m.index_deletes]) for m in messages):
+        txn.compact = True
 
 
 def split_batch(table: Any, data: pa.Table) -> tuple[pa.Table, pa.Table]:
@@ -306,6 +331,8 @@ def _prepare(table: Any, plan: Plan, messages: list[Any], removed_keys: pa.Table
     touched |= {k for k, b in plan.buckets.items() if any(m.level == 0 for m in b.files)}
     prepared = PreparedUpsert(plan.snapshot_id, [], [], written_paths(messages, plan.index_dir))
     schema = table_schema(table)
+    options = table_options(table)
+    changelog = producer(table, options) == LOOKUP
     for key in sorted(touched, key=repr):
         produced = by_bucket.get(key, [])
         existing = plan.buckets.get(key)
@@ -320,10 +347,19 @@ def _prepare(table: Any, plan: Plan, messages: list[Any], removed_keys: pa.Table
         for meta in removed:
             dvs.remove_deletion_vector_of(meta.file_name)
         deleted_here = removed_of.get(key[0]) if key in searched else None
-        lookup = pa.concat_tables([file_keys(new_files, trimmed_target, io=plan.io), conform(
-            trimmed_target.empty_table() if deleted_here is None else deleted_here, trimmed_target)])
-        mark_keys(existing, dvs, lookup, skip=new_names | {m.file_name for m in removed}, schema=schema,
-                  io=plan.io)
+        changes = None
+        if changelog:
+            # One read finds the old rows: the changelog's before rows, and the rows to mark.
+            changes, found = bucket_changelog(table, existing, dvs, new_files, deleted_here, io=plan.io,
+                                              schema=schema, skip=new_names | {m.file_name for m in removed},
+                                              options=options)
+            for file_name, positions in found.items():
+                dvs.notify_new_deletions(file_name, positions)
+        else:
+            lookup = pa.concat_tables([file_keys(new_files, trimmed_target, io=plan.io), conform(
+                trimmed_target.empty_table() if deleted_here is None else deleted_here, trimmed_target)])
+            mark_keys(existing, dvs, lookup, skip=new_names | {m.file_name for m in removed}, schema=schema,
+                      io=plan.io)
         remaining = [m for m in existing.files if m.level > 0]
         placed: list[Any] = []
         for new in new_files:
@@ -343,10 +379,17 @@ def _prepare(table: Any, plan: Plan, messages: list[Any], removed_keys: pa.Table
             prepared.written.append(stored)
         index_adds = [e for m in produced for e in m.index_adds] + list(dv.added)
         index_deletes = [e for m in produced for e in m.index_deletes] + list(dv.deleted)
-        if placed or removed or index_adds or index_deletes:
+        changelog_files = []
+        if changes is not None:
+            # Java writes it at the compaction's output level: the level the new rows went to.
+            meta = write_changelog(table, key[0], key[1], changes, max((m.level for m in placed), default=0))
+            prepared.written += written_paths([], plan.index_dir, [meta])
+            changelog_files.append(meta)
+        if placed or removed or index_adds or index_deletes or changelog_files:
             prepared.messages.append(CommitMessage(partition=key[0], bucket=key[1], new_files=placed,
                                                    deleted_files=removed, index_adds=index_adds,
-                                                   index_deletes=index_deletes))
+                                                   index_deletes=index_deletes,
+                                                   changelog_files=changelog_files))
     return prepared
 
 
@@ -414,6 +457,7 @@ def commit_prepared(table: Any, prepared: list[PreparedUpsert]) -> int | None:
     with on_snapshot(table, planned.pop() if planned else None, _UPSERT, written) as txn:
         for p in prepared:
             txn.stage(p.messages)
+        _changelog_kind(txn, [m for p in prepared for m in p.messages])
         snapshot_id = txn.commit()
     index_dir = str(table.path_factory().index_path())
     delete_discarded(table, index_dir, [m for p in prepared for m in p.discarded])
@@ -451,6 +495,7 @@ def commit_upsert(table: Any, messages: list[Any], removed_keys: list[pa.Table])
         prepared = _prepare(table, plan, messages, removed, max_level(options))
         txn.track(*prepared.written)
         txn.stage(prepared.messages)
+        _changelog_kind(txn, prepared.messages)
         snapshot_id = txn.commit()
     delete_discarded(table, plan.index_dir, prepared.discarded)
     return snapshot_id
@@ -544,6 +589,8 @@ def overwrite_rows(table: Any, data: pa.Table) -> int | None:
         rows = rows.filter(adding).select(user_columns(table))
     top = max_level(options)
     index_dir = str(table.path_factory().index_path())
+    # No changelog, whatever 'changelog-producer' says: Java's overwrite commits none either
+    # (FileStoreCommitImpl.overwritePartition: "Overwrite mode currently does not commit any changelog").
     with Transaction.begin(table, overwrite=True, operation="overwrite") as txn:
         messages = write_rows(table, rows)
         txn.track(*written_paths(messages, index_dir))

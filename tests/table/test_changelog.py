@@ -1,0 +1,498 @@
+"""``changelog-producer`` = ``lookup``: the change rows of every write by key, read back by Java Paimon.
+
+The reference is Java: ``tests/java/ChangelogOracle.java`` (compiled here against the oracle's
+jar) reads a table's changelog between two snapshots with Paimon's incremental read
+(``incremental-between`` + ``incremental-between-scan-mode`` = ``changelog``). Its rows, per
+snapshot, must equal a Python model of Java's ``LookupChangelogMergeFunctionWrapper``: for each key
+written, before = the old live row, after = the new (merged) row; ``+I``, ``-U``/``+U``, ``-D``.
+Java also writes the same sequences with its own lookup producer; the whole changelog then holds
+the same rows.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from tests.table.test_merge_engines import CONFIGS, engine_of, model_upsert
+from tests.table.test_merge_engines import SCHEMA as MERGE_SCHEMA
+from tests.table.test_merge_engines import as_table as merge_rows
+from tests.table.test_merge_engines import rows_strategy as merge_rows_strategy
+
+import paimon_index
+from paimon_index.errors import UnsupportedChangelogProducerError
+
+SCHEMA = pa.schema([pa.field("p", pa.int32(), nullable=False), pa.field("k", pa.int64(), nullable=False),
+                    ("v", pa.string()), ("n", pa.int64())])
+NAMES = [f.name for f in SCHEMA]
+DV = {"deletion-vectors.enabled": "true", "changelog-producer": "lookup"}
+Change = tuple[Any, ...]  # (kind, *values)
+
+
+# ------------------------------------------------------------------------------------------------
+# Java: the incremental changelog read
+# ------------------------------------------------------------------------------------------------
+class ChangelogReader:
+    def __init__(self, classes: Path, oracle: Any) -> None:
+        import pyspark
+
+        jars = os.environ.get("SPARK_JARS") or str(Path(pyspark.__file__).parent / "jars")
+        self.classpath = f"{classes}:{oracle.script.parent / 'paimon-oracle.jar'}:{jars}/*"
+        self.oracle = oracle
+
+    def read(self, requests: list[tuple[str, str, int, int]]) -> list[list[Change]]:
+        """Java's changelog rows of each (warehouse, table, from, to), one JVM for all."""
+        with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
+            for warehouse, table, low, high in requests:
+                f.write(json.dumps({"warehouse": warehouse, "table": table, "from": low, "to": high}) + "\n")
+        try:
+            done = subprocess.run(["java", "-cp", self.classpath, "ChangelogOracle", f.name],
+                                  capture_output=True,
+                                  text=True, timeout=600, check=False)
+        finally:
+            os.unlink(f.name)
+        assert done.returncode == 0, done.stderr[-3000:]
+        out = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+        assert len(out) == len(requests), done.stderr[-3000:]
+        for o in out:
+            assert "error" not in o, o["error"]
+        return [[tuple(r) for r in o["rows"]] for o in out]
+
+
+@pytest.fixture(scope="module")
+def changelog_reader(tmp_path_factory: pytest.TempPathFactory) -> ChangelogReader:
+    return build_changelog_reader(tmp_path_factory)
+
+
+def build_changelog_reader(tmp_path_factory: pytest.TempPathFactory) -> ChangelogReader:
+    """``ChangelogOracle.java`` compiled against the oracle's jar; skips without java/javac."""
+    from tests.javaoracle import java_oracle
+
+    oracle = java_oracle()
+    if shutil.which("javac") is None:
+        pytest.skip("javac is not installed")
+    import pyspark
+
+    classes = tmp_path_factory.mktemp("changelog-oracle")
+    source = Path(__file__).resolve().parents[1] / "java" / "ChangelogOracle.java"
+    jars = Path(pyspark.__file__).parent / "jars"
+    built = subprocess.run(["javac", "-nowarn", "-d", str(classes), "-cp",
+                            f"{oracle.script.parent / 'paimon-oracle.jar'}:{jars}/*", str(source)],
+                           capture_output=True, text=True, check=False)
+    assert built.returncode == 0, built.stderr[-3000:]
+    return ChangelogReader(classes, oracle)
+
+
+def normal(changes: Iterable[Change]) -> Counter[str]:
+    """A multiset of change rows, values as Java's JSON prints them."""
+    return Counter(json.dumps(list(c)) for c in changes)
+
+
+def latest(table: Any) -> int:
+    snapshot = table._paimon.snapshot_manager().get_latest_snapshot()
+    return 0 if snapshot is None else int(snapshot.id)
+
+
+# ------------------------------------------------------------------------------------------------
+# the model: Java's LookupChangelogMergeFunctionWrapper over a model of the table's rows
+# ------------------------------------------------------------------------------------------------
+def changes_between(before: dict[Any, dict[str, Any]], after: dict[Any, dict[str, Any]],
+                    touched: Iterable[Any],
+                    names: list[str], dedupe: bool = False) -> list[Change]:
+    out: list[Change] = []
+    for key in touched:
+        old, new = before.get(key), after.get(key)
+        if old is None and new is not None:
+            out.append(("+I", *(new[c] for c in names)))
+        elif old is not None and new is None:
+            out.append(("-D", *(old[c] for c in names)))
+        elif old is not None and new is not None and not (dedupe and old == new):
+            out += [("-U", *(old[c] for c in names)), ("+U", *(new[c] for c in names))]
+    return out
+
+
+def dedup_upsert(model: dict[Any, dict[str, Any]], batch: list[tuple[str, dict[str, Any]]]) -> set[Any]:
+    """The deduplicate engine: the last row of a key wins, ``-U``/``-D`` delete it."""
+    last: dict[Any, tuple[str, dict[str, Any]]] = {}
+    for kind, row in batch:
+        last[(row["p"], row["k"])] = (kind, row)
+    for key, (kind, row) in last.items():
+        if kind in ("-U", "-D"):
+            model.pop(key, None)
+        else:
+            model[key] = dict(row)
+    return set(last)
+
+
+def dedup_table(rows: list[tuple[str, dict[str, Any]]]) -> pa.Table:
+    return pa.Table.from_pylist([dict(r, _ROW_KIND=k) for k, r in rows],
+                                schema=SCHEMA.append(pa.field("_ROW_KIND", pa.string())))
+
+
+def dedup_batches() -> st.SearchStrategy:
+    row = st.fixed_dictionaries({"p": st.integers(0, 1), "k": st.integers(0, 5),
+                                 "v": st.one_of(st.none(), st.sampled_from(["a", "b", "c"])),
+                                 "n": st.one_of(st.none(), st.integers(-2, 2))})
+    return st.lists(st.tuples(st.sampled_from(["+I", "+I", "+U", "-D", "-U"]), row), min_size=1, max_size=8)
+
+
+def dedup_operations() -> st.SearchStrategy:
+    upsert = st.tuples(st.just("upsert"), dedup_batches())
+    delete = st.tuples(st.just("delete"), st.integers(0, 5))
+    update = st.tuples(st.just("update"), st.integers(0, 5))
+    compact = st.tuples(st.just("compact"), st.booleans())
+    return st.lists(st.one_of(upsert, upsert, upsert, delete, update, compact), min_size=1, max_size=6)
+
+
+def create(warehouse: str, layout: str, options: dict[str, str] | None = None) -> Any:
+    """``fixed``: 2 buckets; ``dynamic``: bucket -1; ``partitioned``: by ``p``, 2 buckets."""
+    opts = {**DV, "bucket": "-1" if layout == "dynamic" else "2", **(options or {})}
+    if layout == "dynamic":
+        opts["dynamic-bucket.target-row-num"] = "3"
+    partitions = ["p"] if layout == "partitioned" else []
+    return paimon_index.create_table(warehouse, "db.t", SCHEMA, primary_keys=["p", "k"],
+                                     partition_keys=partitions,
+                                     options=opts)
+
+
+def run_dedup(warehouse: str, layout: str, steps: list, dedupe: bool = False
+              ) -> list[tuple[int, int, list[Change]]]:
+    """Run ``steps`` on a new table; per step that committed: (from, to, expected change rows)."""
+    table = create(warehouse, layout, {"changelog-producer.row-deduplicate": str(dedupe).lower()})
+    model: dict[Any, dict[str, Any]] = {}
+    expected: list[tuple[int, int, list[Change]]] = []
+    for op, arg in steps:
+        before, low = dict(model), latest(table)
+        if op == "upsert":
+            touched = dedup_upsert(model, arg)
+            table.upsert(dedup_table(arg))
+        elif op == "delete":
+            touched = {key for key in model if key[1] >= arg}
+            model = {key: row for key, row in model.items() if key not in touched}
+            table.delete(f"k >= {arg}")
+        elif op == "update":
+            touched = {key for key in model if key[1] == arg}
+            for key in touched:
+                model[key] = dict(model[key], v="u")
+            table.update({"v": "'u'"}, f"k = {arg}")
+        else:
+            touched = set()
+            table.compact(full=arg)
+        high = latest(table)
+        changes = changes_between(before, model, sorted(touched), NAMES, dedupe)
+        if high != low:
+            expected.append((low, high, changes))
+        else:
+            assert not changes, (op, arg, changes)
+    assert {(r["p"], r["k"]): r for r in table.read().to_pylist()} == model
+    return expected
+
+
+def check_against_java(reader: ChangelogReader, runs: list[tuple[str, list[tuple[int, int, list[Change]]]]]
+                       ) -> None:
+    requests = [(warehouse, "db.t", low, high) for warehouse, expected in runs for low, high, _ in expected]
+    got = iter(reader.read(requests))
+    for warehouse, expected in runs:
+        for low, high, changes in expected:
+            assert normal(next(got)) == normal(changes), (warehouse, low, high)
+
+
+# ------------------------------------------------------------------------------------------------
+# the tests
+# ------------------------------------------------------------------------------------------------
+def test_one_upsert_writes_a_changelog_file_in_the_same_snapshot(tmp_path: Path) -> None:
+    """The file layout (Paimon's key-value columns, RowKind bytes, sequence numbers as Java's
+    wrapper keeps them) and the snapshot's changelog manifest list and record count."""
+    table = create(str(tmp_path), "fixed", {"bucket": "1"})
+    table.upsert(pa.Table.from_pylist([{"p": 0, "k": 1, "v": "a", "n": 1},
+                                       {"p": 0, "k": 2, "v": "b", "n": 2}],
+                                      schema=SCHEMA))
+    table.upsert(dedup_table([("+I", {"p": 0, "k": 1, "v": "a2", "n": 1}), ("-D", {"p": 0, "k": 2, "v": None,
+                                                                               "n": None})]))
+    snapshot = table._paimon.snapshot_manager().get_latest_snapshot()
+    assert snapshot.changelog_manifest_list is not None and snapshot.changelog_record_count == 3
+    assert snapshot.commit_kind == "COMPACT"  # not OVERWRITE: Java's changelog readers skip those
+    files = sorted(tmp_path.glob("db.db/t/bucket-*/changelog-*.parquet"), key=os.path.getmtime)
+    assert len(files) == 2
+    rows = pq.read_table(files[-1]).to_pylist()
+    assert list(rows[0]) == ["_KEY_p", "_KEY_k", "_SEQUENCE_NUMBER", "_VALUE_KIND", "p", "k", "v", "n"]
+    first = {r["k"]: r["_SEQUENCE_NUMBER"] for r in pq.read_table(files[0]).to_pylist()}
+    assert [(r["_VALUE_KIND"], r["k"], r["v"]) for r in rows] == [(1, 1, "a"), (2, 1, "a2"), (3, 2, "b")]
+    # -U / -D keep the old row's sequence number, +U the new row's (Java's wrapper copies them).
+    assert rows[0]["_SEQUENCE_NUMBER"] == first[1] and rows[2]["_SEQUENCE_NUMBER"] == first[2]
+    assert rows[1]["_SEQUENCE_NUMBER"] > max(first.values())
+
+
+@pytest.mark.parametrize("producer", ["input", "full-compaction"])
+def test_producers_other_than_lookup_are_refused_before_any_file_is_written(tmp_path: Path,
+                                                                            producer: str) -> None:
+    table = create(str(tmp_path), "fixed", {"changelog-producer": producer})
+    with pytest.raises(UnsupportedChangelogProducerError, match=f"'changelog-producer' = '{producer}'"):
+        table.upsert(pa.Table.from_pylist([{"p": 0, "k": 1, "v": "a", "n": 1}], schema=SCHEMA))
+    assert not list(tmp_path.glob("db.db/t/bucket-*/*")) and latest(table) == 0
+
+
+def test_row_deduplicate_drops_unchanged_updates(tmp_path: Path) -> None:
+    for dedupe in (False, True):
+        warehouse = str(tmp_path / str(dedupe))
+        expected = run_dedup(warehouse, "fixed", [
+            ("upsert", [("+I", {"p": 0, "k": 1, "v": "a", "n": 1})]),
+            ("upsert", [("+I", {"p": 0, "k": 1, "v": "a", "n": 1}),
+                        ("+I", {"p": 0, "k": 2, "v": "b", "n": 1})]),
+        ], dedupe=dedupe)
+        kinds = [c[0] for c in expected[-1][2]]
+        assert kinds == (["+I"] if dedupe else ["-U", "+U", "+I"])
+
+
+def test_level0_rows_of_plain_writes_are_new_records_as_java_merges_them(
+        tmp_path: Path, changelog_reader: ChangelogReader) -> None:
+    """Java's lookup compaction merges level-0 records with the key's row in levels >= 1: the
+    before is that row, the level-0 rows are part of the after."""
+    from paimon_index.table.catalog import open_table
+
+    warehouse = str(tmp_path)
+    table = create(warehouse, "fixed")
+    table.upsert(pa.Table.from_pylist([{"p": 0, "k": k, "v": "a", "n": k} for k in range(3)], schema=SCHEMA))
+    plain = open_table(warehouse, "db.t")
+    builder = plain.new_batch_write_builder()
+    write = builder.new_write()
+    write.write_arrow(pa.Table.from_pylist([{"p": 0, "k": k, "v": "b", "n": k} for k in (1, 2, 3)],
+                                           schema=SCHEMA))
+    commit = builder.new_commit()
+    commit.commit(write.prepare_commit())
+    write.close()
+    commit.close()
+    low = latest(table)
+    table.upsert(pa.Table.from_pylist([{"p": 0, "k": 0, "v": "c", "n": 0}], schema=SCHEMA))
+    (got,) = changelog_reader.read([(warehouse, "db.t", low, latest(table))])
+    assert normal(got) == normal([("-U", 0, 0, "a", 0), ("+U", 0, 0, "c", 0), ("-U", 0, 1, "a", 1),
+                                  ("+U", 0, 1, "b", 1), ("-U", 0, 2, "a", 2), ("+U", 0, 2, "b", 2),
+                                  ("+I", 0, 3, "b", 3)])
+
+
+def test_compaction_writes_no_changelog(tmp_path: Path, changelog_reader: ChangelogReader) -> None:
+    """Java's lookup producer emits change rows only for merges with level-0 records; a
+    compaction here reads levels >= 1 only."""
+    warehouse = str(tmp_path)
+    expected = run_dedup(warehouse, "fixed", [
+        ("upsert", [("+I", {"p": 0, "k": k, "v": "a", "n": k}) for k in range(6)]),
+        ("upsert", [("-D", {"p": 0, "k": k, "v": None, "n": None}) for k in range(4)]),
+        ("compact", True)])
+    assert len(expected) == 3 and expected[-1][2] == []
+    check_against_java(changelog_reader, [(warehouse, expected)])
+
+
+@pytest.mark.parametrize("layout", ["fixed", "dynamic", "partitioned"])
+def test_random_sequences_java_reads_the_model_changelog(layout: str,
+                                                         changelog_reader: ChangelogReader) -> None:
+    runs: list[tuple[str, list[tuple[int, int, list[Change]]]]] = []
+    keep: list[tempfile.TemporaryDirectory[str]] = []
+
+    @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(dedup_operations(), st.booleans())
+    def check(steps: list, dedupe: bool) -> None:
+        directory = tempfile.TemporaryDirectory()
+        keep.append(directory)
+        runs.append((directory.name, run_dedup(directory.name, layout, steps, dedupe)))
+
+    try:
+        check()
+        check_against_java(changelog_reader, runs)
+    finally:
+        for directory in keep:
+            directory.cleanup()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("layout", ["fixed", "dynamic", "partitioned"])
+def test_random_sequences_java_reads_the_model_changelog_long(layout: str,
+                                                             changelog_reader: ChangelogReader) -> None:
+    runs: list[tuple[str, list[tuple[int, int, list[Change]]]]] = []
+    keep: list[tempfile.TemporaryDirectory[str]] = []
+
+    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(dedup_operations(), st.booleans())
+    def check(steps: list, dedupe: bool) -> None:
+        directory = tempfile.TemporaryDirectory()
+        keep.append(directory)
+        runs.append((directory.name, run_dedup(directory.name, layout, steps, dedupe)))
+
+    try:
+        check()
+        check_against_java(changelog_reader, runs)
+    finally:
+        for directory in keep:
+            directory.cleanup()
+
+
+# merge engines ----------------------------------------------------------------------------------
+#: Configurations whose merge functions Java's oracle jar holds (its reader builds them).
+MERGE_CONFIGS = ["partial", "partial-remove-on-delete", "agg-last"]
+MERGE_NAMES = [f.name for f in MERGE_SCHEMA]
+
+
+def run_merge(warehouse: str, config: str, steps: list, bucket: str = "2"
+              ) -> list[tuple[int, int, list[Change]]]:
+    options = {**DV, "bucket": bucket, "merge-engine": engine_of(config), **CONFIGS[config][0]}
+    if bucket == "-1":
+        options["dynamic-bucket.target-row-num"] = "3"
+    table = paimon_index.create_table(warehouse, "db.t", MERGE_SCHEMA, primary_keys=["k"], options=options)
+    model: dict[Any, dict[str, Any]] = {}
+    expected = []
+    for op, arg in steps:
+        before, low = {k: dict(v) for k, v in model.items()}, latest(table)
+        if op == "upsert":
+            model_upsert(config, model, arg)
+            touched = {row["k"] for kind, row in arg
+                       if CONFIGS[config][0].get("ignore-delete") != "true" or kind in ("+I", "+U")}
+            table.upsert(merge_rows(arg))
+        else:
+            touched = {k for k in model if k >= arg}
+            model = {k: v for k, v in model.items() if k < arg}
+            table.delete(f"k >= {arg}")
+        high = latest(table)
+        changes = changes_between(before, model, sorted(touched), MERGE_NAMES)
+        if high != low:
+            expected.append((low, high, changes))
+        else:
+            assert not changes, (op, arg, changes)
+    return expected
+
+
+def merge_operations(kinds: tuple[str, ...]) -> st.SearchStrategy:
+    upsert = st.tuples(st.just("upsert"), merge_rows_strategy(kinds))
+    delete = st.tuples(st.just("delete"), st.integers(0, 4))
+    return st.lists(st.one_of(upsert, upsert, upsert, delete), min_size=1, max_size=5)
+
+
+@pytest.mark.parametrize(("config", "bucket"), [*((c, "2") for c in MERGE_CONFIGS), ("agg-last", "-1"),
+                                               pytest.param("partial", "-1", marks=pytest.mark.slow),
+                                               pytest.param("partial-remove-on-delete", "-1",
+                                                            marks=pytest.mark.slow)])
+def test_merge_engines_before_is_the_old_merged_row_after_the_new(config: str, bucket: str,
+                                                                  changelog_reader: ChangelogReader) -> None:
+    runs: list[tuple[str, list[tuple[int, int, list[Change]]]]] = []
+    keep: list[tempfile.TemporaryDirectory[str]] = []
+
+    @settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(merge_operations(CONFIGS[config][1]))
+    def check(steps: list) -> None:
+        directory = tempfile.TemporaryDirectory()
+        keep.append(directory)
+        runs.append((directory.name, run_merge(directory.name, config, steps, bucket)))
+
+    try:
+        check()
+        check_against_java(changelog_reader, runs)
+    finally:
+        for directory in keep:
+            directory.cleanup()
+
+
+def test_an_overwrite_writes_no_changelog_as_java_commits_none(tmp_path: Path) -> None:
+    """Java's FileStoreCommitImpl.overwritePartition: "Overwrite mode currently does not commit
+    any changelog" (it drops the files); here none is written."""
+    warehouse = str(tmp_path)
+    table = create(warehouse, "fixed", {"bucket": "1"})
+    table.upsert(pa.Table.from_pylist([{"p": 0, "k": k, "v": "a", "n": k} for k in range(3)], schema=SCHEMA))
+    table.write(pa.Table.from_pylist([{"p": 0, "k": k, "v": "b", "n": k} for k in (1, 5)], schema=SCHEMA),
+                mode="overwrite")
+    snapshot = table._paimon.snapshot_manager().get_latest_snapshot()
+    assert snapshot.commit_kind == "OVERWRITE" and snapshot.changelog_manifest_list is None
+    assert len(list(tmp_path.glob("db.db/t/bucket-0/changelog-*"))) == 1  # the first upsert's
+
+
+# Java writes the same sequence ----------------------------------------------------------------------
+def test_java_writing_the_same_sequence_produces_the_same_changelog(tmp_path: Path,
+                                                                   changelog_reader: ChangelogReader) -> None:
+    """Java's own lookup producer (its write = APPEND + COMPACT snapshots) on the same upserts:
+    the whole changelog holds the same rows as ours."""
+    steps = [
+        [("+I", {"p": 0, "k": k, "v": "a", "n": k}) for k in range(5)],
+        [("+I", {"p": 0, "k": 1, "v": "b", "n": 1}), ("-D", {"p": 0, "k": 2, "v": "a", "n": 2}),
+         ("+I", {"p": 0, "k": 7, "v": "c", "n": None}), ("+U", {"p": 0, "k": 1, "v": "d", "n": 9})],
+        [("-D", {"p": 0, "k": 9, "v": None, "n": None}), ("+I", {"p": 0, "k": 2, "v": "e", "n": 2}),
+         ("-U", {"p": 0, "k": 3, "v": "a", "n": 3})],
+    ]
+    ours = str(tmp_path / "ours")
+    table = create(ours, "fixed")
+    for batch in steps:
+        table.upsert(dedup_table(batch))
+    theirs = str(tmp_path / "java")
+    commands = []
+    for i, batch in enumerate(steps):
+        path = tmp_path / f"b{i}.jsonl"
+        path.write_text("".join(json.dumps(dict(r, _kind=k)) + "\n" for k, r in batch))
+        command = {"cmd": "write", "warehouse": theirs, "table": "db.t", "jsonl": str(path)}
+        if i:
+            command["no-create"] = "true"
+        else:
+            command |= {"schema": "p INT, k BIGINT, v STRING, n BIGINT", "pk": "p,k",
+                        "options": "bucket=2,deletion-vectors.enabled=true,changelog-producer=lookup"}
+        commands.append(command)
+    java_snapshot = changelog_reader.oracle.batch(commands)[-1]["snapshot"]
+    mine, java = changelog_reader.read([(ours, "db.t", 0, latest(table)),
+                                        (theirs, "db.t", 0, int(java_snapshot))])
+    assert normal(mine) == normal(java)
+    assert len(java) == 5 + 4 + 2  # +I x5; -U +U -D +I; +I -D (no row for a deleted key never written)
+
+
+# Spark connector ------------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_paimons_spark_connector_reads_our_changelog(tmp_path: Path) -> None:
+    """Paimon's own Spark connector reads the changelog of our table (``paimon_incremental_query``
+    over ``$audit_log``: the incremental scan, changelog mode by default with a producer): the
+    change rows with their row kinds."""
+    from tests import paimonsql
+
+    warehouse = str(tmp_path)
+    table = create(warehouse, "fixed")
+    table.upsert(pa.Table.from_pylist([{"p": 0, "k": k, "v": "a", "n": k} for k in range(3)], schema=SCHEMA))
+    table.upsert(dedup_table([("+I", {"p": 0, "k": 1, "v": "b", "n": 1}),
+                              ("-D", {"p": 0, "k": 2, "v": None, "n": None})]))
+    results = paimonsql.run(warehouse, [
+        "SELECT rowkind, k, v FROM paimon_incremental_query('db.`t$audit_log`', 1, 2)"])
+    assert "error" not in results[-1], results[-1]
+    assert sorted(map(tuple, results[-1]["rows"])) == sorted([("-U", 1, "a"), ("+U", 1, "b"), ("-D", 2, "a")])
+
+
+# maintenance ----------------------------------------------------------------------------------------
+def test_expiry_deletes_the_changelog_files_of_expired_snapshots_and_orphan_removal_keeps_the_rest(
+        tmp_path: Path, changelog_reader: ChangelogReader) -> None:
+    """Without ``changelog.num-retained.*`` beyond the snapshots' (changelog lifecycle not
+    decoupled), Java's expiry deletes an expired snapshot's changelog files with it; orphan removal
+    keeps every changelog file a snapshot lists and removes one no snapshot does."""
+    import time
+
+    warehouse = str(tmp_path)
+    table = create(warehouse, "fixed", {"bucket": "1"})
+    for v in ("a", "b", "c"):
+        table.upsert(pa.Table.from_pylist([{"p": 0, "k": k, "v": v, "n": k} for k in range(3)],
+                                          schema=SCHEMA))
+    bucket = tmp_path / "db.db" / "t" / "bucket-0"
+    changelogs = sorted(bucket.glob("changelog-*"), key=os.path.getmtime)
+    assert len(changelogs) == 3
+    stray = bucket / "changelog-00000000-0000-0000-0000-000000000000-0.parquet"
+    shutil.copy(changelogs[0], stray)  # written by a commit that failed: no snapshot lists it
+    result = table.expire_snapshots(retain_last=1)
+    assert sorted(map(str, changelogs[:2])) == sorted(p for p in map(str, result.deleted_files)
+                                                       if "/changelog-" in p)
+    assert [p.exists() for p in changelogs] == [False, False, True]
+    os.utime(stray, (time.time() - 10, time.time() - 10))
+    orphans = table.remove_orphan_files(older_than=time.time() - 5)
+    assert [str(stray)] == [p for p in map(str, orphans.deleted_files) if "/changelog-" in p]
+    assert changelogs[2].exists()
+    (got,) = changelog_reader.read([(warehouse, "db.t", 2, 3)])
+    assert normal(got) == normal([c for k in range(3) for c in (("-U", 0, k, "b", k), ("+U", 0, k, "c", k))])
