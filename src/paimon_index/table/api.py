@@ -548,7 +548,7 @@ def spark_sort_indices(rows: pa.Table, orders: Iterable[SortOrder]) -> pa.Array:
 
 def _merged_read(table: Any, predicate: Predicate | str) -> tuple[pa.Table, ScanReport]:
     """A primary-key table without deletion vectors: pypaimon merges by key, then the exact filter."""
-    from paimon_index.arrow_filter import to_arrow_expression
+    from paimon_index.arrow_filter import filter_rows
     from paimon_index.table.scan import bind_where
     from paimon_index.table.write import table_schema
 
@@ -558,7 +558,7 @@ def _merged_read(table: Any, predicate: Predicate | str) -> tuple[pa.Table, Scan
     merged = builder.new_read().to_arrow(builder.new_scan().plan().splits())
     report = ScanReport()
     report.rows_read = merged.num_rows
-    rows = merged if bound is ALWAYS_TRUE else merged.filter(to_arrow_expression(bound, schema))
+    rows = filter_rows(merged, bound, schema)
     report.rows_returned = rows.num_rows
     return rows, report
 
