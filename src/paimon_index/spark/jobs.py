@@ -113,6 +113,7 @@ from paimon_index.table.catalog import parse_identifier
 from paimon_index.table.fileio import TableIO
 from paimon_index.table.files import FilePlan, missing_files_named
 from paimon_index.table.paimon import latest_snapshot
+from paimon_index.table.pk.merge_on_read import LATEST
 from paimon_index.table.pk.upsert import DELETE_KIND, ROW_KIND_COLUMN, change_by_key, overwrite_rows
 from paimon_index.table.row_level import (
     RowChange,
@@ -223,12 +224,22 @@ def _dynamic_bucket(paimon_table: Any) -> bool:
 
 def _upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
             partitions: int | None = None, catalog_options: CatalogOptions = None,
-            delete_keys: bool = False) -> tuple[int | None, int]:
+            delete_keys: bool = False, operation: str | None = None,
+            planned: object = LATEST) -> tuple[int | None, int]:
     """Upsert ``df`` into the primary-key table ``table`` in one snapshot: the new snapshot id (None
     when nothing was committed) and the number of rows of ``df`` written. ``delete_keys``: ``df``
-    holds a DELETE's ``-D`` rows, which remove their keys whatever the table's merge engine."""
+    holds a DELETE's ``-D`` rows, which remove their keys whatever the table's merge engine.
+    A merge-on-read table (no deletion vectors): ``df``'s rows as level-0 key-value rows, exactly on
+    ``planned`` (:mod:`paimon_index.spark._merge_on_read`)."""
     catalog_options = dict(catalog_options or {})
     paimon_table = _opened(warehouse, table, catalog_options)
+    if paimon_table.is_primary_key_table and not pk.dv_mode(paimon_table):
+        from paimon_index.spark._merge_on_read import write_frame
+
+        df = store_assigned(df, target_schema(paimon_table), by_name=True, case_sensitive=None, table=table,
+                            passthrough=(ROW_KIND_COLUMN,))
+        return write_frame(df, paimon_table, planned,
+                           operation or ("delete" if delete_keys else "upsert"))
     if not pk.dv_mode(paimon_table):
         raise PrimaryKeyTableError(f"{table} is not a primary-key table in deletion-vectors mode")
     from paimon_index.table.pk.plan import check_table
@@ -284,7 +295,17 @@ class _SparkKeyedRows:
         self.spark, self.table, self.columns = spark, table, columns
         self.warehouse, self.catalog_options = warehouse, catalog_options
 
+    def _merge_on_read(self) -> bool:
+        from paimon_index.spark._merge_on_read import is_merge_on_read
+
+        return is_merge_on_read(_opened(self.warehouse, self.table, dict(self.catalog_options or {})))
+
     def matching(self, where: str, snapshot_id: int) -> DataFrame:
+        if self._merge_on_read():  # the merged rows of ``snapshot_id``, committed exactly on it
+            from paimon_index.spark._merge_on_read import merged_frame
+
+            return merged_frame(self.spark, self.warehouse, self.table, self.catalog_options,
+                                snapshot_id)[0].filter(where)
         # The latest snapshot, not ``snapshot_id``: the source's writer plans the upsert on the
         # latest one (it takes no snapshot to commit on), so reading an older one would only widen
         # the window in which a concurrent change is overwritten.
@@ -300,10 +321,15 @@ class _SparkKeyedRows:
         return _assigned_rows(rows, self.columns, assignments)
 
     def upsert(self, rows: DataFrame, snapshot_id: int) -> tuple[int | None, int]:
-        del snapshot_id  # see matching
         # Rows with a row kind are a DELETE's (``deleted``): they remove their keys on every engine.
+        deleting = ROW_KIND_COLUMN in rows.columns
+        if self._merge_on_read():
+            return _upsert(self.spark, rows, self.table, warehouse=self.warehouse,
+                           catalog_options=self.catalog_options, delete_keys=deleting,
+                           operation="delete" if deleting else "update", planned=snapshot_id)
+        del snapshot_id  # see matching
         return _upsert(self.spark, rows, self.table, warehouse=self.warehouse,
-                       catalog_options=self.catalog_options, delete_keys=ROW_KIND_COLUMN in rows.columns)
+                       catalog_options=self.catalog_options, delete_keys=deleting)
 
 
 def _assigned(value: Any) -> Column:
@@ -550,6 +576,14 @@ DYNAMIC_PARTITION_OVERWRITE = "dynamic-partition-overwrite"
 def spark_schema(spark: SparkSession, table: str, *, warehouse: str,
                  catalog_options: CatalogOptions = None) -> StructType:
     """The table's columns as Spark types (as the ``paimon_index`` source reads them)."""
+    from paimon_index.spark._merge_on_read import is_merge_on_read
+
+    paimon_table = _opened(warehouse, table, dict(catalog_options or {}))
+    if is_merge_on_read(paimon_table):  # the source does not read these: the merged read's schema
+        from paimon_index.spark.planned import _spark_schema
+
+        merged: StructType = _spark_schema(paimon_table.table_schema.fields)
+        return merged
     schema: StructType = _source(spark, warehouse, catalog_options).load(table).schema
     return schema
 
@@ -634,15 +668,16 @@ def change_matched(spark: SparkSession, table: str, build: MatchedRows, *, opera
 
 
 def upsert_changes(spark: SparkSession, rows: DataFrame, table: str, *, operation: str, warehouse: str,
-                   catalog_options: CatalogOptions = None) -> CommitResult:
+                   catalog_options: CatalogOptions = None, planned: object = LATEST) -> CommitResult:
     """DELETE / UPDATE / MERGE of a primary-key table: ``rows`` (the table's columns and
     ``_ROW_KIND``, '-D' deleting its key) upserted in one snapshot by the :func:`upsert` job.
     UPDATE / MERGE of an ``aggregation`` table are refused as Paimon's connector refuses them; a
-    DELETE removes the keys on every merge engine."""
+    DELETE removes the keys on every merge engine. ``planned``: the snapshot ``rows`` were read on,
+    which a merge-on-read table (no deletion vectors) commits exactly on."""
     from paimon_index.table.pk.merge import check_row_level
 
     if operation in ("update", "merge"):
         check_row_level(_opened(warehouse, table, dict(catalog_options or {})), operation)
     snapshot, count = _upsert(spark, rows, table, warehouse=warehouse, catalog_options=catalog_options,
-                              delete_keys=operation == "delete")
+                              delete_keys=operation == "delete", operation=operation, planned=planned)
     return _result(warehouse, table, catalog_options, operation, snapshot, count)
