@@ -230,11 +230,11 @@ def _upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
     when nothing was committed) and the number of rows of ``df`` written. ``delete_keys``: ``df``
     holds a DELETE's ``-D`` rows, which remove their keys whatever the table's merge engine.
     A merge-on-read table (no deletion vectors): ``df``'s rows as level-0 key-value rows, exactly on
-    ``planned`` (:mod:`paimon_index.spark._merge_on_read`)."""
+    ``planned`` (:mod:`paimon_index.spark.merge_on_read`)."""
     catalog_options = dict(catalog_options or {})
     paimon_table = _opened(warehouse, table, catalog_options)
     if paimon_table.is_primary_key_table and not pk.dv_mode(paimon_table):
-        from paimon_index.spark._merge_on_read import write_frame
+        from paimon_index.spark.merge_on_read import write_frame
 
         df = store_assigned(df, target_schema(paimon_table), by_name=True, case_sensitive=None, table=table,
                             passthrough=(ROW_KIND_COLUMN,))
@@ -296,13 +296,13 @@ class _SparkKeyedRows:
         self.warehouse, self.catalog_options = warehouse, catalog_options
 
     def _merge_on_read(self) -> bool:
-        from paimon_index.spark._merge_on_read import is_merge_on_read
+        from paimon_index.spark.merge_on_read import is_merge_on_read
 
         return is_merge_on_read(_opened(self.warehouse, self.table, dict(self.catalog_options or {})))
 
     def matching(self, where: str, snapshot_id: int) -> DataFrame:
         if self._merge_on_read():  # the merged rows of ``snapshot_id``, committed exactly on it
-            from paimon_index.spark._merge_on_read import merged_frame
+            from paimon_index.spark.merge_on_read import merged_frame
 
             return merged_frame(self.spark, self.warehouse, self.table, self.catalog_options,
                                 snapshot_id)[0].filter(where)
@@ -576,13 +576,13 @@ DYNAMIC_PARTITION_OVERWRITE = "dynamic-partition-overwrite"
 def spark_schema(spark: SparkSession, table: str, *, warehouse: str,
                  catalog_options: CatalogOptions = None) -> StructType:
     """The table's columns as Spark types (as the ``paimon_index`` source reads them)."""
-    from paimon_index.spark._merge_on_read import is_merge_on_read
+    from paimon_index.spark.merge_on_read import is_merge_on_read
 
     paimon_table = _opened(warehouse, table, dict(catalog_options or {}))
     if is_merge_on_read(paimon_table):  # the source does not read these: the merged read's schema
-        from paimon_index.spark.planned import _spark_schema
+        from paimon_index.spark.merge_on_read import spark_schema as merged_schema
 
-        merged: StructType = _spark_schema(paimon_table.table_schema.fields)
+        merged: StructType = merged_schema(paimon_table)
         return merged
     schema: StructType = _source(spark, warehouse, catalog_options).load(table).schema
     return schema
@@ -596,25 +596,26 @@ def overwrite(df: DataFrame, table: str, partition: Mapping[str, Any] | None = N
     ``dynamic`` True replaces only the partitions ``df`` writes. ``df`` holds the table's columns.
 
     Append tables: tasks write the files (:func:`_tasks.write_job`), the driver commits them as an
-    overwrite. Primary-key tables in deletion-vectors mode: the rows are collected on the driver and
-    written by :func:`paimon_index.table.pk.overwrite_rows` (the last row per key wins).
+    overwrite. Primary-key tables: the rows are collected on the driver and written by
+    :func:`paimon_index.table.pk.overwrite_rows` (deletion-vectors mode: the last row per key wins,
+    into levels >= 1) or as a plain key-value overwrite (no deletion vectors: readers merge).
 
     Raises:
-        InvalidOptionError: a static partition spec on a primary-key table.
         ConcurrentChangeError: another commit landed meanwhile; nothing was applied.
     """
     paimon_table = _opened(warehouse, table, catalog_options)
     target = paimon_table.copy({DYNAMIC_PARTITION_OVERWRITE: "true" if dynamic else "false"})
     if paimon_table.is_primary_key_table:
-        if partition:
-            raise InvalidOptionError(f"INSERT OVERWRITE ... PARTITION of the primary-key table {table} "
-                                     "is not supported: overwrite without a PARTITION clause, or delete "
-                                     "and upsert")
-        if not pk.dv_mode(paimon_table):
-            raise PrimaryKeyTableError(f"INSERT OVERWRITE of {table} needs a primary-key table in "
-                                       "deletion-vectors mode ('deletion-vectors.enabled' = 'true')")
+        # Collected on the driver. Deletion-vectors mode: the last row per key into levels >= 1;
+        # merge-on-read (no vectors): pypaimon's key-value write (level 0), as Paimon's connector.
+        # A static PARTITION replaces only that partition in both (the overwrite's partition filter).
         data = df.toArrow()
-        snapshot = overwrite_rows(target, data)
+        if pk.dv_mode(paimon_table):
+            snapshot = overwrite_rows(target, data, partition=partition or None)
+        else:
+            from paimon_index.table.write import write_arrow
+
+            snapshot = write_arrow(target, data, overwrite=True, partition=partition or None)
         return _result(warehouse, table, catalog_options, OVERWRITE, snapshot, data.num_rows)
     with Transaction(target, latest_snapshot(paimon_table), overwrite=True, partition=partition,
                      operation="overwrite") as txn:

@@ -288,15 +288,15 @@ def _truncate(catalog: Catalog, name: TableName) -> None:
 def _target_read(catalog: Catalog, name: TableName) -> tuple[DataFrame, object]:
     """A primary-key table's rows at the latest snapshot, and the snapshot the change commits on:
     deletion-vectors mode, the latest one (the upsert plans on it); merge-on-read (no vectors), the
-    snapshot read, exactly (:mod:`paimon_index.spark._merge_on_read`)."""
-    from paimon_index.spark import _merge_on_read
+    snapshot read, exactly (:mod:`paimon_index.spark.merge_on_read`)."""
+    from paimon_index.spark import merge_on_read
     from paimon_index.spark.planned import source_read
     from paimon_index.table.api import open_table
     from paimon_index.table.pk.merge_on_read import LATEST
 
     opened = open_table(catalog.warehouse, name.identifier, catalog_options=catalog.catalog_options)
-    if _merge_on_read.is_merge_on_read(opened.paimon_table):
-        return _merge_on_read.merged_frame(catalog.spark, catalog.warehouse, name.identifier,
+    if merge_on_read.is_merge_on_read(opened.paimon_table):
+        return merge_on_read.merged_frame(catalog.spark, catalog.warehouse, name.identifier,
                                            catalog.catalog_options)
     read = source_read(catalog.spark, name.identifier, None, catalog.warehouse, catalog.catalog_options)
     return read, LATEST

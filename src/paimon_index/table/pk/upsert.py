@@ -512,7 +512,7 @@ def change_by_key(table: Any, where: Any, assignments: Mapping[str, Any] | None,
     return rows.upsert(changed, planned)
 
 
-def overwrite_rows(table: Any, data: pa.Table) -> int | None:
+def overwrite_rows(table: Any, data: pa.Table, *, partition: Mapping[str, Any] | None = None) -> int | None:
     """``INSERT OVERWRITE`` of a primary-key table in deletion-vectors mode, one exact snapshot: the
     table's rows (the partitions ``data`` holds, while ``dynamic-partition-overwrite`` is on) become
     the last row per key of ``data``.
@@ -544,7 +544,8 @@ def overwrite_rows(table: Any, data: pa.Table) -> int | None:
         rows = rows.filter(adding).select(user_columns(table))
     top = max_level(options)
     index_dir = str(table.path_factory().index_path())
-    with Transaction.begin(table, overwrite=True, operation="overwrite") as txn:
+    # ``partition``: a static PARTITION spec (only that partition replaced; ``data`` lies in it).
+    with Transaction.begin(table, overwrite=True, partition=partition, operation="overwrite") as txn:
         messages = write_rows(table, rows)
         txn.track(*written_paths(messages, index_dir))
         for message in messages:

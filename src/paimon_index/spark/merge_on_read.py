@@ -1,6 +1,7 @@
 """Primary-key tables without deletion vectors (merge-on-read) in Spark: reads and changes.
 
     merged_frame(spark, warehouse, table, catalog_options, snapshot_id) -> (DataFrame, snapshot id)
+    spark_schema(paimon_table) -> StructType            the columns as the paimon_index source types them
     write_frame(spark, rows, paimon_table, table, planned, operation) -> (snapshot id, rows)
 
 Such a table's rows need a merge by key across its files (the newest sequence number wins, a
@@ -21,7 +22,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["is_merge_on_read", "merged_frame", "write_frame"]
+__all__ = ["is_merge_on_read", "merged_frame", "spark_schema", "write_frame"]
 
 
 def is_merge_on_read(paimon_table: Any) -> bool:
@@ -31,20 +32,31 @@ def is_merge_on_read(paimon_table: Any) -> bool:
     return bool(paimon_table.is_primary_key_table) and not dv_mode(paimon_table)
 
 
+def spark_schema(paimon_table: Any) -> Any:
+    """The table's columns as Spark types, every field nullable (as the ``paimon_index`` source)."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from paimon_index.spark.datasource import nullable_type
+    from paimon_index.table.paimon import arrow_schema
+
+    return nullable_type(from_arrow_schema(arrow_schema(paimon_table.table_schema.fields)))
+
+
 def merged_frame(spark: SparkSession, warehouse: str, table: str, catalog_options: Mapping[str, str] | None,
                  snapshot_id: int | None = None) -> tuple[DataFrame, int | None]:
     """The merged rows of ``table`` at ``snapshot_id`` (default: the latest, pinned here) as a
     DataFrame, and the snapshot they are of (None: the table is empty)."""
-    from paimon_index.spark.planned import _local_frame, _spark_schema
+    from pyspark.sql.pandas.types import to_arrow_schema
+
     from paimon_index.table.api import open_table
 
     opened = open_table(warehouse, table, catalog_options=catalog_options)
     pinned = opened.snapshot_id if snapshot_id is None else snapshot_id
-    schema = _spark_schema(opened.paimon_table.table_schema.fields)
+    schema = spark_schema(opened.paimon_table)
     if pinned is None:
         return spark.createDataFrame([], schema), None
-    rows = opened.read(snapshot_id=pinned)
-    return _local_frame(spark, rows, schema), pinned
+    rows = opened.read(snapshot_id=pinned).cast(to_arrow_schema(schema, timezone="UTC"))
+    return spark.createDataFrame(rows, schema), pinned
 
 
 def write_frame(rows: DataFrame, paimon_table: Any, planned: int | object | None, operation: str
