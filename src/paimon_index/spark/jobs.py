@@ -56,7 +56,9 @@ Where the work runs:
   as in :class:`paimon_index.Table`: the matching rows are read through the source and their keys
   upserted by the ``upsert`` job (``-D`` rows, or the new values). The source's writer plans its
   upsert on the latest snapshot (it takes no snapshot to commit on), so these rows are read from
-  the latest snapshot too;
+  the latest snapshot too. A primary-key table without deletion vectors: the merged rows of one
+  pinned snapshot are read on the driver and the change is committed exactly on it
+  (:mod:`paimon_index.spark.merge_on_read`);
 - ``rewrite_file_index``: one job; the driver plans the files (those of the partitions ``where``
   selects) and packs them into tasks of about equal bytes (``min(files, 2 x defaultParallelism)``
   tasks, so one large file does not leave the other cores idle behind it); executors rebuild and
@@ -207,10 +209,11 @@ def upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
     """Insert or replace ``df``'s rows by primary key (``_ROW_KIND`` '-D'/'-U' rows delete their key).
 
     Tasks own whole buckets (``partitions`` tasks, default Spark's parallelism); see the module
-    docstring.
+    docstring. A table without deletion vectors (merge-on-read): the rows are collected on the
+    driver and written as level-0 key-value rows with their kinds (:mod:`paimon_index.spark.merge_on_read`).
 
     Raises:
-        PrimaryKeyTableError: ``table`` is not a primary-key table in deletion-vectors mode.
+        PrimaryKeyTableError: ``table`` is not a primary-key table.
         ConcurrentChangeError: another commit landed meanwhile; nothing was applied.
     """
     snapshot, rows = _upsert(spark, df, table, warehouse=warehouse, partitions=partitions,
@@ -241,7 +244,7 @@ def _upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
         return write_frame(df, paimon_table, planned,
                            operation or ("delete" if delete_keys else "upsert"))
     if not pk.dv_mode(paimon_table):
-        raise PrimaryKeyTableError(f"{table} is not a primary-key table in deletion-vectors mode")
+        raise PrimaryKeyTableError(f"{table} is not a primary-key table (upserts need a primary key)")
     from paimon_index.table.pk.plan import check_table
 
     # A merge engine's options are refused on the driver, before any task runs.
