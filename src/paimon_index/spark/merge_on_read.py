@@ -66,7 +66,8 @@ def write_frame(rows: DataFrame, paimon_table: Any, planned: int | object | None
     latest one): the new snapshot id (None: nothing to write) and the number of rows."""
     from paimon_index.table.pk.merge_on_read import check_changes, write_changes
 
-    check_changes(paimon_table, operation)  # before any job runs
+    # Before any job runs (a DELETE deletes; other statements are checked on their rows' kinds).
+    check_changes(paimon_table, operation, deleting=operation == "delete")
     arrow = rows.toArrow()
     if arrow.num_rows == 0:
         return None, 0

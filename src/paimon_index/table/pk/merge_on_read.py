@@ -17,12 +17,11 @@ One snapshot per statement, exact: a DELETE/UPDATE read its rows on snapshot ``p
 commits exactly as ``planned + 1`` (else :class:`~paimon_index.errors.ConcurrentChangeError`, the
 files written deleted), so a change landing in between is never overwritten by stale rows.
 
-Merge engines: ``deduplicate`` (the last row of a key wins; a ``-D`` removes it). On
-``partial-update`` and ``aggregation`` tables a delete needs Paimon's
-``partial-update.remove-record-on-delete`` / ``aggregation.remove-record-on-delete`` (as Java's
-``validatePKUpsertDeletable``); those, and UPDATE/MERGE on them, are refused here without deletion
-vectors (enable ``deletion-vectors.enabled``, where they are supported): pypaimon's writer folds a
-batch with its own merge function, whose retract handling we have not checked against Java's.
+Merge engines (:func:`check_changes`): ``deduplicate`` (the last row of a key wins; a ``-D``
+removes it); ``partial-update`` for changes that delete nothing (UPDATE, MERGE without DELETE);
+deletes on ``partial-update``/``aggregation`` need Paimon's ``*.remove-record-on-delete`` (Java's
+``validatePKUpsertDeletable``), which pypaimon's writer refuses, so they are refused here (enable
+``deletion-vectors.enabled``, where they are supported).
 """
 
 from __future__ import annotations
@@ -47,23 +46,32 @@ VALUE_KINDS = {"+I": 0, "-U": 1, "+U": 2, "-D": 3}
 _KIND = "__paimon_index_value_kind__"
 
 
-def check_changes(table: Any, operation: str) -> dict[str, str]:
+def check_changes(table: Any, operation: str, deleting: bool = True) -> dict[str, str]:
     """The table's options, after refusing a change by key (``operation``: ``delete``, ``update``,
-    ``merge``, ``upsert``) that merge-on-read cannot apply exactly here.
+    ``merge``, ``upsert``; ``deleting``: it writes ``-D``/``-U`` rows) that merge-on-read cannot
+    apply exactly here.
+
+    ``deduplicate`` takes every change. ``partial-update`` takes rows that delete nothing (an UPDATE,
+    a MERGE without a DELETE clause: ``+U``/``+I`` rows the reader merges field by field, NULL keeping
+    the old value, as with Paimon's connector); a delete needs Paimon's
+    ``partial-update.remove-record-on-delete``, which pypaimon's writer refuses. ``aggregation``:
+    UPDATE/MERGE are refused as Paimon refuses them, a delete needs
+    ``aggregation.remove-record-on-delete`` (refused by pypaimon too). Other engines are refused.
 
     Raises:
-        UnsupportedTableError: a merge engine other than ``deduplicate`` (see the module docstring).
+        UnsupportedTableError: see above; the message names ``deletion-vectors.enabled``.
     """
     options = table_options(table)
     engine = options.get(MERGE_ENGINE, "deduplicate")
-    if engine != "deduplicate":
-        what = {"delete": "DELETE", "update": "UPDATE", "merge": "MERGE INTO"}.get(operation,
-                                                                                 "deleting keys (-D/-U rows)")
-        raise UnsupportedTableError(
-            f"{what} of {table_name(table)} (merge-engine '{engine}', no deletion vectors) is not supported: "
-            "set 'deletion-vectors.enabled' = 'true' on the table (supported there), or use Paimon's "
-            "connector")
-    return options
+    if engine == "deduplicate" or (engine == "partial-update" and not deleting):
+        return options
+    what = {"delete": "DELETE", "update": "UPDATE", "merge": "MERGE INTO"}.get(operation, "an upsert")
+    why = "deleting keys (-D/-U rows)" if deleting else "this change"
+    raise UnsupportedTableError(
+        f"{what} of {table_name(table)} (merge-engine '{engine}', no deletion vectors): {why} is not "
+        "supported here (pypaimon's writer refuses '*.remove-record-on-delete', which Paimon needs for "
+        "it): set 'deletion-vectors.enabled' = 'true' on the table (supported there), or use Paimon's "
+        "connector")
 
 
 #: ``planned`` of :func:`write_changes`: the latest snapshot, exactly.
@@ -87,11 +95,12 @@ def write_changes(table: Any, rows: pa.Table, *, planned: int | object | None = 
     """
     from paimon_index.table.paimon import latest_snapshot
 
-    check_changes(table, operation)
+    kinds = _value_kinds(rows, kind)
+    deleting = operation == "delete" or bool(pc.any(pc.is_in(kinds, pa.array([1, 3], pa.int8()))).as_py())
+    check_changes(table, operation, deleting=deleting)
     if rows.num_rows == 0:
         return None
     check_keys(table, rows)
-    kinds = _value_kinds(rows, kind)
     data = rows.drop_columns([ROW_KIND_COLUMN]) if ROW_KIND_COLUMN in rows.column_names else rows
     if planned is LATEST:
         snapshot = latest_snapshot(table)
