@@ -22,10 +22,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_index.errors import InvalidPredicateError
-from paimon_index.predicate import ALWAYS_FALSE, ALWAYS_TRUE, And, Leaf, Op, Or, Predicate
+from paimon_index.predicate import (
+    ALWAYS_FALSE,
+    ALWAYS_TRUE,
+    And,
+    Computed,
+    Leaf,
+    Op,
+    Or,
+    Predicate,
+    has_computed,
+)
 from paimon_index.types import DataType, KeyKind, TypeRoot
 
-__all__ = ["to_arrow_expression"]
+__all__ = ["filter_rows", "to_arrow_expression"]
 
 _EPOCH = dt.datetime(1970, 1, 1)
 MAX_DECIMAL128_PRECISION = 38
@@ -141,12 +151,24 @@ def _float_leaf(leaf: Leaf, field: pc.Expression) -> pc.Expression:
     raise InvalidPredicateError(f"{leaf.op.value} does not apply to a floating-point column")
 
 
-def to_arrow_expression(predicate: Predicate, schema: Mapping[str, DataType]) -> pc.Expression:
-    """An expression for ``pyarrow.Table.filter`` / ``dataset.to_table(filter=...)``."""
+def to_arrow_expression(predicate: Predicate, schema: Mapping[str, DataType],
+                        computed: Mapping[Computed, str] | None = None) -> pc.Expression:
+    """An expression for ``pyarrow.Table.filter`` / ``dataset.to_table(filter=...)``.
+
+    A :class:`~paimon_index.predicate.Computed` comparison is evaluated on rows, not by an
+    expression: ``computed`` names the BOOLEAN column holding it (:func:`filter_rows` adds them);
+    without one it raises :class:`InvalidPredicateError`.
+    """
     if isinstance(predicate, Leaf):
         return _leaf(predicate, schema)
+    if isinstance(predicate, Computed):
+        name = (computed or {}).get(predicate)
+        if name is None:
+            raise InvalidPredicateError(f"{predicate} is evaluated on the rows (filter_rows), not by an "
+                                        "Arrow expression")
+        return pc.field(name)
     if isinstance(predicate, And | Or):
-        parts = [to_arrow_expression(c, schema) for c in predicate.children]
+        parts = [to_arrow_expression(c, schema, computed) for c in predicate.children]
         out = parts[0]
         for p in parts[1:]:
             out = (out & p) if isinstance(predicate, And) else (out | p)
@@ -155,3 +177,51 @@ def to_arrow_expression(predicate: Predicate, schema: Mapping[str, DataType]) ->
         return pc.scalar(False)
     assert predicate == ALWAYS_TRUE
     return pc.scalar(True)
+
+
+_COMPUTED_PREFIX = "__paimon_index_computed_"
+
+
+def filter_rows(rows: pa.Table, predicate: Predicate, schema: Mapping[str, DataType]) -> pa.Table:
+    """The rows of ``rows`` (the schema's column names) where ``predicate`` (bound) is TRUE.
+
+    Computed comparisons (arithmetic) are evaluated with :func:`paimon_index.expression.evaluate_comparison`;
+    a top-level AND first applies its plain conjuncts, so arithmetic sees only the rows they keep
+    (as Spark's AND skips its right side where the left is FALSE: ``status = 'C' AND 1 / x > 0``
+    raises for no row whose status is not 'C').
+
+    Raises:
+        DataError: arithmetic that overflows or divides by zero on a row it is evaluated for.
+        InvalidPredicateError: a comparison of values of different kinds (a number with a string).
+    """
+    if predicate is ALWAYS_TRUE:
+        return rows
+    if not has_computed(predicate):
+        return rows.filter(to_arrow_expression(predicate, schema))
+    if isinstance(predicate, And):
+        plain = [c for c in predicate.children if not has_computed(c)]
+        if plain:
+            rows = rows.filter(to_arrow_expression(And(tuple(plain)) if len(plain) > 1 else plain[0], schema))
+        for child in (c for c in predicate.children if has_computed(c)):
+            rows = _filter_computed(rows, child, schema)
+        return rows
+    return _filter_computed(rows, predicate, schema)
+
+
+def _filter_computed(rows: pa.Table, predicate: Predicate, schema: Mapping[str, DataType]) -> pa.Table:
+    from paimon_index.expression import evaluate_comparison
+
+    names: dict[Computed, str] = {}
+    _collect(predicate, names)
+    extended = rows
+    for node, name in names.items():
+        extended = extended.append_column(name, evaluate_comparison(node, rows))
+    return extended.filter(to_arrow_expression(predicate, schema, names)).drop_columns(list(names.values()))
+
+
+def _collect(p: Predicate, names: dict[Computed, str]) -> None:
+    if isinstance(p, Computed):
+        names.setdefault(p, f"{_COMPUTED_PREFIX}{len(names)}")
+    elif isinstance(p, And | Or):
+        for c in p.children:
+            _collect(c, names)

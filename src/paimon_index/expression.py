@@ -10,30 +10,44 @@ The same text means the same in Python and in Spark (``F.expr``), for what is su
   read as Spark reads them (backslash escapes: ``'x\\\\y'`` is ``x\\y``, ``'it\\'s'``; a doubled quote is
   one), ``TRUE``, ``FALSE``, ``NULL``; ``--`` and ``/* */`` comments;
 * column references, case-insensitive as in Spark, optionally in backquotes;
-* ``+ - * /`` and unary ``-``; ``/`` is Spark's fractional division (DOUBLE for integer and
-  floating operands); ``||`` concatenates strings; parentheses;
+* ``+ - * / %`` and unary ``-``; ``/`` is Spark's fractional division (DOUBLE for integer and
+  floating operands, DECIMAL rounded half-up to Spark's result scale for DECIMAL operands); ``%``
+  is Java's remainder (the sign of the dividend; ``fmod`` for floating operands; exact for
+  DECIMAL); ``||`` concatenates strings; parentheses;
 * functions ``upper lower trim ltrim rtrim length abs coalesce concat``.
 
-Semantics follow Spark 4 in its default ANSI mode: NULL in, NULL out; integer overflow and division
-by zero raise (:class:`~paimon_index.errors.DataError`) instead of wrapping or giving NULL.
+Semantics follow Spark 4 in its default ANSI mode: NULL in, NULL out; integer overflow, DECIMAL
+overflow and division (or remainder) by zero raise (:class:`~paimon_index.errors.DataError`) instead
+of wrapping or giving NULL. A NULL dividend with a zero divisor is NULL, as in Spark.
+DECIMAL results take Spark's result types (``+ -``: scale max(s1, s2); ``*``: s1 + s2; ``/``:
+max(6, s1 + p2 + 1); ``%``: max(s1, s2); precision capped at 38 as Spark adjusts it), an integer
+operand being DECIMAL(3/5/10/20, 0) by width, an integer literal DECIMAL of its digits.
+
+WHERE text uses the same arithmetic (:func:`evaluate_term`, :func:`evaluate_comparison`) for the
+:class:`~paimon_index.predicate.Computed` comparisons :mod:`paimon_index.sql` parses.
 Anything else (comparisons, CASE, other functions) is refused with
 :class:`~paimon_index.errors.InvalidPredicateError` naming the position — never guessed.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import decimal
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any, TypeAlias
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_index.errors import DataError, InvalidPredicateError
 from paimon_index.lexing import STRING_LITERAL, WHITESPACE, string_value
+from paimon_index.predicate import Computed, Op, Term, term_text
 
-__all__ = ["Expression", "compile_expression"]
+__all__ = ["Expression", "compile_expression", "evaluate_comparison", "evaluate_term"]
 
 #: Spark's lexer for these expressions; string literals and comments exactly as in WHERE text
 #: (:mod:`paimon_index.lexing`: single or double quotes, backslash escapes, a doubled quote).
@@ -43,7 +57,7 @@ _TOKEN = re.compile(rf"""
   | (?P<string>{STRING_LITERAL})
   | (?P<quoted>`(?:[^`]|``)+`)
   | (?P<name>[A-Za-z_][A-Za-z_0-9]*)
-  | (?P<op>\|\||[-+*/(),])
+  | (?P<op>\|\||[-+*/%(),])
 """, re.VERBOSE | re.DOTALL)
 
 #: Largest INT literal; larger integer literals are BIGINT (Spark).
@@ -126,7 +140,7 @@ class _Parser:
 
     def multiplicative(self) -> Evaluator:
         left = self.unary()
-        while (token := self.peek()) is not None and token[1] in ("*", "/"):
+        while (token := self.peek()) is not None and token[1] in ("*", "/", "%"):
             self.take()
             left = _arith(token[1], left, self.unary())
         return left
@@ -233,42 +247,138 @@ def _wider(a: pa.DataType, b: pa.DataType) -> pa.DataType:
 
 
 _ARITH = {"+": pc.add_checked, "-": pc.subtract_checked, "*": pc.multiply_checked}
+_MAX_PRECISION = 38
+_INTEGER_PRECISION = {8: 3, 16: 5, 32: 10, 64: 20}  # Spark: TINYINT..BIGINT as DECIMAL(p, 0)
+_WIDE = decimal.Context(prec=200, rounding=decimal.ROUND_HALF_UP)
+
+Value: TypeAlias = Any  # a pa.Array, pa.ChunkedArray or pa.Scalar
 
 
 def _arith(op: str, left: Evaluator, right: Evaluator) -> Evaluator:
-    def evaluate(rows: pa.Table) -> pa.Array | pa.Scalar:
-        a, b = left(rows), right(rows)
-        for side in (a, b):
-            t = _type(side)
-            if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
-                    or pa.types.is_null(t)):
-                raise DataError(f"operator {op} needs numbers, got {t}")
-        if op == "/":
-            # Spark's '/' is fractional: integer and floating operands divide as DOUBLE.
-            a, b = _as_fractional(a), _as_fractional(b)
-            if pc.any(pc.equal(b, 0)).as_py():
-                raise DataError("division by zero")
-            return pc.divide(a, b)
-        ta, tb = _type(a), _type(b)
-        nulls = pa.types.is_null(ta) or pa.types.is_null(tb)
-        if pa.types.is_decimal(ta) != pa.types.is_decimal(tb) and not nulls:
-            # Spark: DECIMAL with an integer stays exact; with a floating value becomes DOUBLE.
-            other = tb if pa.types.is_decimal(ta) else ta
-            if pa.types.is_floating(other):
-                a, b = a.cast(pa.float64()), b.cast(pa.float64())
-            elif pa.types.is_integer(other):
-                wide = pa.decimal128(20, 0)
-                a = a if pa.types.is_decimal(ta) else a.cast(wide)
-                b = b if pa.types.is_decimal(tb) else b.cast(wide)
-        elif pa.types.is_integer(ta) and pa.types.is_integer(tb) and ta != tb:
-            a, b = _common([a, b])
-        return _ARITH[op](a, b)
-
-    return evaluate
+    return lambda rows: arithmetic(op, left(rows), right(rows))
 
 
-def _as_fractional(value: pa.Array | pa.Scalar) -> pa.Array | pa.Scalar:
-    return value if pa.types.is_decimal(_type(value)) else value.cast(pa.float64())
+def _numeric(op: str, value: Value) -> pa.DataType:
+    t = _type(value)
+    if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+            or pa.types.is_null(t)):
+        raise DataError(f"operator {op} needs numbers, got {t}")
+    return t
+
+
+def arithmetic(op: str, a: Value, b: Value) -> Value:
+    """``a op b`` (``+ - * / %``) with Spark's ANSI semantics (see the module docstring)."""
+    ta, tb = _numeric(op, a), _numeric(op, b)
+    if pa.types.is_null(ta) or pa.types.is_null(tb):
+        other = tb if pa.types.is_null(ta) else ta
+        target = pa.float64() if op == "/" and not pa.types.is_decimal(other) else \
+            (other if not pa.types.is_null(other) else pa.int32())
+        return pa.scalar(None, target) if isinstance(a, pa.Scalar) and isinstance(b, pa.Scalar) \
+            else pa.nulls(_length(a, b), target)
+    floating = pa.types.is_floating(ta) or pa.types.is_floating(tb)
+    if op in ("/", "%"):
+        _check_divisor(op, a, b)
+    if floating or (op == "/" and not (pa.types.is_decimal(ta) or pa.types.is_decimal(tb))):
+        a, b = a.cast(pa.float64()), b.cast(pa.float64())
+        if op == "%":
+            return _fmod(a, b)
+        return pc.divide(a, b) if op == "/" else _ARITH[op](a, b)
+    if pa.types.is_decimal(ta) or pa.types.is_decimal(tb):
+        return _decimal_arithmetic(op, a, b)
+    if ta != tb:
+        a, b = _common([a, b])
+    if op == "%":
+        # Java's remainder: a - b * (a / b) with the quotient truncated toward zero (Arrow's integer
+        # division); MIN % -1 is 0 (the quotient would overflow).
+        a = pc.if_else(pc.equal(b, -1), pa.scalar(0, _type(a)), a)
+        return pc.subtract(a, pc.multiply(b, pc.divide(a, b)))
+    return _ARITH[op](a, b)
+
+
+def _length(*values: Value) -> int:
+    return next((len(v) for v in values if not isinstance(v, pa.Scalar)), 1)
+
+
+def _check_divisor(op: str, a: Value, b: Value) -> None:
+    """ANSI: a zero divisor of a non-NULL dividend is an error (a NULL dividend gives NULL)."""
+    zero = pc.and_(pc.equal(b, pa.scalar(0, _type(b)) if not pa.types.is_decimal(_type(b)) else
+                            pa.scalar(decimal.Decimal(0), _type(b))), pc.is_valid(a))
+    if pc.any(zero).as_py():
+        raise DataError("division by zero" if op == "/" else "remainder by zero")
+
+
+def _fmod(a: Value, b: Value) -> Value:
+    """Java's ``%`` on doubles (C's fmod: exact, the sign of the dividend), NULL in NULL out."""
+    n = _length(a, b)
+    arrays = [pa.array([v.as_py()] * n, pa.float64()) if isinstance(v, pa.Scalar) else v for v in (a, b)]
+    valid = pc.and_(pc.is_valid(arrays[0]), pc.is_valid(arrays[1]))
+    x, y = (pc.fill_null(v, 1.0).to_numpy(zero_copy_only=False) for v in arrays)
+    with np.errstate(all="ignore"):
+        result = np.fmod(x, y)
+    return pa.array(result, pa.float64(), mask=pc.invert(valid).to_numpy(zero_copy_only=False))
+
+
+def _decimal_type(value: Value) -> tuple[int, int]:
+    t = _type(value)
+    if pa.types.is_decimal(t):
+        return t.precision, t.scale
+    if isinstance(value, pa.Scalar) and value.is_valid:  # a literal: DECIMAL of its digits
+        return max(len(str(abs(int(value.as_py())))), 1), 0
+    return _INTEGER_PRECISION[t.bit_width], 0
+
+
+def _bounded(precision: int, scale: int) -> tuple[int, int]:
+    """Spark's ``DecimalType.adjustPrecisionScale`` (precision loss allowed, its default)."""
+    if precision <= _MAX_PRECISION:
+        return precision, scale
+    integral = precision - scale
+    return _MAX_PRECISION, max(_MAX_PRECISION - integral, min(scale, 6))
+
+
+def decimal_result_type(op: str, p1: int, s1: int, p2: int, s2: int) -> tuple[int, int]:
+    """Spark's result precision and scale of DECIMAL(p1, s1) ``op`` DECIMAL(p2, s2)."""
+    if op in ("+", "-"):
+        scale = max(s1, s2)
+        return _bounded(max(p1 - s1, p2 - s2) + scale + 1, scale)
+    if op == "*":
+        return _bounded(p1 + p2 + 1, s1 + s2)
+    if op == "/":
+        scale = max(6, s1 + p2 + 1)
+        return _bounded(p1 - s1 + s2 + scale, scale)
+    scale = max(s1, s2)
+    return _bounded(min(p1 - s1, p2 - s2) + scale, scale)
+
+
+def _decimal_arithmetic(op: str, a: Value, b: Value) -> Value:
+    (p1, s1), (p2, s2) = _decimal_type(a), _decimal_type(b)
+    precision, scale = decimal_result_type(op, p1, s1, p2, s2)
+    quantum = decimal.Decimal(1).scaleb(-scale)
+    limit = decimal.Decimal(10) ** (precision - scale)
+    n = _length(a, b)
+    xs = [a.as_py()] * n if isinstance(a, pa.Scalar) else a.to_pylist()
+    ys = [b.as_py()] * n if isinstance(b, pa.Scalar) else b.to_pylist()
+    out: list[decimal.Decimal | None] = []
+    for x, y in zip(xs, ys, strict=True):
+        if x is None or y is None:
+            out.append(None)
+            continue
+        x, y = decimal.Decimal(x), decimal.Decimal(y)
+        if op == "+":
+            r = _WIDE.add(x, y)
+        elif op == "-":
+            r = _WIDE.subtract(x, y)
+        elif op == "*":
+            r = _WIDE.multiply(x, y)
+        elif op == "/":
+            r = _WIDE.divide(x, y)
+        else:
+            r = _WIDE.remainder(x, y)  # sign of the dividend, as Java's BigDecimal.remainder
+        r = r.quantize(quantum, context=_WIDE)
+        if abs(r) >= limit:
+            raise DataError(f"DECIMAL overflow: {x} {op} {y} does not fit DECIMAL({precision}, {scale})")
+        out.append(r)
+    array = pa.array(out, pa.decimal128(precision, scale))
+    return array[0] if isinstance(a, pa.Scalar) and isinstance(b, pa.Scalar) else array
 
 
 def _text(value: pa.Array | pa.Scalar) -> pa.Array | pa.Scalar:
@@ -278,3 +388,107 @@ def _text(value: pa.Array | pa.Scalar) -> pa.Array | pa.Scalar:
 
 def _concat(left: Evaluator, right: Evaluator) -> Evaluator:
     return lambda rows: pc.binary_join_element_wise(_text(left(rows)), _text(right(rows)), "")
+
+
+# -- WHERE text: computed comparisons ------------------------------------------------------------
+
+def _literal(value: object) -> pa.Scalar:
+    """A WHERE literal typed as Spark types it."""
+    if value is None:
+        return pa.scalar(None, pa.null())
+    if isinstance(value, bool):
+        return pa.scalar(value, pa.bool_())
+    if isinstance(value, int):
+        if -_INT_MAX - 1 <= value <= _INT_MAX:
+            return pa.scalar(value, pa.int32())
+        if -(2**63) <= value < 2**63:
+            return pa.scalar(value, pa.int64())
+        return _number(str(value) + ".0").cast(pa.decimal128(_MAX_PRECISION, 0))
+    if isinstance(value, Decimal):
+        return _number(format(value, "f"))
+    if isinstance(value, float):
+        return pa.scalar(value, pa.float64())
+    if isinstance(value, str):
+        return pa.scalar(value, pa.string())
+    if isinstance(value, bytes):
+        return pa.scalar(value, pa.binary())
+    if isinstance(value, dt.datetime):
+        return pa.scalar(value, pa.timestamp("us"))
+    if isinstance(value, dt.date):
+        return pa.scalar(value, pa.date32())
+    if isinstance(value, dt.time):
+        return pa.scalar(value, pa.time64("us"))
+    raise InvalidPredicateError(f"unsupported literal {value!r}")
+
+
+def evaluate_term(term: Term, rows: pa.Table) -> Value:
+    """One side of a computed comparison over ``rows`` (an array, or a scalar for a constant)."""
+    kind = term[0]
+    try:
+        if kind == "column":
+            column = rows.column(str(term[1]))
+            return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+        if kind == "literal":
+            return _literal(term[1])
+        if kind == "negate":
+            value = evaluate_term(term[1], rows)  # type: ignore[arg-type]
+            t = _numeric("-", value)
+            return value if pa.types.is_null(t) else pc.negate_checked(value)
+        op, left, right = term[1], term[2], term[3]
+        return arithmetic(str(op), evaluate_term(left, rows), evaluate_term(right, rows))  # type: ignore[arg-type]
+    except (pa.ArrowInvalid, ZeroDivisionError, decimal.InvalidOperation) as e:
+        raise DataError(f"evaluating {term_text(term)!r}: {e}") from e
+
+
+def _kind(t: pa.DataType) -> str:
+    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
+        return "number"
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return "string"
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
+        return "binary"
+    if pa.types.is_timestamp(t):
+        return "timestamp"
+    return str(t)
+
+
+_COMPARE = {Op.EQ: pc.equal, Op.NE: pc.not_equal, Op.LT: pc.less, Op.LE: pc.less_equal,
+            Op.GT: pc.greater, Op.GE: pc.greater_equal}
+
+
+def _float_compare(op: Op, a: Value, b: Value) -> Value:
+    """Spark's order on doubles: NaN equals NaN and is above every other value; -0.0 = 0.0."""
+    a_nan, b_nan = pc.is_nan(a), pc.is_nan(b)
+    either = pc.or_(a_nan, b_nan)
+    plain = _COMPARE[op](a, b)
+    # With a NaN on a side: compare (a is NaN) with (b is NaN) as 1/0 in the same direction.
+    nan_order = _COMPARE[op](a_nan.cast(pa.int8()), b_nan.cast(pa.int8()))
+    return pc.if_else(either, nan_order, plain)
+
+
+def evaluate_comparison(p: Computed, rows: pa.Table) -> pa.Array:
+    """The three-valued BOOLEAN of ``p`` for each row of ``rows`` (NULL: unknown)."""
+    a, b = evaluate_term(p.left, rows), evaluate_term(p.right, rows)
+    ta, tb = _type(a), _type(b)
+    if not (pa.types.is_null(ta) or pa.types.is_null(tb)):
+        ka, kb = _kind(ta), _kind(tb)
+        if ka != kb:
+            raise InvalidPredicateError(f"cannot compare {ta} with {tb} in {str(p)!r}")
+        if ka == "number" and (pa.types.is_floating(ta) or pa.types.is_floating(tb)):
+            a, b = a.cast(pa.float64()), b.cast(pa.float64())
+            result = _float_compare(Op.EQ if p.null_safe else p.op, a, b)
+        elif ka == "timestamp" and ta != tb:
+            a, b = a.cast(pa.timestamp("us")), b.cast(pa.timestamp("us"))
+            result = _COMPARE[Op.EQ if p.null_safe else p.op](a, b)
+        else:
+            result = _COMPARE[Op.EQ if p.null_safe else p.op](a, b)
+    else:
+        result = pa.scalar(None, pa.bool_())
+    if p.null_safe:
+        a_null, b_null = pc.is_null(a), pc.is_null(b)
+        both, one = pc.and_(a_null, b_null), pc.xor(a_null, b_null)
+        equal = pc.if_else(both, True, pc.if_else(one, False, result))
+        result = equal if p.op is Op.EQ else pc.invert(equal)
+    if isinstance(result, pa.Scalar):
+        return pa.array([result.as_py()] * rows.num_rows, pa.bool_())
+    return result.combine_chunks() if isinstance(result, pa.ChunkedArray) else result

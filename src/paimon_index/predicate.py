@@ -1,6 +1,7 @@
 """Predicates: a tree of small immutable nodes, and binding to a schema.
 
     Predicate := Leaf(op, column, literals) | And(children) | Or(children) | AlwaysTrue | AlwaysFalse
+               | Computed(op, left, right)            (a comparison with arithmetic on a side)
 
 Leaf operators and their literal counts::
 
@@ -13,6 +14,12 @@ A tree built by hand or parsed from text (:mod:`paimon_index.sql`) holds *natura
 ``str``, ``datetime.date`` ...). :func:`bind` checks every column against a schema and converts the
 literals to the canonical keys the indexes compare (:func:`paimon_index.types.canonical_literal`).
 Evaluation code only ever sees bound predicates.
+
+Computed comparisons (``id % 7 = 0``, ``a + b > c``): each side is a :data:`Term` (columns,
+literals, ``+ - * / %`` and unary minus), evaluated row by row with Spark's semantics
+(:func:`paimon_index.expression.evaluate_term`). No index or statistic answers one: pruning treats it
+as "cannot tell" (it keeps every row), and only the exact re-check on the rows
+(:func:`paimon_index.arrow_filter.filter_rows`) decides.
 
 NULL literals: ``c = NULL`` and ``c IN (..., NULL)`` are kept as written, because Paimon's bitmap
 index answers them (it matches the NULL rows); other indexes treat them as "cannot answer".
@@ -41,10 +48,12 @@ __all__ = [
     "ALWAYS_FALSE",
     "ALWAYS_TRUE",
     "And",
+    "Computed",
     "Leaf",
     "Op",
     "Or",
     "Predicate",
+    "Term",
     "and_",
     "bind",
     "columns_of",
@@ -128,6 +137,66 @@ class Or:
         return "(" + " OR ".join(map(str, self.children)) + ")"
 
 
+#: One side of a :class:`Computed` comparison, a small tree of tuples (picklable, hashable)::
+#:
+#:     ("column", name) | ("literal", value) | ("negate", term) | ("arith", op, left, right)
+#:
+#: ``op`` is one of ``+ - * / %``; literal values are natural (int, Decimal, float, str, date ...).
+Term = tuple[object, ...]
+
+
+def term_text(term: Term) -> str:
+    """A term as SQL text."""
+    kind = term[0]
+    if kind == "column":
+        name = str(term[1])
+        return name if name.isidentifier() else "`" + name.replace("`", "``") + "`"
+    if kind == "literal":
+        value = term[1]
+        return "NULL" if value is None else repr(value) if not isinstance(value, str) else \
+            "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    if kind == "negate":
+        return f"-({term_text(term[1])})"  # type: ignore[arg-type]
+    return f"({term_text(term[2])} {term[1]} {term_text(term[3])})"  # type: ignore[arg-type]
+
+
+def term_columns(term: Term) -> Iterator[str]:
+    kind = term[0]
+    if kind == "column":
+        yield str(term[1])
+    elif kind == "negate":
+        yield from term_columns(term[1])  # type: ignore[arg-type]
+    elif kind == "arith":
+        yield from term_columns(term[2])  # type: ignore[arg-type]
+        yield from term_columns(term[3])  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True, slots=True)
+class Computed:
+    """``left <op> right`` where a side is arithmetic (or both are columns): evaluated on the rows.
+
+    ``op`` is EQ NE LT LE GT GE. ``null_safe`` with EQ is ``<=>`` (two-valued), with NE its negation
+    ``NOT (left <=> right)``. Indexes and statistics never answer it (see the module docstring).
+    """
+
+    op: Op
+    left: Term
+    right: Term
+    null_safe: bool = False
+
+    def __post_init__(self) -> None:
+        if self.op not in (Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE):
+            raise InvalidPredicateError(f"a computed comparison cannot use {self.op.value}")
+        if self.null_safe and self.op not in (Op.EQ, Op.NE):
+            raise InvalidPredicateError("a null-safe comparison is = or <>")
+
+    def __str__(self) -> str:
+        left, right = term_text(self.left), term_text(self.right)
+        if self.null_safe:
+            return f"{left} <=> {right}" if self.op is Op.EQ else f"NOT ({left} <=> {right})"
+        return f"{left} {self.op.value} {right}"
+
+
 @dataclass(frozen=True, slots=True)
 class _Constant:
     value: bool
@@ -143,7 +212,7 @@ class _Constant:
 ALWAYS_TRUE = _Constant(True)
 ALWAYS_FALSE = _Constant(False)
 
-Predicate = Leaf | And | Or | _Constant
+Predicate = Leaf | And | Or | _Constant | Computed
 
 
 def and_(*children: Predicate) -> Predicate:
@@ -174,17 +243,39 @@ def or_(*children: Predicate) -> Predicate:
     return flat[0] if len(flat) == 1 else Or(tuple(flat))
 
 
-def _walk(p: Predicate) -> Iterator[Leaf]:
+def _columns(p: Predicate) -> Iterator[str]:
     if isinstance(p, Leaf):
-        yield p
+        yield p.column
+    elif isinstance(p, Computed):
+        yield from term_columns(p.left)
+        yield from term_columns(p.right)
     elif isinstance(p, And | Or):
         for c in p.children:
-            yield from _walk(c)
+            yield from _columns(c)
 
 
 def columns_of(p: Predicate) -> list[str]:
     """The columns a predicate reads, in first-use order."""
-    return list(dict.fromkeys(leaf.column for leaf in _walk(p)))
+    return list(dict.fromkeys(_columns(p)))
+
+
+def without_computed(p: Predicate) -> Predicate:
+    """``p`` with every :class:`Computed` comparison TRUE: a superset (NOT is at the leaves already,
+    so a TRUE leaf only widens an AND or an OR), for readers that leave the exact filter to Spark."""
+    if isinstance(p, Computed):
+        return ALWAYS_TRUE
+    if isinstance(p, And):
+        return and_(*(without_computed(c) for c in p.children))
+    if isinstance(p, Or):
+        return or_(*(without_computed(c) for c in p.children))
+    return p
+
+
+def has_computed(p: Predicate) -> bool:
+    """Whether ``p`` holds a :class:`Computed` comparison (evaluated on rows only)."""
+    if isinstance(p, Computed):
+        return True
+    return isinstance(p, And | Or) and any(has_computed(c) for c in p.children)
 
 
 _NEGATED = {Op.EQ: Op.NE, Op.NE: Op.EQ, Op.LT: Op.GE, Op.LE: Op.GT, Op.GT: Op.LE, Op.GE: Op.LT,
@@ -199,6 +290,8 @@ def negate(p: Predicate) -> Predicate:
         InvalidPredicateError: ``p`` holds a string match (``STARTS_WITH``, ``ENDS_WITH``,
             ``CONTAINS``, ``LIKE``), which has no negated leaf.
     """
+    if isinstance(p, Computed):
+        return Computed(_NEGATED[p.op], p.left, p.right, p.null_safe)
     if isinstance(p, Leaf):
         if p.op is Op.BETWEEN:
             low, high = p.literals
@@ -260,6 +353,12 @@ def bind(p: Predicate, schema: Mapping[str, DataType]) -> Predicate:
             known = ", ".join(schema) or "none"
             raise InvalidPredicateError(f"unknown column {p.column!r} (schema has: {known})")
         return _bind_leaf(p, dtype)
+    if isinstance(p, Computed):
+        for column in [*term_columns(p.left), *term_columns(p.right)]:
+            if column not in schema:
+                known = ", ".join(schema) or "none"
+                raise InvalidPredicateError(f"unknown column {column!r} (schema has: {known})")
+        return p
     if isinstance(p, And):
         return and_(*(bind(c, schema) for c in p.children))
     if isinstance(p, Or):

@@ -6,12 +6,14 @@ Grammar (keywords case-insensitive)::
     and_expr   := not_expr ("AND" not_expr)*
     not_expr   := "NOT" not_expr | primary
     primary    := "(" expr ")" | "TRUE" | "FALSE" | comparison
-    comparison := operand op operand                       op: = <=> <> != < <= > >=
-                | column ["NOT"] "IN" "(" [literal ("," literal)*] ")"
-                | column "IS" ["NOT"] ("NULL" | "TRUE" | "FALSE")
-                | column ["NOT"] "BETWEEN" literal "AND" literal
+    comparison := sum op sum                               op: = <=> <> != < <= > >=
+                | sum ["NOT"] "IN" "(" [literal ("," literal)*] ")"
+                | sum "IS" ["NOT"] "NULL" | column "IS" ["NOT"] ("TRUE" | "FALSE")
+                | sum ["NOT"] "BETWEEN" sum "AND" sum
                 | column "LIKE" string                     'abc%' -> STARTS_WITH 'abc'
-    operand    := column | literal                         (one side a column, the other a literal)
+    sum        := product (("+" | "-") product)*
+    product    := unary (("*" | "/" | "%") unary)*
+    unary      := ("-" | "+") unary | column | literal | "(" sum ")"
     column     := identifier | `back-quoted name`          (`` inside = one back-quote)
     literal    := integer | decimal | float | string | TRUE | FALSE | NULL
                 | DATE 'yyyy-mm-dd' | TIMESTAMP 'yyyy-mm-dd hh:mm:ss[.ffffff]' | TIME 'hh:mm:ss[.fff]'
@@ -23,6 +25,14 @@ backslash escapes mean what Spark makes of them (``'x\\\\y'`` is ``x\\y``; ``\\n
 ``/* ... */`` are comments. :func:`split_top_level` and :func:`unwrap_parentheses` cut *any* Spark
 SQL condition on these tokens (what the grammar does not know included), for callers that replace
 the parts they cannot parse.
+
+A comparison of a column with a literal is a :class:`~paimon_index.predicate.Leaf` (what indexes and
+statistics answer). Anything else — arithmetic on a side (``id % 7 = 0``, ``price * qty > 100``), or a
+column compared with a column — is a :class:`~paimon_index.predicate.Computed` comparison, evaluated
+on the rows with Spark's ANSI semantics (:mod:`paimon_index.expression`: ``/`` is fractional, ``%``
+takes the dividend's sign, overflow and division by zero raise
+:class:`~paimon_index.errors.DataError`); indexes never prune with it. ``x IN (...)``, ``BETWEEN`` and
+``IS [NOT] NULL`` on such a side become ORs/ANDs of comparisons and ``<=> NULL``, exactly as in SQL.
 
 Numbers: ``12`` is an ``int``, ``1.5`` a ``decimal.Decimal``, ``1e3`` a ``float``; each is compared
 with a column by its value, as Spark compares them (:mod:`paimon_index.coercion`). NOT is pushed
@@ -50,9 +60,11 @@ from paimon_index.lexing import STRING_LITERAL, WHITESPACE, string_value
 from paimon_index.predicate import (
     ALWAYS_FALSE,
     ALWAYS_TRUE,
+    Computed,
     Leaf,
     Op,
     Predicate,
+    Term,
     and_,
     bind,
     is_false,
@@ -75,7 +87,7 @@ _TOKENS = rf"""
   | (?P<hex>[xX]'[0-9A-Fa-f]*')
   | (?P<quoted>`(?:[^`]|``)*`)
   | (?P<number>-?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?)
-  | (?P<op><=>|<>|!=|<=|>=|=|<|>|\(|\)|,)
+  | (?P<op><=>|<>|!=|<=|>=|=|<|>|\(|\)|,|[-+*/%])
   | (?P<word>-?[A-Za-z_][A-Za-z0-9_]*)
 """
 _TOKEN = re.compile(_TOKENS, re.VERBOSE | re.DOTALL)
@@ -86,6 +98,7 @@ _FLIP = {Op.EQ: Op.EQ, Op.NE: Op.NE, Op.LT: Op.GT, Op.LE: Op.GE, Op.GT: Op.LT, O
 NULL_SAFE_EQ = "<=>"
 _COMPARE = {NULL_SAFE_EQ: Op.EQ, "=": Op.EQ, "<>": Op.NE,
              "!=": Op.NE, "<": Op.LT, "<=": Op.LE, ">": Op.GT, ">=": Op.GE}
+_ARITH_OPS = ("+", "-", "*", "/", "%")
 _SPECIAL_FLOATS = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
 MAX_FRACTION_DIGITS = 6
 
@@ -192,10 +205,23 @@ class _Parser:
     def primary(self) -> Predicate:
         tok = self.peek()
         if tok.kind == "op" and tok.text == "(":
-            self.take()
-            inner = self.or_expr()
-            self.expect_op(")")
-            return inner
+            start = self.i
+            try:
+                self.take()
+                inner = self.or_expr()
+                self.expect_op(")")
+                if not self._continues_operand():
+                    return inner
+                first: InvalidPredicateError | None = None
+            except InvalidPredicateError as e:
+                first = e
+            self.i = start  # ``(a + 1) > 2``: parentheses around an operand, not a condition
+            try:
+                return self.comparison()
+            except InvalidPredicateError:
+                if first is not None:
+                    raise first from None
+                raise
         if tok.is_word("TRUE", "FALSE") and self.peek(1).kind in ("end", "word", "op") \
                 and not (self.peek(1).kind == "op" and self.peek(1).text in _COMPARE):
             self.take()
@@ -203,19 +229,121 @@ class _Parser:
         return self.comparison()
 
     # -- leaves ---------------------------------------------------------------------------------
+    def _continues_operand(self) -> bool:
+        """Whether the next token continues an operand or a comparison (after a closing parenthesis)."""
+        tok = self.peek()
+        if tok.kind == "op" and (tok.text in _COMPARE or tok.text in _ARITH_OPS):
+            return True
+        if tok.kind in ("number", "word") and tok.text.startswith("-"):
+            return True  # ``(a) -1``: a minus, not a negative literal
+        return tok.is_word("IN", "BETWEEN", "IS", "LIKE") or \
+            (tok.is_word("NOT") and self.peek(1).is_word("IN", "BETWEEN", "LIKE"))
+
     def comparison(self) -> Predicate:
-        start = self.peek()
-        if start.kind in ("word", "quoted") and not self._is_literal_start(start):
-            column = self.column()
-            return self.after_column(column)
-        literal = self.literal()
-        op_tok = self.take()
-        if op_tok.kind != "op" or op_tok.text not in _COMPARE:
-            raise self.error("expected a comparison operator after a literal", op_tok.pos)
-        column = self.column()
-        if op_tok.text == NULL_SAFE_EQ:
-            return null_safe_eq(column, literal)
-        return Leaf(_FLIP[_COMPARE[op_tok.text]], column, (literal,))
+        left = self.sum()
+        tok = self.peek()
+        if left[0] == "column" and (tok.is_word("IS", "IN", "LIKE") or
+                                    (tok.is_word("NOT") and self.peek(1).is_word("IN", "LIKE"))):
+            return self.after_column(str(left[1]))
+        tok = self.take()
+        if tok.kind == "op" and tok.text in _COMPARE:
+            return self.compare(tok.text, left, self.sum())
+        if tok.is_word("IS"):
+            is_not = self.peek().is_word("NOT")
+            if is_not:
+                self.take()
+            nxt = self.take()
+            if not nxt.is_word("NULL"):
+                found = nxt.text or "end of text"
+                raise self.error(f"expected NULL after IS on an expression, found {found!r}", nxt.pos)
+            return Computed(Op.NE if is_not else Op.EQ, left, ("literal", None), null_safe=True)
+        if tok.is_word("NOT", "IN", "BETWEEN"):
+            not_pos = tok.pos if tok.is_word("NOT") else None
+            if not_pos is not None:
+                tok = self.take()
+            p: Predicate
+            if tok.is_word("IN"):
+                values = self.literal_list()
+                p = or_(*(self.compare("=", left, ("literal", v)) for v in values))
+            elif tok.is_word("BETWEEN"):
+                low = self.sum()
+                self.expect_word("AND")
+                high = self.sum()
+                if left[0] == "column" and low[0] == "literal" and high[0] == "literal":
+                    p = Leaf(Op.BETWEEN, str(left[1]), (low[1], high[1]))
+                else:
+                    p = and_(self.compare(">=", left, low), self.compare("<=", left, high))
+            else:
+                raise self.error(f"expected IN or BETWEEN, found {tok.text or 'end of text'!r}", tok.pos)
+            return p if not_pos is None else self.negate(p, not_pos)
+        if left[0] == "literal" and not (tok.kind == "op" and tok.text in _COMPARE):
+            raise self.error("expected a comparison operator after a literal", tok.pos)
+        raise self.error(f"expected an operator after {_describe(left)}, found "
+                         f"{tok.text or 'end of text'!r}", tok.pos)
+
+    def compare(self, op: str, left: Term, right: Term) -> Predicate:
+        """``left op right``: a leaf when one side is a column and the other a literal."""
+        if left[0] == "column" and right[0] == "literal":
+            column, value = str(left[1]), right[1]
+            if op == NULL_SAFE_EQ:
+                return null_safe_eq(column, value)
+            return Leaf(_COMPARE[op], column, (value,))
+        if left[0] == "literal" and right[0] == "column":
+            column, value = str(right[1]), left[1]
+            if op == NULL_SAFE_EQ:
+                return null_safe_eq(column, value)
+            return Leaf(_FLIP[_COMPARE[op]], column, (value,))
+        return Computed(_COMPARE[op], left, right, null_safe=op == NULL_SAFE_EQ)
+
+    # -- arithmetic operands ------------------------------------------------------------------------
+    def _split_minus(self) -> None:
+        """``a -1`` / ``a -b``: the lexer read ``-1`` / ``-b`` as one token; after an operand it is
+        a binary minus, as Spark reads it."""
+        tok = self.peek()
+        if tok.kind in ("number", "word") and tok.text.startswith("-") and tok.text not in _SPECIAL_FLOATS:
+            rest = tok.text[1:]
+            kind = "number" if tok.kind == "number" else "word"
+            self.tokens[self.i:self.i + 1] = [_Token("op", "-", tok.pos), _Token(kind, rest, tok.pos + 1)]
+
+    def sum(self) -> Term:
+        left = self.product()
+        while True:
+            self._split_minus()
+            tok = self.peek()
+            if not (tok.kind == "op" and tok.text in ("+", "-")):
+                return left
+            self.take()
+            left = ("arith", tok.text, left, self.product())
+
+    def product(self) -> Term:
+        left = self.unary()
+        while (tok := self.peek()).kind == "op" and tok.text in ("*", "/", "%"):
+            self.take()
+            left = ("arith", tok.text, left, self.unary())
+        return left
+
+    def unary(self) -> Term:
+        tok = self.peek()
+        if tok.kind == "op" and tok.text in ("-", "+"):
+            self.take()
+            operand = self.unary()
+            if tok.text == "+":
+                return operand
+            if operand[0] == "literal" and isinstance(operand[1], int | float | decimal.Decimal) \
+                    and not isinstance(operand[1], bool):
+                return ("literal", -operand[1])
+            return ("negate", operand)
+        if tok.kind == "word" and tok.text.startswith("-") and tok.text not in _SPECIAL_FLOATS:
+            self._split_minus()
+            return self.unary()
+        if tok.kind == "op" and tok.text == "(":
+            self.take()
+            inner = self.sum()
+            self.expect_op(")")
+            return inner
+        if tok.kind in ("word", "quoted") and not self._is_literal_start(tok):
+            return ("column", self.column())
+        return ("literal", self.literal())
 
     def _is_literal_start(self, tok: _Token) -> bool:
         if tok.kind != "word":
@@ -342,6 +470,12 @@ class _Parser:
             return dt.datetime.fromisoformat(text)
         except ValueError as e:
             raise self.error(f"invalid {word} literal {text!r}: {e}", tok.pos) from e
+
+
+def _describe(term: Term) -> str:
+    from paimon_index.predicate import term_text
+
+    return f"column {term[1]!r}" if term[0] == "column" else repr(term_text(term))
 
 
 def parse_predicate(text: str) -> Predicate:

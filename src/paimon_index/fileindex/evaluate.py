@@ -61,7 +61,18 @@ from paimon_index.fileindex.base import IndexReader, TopN
 from paimon_index.fileindex.format import ContainerReader, IndexEntry
 from paimon_index.fileindex.registry import find_index_type
 from paimon_index.fileindex.result import REMAIN, SKIP, FileIndexResult, Rows
-from paimon_index.predicate import ALWAYS_FALSE, ALWAYS_TRUE, And, Leaf, Op, Or, Predicate, and_, columns_of
+from paimon_index.predicate import (
+    ALWAYS_FALSE,
+    ALWAYS_TRUE,
+    And,
+    Computed,
+    Leaf,
+    Op,
+    Or,
+    Predicate,
+    and_,
+    columns_of,
+)
 from paimon_index.types import DataType, TypeRoot
 
 __all__ = ["CANNOT_ANSWER", "EMPTY_INDEX_SKIPS", "EXACT_OPS", "NOT_NEEDED", "FileIndexEvaluator", "answers",
@@ -297,7 +308,7 @@ class FileIndexEvaluator:
             return result
         if predicate == ALWAYS_FALSE:
             return SKIP
-        assert predicate == ALWAYS_TRUE
+        assert predicate == ALWAYS_TRUE or isinstance(predicate, Computed)  # Computed: cannot tell
         return REMAIN
 
     def _leaf(self, leaf: Leaf, java_order: bool) -> FileIndexResult:

@@ -56,7 +56,9 @@ Where the work runs:
   as in :class:`paimon_index.Table`: the matching rows are read through the source and their keys
   upserted by the ``upsert`` job (``-D`` rows, or the new values). The source's writer plans its
   upsert on the latest snapshot (it takes no snapshot to commit on), so these rows are read from
-  the latest snapshot too;
+  the latest snapshot too. A primary-key table without deletion vectors: the merged rows of one
+  pinned snapshot are read on the driver and the change is committed exactly on it
+  (:mod:`paimon_index.spark.merge_on_read`);
 - ``rewrite_file_index``: one job; the driver plans the files (those of the partitions ``where``
   selects) and packs them into tasks of about equal bytes (``min(files, 2 x defaultParallelism)``
   tasks, so one large file does not leave the other cores idle behind it); executors rebuild and
@@ -113,6 +115,7 @@ from paimon_index.table.catalog import parse_identifier
 from paimon_index.table.fileio import TableIO
 from paimon_index.table.files import FilePlan, missing_files_named
 from paimon_index.table.paimon import latest_snapshot
+from paimon_index.table.pk.merge_on_read import LATEST
 from paimon_index.table.pk.upsert import DELETE_KIND, ROW_KIND_COLUMN, change_by_key, overwrite_rows
 from paimon_index.table.row_level import (
     RowChange,
@@ -206,10 +209,11 @@ def upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
     """Insert or replace ``df``'s rows by primary key (``_ROW_KIND`` '-D'/'-U' rows delete their key).
 
     Tasks own whole buckets (``partitions`` tasks, default Spark's parallelism); see the module
-    docstring.
+    docstring. A table without deletion vectors (merge-on-read): the rows are collected on the
+    driver and written as level-0 key-value rows with their kinds (:mod:`paimon_index.spark.merge_on_read`).
 
     Raises:
-        PrimaryKeyTableError: ``table`` is not a primary-key table in deletion-vectors mode.
+        PrimaryKeyTableError: ``table`` is not a primary-key table.
         ConcurrentChangeError: another commit landed meanwhile; nothing was applied.
     """
     snapshot, rows = _upsert(spark, df, table, warehouse=warehouse, partitions=partitions,
@@ -223,14 +227,24 @@ def _dynamic_bucket(paimon_table: Any) -> bool:
 
 def _upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
             partitions: int | None = None, catalog_options: CatalogOptions = None,
-            delete_keys: bool = False) -> tuple[int | None, int]:
+            delete_keys: bool = False, operation: str | None = None,
+            planned: object = LATEST) -> tuple[int | None, int]:
     """Upsert ``df`` into the primary-key table ``table`` in one snapshot: the new snapshot id (None
     when nothing was committed) and the number of rows of ``df`` written. ``delete_keys``: ``df``
-    holds a DELETE's ``-D`` rows, which remove their keys whatever the table's merge engine."""
+    holds a DELETE's ``-D`` rows, which remove their keys whatever the table's merge engine.
+    A merge-on-read table (no deletion vectors): ``df``'s rows as level-0 key-value rows, exactly on
+    ``planned`` (:mod:`paimon_index.spark.merge_on_read`)."""
     catalog_options = dict(catalog_options or {})
     paimon_table = _opened(warehouse, table, catalog_options)
+    if paimon_table.is_primary_key_table and not pk.dv_mode(paimon_table):
+        from paimon_index.spark.merge_on_read import write_frame
+
+        df = store_assigned(df, target_schema(paimon_table), by_name=True, case_sensitive=None, table=table,
+                            passthrough=(ROW_KIND_COLUMN,))
+        return write_frame(df, paimon_table, planned,
+                           operation or ("delete" if delete_keys else "upsert"))
     if not pk.dv_mode(paimon_table):
-        raise PrimaryKeyTableError(f"{table} is not a primary-key table in deletion-vectors mode")
+        raise PrimaryKeyTableError(f"{table} is not a primary-key table (upserts need a primary key)")
     from paimon_index.table.pk.plan import check_table
 
     # A merge engine's options are refused on the driver, before any task runs.
@@ -287,7 +301,17 @@ class _SparkKeyedRows:
         self.spark, self.table, self.columns = spark, table, columns
         self.warehouse, self.catalog_options = warehouse, catalog_options
 
+    def _merge_on_read(self) -> bool:
+        from paimon_index.spark.merge_on_read import is_merge_on_read
+
+        return is_merge_on_read(_opened(self.warehouse, self.table, dict(self.catalog_options or {})))
+
     def matching(self, where: str, snapshot_id: int) -> DataFrame:
+        if self._merge_on_read():  # the merged rows of ``snapshot_id``, committed exactly on it
+            from paimon_index.spark.merge_on_read import merged_frame
+
+            return merged_frame(self.spark, self.warehouse, self.table, self.catalog_options,
+                                snapshot_id)[0].filter(where)
         # The latest snapshot, not ``snapshot_id``: the source's writer plans the upsert on the
         # latest one (it takes no snapshot to commit on), so reading an older one would only widen
         # the window in which a concurrent change is overwritten.
@@ -303,10 +327,15 @@ class _SparkKeyedRows:
         return _assigned_rows(rows, self.columns, assignments)
 
     def upsert(self, rows: DataFrame, snapshot_id: int) -> tuple[int | None, int]:
-        del snapshot_id  # see matching
         # Rows with a row kind are a DELETE's (``deleted``): they remove their keys on every engine.
+        deleting = ROW_KIND_COLUMN in rows.columns
+        if self._merge_on_read():
+            return _upsert(self.spark, rows, self.table, warehouse=self.warehouse,
+                           catalog_options=self.catalog_options, delete_keys=deleting,
+                           operation="delete" if deleting else "update", planned=snapshot_id)
+        del snapshot_id  # see matching
         return _upsert(self.spark, rows, self.table, warehouse=self.warehouse,
-                       catalog_options=self.catalog_options, delete_keys=ROW_KIND_COLUMN in rows.columns)
+                       catalog_options=self.catalog_options, delete_keys=deleting)
 
 
 def _assigned(value: Any) -> Column:
@@ -553,6 +582,14 @@ DYNAMIC_PARTITION_OVERWRITE = "dynamic-partition-overwrite"
 def spark_schema(spark: SparkSession, table: str, *, warehouse: str,
                  catalog_options: CatalogOptions = None) -> StructType:
     """The table's columns as Spark types (as the ``paimon_index`` source reads them)."""
+    from paimon_index.spark.merge_on_read import is_merge_on_read
+
+    paimon_table = _opened(warehouse, table, dict(catalog_options or {}))
+    if is_merge_on_read(paimon_table):  # the source does not read these: the merged read's schema
+        from paimon_index.spark.merge_on_read import spark_schema as merged_schema
+
+        merged: StructType = merged_schema(paimon_table)
+        return merged
     schema: StructType = _source(spark, warehouse, catalog_options).load(table).schema
     return schema
 
@@ -565,25 +602,26 @@ def overwrite(df: DataFrame, table: str, partition: Mapping[str, Any] | None = N
     ``dynamic`` True replaces only the partitions ``df`` writes. ``df`` holds the table's columns.
 
     Append tables: tasks write the files (:func:`_tasks.write_job`), the driver commits them as an
-    overwrite. Primary-key tables in deletion-vectors mode: the rows are collected on the driver and
-    written by :func:`paimon_index.table.pk.overwrite_rows` (the last row per key wins).
+    overwrite. Primary-key tables: the rows are collected on the driver and written by
+    :func:`paimon_index.table.pk.overwrite_rows` (deletion-vectors mode: the last row per key wins,
+    into levels >= 1) or as a plain key-value overwrite (no deletion vectors: readers merge).
 
     Raises:
-        InvalidOptionError: a static partition spec on a primary-key table.
         ConcurrentChangeError: another commit landed meanwhile; nothing was applied.
     """
     paimon_table = _opened(warehouse, table, catalog_options)
     target = paimon_table.copy({DYNAMIC_PARTITION_OVERWRITE: "true" if dynamic else "false"})
     if paimon_table.is_primary_key_table:
-        if partition:
-            raise InvalidOptionError(f"INSERT OVERWRITE ... PARTITION of the primary-key table {table} "
-                                     "is not supported: overwrite without a PARTITION clause, or delete "
-                                     "and upsert")
-        if not pk.dv_mode(paimon_table):
-            raise PrimaryKeyTableError(f"INSERT OVERWRITE of {table} needs a primary-key table in "
-                                       "deletion-vectors mode ('deletion-vectors.enabled' = 'true')")
+        # Collected on the driver. Deletion-vectors mode: the last row per key into levels >= 1;
+        # merge-on-read (no vectors): pypaimon's key-value write (level 0), as Paimon's connector.
+        # A static PARTITION replaces only that partition in both (the overwrite's partition filter).
         data = df.toArrow()
-        snapshot = overwrite_rows(target, data)
+        if pk.dv_mode(paimon_table):
+            snapshot = overwrite_rows(target, data, partition=partition or None)
+        else:
+            from paimon_index.table.write import write_arrow
+
+            snapshot = write_arrow(target, data, overwrite=True, partition=partition or None)
         return _result(warehouse, table, catalog_options, OVERWRITE, snapshot, data.num_rows)
     with Transaction(target, latest_snapshot(paimon_table), overwrite=True, partition=partition,
                      operation="overwrite") as txn:
@@ -637,15 +675,16 @@ def change_matched(spark: SparkSession, table: str, build: MatchedRows, *, opera
 
 
 def upsert_changes(spark: SparkSession, rows: DataFrame, table: str, *, operation: str, warehouse: str,
-                   catalog_options: CatalogOptions = None) -> CommitResult:
+                   catalog_options: CatalogOptions = None, planned: object = LATEST) -> CommitResult:
     """DELETE / UPDATE / MERGE of a primary-key table: ``rows`` (the table's columns and
     ``_ROW_KIND``, '-D' deleting its key) upserted in one snapshot by the :func:`upsert` job.
     UPDATE / MERGE of an ``aggregation`` table are refused as Paimon's connector refuses them; a
-    DELETE removes the keys on every merge engine."""
+    DELETE removes the keys on every merge engine. ``planned``: the snapshot ``rows`` were read on,
+    which a merge-on-read table (no deletion vectors) commits exactly on."""
     from paimon_index.table.pk.merge import check_row_level
 
     if operation in ("update", "merge"):
         check_row_level(_opened(warehouse, table, dict(catalog_options or {})), operation)
     snapshot, count = _upsert(spark, rows, table, warehouse=warehouse, catalog_options=catalog_options,
-                              delete_keys=operation == "delete")
+                              delete_keys=operation == "delete", operation=operation, planned=planned)
     return _result(warehouse, table, catalog_options, operation, snapshot, count)

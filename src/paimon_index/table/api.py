@@ -240,15 +240,17 @@ class Table:
         if rows.num_rows == 0:
             return None
         if not dv_mode(self._paimon):
-            # Without deletion vectors a reader merges rows by key: new rows are plain appends.
-            if ROW_KIND_COLUMN in rows.column_names:
-                raise TableError(f"deleting keys of {self.identifier} needs deletion vectors: set "
-                                 "'deletion-vectors.enabled' = 'true'")
-            if planned is not UPSERT_LATEST:
-                raise TableError(f"UPDATE of {self.identifier} by predicate needs deletion vectors (a "
-                                 "plain append cannot commit on the snapshot it read): set "
-                                 "'deletion-vectors.enabled' = 'true', or upsert the new rows")
-            return write_arrow(self._paimon, rows)
+            # Without deletion vectors a reader merges rows by key: changes are level-0 key-value
+            # rows with their value kinds (pk/merge_on_read.py), as Paimon's connector writes them.
+            if ROW_KIND_COLUMN not in rows.column_names and planned is UPSERT_LATEST:
+                return write_arrow(self._paimon, rows)
+            from paimon_index.table.pk.merge_on_read import LATEST, write_changes
+
+            # Rows read by an UPDATE (planned on a snapshot) are +U rows, as Java's UPDATE writes them.
+            exact = planned is not UPSERT_LATEST
+            return write_changes(self._paimon, rows, planned=planned if exact else LATEST,
+                                 kind="+U" if exact else "+I",
+                                 operation="delete" if delete_keys else "update" if exact else "upsert")
         try:
             return upsert_arrow(self._paimon, rows, planned=planned, delete_keys=delete_keys)
         except PaimonIndexError:
@@ -548,7 +550,7 @@ def spark_sort_indices(rows: pa.Table, orders: Iterable[SortOrder]) -> pa.Array:
 
 def _merged_read(table: Any, predicate: Predicate | str) -> tuple[pa.Table, ScanReport]:
     """A primary-key table without deletion vectors: pypaimon merges by key, then the exact filter."""
-    from paimon_index.arrow_filter import to_arrow_expression
+    from paimon_index.arrow_filter import filter_rows
     from paimon_index.table.scan import bind_where
     from paimon_index.table.write import table_schema
 
@@ -558,7 +560,7 @@ def _merged_read(table: Any, predicate: Predicate | str) -> tuple[pa.Table, Scan
     merged = builder.new_read().to_arrow(builder.new_scan().plan().splits())
     report = ScanReport()
     report.rows_read = merged.num_rows
-    rows = merged if bound is ALWAYS_TRUE else merged.filter(to_arrow_expression(bound, schema))
+    rows = filter_rows(merged, bound, schema)
     report.rows_returned = rows.num_rows
     return rows, report
 

@@ -64,7 +64,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyroaring import BitMap
 
-from paimon_index.arrow_filter import to_arrow_expression
+from paimon_index.arrow_filter import filter_rows
 from paimon_index.deletionvectors.index_file import prefetch_vectors, read_vector
 from paimon_index.deletionvectors.vector import DeletionVector
 from paimon_index.errors import CorruptFileError, TableError
@@ -636,8 +636,8 @@ def exact_selection(io: TableIO, plan: FilePlan, result: FileIndexResult, bound:
     if positions is None:
         positions = np.arange(plan.row_count, dtype=np.int64)
     rows = _read_file(io, plan, positions, report, mapping_of(schema, plan), columns_of(bound))
-    exact = to_arrow_expression(bound, schema)
-    matching = rows.append_column(_POSITION, pa.array(positions)).filter(exact).column(_POSITION)
+    rows = rows.append_column(_POSITION, pa.array(positions))
+    matching = filter_rows(rows, bound, schema).column(_POSITION)
     return Rows(BitMap(matching.to_numpy().astype(np.uint32)), exact=True)
 
 
@@ -730,7 +730,7 @@ def read_rows(io: TableIO, plan: FilePlan, bound: Predicate, schema: Mapping[str
     if row_ids is not None:
         rows = _with_row_ids(rows, plan, positions, partition_text(row_ids, plan.partition))
     if bound is not ALWAYS_TRUE:
-        rows = rows.filter(to_arrow_expression(bound, schema))
+        rows = filter_rows(rows, bound, schema)
     report.rows_returned += rows.num_rows
     if columns is not None:
         rows = rows.select([*columns, *(METADATA_COLUMNS if row_ids is not None else ())])

@@ -55,7 +55,7 @@ from paimon_index.errors import PaimonIndexError, UnsupportedTableError
 from paimon_index.fileindex.base import TopN
 from paimon_index.fileindex.evaluate import FileIndexEvaluator
 from paimon_index.fileindex.options import FileIndexOptions
-from paimon_index.predicate import ALWAYS_TRUE, And, Leaf, Or, Predicate, and_, or_
+from paimon_index.predicate import ALWAYS_TRUE, And, Leaf, Or, Predicate, and_, or_, without_computed
 from paimon_index.sql import bind_predicate, split_top_level, unwrap_parentheses
 from paimon_index.table.fileio import TableIO
 from paimon_index.table.files import (
@@ -128,7 +128,8 @@ def conservative_predicate(text: str | None, schema: Mapping[str, Any]) -> tuple
     except PaimonIndexError:
         pass
     else:
-        scalar = _scalar_only(bound, schema)
+        # Arithmetic (Computed) is Spark's to evaluate: a superset without it, and not exact.
+        scalar = without_computed(_scalar_only(bound, schema))
         return scalar, scalar == bound
     disjuncts = split_top_level(text, "OR")
     if len(disjuncts) > 1 and all(disjuncts):

@@ -285,11 +285,21 @@ def _truncate(catalog: Catalog, name: TableName) -> None:
 # ------------------------------------------------------------------------------------------------
 # DELETE / UPDATE
 # ------------------------------------------------------------------------------------------------
-def _target_read(catalog: Catalog, name: TableName) -> DataFrame:
-    """A primary-key table's rows at the latest snapshot (the upsert plans on the latest one)."""
+def _target_read(catalog: Catalog, name: TableName) -> tuple[DataFrame, object]:
+    """A primary-key table's rows at the latest snapshot, and the snapshot the change commits on:
+    deletion-vectors mode, the latest one (the upsert plans on it); merge-on-read (no vectors), the
+    snapshot read, exactly (:mod:`paimon_index.spark.merge_on_read`)."""
+    from paimon_index.spark import merge_on_read
     from paimon_index.spark.planned import source_read
+    from paimon_index.table.api import open_table
+    from paimon_index.table.pk.merge_on_read import LATEST
 
-    return source_read(catalog.spark, name.identifier, None, catalog.warehouse, catalog.catalog_options)
+    opened = open_table(catalog.warehouse, name.identifier, catalog_options=catalog.catalog_options)
+    if merge_on_read.is_merge_on_read(opened.paimon_table):
+        return merge_on_read.merged_frame(catalog.spark, catalog.warehouse, name.identifier,
+                                           catalog.catalog_options)
+    read = source_read(catalog.spark, name.identifier, None, catalog.warehouse, catalog.catalog_options)
+    return read, LATEST
 
 
 def _where_of(statement: exp.Expr) -> exp.Expr | None:
@@ -319,10 +329,10 @@ def _delete(catalog: Catalog, statement: exp.Delete, node: exp.Table, name: Tabl
     target = _open(catalog, name)
     alias, where = _alias_of(node), _where_of(statement)
     if target.primary_keys:
-        rows = _selected(catalog, node, _target_read(catalog, name), [_col(alias, c) for c in target.names],
-                         where)
+        read, planned = _target_read(catalog, name)
+        rows = _selected(catalog, node, read, [_col(alias, c) for c in target.names], where)
         jobs.upsert_changes(catalog.spark, rows.withColumn(_ROW_KIND, F.lit("-D")), name.identifier,
-                            operation="delete", **_where(catalog))
+                            operation="delete", planned=planned, **_where(catalog))
         return
 
     def build(pinned: DataFrame) -> tuple[DataFrame | None, DataFrame | None]:
@@ -359,9 +369,10 @@ def _update(catalog: Catalog, statement: exp.Update, node: exp.Table, name: Tabl
                               for i, n in enumerate(target.names)]
     value_names = [F.col(f"__paimon_v{i}") for i in range(len(target.names))]
     if target.primary_keys:
-        rows = _selected(catalog, node, _target_read(catalog, name), values, where)
+        read, planned = _target_read(catalog, name)
+        rows = _selected(catalog, node, read, values, where)
         jobs.upsert_changes(catalog.spark, _store_assigned(rows, target), name.identifier,
-                            operation="update", **_where(catalog))
+                            operation="update", planned=planned, **_where(catalog))
         return
 
     def build(pinned: DataFrame) -> tuple[DataFrame | None, DataFrame | None]:
@@ -510,12 +521,14 @@ def _merge(catalog: Catalog, statement: exp.Merge, node: exp.Table, name: TableN
         return merged.where(F.col(_ACTION) != 0)
 
     if target.primary_keys:
-        changes = joined(_target_read(catalog, name))
+        read, planned = _target_read(catalog, name)
+        changes = joined(read)
         _check_keys_kept(changes, target, [i for i, c in enumerate(clauses, start=1) if c.action == "update"])
         kind_column = F.when(F.col(_ACTION).isin(removing), F.lit("-D")).otherwise(F.lit("+I")) \
             if removing else F.lit("+I")
         rows = _store_assigned(changes.select(*value_names, kind_column.alias(_ROW_KIND)), target)
-        jobs.upsert_changes(catalog.spark, rows, name.identifier, operation="merge", **_where(catalog))
+        jobs.upsert_changes(catalog.spark, rows, name.identifier, operation="merge", planned=planned,
+                            **_where(catalog))
         return
 
     def build(pinned: DataFrame) -> tuple[DataFrame | None, DataFrame | None]:

@@ -65,7 +65,7 @@ def read_primary_key(table: Any, predicate: Predicate | str) -> tuple[pa.Table, 
 def _merge_read(table: Any, plan: Plan, bound: Predicate, schema: Mapping[str, Any],
                 columns: list[str]) -> tuple[pa.Table, ScanReport]:
     """Merge-on-read (``deletion-vectors.merge-on-read``): every file, newest version of each key."""
-    from paimon_index.arrow_filter import to_arrow_expression
+    from paimon_index.arrow_filter import filter_rows
 
     report = ScanReport()
     parts = []
@@ -87,11 +87,11 @@ def _merge_read(table: Any, plan: Plan, bound: Predicate, schema: Mapping[str, A
         versions = rows.select(columns).append_column(ROW_KIND_COLUMN, pa.array(kinds, pa.string()))
         merged = engine.fold(versions, single_as_is=True)
         kept = merged.filter(pc.is_in(merged[ROW_KIND_COLUMN], pa.array(["+I", "+U"]))).select(columns)
-        result = kept.filter(to_arrow_expression(bound, schema))
+        result = filter_rows(kept, bound, schema)
         report.rows_returned = result.num_rows
         return result, report
     newest = last_per_key(rows, list(table.primary_keys))
     live = pc.invert(pc.is_in(newest[VALUE_KIND_COLUMN], pa.array(DELETING_VALUE_KINDS, pa.int8())))
-    result = newest.filter(live).select(columns).filter(to_arrow_expression(bound, schema))
+    result = filter_rows(newest.filter(live).select(columns), bound, schema)
     report.rows_returned = result.num_rows
     return result, report

@@ -557,7 +557,7 @@ def change_by_key(table: Any, where: Any, assignments: Mapping[str, Any] | None,
     return rows.upsert(changed, planned)
 
 
-def overwrite_rows(table: Any, data: pa.Table) -> int | None:
+def overwrite_rows(table: Any, data: pa.Table, *, partition: Mapping[str, Any] | None = None) -> int | None:
     """``INSERT OVERWRITE`` of a primary-key table in deletion-vectors mode, one exact snapshot: the
     table's rows (the partitions ``data`` holds, while ``dynamic-partition-overwrite`` is on) become
     the last row per key of ``data``.
@@ -591,7 +591,8 @@ def overwrite_rows(table: Any, data: pa.Table) -> int | None:
     index_dir = str(table.path_factory().index_path())
     # No changelog, whatever 'changelog-producer' says: Java's overwrite commits none either
     # (FileStoreCommitImpl.overwritePartition: "Overwrite mode currently does not commit any changelog").
-    with Transaction.begin(table, overwrite=True, operation="overwrite") as txn:
+    # ``partition``: a static PARTITION spec (only that partition replaced; ``data`` lies in it).
+    with Transaction.begin(table, overwrite=True, partition=partition, operation="overwrite") as txn:
         messages = write_rows(table, rows)
         txn.track(*written_paths(messages, index_dir))
         for message in messages:

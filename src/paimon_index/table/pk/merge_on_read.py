@@ -1,0 +1,166 @@
+"""Primary-key tables without deletion vectors (merge-on-read): changes as level-0 key-value files.
+
+    check_changes(table, deleting) -> options           what is refused, before anything is read
+    write_changes(table, rows, planned=None, kind="+I") -> snapshot id | None
+
+Without deletion vectors a reader merges a key's rows across files (the newest sequence number
+wins; a ``-D`` or ``-U`` row removes the key), so a change is just new rows: Paimon's writer puts
+them in level-0 files, each row with its ``_VALUE_KIND`` (``+I`` 0, ``-U`` 1, ``+U`` 2, ``-D`` 3).
+Paimon's Spark connector does exactly that (``DeleteFromPaimonTableCommand`` /
+``UpdatePaimonTableCommand`` on a primary-key table): a DELETE writes the matching rows as ``-D``,
+an UPDATE the changed rows as ``+U``, MERGE INTO / an upsert its rows with their kinds, committed as
+one APPEND snapshot of level-0 files. Here the same, through pypaimon's key-value writer (buckets,
+sequence numbers, the dynamic-bucket HASH index); only the value kind of each row is set from the
+rows' ``_ROW_KIND`` (pypaimon's writer sets it only from a table column named by ``rowkind.field``).
+
+One snapshot per statement, exact: a DELETE/UPDATE read its rows on snapshot ``planned`` and
+commits exactly as ``planned + 1`` (else :class:`~paimon_index.errors.ConcurrentChangeError`, the
+files written deleted), so a change landing in between is never overwritten by stale rows.
+
+Merge engines (:func:`check_changes`): ``deduplicate`` (the last row of a key wins; a ``-D``
+removes it); ``partial-update`` for changes that delete nothing (UPDATE, MERGE without DELETE);
+deletes on ``partial-update``/``aggregation`` need Paimon's ``*.remove-record-on-delete`` (Java's
+``validatePKUpsertDeletable``), which pypaimon's writer refuses, so they are refused here (enable
+``deletion-vectors.enabled``, where they are supported).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from paimon_index.errors import InvalidOptionError, UnsupportedTableError
+from paimon_index.table.paimon import table_name
+from paimon_index.table.pk.commit import on_snapshot, written_paths
+from paimon_index.table.pk.plan import ROW_KIND_COLUMN, VALUE_KIND_COLUMN, check_keys
+from paimon_index.table.write import attach_file_indexes, conform, new_table_write, table_options
+
+__all__ = ["LATEST", "VALUE_KINDS", "check_changes", "write_changes"]
+
+MERGE_ENGINE = "merge-engine"
+SEQUENCE_FIELD = "sequence.field"
+#: Row kind -> ``_VALUE_KIND`` byte (Paimon's ``RowKind.toByteValue``).
+VALUE_KINDS = {"+I": 0, "-U": 1, "+U": 2, "-D": 3}
+_KIND = "__paimon_index_value_kind__"
+
+
+def check_changes(table: Any, operation: str, deleting: bool = True) -> dict[str, str]:
+    """The table's options, after refusing a change by key (``operation``: ``delete``, ``update``,
+    ``merge``, ``upsert``; ``deleting``: it writes ``-D``/``-U`` rows) that merge-on-read cannot
+    apply exactly here.
+
+    ``deduplicate`` takes every change. ``partial-update`` takes rows that delete nothing (an UPDATE,
+    a MERGE without a DELETE clause: ``+U``/``+I`` rows the reader merges field by field, NULL keeping
+    the old value, as with Paimon's connector); a delete needs Paimon's
+    ``partial-update.remove-record-on-delete``, which pypaimon's writer refuses. ``aggregation``:
+    UPDATE/MERGE are refused as Paimon refuses them, a delete needs
+    ``aggregation.remove-record-on-delete`` (refused by pypaimon too). Other engines are refused.
+
+    Raises:
+        UnsupportedTableError: see above; the message names ``deletion-vectors.enabled``.
+    """
+    options = table_options(table)
+    engine = options.get(MERGE_ENGINE, "deduplicate")
+    if engine == "deduplicate" or (engine == "partial-update" and not deleting):
+        return options
+    what = {"delete": "DELETE", "update": "UPDATE", "merge": "MERGE INTO"}.get(operation, "an upsert")
+    why = "deleting keys (-D/-U rows)" if deleting else "this change"
+    raise UnsupportedTableError(
+        f"{what} of {table_name(table)} (merge-engine '{engine}', no deletion vectors): {why} is not "
+        "supported here (pypaimon's writer refuses '*.remove-record-on-delete', which Paimon needs for "
+        "it): set 'deletion-vectors.enabled' = 'true' on the table (supported there), or use Paimon's "
+        "connector")
+
+
+#: ``planned`` of :func:`write_changes`: the latest snapshot, exactly.
+LATEST = object()
+
+
+def write_changes(table: Any, rows: pa.Table, *, planned: int | object | None = LATEST,
+                  kind: str = "+I", operation: str = "upsert") -> int | None:
+    """Write ``rows`` as level-0 key-value rows in one APPEND snapshot; the new snapshot's id (None
+    when there is nothing to write).
+
+    A row's value kind is its ``_ROW_KIND`` (``+I``, ``-U``, ``+U``, ``-D``) when ``rows`` has that
+    column, else ``kind``. ``planned``: the snapshot the rows were read on (commit exactly on it;
+    None: the table was empty); :data:`LATEST`: the latest snapshot, exactly.
+
+    Raises:
+        NullKeyError: NULL in a primary-key column.
+        InvalidOptionError: an unknown row kind.
+        UnsupportedTableError: see :func:`check_changes`.
+        ConcurrentChangeError: another commit landed after ``planned``; nothing applied.
+    """
+    from paimon_index.table.paimon import latest_snapshot
+
+    kinds = _value_kinds(rows, kind)
+    deleting = operation == "delete" or bool(pc.any(pc.is_in(kinds, pa.array([1, 3], pa.int8()))).as_py())
+    check_changes(table, operation, deleting=deleting)
+    if rows.num_rows == 0:
+        return None
+    check_keys(table, rows)
+    data = rows.drop_columns([ROW_KIND_COLUMN]) if ROW_KIND_COLUMN in rows.column_names else rows
+    if planned is LATEST:
+        snapshot = latest_snapshot(table)
+        planned = None if snapshot is None else int(snapshot.id)
+    index_dir = str(table.path_factory().index_path())
+    with on_snapshot(table, planned, operation) as txn:  # type: ignore[arg-type]
+        messages = _write(table, data, kinds)
+        txn.track(*written_paths(messages, index_dir))
+        txn.stage(messages)
+        return txn.commit()
+
+
+def _value_kinds(rows: pa.Table, kind: str) -> pa.Array:
+    if ROW_KIND_COLUMN not in rows.column_names:
+        if kind not in VALUE_KINDS:
+            raise InvalidOptionError(f"unknown row kind {kind!r} (one of {sorted(VALUE_KINDS)})")
+        return pa.array([VALUE_KINDS[kind]] * rows.num_rows, pa.int8())
+    given = rows[ROW_KIND_COLUMN]
+    unknown = set(pc.unique(given).to_pylist()) - set(VALUE_KINDS)
+    if unknown:
+        raise InvalidOptionError(f"{ROW_KIND_COLUMN} holds unknown row kinds {sorted(map(str, unknown))} "
+                                 f"(one of {sorted(VALUE_KINDS)})")
+    codes = pc.index_in(given, pa.array(list(VALUE_KINDS)))
+    return pc.cast(codes, pa.int8()).combine_chunks() if isinstance(codes, pa.ChunkedArray) else \
+        pc.cast(codes, pa.int8())
+
+
+def _write(table: Any, data: pa.Table, kinds: pa.Array) -> list[Any]:
+    """pypaimon's key-value writer, each row's ``_VALUE_KIND`` taken from ``kinds``."""
+    writer = new_table_write(table)
+    store = writer.file_store_write
+    create = store._create_data_writer
+
+    def kinded(*args: Any, **kwargs: Any) -> Any:
+        data_writer = create(*args, **kwargs)
+        add_system_fields = data_writer._add_system_fields
+
+        def with_kinds(batch: pa.RecordBatch) -> pa.RecordBatch:
+            if _KIND not in batch.schema.names:
+                return add_system_fields(batch)
+            position = batch.schema.get_field_index(_KIND)
+            values = batch.column(position)
+            enhanced = add_system_fields(batch.remove_column(position))
+            at = enhanced.schema.get_field_index(VALUE_KIND_COLUMN)
+            return enhanced.set_column(at, enhanced.schema.field(at), values)
+
+        data_writer._add_system_fields = with_kinds
+        return data_writer
+
+    store._create_data_writer = kinded
+    validate = writer._validate_pyarrow_schema
+    writer._validate_pyarrow_schema = \
+        lambda schema: validate(pa.schema([f for f in schema if f.name != _KIND]))
+    try:
+        rows = conform(data, writer.table_pyarrow_schema, table=table_name(table))
+        rows = rows.append_column(pa.field(_KIND, pa.int8(), nullable=False), kinds)
+        writer.write_arrow(rows)
+        return attach_file_indexes(table, writer.prepare_commit())
+    except BaseException:
+        writer.abort()
+        raise
+    finally:
+        writer.close()
