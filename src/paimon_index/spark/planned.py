@@ -99,8 +99,10 @@ _GLOB = re.compile(r"([\\\[\]{}*?])")
 #: Spark lists more paths than this with a distributed job (see :func:`_no_listing_job`).
 _LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 #: Default of ``small_read_bytes``: the most Parquet column-chunk bytes the driver reads itself for a
-#: selective query (a few of the default 4 MiB row groups) instead of running a Spark scan.
-SMALL_READ_BYTES = 8 << 20
+#: selective query instead of running a Spark scan. Measured (2M-row primary-key table, 8 files,
+#: 1,914 rows selected by a bitmap spread over ~26 MB of row groups, local[2]): the driver's read
+#: 0.47 s against 1.34 s for the Spark scan it replaces (0.37-0.53 s against 0.82-1.05 s compacted).
+SMALL_READ_BYTES = 64 << 20
 #: The most rows a small read hands Spark (after the index selection and the pre-filter): each row
 #: of a local relation is serialized to Spark on the driver, and an aggregate over it runs as a job.
 SMALL_READ_ROWS = 2_000
