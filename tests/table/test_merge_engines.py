@@ -559,3 +559,28 @@ def test_a_sum_or_product_past_its_type_is_refused_not_wrapped(tmp_path: Path) -
     with pytest.raises(DataError, match="column 'p' overflows"):
         table.upsert(as_table([("+I", dict.fromkeys(VALUES) | {"k": 1, "p": 4})]))
     assert [(r["s"], r["p"]) for r in table.read().to_pylist()] == [(big, big)]
+
+
+@pytest.mark.parametrize("engine", ["partial-update", "aggregation"])
+def test_decimal_and_temporal_columns_merge(tmp_path, engine: str) -> None:
+    """Arrow's group first/last have no DECIMAL kernel: a partial-update (or last_non_null_value)
+    merge of a DECIMAL column failed with Arrow's message instead of merging."""
+    import datetime
+    import decimal
+
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("m", pa.decimal128(12, 2)),
+                        ("d", pa.date32()), ("ts", pa.timestamp("us")), ("v", pa.string())])
+    options = {"bucket": "1", "deletion-vectors.enabled": "true", "merge-engine": engine}
+    if engine == "aggregation":
+        options["fields.default-aggregate-function"] = "last_non_null_value"
+    table = paimon_index.create_table(str(tmp_path), "db.t", schema, primary_keys=["id"], options=options)
+    day, moment = datetime.date(2024, 2, 29), datetime.datetime(2024, 2, 29, 12, 0, 0, 123456)
+    table.upsert(pa.table({"id": [1, 2], "m": [decimal.Decimal("1.50"), None], "d": [day, None],
+                           "ts": [moment, None], "v": ["a", "b"]}, schema=schema))
+    table.upsert(pa.table({"id": [1, 2, 2], "m": [None, decimal.Decimal("-2.25"), None],
+                           "d": [None, day, None], "ts": [None, None, moment], "v": [None, "c", None]},
+                          schema=schema))
+    assert table.read().sort_by("id").to_pylist() == [
+        {"id": 1, "m": decimal.Decimal("1.50"), "d": day, "ts": moment, "v": "a"},
+        {"id": 2, "m": decimal.Decimal("-2.25"), "d": day, "ts": moment, "v": "c"},
+    ]

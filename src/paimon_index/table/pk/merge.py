@@ -347,14 +347,27 @@ def _aggregate(values: pa.Array, group: np.ndarray, groups: int, rows: np.ndarra
 
 def _last(values: pa.Array, group: np.ndarray, groups: int, rows: np.ndarray | bool, *,
           skip_nulls: bool) -> pa.Array:
-    options = pc.ScalarAggregateOptions(skip_nulls=skip_nulls, min_count=0)
-    return _aggregate(values, group, groups, rows, "last", options)
+    return _pick(values, group, groups, rows, skip_nulls=skip_nulls, last=True)
 
 
 def _first(values: pa.Array, group: np.ndarray, groups: int, rows: np.ndarray | bool, *,
            skip_nulls: bool) -> pa.Array:
-    return _aggregate(values, group, groups, rows, "first", pc.ScalarAggregateOptions(skip_nulls=skip_nulls,
-                                                                                      min_count=0))
+    return _pick(values, group, groups, rows, skip_nulls=skip_nulls, last=False)
+
+
+def _pick(values: pa.Array, group: np.ndarray, groups: int, rows: np.ndarray | bool, *, skip_nulls: bool,
+          last: bool) -> pa.Array:
+    """Each group's last (or first) value among ``rows`` (skipping NULLs if asked); NULL for a group
+    with none. By position and ``take``, so every type works (Arrow's ``hash_first``/``hash_last``
+    have no DECIMAL kernel)."""
+    eligible = np.array(np.broadcast_to(np.asarray(rows, dtype=bool), group.shape))
+    if skip_nulls and values.null_count:
+        eligible &= values.is_valid().to_numpy(zero_copy_only=False)
+    positions = np.flatnonzero(eligible)
+    chosen = np.full(groups, -1 if last else len(group), dtype=np.int64)
+    (np.maximum if last else np.minimum).at(chosen, group[positions], positions)
+    absent = (chosen < 0) | (chosen >= len(group))
+    return values.take(pa.array(np.where(absent, 0, chosen), mask=absent))
 
 
 def _checked(values: pa.Array, target: pa.DataType, name: str) -> pa.Array:
