@@ -195,3 +195,11 @@ def connect_spark(connect_server: ConnectServer) -> Iterator[object]:
 def _connect_mode() -> Iterator[None]:
     with connect_mode():
         yield
+
+
+@pytest.fixture(autouse=True)
+def _distributed_changes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """DELETE/UPDATE of primary-key tables through the distributed upsert (see tests/spark/conftest.py)."""
+    from paimon_index.spark import jobs
+
+    monkeypatch.setattr(jobs, "SMALL_CHANGE_ROWS", 0)

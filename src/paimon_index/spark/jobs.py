@@ -134,6 +134,11 @@ __all__ = ["PlannedRead", "change_matched", "compact", "count", "delete", "expir
            "upsert", "upsert_changes", "write"]
 
 CatalogOptions = Mapping[str, str] | None
+#: A DELETE or UPDATE of a primary-key table (deletion-vectors mode) matching at most this many rows
+#: is upserted on the driver by ``pk.upsert_arrow`` (what ``Table.delete``/``update`` run): fetching
+#: the rows costs one Spark job that stops after this many, where the distributed upsert's
+#: shuffle and tasks cost seconds. 0 turns it off.
+SMALL_CHANGE_ROWS = 10_000
 #: ``count``: data files per Spark task when files must be read (a file's read is one task's work
 #: at most; a few per task keep the task overhead small next to it).
 COUNT_FILES_PER_TASK = 4
@@ -254,6 +259,13 @@ def _upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
     # By name, cast as Spark's INSERT casts (the source's writer takes only exact Arrow casts).
     df = store_assigned(df, target_schema(paimon_table), by_name=True, case_sensitive=None, table=table,
                         passthrough=(ROW_KIND_COLUMN,))
+    if operation in ("delete", "update") and SMALL_CHANGE_ROWS > 0:
+        # The rows of a DELETE/UPDATE come from the table's own read: fetching a few is cheap. (Not
+        # for MERGE or plain upserts, whose rows may come from joins worth computing once.)
+        head = df.limit(SMALL_CHANGE_ROWS + 1).toArrow()
+        if head.num_rows <= SMALL_CHANGE_ROWS:
+            snapshot = pk.upsert_arrow(paimon_table, head, delete_keys=delete_keys) if head.num_rows else None
+            return (None, 0) if snapshot is None else (snapshot, head.num_rows)
     df, written = _tasks.counted(spark, df)
     writer_options = {**catalog_options, WAREHOUSE: warehouse}
     if delete_keys:
