@@ -319,3 +319,18 @@ def test_literals_bind_by_value(text: str, expected: Predicate) -> None:
 def test_literals_that_cannot_compare(text: str, message: str) -> None:
     with pytest.raises(InvalidPredicateError, match=message):
         bind_predicate(text, COERCE_SCHEMA)
+
+
+def test_signed_special_floats_in_lists_and_bounds() -> None:
+    """``-Infinity`` in an IN list or a BETWEEN bound (the differential suites' texts): the lexer
+    reads the sign as an operator since WHERE takes arithmetic."""
+    import math
+
+    from paimon_index.sql import parse_predicate
+
+    leaf = parse_predicate("d IN (Infinity, -Infinity, -2.25E0, -0.0E0, +3)")
+    values = list(leaf.literals)  # type: ignore[union-attr]
+    assert values[:3] == [math.inf, -math.inf, -2.25] and values[4] == 3
+    assert math.copysign(1.0, values[3]) == -1.0
+    between = parse_predicate("d BETWEEN -Infinity AND -1")
+    assert str(between) == "d BETWEEN -inf AND -1"

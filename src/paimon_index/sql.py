@@ -431,6 +431,13 @@ class _Parser:
 
     def literal(self) -> object:
         tok = self.take()
+        if tok.kind == "op" and tok.text in ("-", "+"):
+            # A signed literal where only a literal may stand (IN lists, BETWEEN bounds): the lexer
+            # reads ``-Infinity`` / ``- 1`` as the operator and the literal.
+            value = self.literal()
+            if isinstance(value, int | float | decimal.Decimal) and not isinstance(value, bool):
+                return -value if tok.text == "-" else value
+            raise self.error(f"expected a number after {tok.text!r}", tok.pos)
         if tok.kind == "string":
             return string_value(tok.text)
         if tok.kind == "hex":
