@@ -190,6 +190,10 @@ def test_the_key_value_write_hooks_still_hold() -> None:
     assert "self._merge_function" in inspect.getsource(KeyValueDataWriter.__init__)
     assert "trimmed_primary_keys" in inspect.getsource(KeyValueDataWriter._merge_pending_by_pk)
     assert callable(FileStoreWrite._create_data_writer)
+    from pypaimon.write.table_write import TableWrite
+
+    # value_kinds_from: the extra kind column passes pypaimon's schema check by this hook
+    assert "self._validate_pyarrow_schema(data.schema)" in inspect.getsource(TableWrite.write_arrow)
     system = inspect.getsource(KeyValueDataWriter._add_system_fields)
     for part in ("self.sequence_generator.next() for _ in range(num_rows)", "'_SEQUENCE_NUMBER'",
                  "'_VALUE_KIND'", "row_kinds(self.options, data)", "f'_KEY_{pk_key}'"):

@@ -137,6 +137,7 @@ __all__ = [
     "snapshot_exists",
     "system_table_loader",
     "table_name",
+    "value_kinds_from",
     "vectorize_key_value_write",
     "write_changelog_file",
 ]
@@ -691,6 +692,35 @@ def vectorize_key_value_write(writer: Any) -> None:
         return data_writer
 
     store._create_data_writer = created
+
+
+def value_kinds_from(writer: Any, column: str) -> None:
+    """Have one pypaimon table write take each row's ``_VALUE_KIND`` from its ``column`` (int8 row
+    kind bytes), which is dropped before the file is written: pypaimon itself only reads row kinds
+    from a ``rowkind.field`` column of the table. (Merge-on-read changes: ``-D``/``+U`` rows.)"""
+    store = writer.file_store_write
+    create = store._create_data_writer
+
+    def kinded(*args: Any, **kwargs: Any) -> Any:
+        data_writer = create(*args, **kwargs)
+        add_system_fields = data_writer._add_system_fields
+
+        def with_kinds(batch: pa.RecordBatch) -> pa.RecordBatch:
+            if column not in batch.schema.names:
+                return add_system_fields(batch)
+            position = batch.schema.get_field_index(column)
+            values = batch.column(position)
+            enhanced = add_system_fields(batch.remove_column(position))
+            at = enhanced.schema.get_field_index("_VALUE_KIND")
+            return enhanced.set_column(at, enhanced.schema.field(at), values)
+
+        data_writer._add_system_fields = with_kinds
+        return data_writer
+
+    store._create_data_writer = kinded
+    validate = writer._validate_pyarrow_schema
+    writer._validate_pyarrow_schema = \
+        lambda schema: validate(pa.schema([f for f in schema if f.name != column]))
 
 
 def row_key_extractor(table: Any) -> Any:

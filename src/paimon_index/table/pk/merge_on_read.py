@@ -32,9 +32,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_index.errors import InvalidOptionError, UnsupportedTableError
-from paimon_index.table.paimon import table_name
+from paimon_index.table.paimon import table_name, value_kinds_from
 from paimon_index.table.pk.commit import on_snapshot, written_paths
-from paimon_index.table.pk.plan import ROW_KIND_COLUMN, VALUE_KIND_COLUMN, check_keys
+from paimon_index.table.pk.plan import ROW_KIND_COLUMN, check_keys
 from paimon_index.table.write import attach_file_indexes, conform, new_table_write, table_options
 
 __all__ = ["LATEST", "VALUE_KINDS", "check_changes", "write_changes"]
@@ -131,29 +131,7 @@ def _value_kinds(rows: pa.Table, kind: str) -> pa.Array:
 def _write(table: Any, data: pa.Table, kinds: pa.Array) -> list[Any]:
     """pypaimon's key-value writer, each row's ``_VALUE_KIND`` taken from ``kinds``."""
     writer = new_table_write(table)
-    store = writer.file_store_write
-    create = store._create_data_writer
-
-    def kinded(*args: Any, **kwargs: Any) -> Any:
-        data_writer = create(*args, **kwargs)
-        add_system_fields = data_writer._add_system_fields
-
-        def with_kinds(batch: pa.RecordBatch) -> pa.RecordBatch:
-            if _KIND not in batch.schema.names:
-                return add_system_fields(batch)
-            position = batch.schema.get_field_index(_KIND)
-            values = batch.column(position)
-            enhanced = add_system_fields(batch.remove_column(position))
-            at = enhanced.schema.get_field_index(VALUE_KIND_COLUMN)
-            return enhanced.set_column(at, enhanced.schema.field(at), values)
-
-        data_writer._add_system_fields = with_kinds
-        return data_writer
-
-    store._create_data_writer = kinded
-    validate = writer._validate_pyarrow_schema
-    writer._validate_pyarrow_schema = \
-        lambda schema: validate(pa.schema([f for f in schema if f.name != _KIND]))
+    value_kinds_from(writer, _KIND)
     try:
         rows = conform(data, writer.table_pyarrow_schema, table=table_name(table))
         rows = rows.append_column(pa.field(_KIND, pa.int8(), nullable=False), kinds)
