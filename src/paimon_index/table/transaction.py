@@ -89,15 +89,19 @@ def new_commit_user() -> str:
     return f"{COMMIT_USER_PREFIX}-{uuid.uuid4()}"
 
 
-def snapshot_of_user(table: Any, user: str, after: int | None) -> int | None:
-    """The id of the snapshot after snapshot ``after`` (None: the table had none) that ``user``
-    committed; None when there is none (nothing was committed, or it has expired already)."""
-    latest = latest_snapshot(table)
-    for snapshot_id in range(int(latest.id) if latest is not None else 0, (after or 0), -1):
+def snapshot_of_user(table: Any, user: str, after: int | None, upto: int | None = None) -> int | None:
+    """The id of the snapshot after snapshot ``after`` (None: the table had none), up to ``upto``
+    (None: the latest), that ``user`` committed; None when there is none (nothing was committed,
+    or it has expired already)."""
+    if upto is None:
+        latest = latest_snapshot(table)
+        upto = int(latest.id) if latest is not None else 0
+    for snapshot_id in range(upto, (after or 0), -1):
         snapshot = snapshot_by_id(table, snapshot_id)
         if snapshot is not None and snapshot.commit_user == user:
             return snapshot_id
     return None
+
 
 #: pypaimon's conflict detection says so when the commit removes a file the base no longer holds
 #: (messages planned on a snapshot older than the transaction's).
@@ -289,11 +293,7 @@ class Transaction:
         first = self._next_id()
         latest = latest_snapshot(self.table)
         last = first if self.exact or latest is None else max(first, int(latest.id))
-        for snapshot_id in range(first, last + 1):
-            snapshot = snapshot_by_id(self.table, snapshot_id)
-            if snapshot is not None and snapshot.commit_user == self.commit_user:
-                return snapshot_id
-        return None
+        return snapshot_of_user(self.table, self.commit_user, first - 1, upto=last)
 
     def _concurrent(self) -> bool:
         latest = latest_snapshot(self.table)
