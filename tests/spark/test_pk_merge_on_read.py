@@ -138,6 +138,30 @@ def test_jobs_verbs_on_a_merge_on_read_table(spark, tmp_path: Path) -> None:
         == sorted(model.values())
 
 
+def test_jobs_read_merges_a_merge_on_read_table(spark, tmp_path: Path) -> None:
+    """``jobs.read`` (and the noun's read) of a table whose rows need a merge by key: the merged
+    rows, WHERE, columns, ORDER BY and LIMIT applied by Spark (it refused such tables before)."""
+    warehouse = str(tmp_path)
+    _create(warehouse, "o.t", "part")
+    table = paimon_index.open_table(warehouse, "o.t")
+    table.upsert(pa.Table.from_pylist([{"id": i, "s": "new", "v": 1000 + i, "p": "xyz"[i % 3]}
+                                       for i in range(1, 11)], SCHEMA))
+    table.delete("id = 12")
+    model = {_key(r): r for r in SEED if r[0] != 12}
+    model.update({(i, "xyz"[i % 3]): (i, "new", 1000 + i, "xyz"[i % 3]) for i in range(1, 11)})
+    rows = jobs.read(spark, "o.t", warehouse=warehouse).collect()
+    assert sorted(tuple(r) for r in rows) == sorted(model.values())
+    picked = jobs.read(spark, "o.t", "v > 1004 OR id = 11", ["v", "id"], warehouse=warehouse,
+                       order_by="v DESC", limit=3).collect()
+    expected = sorted(((r[2], r[0]) for r in model.values() if r[2] > 1004 or r[0] == 11), reverse=True)[:3]
+    assert [tuple(r) for r in picked] == expected
+    noun = paimon_index.spark.attach(spark, warehouse=warehouse).table("o.t")
+    assert noun.read("s = 'new'").count() == 10
+    assert jobs.count(spark, "o.t", "s = 'new'", warehouse=warehouse) == 10
+    with pytest.raises(paimon_index.errors.InvalidOptionError, match="nope"):
+        jobs.read(spark, "o.t", columns=["nope"], warehouse=warehouse)
+
+
 @pytest.mark.slow
 def test_the_same_statements_through_paimons_connector_both_ways(spark, tmp_path: Path) -> None:
     """Each side runs the statements on its own tables; then each reads the other's: equal rows."""

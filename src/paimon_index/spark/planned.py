@@ -39,8 +39,10 @@ older snapshot (``snapshot_id``) is under that snapshot's schema, not today's: J
 pypaimon's and ``Table.read``'s.
 
 Primary-key tables in deletion-vectors mode read their level >= 1 files minus their vectors, the
-user columns only (as :mod:`paimon_index.table.pk.read` does merge-free); a table that needs a merge
-is refused (:class:`~paimon_index.table.read.UnsupportedTableError`).
+user columns only (as :mod:`paimon_index.table.pk.read` does merge-free). A primary-key table whose
+rows need a merge by key is refused by :func:`read_planned`
+(:class:`~paimon_index.errors.UnsupportedTableError`); :func:`read` reads it merged instead
+(:func:`merge_read`: no index prunes it), as SQL does.
 
 What falls back to the ``paimon_index`` Python source (the same plan's snapshot, the ``where``
 applied by Spark; ``plan.fallback`` says why): a column Spark's Parquet reader cannot read as Paimon
@@ -820,6 +822,29 @@ def source_read(spark: SparkSession, table: str, snapshot_id: int | None, wareho
     return reader.load(table)
 
 
+def merge_read(spark: SparkSession, table: str, snapshot_id: int | None, warehouse: str,
+               catalog_options: Mapping[str, str] | None, refusal: Exception) -> tuple[DataFrame, str]:
+    """The rows of a primary-key table the planned read refused (``refusal``: its files need a merge
+    by key) as a DataFrame, and how it was read; no index prunes it. Without deletion vectors:
+    pypaimon's merge on the driver (:func:`~paimon_index.spark.merge_on_read.merged_frame`); in
+    deletion-vectors mode with level-0 files: the ``paimon_index`` source, which merges.
+
+    Raises:
+        UnsupportedTableError: ``refusal`` again when the table is not a primary-key table.
+    """
+    from paimon_index.spark import merge_on_read
+    from paimon_index.table.api import open_table
+
+    opened = open_table(warehouse, table, catalog_options=catalog_options)
+    if merge_on_read.is_merge_on_read(opened.paimon_table):
+        frame = merge_on_read.merged_frame(spark, warehouse, table, catalog_options, snapshot_id)[0]
+        return frame, "merge read of a primary-key table without deletion vectors (on the driver)"
+    if not opened.paimon_table.is_primary_key_table:
+        raise refusal
+    return (source_read(spark, table, snapshot_id, warehouse, catalog_options),
+            f"merge read through the paimon_index source ({refusal})")
+
+
 def read(spark: SparkSession, table: str, where: str | None = None, columns: Sequence[str] | None = None,
          *, warehouse: str, snapshot_id: int | None = None, order_by: str | None = None,
          limit: int | None = None, use_index: bool = True,
@@ -842,13 +867,27 @@ def read(spark: SparkSession, table: str, where: str | None = None, columns: Seq
 
     Returns:
         A DataFrame of the current schema's columns (with ``snapshot_id``: that snapshot's schema's),
-        all nullable, planned on one snapshot: it reads the same files whenever it runs.
+        all nullable, planned on one snapshot: it reads the same files whenever it runs. A
+        primary-key table whose rows need a merge by key: its merged rows (:func:`merge_read`).
 
     Raises:
         InvalidOptionError: an unknown column, a bad ``limit``.
         TableError: ``snapshot_id`` does not exist.
-        UnsupportedTableError: a primary-key table that needs a merge.
     """
-    return read_planned(spark, table, where, columns, warehouse=warehouse, snapshot_id=snapshot_id,
-                        order_by=order_by, limit=limit, use_index=use_index,
-                        catalog_options=catalog_options, small_read_bytes=small_read_bytes).dataframe
+    try:
+        return read_planned(spark, table, where, columns, warehouse=warehouse, snapshot_id=snapshot_id,
+                            order_by=order_by, limit=limit, use_index=use_index,
+                            catalog_options=catalog_options, small_read_bytes=small_read_bytes).dataframe
+    except UnsupportedTableError as refusal:  # a primary-key table whose rows need a merge by key
+        df = merge_read(spark, table, snapshot_id, warehouse, catalog_options, refusal)[0]
+    # The planned read's arguments were checked before it refused; Spark applies them to the merged rows.
+    selected = _check_columns(columns, df.columns, table)
+    if where is not None and where.strip():
+        df = df.filter(where)
+    if selected is not None:
+        df = df.select(*[_quoted(c) for c in selected])
+    if order_by is not None:
+        df = df.orderBy(*_order_columns(parse_order_by(order_by)))
+        if limit is not None:
+            df = df.limit(limit)
+    return df

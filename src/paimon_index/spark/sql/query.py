@@ -356,7 +356,7 @@ def _paths(statement: exp.Expr, ids: frozenset[int]) -> set[tuple[Any, ...]]:
 def _read(catalog: Catalog, ref: Reference) -> DataFrame:
     """The DataFrame of one reference (its planned read, a system table, or the merge read)."""
     from paimon_index.spark import jobs
-    from paimon_index.spark.planned import source_read
+    from paimon_index.spark.planned import merge_read
 
     if ref.name.system is not None:
         from paimon_index.spark.sql import system_tables
@@ -374,21 +374,11 @@ def _read(catalog: Catalog, ref: Reference) -> DataFrame:
         planned = jobs.read_planned(catalog.spark, ref.name.identifier, ref.where, snapshot_id=snapshot_id,
                                     order_by=ref.order_by, limit=ref.limit, warehouse=catalog.warehouse,
                                     catalog_options=catalog.catalog_options)
-    except UnsupportedTableError as e:
-        from paimon_index.spark import merge_on_read
-        from paimon_index.table.api import open_table
-
+    except UnsupportedTableError as refusal:
         ref.conjuncts, ref.order_by, ref.limit = [], None, None
-        opened = open_table(catalog.warehouse, ref.name.identifier, catalog_options=catalog.catalog_options)
-        if merge_on_read.is_merge_on_read(opened.paimon_table):
-            # No deletion vectors: the rows need a merge by key (pypaimon's, on the driver).
-            ref.how = "merge read of a primary-key table without deletion vectors (on the driver)"
-            return merge_on_read.merged_frame(catalog.spark, catalog.warehouse, ref.name.identifier,
-                                               catalog.catalog_options, snapshot_id)[0]
-        # A primary-key table that needs a merge: the source merges (no index can prune it).
-        ref.how = f"merge read through the paimon_index source ({e})"
-        return source_read(catalog.spark, ref.name.identifier, snapshot_id, catalog.warehouse,
-                           catalog.catalog_options)
+        frame, ref.how = merge_read(catalog.spark, ref.name.identifier, snapshot_id, catalog.warehouse,
+                                    catalog.catalog_options, refusal)
+        return frame
     ref.planned = planned
     ref.how = "planned read"
     return planned.dataframe
