@@ -185,3 +185,37 @@ def test_keys_of_several_strings_hash_as_pypaimon(tmp_path: Path) -> None:
     finally:
         ours.close()
         theirs.close()
+
+
+# -- a failed key-value write leaves no file ------------------------------------------------------
+def _data_files(root: Path) -> list[str]:
+    return sorted(p.name for p in root.rglob("data-*"))
+
+
+@pytest.mark.parametrize("mode", ["dv", "merge-on-read"])
+def test_a_key_value_write_that_fails_after_its_files_leaves_none(tmp_path: Path, mode: str) -> None:
+    """The file index is built after pypaimon wrote the data file: a value too large for its bitmap
+    block fails there, and the data files already written must go (the upsert's, a bucket
+    rewrite's, a merge-on-read change's writer). They were left behind before."""
+    import paimon_index
+    from paimon_index.errors import InvalidOptionError
+    from paimon_index.table.pk.levels import write_at, write_rows
+    from paimon_index.table.pk.merge_on_read import LATEST, write_changes
+
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("s", pa.string())])
+    options = {"bucket": "1", "file-index.bitmap.columns": "s", "file-index.bitmap.s.index-block-size": "64"}
+    if mode == "dv":
+        options["deletion-vectors.enabled"] = "true"
+    table = paimon_index.create_table(str(tmp_path), "d.t", schema, primary_keys=["id"], options=options)
+    paimon = table.paimon_table
+    rows = pa.table({"id": [1, 2], "s": ["x" * 1000, "y"]}, schema)
+    writes = [lambda: table.upsert(rows)]
+    if mode == "dv":
+        writes += [lambda: write_rows(paimon, rows), lambda: write_at(paimon, rows, (), 0)]
+    else:
+        writes += [lambda: write_changes(paimon, rows, planned=LATEST, kind="+I", operation="upsert")]
+    for write in writes:
+        with pytest.raises(InvalidOptionError, match="index-block-size"):
+            write()
+        assert _data_files(tmp_path) == []
+    assert table.count() == 0

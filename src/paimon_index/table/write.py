@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import contextlib
 import posixpath
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
@@ -62,7 +62,7 @@ from paimon_index.types import DataType
 
 __all__ = ["INDEX_FILE_SUFFIX", "attach_file_indexes", "conform", "file_container", "new_table_write",
            "rows_per_row_group", "store_container", "table_options", "table_schema", "write_arrow",
-           "write_files", "write_with"]
+           "write_files", "write_with", "writing"]
 
 #: Fewest rows in a row group, whatever the block size: every row group costs a footer entry and
 #: column chunk headers per column, and a reader's seek per column.
@@ -217,6 +217,37 @@ def new_table_write(table: PaimonTable) -> Any:
     return writer
 
 
+@contextlib.contextmanager
+def writing(table: PaimonTable) -> Iterator[Any]:
+    """:func:`new_table_write` for one block, closed after it. When the block fails, no file it
+    wrote is left: the writer is aborted (files rolled but not prepared) and the files of the
+    messages its ``prepare_commit`` returned are deleted (in no snapshot yet)."""
+    from paimon_index.table.transaction import Transaction
+
+    writer = new_table_write(table)
+    prepared: list[Any] = []
+    prepare = writer.prepare_commit
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        messages = prepare(*args, **kwargs)
+        prepared.extend(messages)
+        return messages
+
+    writer.prepare_commit = recording
+    try:
+        yield writer
+    except BaseException:
+        with contextlib.suppress(Exception):  # a failed writer may fail again: keep the cause
+            writer.abort()
+        orphan = Transaction(table, None, operation="write")
+        orphan.stage(prepared)
+        orphan.abort()
+        with contextlib.suppress(Exception):
+            writer.close()
+        raise
+    writer.close()
+
+
 def conform(data: pa.Table, target: pa.Schema, *, table: str | None = None) -> pa.Table:
     """``data`` with the table's column order and Arrow types (what pypaimon's writer accepts).
 
@@ -275,9 +306,7 @@ def write_files(table: PaimonTable, data: pa.Table | pa.RecordBatch, options: Fi
     rows = data if isinstance(data, pa.Table) else pa.Table.from_batches([data])
     if rows.num_rows == 0:
         return []
-    writer = new_table_write(table)
-    written: list[Any] = []
-    try:
+    with writing(table) as writer:
         try:
             rows = conform(rows, writer.table_pyarrow_schema, table=_name(table))
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
@@ -297,17 +326,6 @@ def write_files(table: PaimonTable, data: pa.Table | pa.RecordBatch, options: Fi
                 raise DataError(f"table {_name(table)}: the rows do not fit the table: {e}") from e
             prebuilt = None if future is None else (rows, future.result())
         return attach_file_indexes(table, written, opts, prebuilt)
-    except BaseException:
-        from paimon_index.table.transaction import Transaction
-
-        # Not one of these files is in a snapshot yet: delete them (and any index written so far).
-        orphan = Transaction(table, None, operation="write")
-        orphan.stage(written)
-        orphan.abort()
-        with contextlib.suppress(Exception):  # closing a failed writer fails again: keep the cause
-            writer.close()
-        raise
-    writer.close()
 
 
 def write_arrow(table: PaimonTable, data: pa.Table | pa.RecordBatch, *, overwrite: bool = False,

@@ -34,7 +34,7 @@ from paimon_index.table.pk.plan import (
     writable,
 )
 from paimon_index.table.schemas import read_schema
-from paimon_index.table.write import attach_file_indexes, conform, new_table_write, write_with
+from paimon_index.table.write import attach_file_indexes, conform, write_with, writing
 
 __all__ = ["free_level", "rewrite", "write_at", "write_rows"]
 
@@ -54,13 +54,10 @@ def write_rows(table: Any, rows: pa.Table) -> list[Any]:
 
     The rows hold one row per key, already merged: written through
     :func:`~paimon_index.table.pk.plan.writable`."""
-    writer = new_table_write(writable(table))
-    try:
+    with writing(writable(table)) as writer:
         if rows.num_rows:
             write_with(writer, rows)
         return attach_file_indexes(table, writer.prepare_commit())
-    finally:
-        writer.close()
 
 
 def write_at(table: Any, rows: pa.Table, partition: tuple[Any, ...], bucket: int) -> list[Any]:
@@ -68,18 +65,12 @@ def write_at(table: Any, rows: pa.Table, partition: tuple[Any, ...], bucket: int
     (sequence numbers, level 0), indexes attached. No bucket is assigned and no HASH index touched:
     the caller knows the bucket (a rewritten bucket; a dynamic-bucket assigner's choice). The rows
     hold one row per key, already merged: written through :func:`~paimon_index.table.pk.plan.writable`."""
-    writer = new_table_write(writable(table))
-    try:
+    with writing(writable(table)) as writer:
         if rows.num_rows:
             data = conform(rows, writer.table_pyarrow_schema)
             for batch in data.to_batches():
                 writer.file_store_write.write(tuple(partition), int(bucket), batch)
         return attach_file_indexes(table, writer.prepare_commit())
-    except BaseException:
-        writer.abort()
-        raise
-    finally:
-        writer.close()
 
 
 def rewrite(table: Any, dvs: BucketDvMaintainer, files: list[Any], level: int) -> tuple[list[Any], list[Any]]:

@@ -35,7 +35,7 @@ from paimon_index.errors import InvalidOptionError, UnsupportedTableError
 from paimon_index.table.paimon import table_name, value_kinds_from
 from paimon_index.table.pk.commit import on_snapshot, written_paths
 from paimon_index.table.pk.plan import ROW_KIND_COLUMN, check_keys
-from paimon_index.table.write import attach_file_indexes, conform, new_table_write, table_options
+from paimon_index.table.write import attach_file_indexes, conform, table_options, writing
 
 __all__ = ["LATEST", "VALUE_KINDS", "check_changes", "write_changes"]
 
@@ -130,15 +130,9 @@ def _value_kinds(rows: pa.Table, kind: str) -> pa.Array:
 
 def _write(table: Any, data: pa.Table, kinds: pa.Array) -> list[Any]:
     """pypaimon's key-value writer, each row's ``_VALUE_KIND`` taken from ``kinds``."""
-    writer = new_table_write(table)
-    value_kinds_from(writer, _KIND)
-    try:
+    with writing(table) as writer:
+        value_kinds_from(writer, _KIND)
         rows = conform(data, writer.table_pyarrow_schema, table=table_name(table))
         rows = rows.append_column(pa.field(_KIND, pa.int8(), nullable=False), kinds)
         writer.write_arrow(rows)
         return attach_file_indexes(table, writer.prepare_commit())
-    except BaseException:
-        writer.abort()
-        raise
-    finally:
-        writer.close()
