@@ -1,7 +1,7 @@
 """Merge engines (partial-update, aggregation) through Spark: SQL and the upsert job.
 
 CI: a tiny sequence through ``paimon.sql`` (the upsert's tasks own their buckets: fixed buckets; a
-dynamic-bucket table goes through the driver) against expected rows worked out from Paimon's merge
+dynamic-bucket table's assigners merge each key's rows, its writers merge in the old rows) against expected rows worked out from Paimon's merge
 rules. Slow: the same SQL text through Apache Paimon's own Spark connector (``paimon-sql.sh``) on
 twin tables in the same warehouse; then both sides read both sides' tables, rows equal.
 """
@@ -58,12 +58,14 @@ def _rows(paimon: Any, name: str) -> list[tuple]:
 
 
 def test_sql_on_merge_engine_tables_merges_as_paimon(spark, tmp_path: Path) -> None:
-    """Aggregation with fixed buckets (each task merges its buckets' keys with their old rows),
-    partial-update with dynamic buckets (the driver merges)."""
+    """Aggregation with fixed and dynamic buckets (each task merges its buckets' keys with their old
+    rows), partial-update with dynamic buckets."""
     paimon = paimon_index.spark.attach(spark, warehouse=str(tmp_path))
     paimon.sql("CREATE DATABASE IF NOT EXISTS db")
     _run(paimon, AGG, AGG_STEPS, "agg", "2")
     assert _rows(paimon, "agg") == AGG_ROWS
+    _run(paimon, AGG, AGG_STEPS, "agg_dynamic", "-1")
+    assert _rows(paimon, "agg_dynamic") == AGG_ROWS
     _run(paimon, PARTIAL, PARTIAL_STEPS, "pu", "-1")
     assert _rows(paimon, "pu") == PARTIAL_ROWS
     # Paimon's connector refuses UPDATE and MERGE INTO on aggregation tables (RowLevelOp).

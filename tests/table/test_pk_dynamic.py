@@ -38,18 +38,20 @@ def _latest(table: Any) -> int | None:
     return None if snapshot is None else int(snapshot.id)
 
 
-def distributed_upsert(table: Any, rows: pa.Table, assigners: int, writers: int) -> int | None:
+def distributed_upsert(table: Any, rows: pa.Table, assigners: int, writers: int, *,
+                       merge: bool = False) -> int | None:
     """What jobs.upsert's three stages do, each stage's tasks run one after the other."""
     planned = _latest(table)
     routed = dynamic.route(table, rows, assigners)
     ids = routed[dynamic.ASSIGNER_COLUMN].to_numpy()
-    assigned = [dynamic.assign(table, planned, routed.filter(pa.array(ids == i)), assigners)
+    assigned = [dynamic.assign(table, planned, routed.filter(pa.array(ids == i)), assigners, merge=merge)
                 for i in range(assigners) if (ids == i).any()]
     if not assigned:
         return None
     every = pa.concat_tables(assigned)
     owner = every[dynamic.BUCKET_COLUMN].to_numpy() % writers  # a bucket (of every partition): one writer
-    prepared = [dynamic.prepare(table, planned, every.filter(pa.array(owner == w))) for w in range(writers)]
+    prepared = [dynamic.prepare(table, planned, every.filter(pa.array(owner == w)), merge=merge)
+                for w in range(writers)]
     prepared = [p for p in prepared if p is not None]
     return commit_prepared(table, prepared) if prepared else None
 
@@ -184,3 +186,49 @@ def test_a_date_partition_finds_its_hash_index(tmp_path: Any) -> None:
         distributed_upsert(open_table(str(tmp_path), "db.t"), rows, 2, 2)
     got, _ = read_primary_key(open_table(str(tmp_path), "db.t"), None)
     assert sorted(got["k"].to_pylist()) == list(range(30)) and set(got["n"].to_pylist()) == {1}
+
+
+# -- merge engines: the distributed stages merge as the driver's upsert does ----------------------
+ENGINES = {
+    "aggregation": {"merge-engine": "aggregation", "fields.n.aggregate-function": "sum",
+                    "fields.m.aggregate-function": "max", "fields.s.aggregate-function": "listagg"},
+    "partial-update": {"merge-engine": "partial-update"},
+}
+ENGINE_SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("p", pa.string(), nullable=False),
+                           ("n", pa.int64()), ("m", pa.int32()), ("s", pa.string())])
+ENGINE_OPS = st.lists(st.tuples(st.integers(0, 25), st.sampled_from(["a", "b"]),
+                                st.one_of(st.none(), st.integers(-5, 9)), st.one_of(st.none(), st.integers(0, 9)),
+                                st.one_of(st.none(), st.sampled_from(["x", "y", "z"]))), min_size=1, max_size=30)
+
+
+def _engine_rows(table: Any, engine: str) -> list[tuple[Any, ...]]:
+    rows, _ = read_primary_key(table, None)
+    return sorted(tuple(r.values()) for r in rows.select(ENGINE_SCHEMA.names).to_pylist())
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(engine=st.sampled_from(sorted(ENGINES)),
+       steps=st.lists(st.tuples(ENGINE_OPS, st.integers(1, 3), st.integers(1, 3)), min_size=1, max_size=3))
+def test_merge_engine_dynamic_upserts_distributed_equal_the_drivers_merge(engine: str, steps: list) -> None:
+    """The three stages with a merge engine (each key's rows merged at its assigner, then with its
+    old row by the task owning its bucket) against :func:`upsert_arrow`, the driver's merge (checked
+    against Java and Paimon's connector in tests/table/test_merge_engines.py): the same rows."""
+    from paimon_index.table.pk import upsert_arrow
+
+    with tempfile.TemporaryDirectory() as warehouse:
+        options = {"bucket": "-1", "deletion-vectors.enabled": "true", "dynamic-bucket.target-row-num": "4",
+                   **ENGINES[engine]}
+        for name in ("dist", "driver"):
+            create_table(warehouse, f"db.{name}", ENGINE_SCHEMA, primary_keys=["k", "p"], partition_keys=["p"],
+                         options=options)
+        for ops, assigners, writers in steps:
+            batch = pa.Table.from_pylist([dict(zip(ENGINE_SCHEMA.names, op, strict=True)) for op in ops],
+                                         ENGINE_SCHEMA)
+            distributed_upsert(open_table(warehouse, "db.dist"), batch, assigners, writers, merge=True)
+            upsert_arrow(open_table(warehouse, "db.driver"), batch)
+            assert _engine_rows(open_table(warehouse, "db.dist"), engine) == \
+                _engine_rows(open_table(warehouse, "db.driver"), engine)
+        check_buckets = open_table(warehouse, "db.dist")
+        rows, _ = read_primary_key(check_buckets, None)
+        keys = list(zip(rows["k"].to_pylist(), rows["p"].to_pylist(), strict=True))
+        assert len(set(keys)) == len(keys)

@@ -272,28 +272,26 @@ def _upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
         writer_options[DELETE_KEYS] = "true"
     from paimon_index.table.pk.merge import merge_engine
 
-    if _dynamic_bucket(paimon_table) and merge_engine(paimon_table) is None:
+    if _dynamic_bucket(paimon_table):
         # Paimon's dynamic-bucket topology: route by key hash to assigners that own disjoint
-        # buckets, assign from the HASH index, shuffle by bucket; tasks own whole buckets.
+        # buckets, assign from the HASH index, shuffle by bucket; tasks own whole buckets. With a
+        # merge engine the assigner merges each key's rows, the bucket's task merges in the old row.
         from paimon_index.table.pk import dynamic
 
         planned = None if before is None else int(before.id)
+        merge = not delete_keys and merge_engine(paimon_table) is not None
         prepared = _tasks.dynamic_upsert_job(df, warehouse, table, catalog_options, planned,
                                              dynamic.assigner_count(paimon_table, count), count,
-                                             list(paimon_table.partition_keys))
+                                             list(paimon_table.partition_keys), merge=merge)
         if not prepared:
             return None, 0
         snapshot = pk.commit_prepared(paimon_table, prepared)
         return snapshot, int(written.value)
-    if _dynamic_bucket(paimon_table):
-        # A merge engine on dynamic buckets (not distributed yet): one task, pypaimon's assigner.
-        shuffled = df.repartition(1)
-    else:
-        # Shuffle by Paimon's bucket: a task owns whole buckets and looks their keys up itself.
-        with_bucket = _tasks.with_bucket(df, warehouse, table, catalog_options)
-        shuffled = with_bucket.repartition(count, _tasks.UPSERT_BUCKET_COLUMN, *paimon_table.partition_keys) \
-            .drop(_tasks.UPSERT_BUCKET_COLUMN)
-        writer_options[BUCKET_EXCLUSIVE] = "true"
+    # Shuffle by Paimon's bucket: a task owns whole buckets and looks their keys up itself.
+    with_bucket = _tasks.with_bucket(df, warehouse, table, catalog_options)
+    shuffled = with_bucket.repartition(count, _tasks.UPSERT_BUCKET_COLUMN, *paimon_table.partition_keys) \
+        .drop(_tasks.UPSERT_BUCKET_COLUMN)
+    writer_options[BUCKET_EXCLUSIVE] = "true"
     user = new_commit_user()  # the snapshot is found by its commit user: others may commit meanwhile
     shuffled.write.format(SOURCE_NAME).options(**writer_options).option(COMMIT_USER, user) \
         .mode("append").save(table)

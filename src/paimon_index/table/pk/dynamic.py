@@ -256,10 +256,11 @@ def _new_buckets(count: int, own: dict[int, int], assigners: int, assigner: int,
 
 
 def assign(table: Any, snapshot_id: int | None, rows: pa.Table, assigners: int, *,
-           io: TableIO | None = None) -> pa.Table:
+           io: TableIO | None = None, merge: bool = False) -> pa.Table:
     """Stage 2: ``rows`` (routed, all rows of their assigners) deduplicated by key (the last row of
-    a key decides) with each key's bucket in :data:`BUCKET_COLUMN`; a deleted key the index does not
-    hold is dropped. Reads the HASH index of ``snapshot_id``."""
+    a key decides; ``merge``: the key's rows merged in order by the table's merge engine) with each
+    key's bucket in :data:`BUCKET_COLUMN`; a deleted key the index does not hold is dropped. Reads
+    the HASH index of ``snapshot_id``."""
     bucket_type = pa.int32()
     if rows.num_rows == 0:
         return rows.append_column(BUCKET_COLUMN, pa.array([], bucket_type))
@@ -267,11 +268,15 @@ def assign(table: Any, snapshot_id: int | None, rows: pa.Table, assigners: int, 
     target = _int_option(options, TARGET_ROW_NUM, DEFAULT_TARGET_ROW_NUM, 1) or DEFAULT_TARGET_ROW_NUM
     max_buckets = _int_option(options, MAX_BUCKETS, -1) or -1
     io = io or TableIO.of(table)
-    # Deduplicate on the table's types, hand back the rows as they came (Spark's types).
-    numbered = _conformed(table, rows).append_column(_ROW, pa.array(np.arange(rows.num_rows, dtype=np.int64)))
-    kept = last_per_key(numbered, list(table.primary_keys))
-    original = rows.take(kept[_ROW])
-    rows = kept.drop_columns([_ROW])
+    if merge:
+        rows, original = _folded(table, rows, assigners)
+    else:
+        # Deduplicate on the table's types, hand back the rows as they came (Spark's types).
+        order = pa.array(np.arange(rows.num_rows, dtype=np.int64))
+        numbered = _conformed(table, rows).append_column(_ROW, order)
+        kept = last_per_key(numbered, list(table.primary_keys))
+        original = rows.take(kept[_ROW])
+        rows = kept.drop_columns([_ROW])
     if ROW_KIND_COLUMN in rows.column_names:
         deleting = pc.is_in(rows[ROW_KIND_COLUMN], pa.array(DELETING_KINDS)).to_numpy(zero_copy_only=False)
     else:
@@ -301,6 +306,41 @@ def assign(table: Any, snapshot_id: int | None, rows: pa.Table, assigners: int, 
     keep = buckets >= 0  # deleted keys the index does not hold: nothing to delete
     out = original.append_column(BUCKET_COLUMN, pa.array(buckets, bucket_type))
     return out.filter(pa.array(keep)) if not keep.all() else out
+
+
+def _folded(table: Any, rows: pa.Table, assigners: int) -> tuple[pa.Table, pa.Table]:
+    """An assigner's ``rows`` merged by key with the table's merge engine (one row per key, as
+    :func:`~paimon_index.table.pk.upsert.merge_batch` merges a fixed-bucket task's rows), routed
+    again: (the rows in the table's types, the same rows in ``rows``' types)."""
+    from paimon_index.table.pk.upsert import merge_batch
+
+    columns = user_columns(table)
+    given_kinds = ROW_KIND_COLUMN in rows.column_names
+    folded = merge_batch(table, rows.select([*columns, ROW_KIND_COLUMN] if given_kinds else columns))
+    if not given_kinds:
+        if not pc.all(pc.equal(folded[ROW_KIND_COLUMN], "+I")).as_py():
+            raise PrimaryKeyTableError("internal: inserts merged into a delete")
+        folded = folded.drop_columns([ROW_KIND_COLUMN])
+    conformed = route(table, folded, assigners)
+    original = pa.Table.from_arrays([conformed[f.name].cast(f.type) for f in rows.schema], schema=rows.schema)
+    return conformed, original
+
+
+def _merged(table: Any, snapshot_id: int | None, rows: pa.Table, scope: set[tuple[tuple[Any, ...], int]]
+            ) -> pa.Table:
+    """A writer's ``rows`` (assigned, one merged row per key) merged with their keys' old rows by the
+    merge engine, each with its key hash and bucket; ``_ROW_KIND`` '+I' or '-D'."""
+    from paimon_index.table.pk.upsert import merged_with_old
+
+    columns, keys = user_columns(table), list(table.primary_keys)
+    kinds = [ROW_KIND_COLUMN] if ROW_KIND_COLUMN in rows.column_names else []
+    batch = rows.select([*columns, *kinds])
+    merged = merged_with_old(table, snapshot_id, batch, scope)
+    placed = rows.select([*keys, KEY_HASH_COLUMN, BUCKET_COLUMN])
+    joined = merged.join(placed, keys, join_type="inner")
+    if joined.num_rows != merged.num_rows:
+        raise PrimaryKeyTableError("internal: a merged key lost its bucket")
+    return joined
 
 
 def _write_hash_file(table: Any, io: TableIO, partition: tuple[Any, ...], bucket: int,
@@ -343,10 +383,12 @@ def _write_at_buckets(table: Any, rows: pa.Table, columns: list[str]) -> list[An
     return messages
 
 
-def prepare(table: Any, snapshot_id: int | None, rows: pa.Table, *, io: TableIO | None = None) -> Any:
+def prepare(table: Any, snapshot_id: int | None, rows: pa.Table, *, io: TableIO | None = None,
+            merge: bool = False) -> Any:
     """Stage 3: the task owning the buckets of ``rows`` (assigned, one row per key) writes the
-    upserts at their buckets, extends those buckets' HASH index files with the new key hashes,
-    looks the keys up and marks the older rows; returns the
+    upserts at their buckets (``merge``: merged with their keys' old rows by the table's merge
+    engine first), extends those buckets' HASH index files with the new key hashes, looks the keys
+    up and marks the older rows; returns the
     :class:`~paimon_index.table.pk.upsert.PreparedUpsert` the driver commits (None: no rows).
     On failure every file it wrote is deleted."""
     from paimon_index.table.pk.commit import abandon, written_paths
@@ -357,13 +399,15 @@ def prepare(table: Any, snapshot_id: int | None, rows: pa.Table, *, io: TableIO 
     io = io or TableIO.of(table)
     rows = _conformed(table, rows)
     columns, keys = user_columns(table), list(table.primary_keys)
+    scope = {(tuple(values[:-1]), int(values[-1]))
+             for values, _ in _groups(rows, [*table.partition_keys, BUCKET_COLUMN])}
+    if merge:
+        rows = _merged(table, snapshot_id, rows, scope)
     if ROW_KIND_COLUMN in rows.column_names:
         deleting = pc.is_in(rows[ROW_KIND_COLUMN], pa.array(DELETING_KINDS))
         upserts, removed = rows.filter(pc.invert(deleting)), rows.filter(deleting).select(keys)
     else:
         upserts, removed = rows, None
-    scope = {(tuple(values[:-1]), int(values[-1]))
-             for values, _ in _groups(rows, [*table.partition_keys, BUCKET_COLUMN])}
     messages: list[Any] = []
     written: list[str] = []
     try:

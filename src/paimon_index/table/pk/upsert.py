@@ -95,8 +95,8 @@ from paimon_index.table.pk.plan import (
 from paimon_index.table.write import conform, table_options, table_schema
 
 __all__ = ["KeyedRows", "PreparedUpsert", "bucket_of_rows", "change_by_key", "commit_prepared",
-           "commit_upsert", "merge_batch", "overwrite_rows", "owned_buckets", "prepare_merge",
-           "prepare_upsert", "split_batch", "upsert_arrow"]
+           "commit_upsert", "merge_batch", "merged_with_old", "overwrite_rows", "owned_buckets",
+           "prepare_merge", "prepare_upsert", "split_batch", "upsert_arrow"]
 
 _UPSERT = "upsert"
 
@@ -306,6 +306,18 @@ def prepare_merge(table: Any, data: pa.Table) -> PreparedUpsert:
     except BaseException:
         abandon(table, written_paths(messages, plan.index_dir), _UPSERT)
         raise
+
+
+def merged_with_old(table: Any, snapshot_id: int | None, batch: pa.Table, scope: set[BucketKey]) -> pa.Table:
+    """A task's rows of a merge-engine table (the table's columns and ``_ROW_KIND``, one row per
+    key, folded already) merged with each key's old live row in the buckets ``scope`` of snapshot
+    ``snapshot_id``, as :func:`prepare_merge` merges them: one row per key, ``_ROW_KIND`` '+I' (to
+    write) or '-D' (to delete). Dynamic buckets: a key's old row is in the bucket its HASH index
+    gave it, which the task owns."""
+    engine = merge_engine(table)
+    assert engine is not None, "merged_with_old: the table's merge engine is deduplicate"
+    plan = _executor_plan(table, snapshot_id)
+    return _merged_with_old(table, plan, engine, _conformed(table, batch), scope)
 
 
 def _prepare(table: Any, plan: Plan, messages: list[Any], removed_keys: pa.Table, top: int,
