@@ -162,6 +162,23 @@ def test_jobs_read_merges_a_merge_on_read_table(spark, tmp_path: Path) -> None:
         jobs.read(spark, "o.t", columns=["nope"], warehouse=warehouse)
 
 
+def test_call_compact_merges_a_merge_on_read_table_in_spark_tasks(spark, tmp_path: Path) -> None:
+    """``CALL sys.compact`` (and ``jobs.compact``) on a table without deletion vectors: each bucket's
+    files merged by key into one top-level file by a Spark task, one COMPACT snapshot (it was refused:
+    "deletion-vectors mode needs ...")."""
+    warehouse = str(tmp_path)
+    _create(warehouse, "o.t", "part")
+    paimon = paimon_index.spark.attach(spark, warehouse=warehouse)
+    paimon.sql("DELETE FROM o.t WHERE v % 3 = 0")
+    paimon.sql("UPDATE o.t SET s = 'u' WHERE id > 20")
+    before = _rows(paimon, "o.t")
+    paimon.sql("CALL sys.compact(table => 'o.t')")
+    snapshot = latest_snapshot(paimon_index.open_table(warehouse, "o.t").paimon_table)
+    assert snapshot.commit_kind == "COMPACT"
+    assert _rows(paimon, "o.t") == before
+    assert jobs.compact(spark, "o.t", warehouse=warehouse).snapshot_id is None  # one file per bucket already
+
+
 @pytest.mark.slow
 def test_the_same_statements_through_paimons_connector_both_ways(spark, tmp_path: Path) -> None:
     """Each side runs the statements on its own tables; then each reads the other's: equal rows."""

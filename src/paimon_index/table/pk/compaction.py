@@ -7,7 +7,11 @@
 
 ``compact`` rewrites the files whose deleted fraction exceeds ``threshold`` (seed 004 §5.1, default
 50%) without their deleted rows, at their level, and drops their vectors; ``full=True`` rewrites
-each bucket into one file at the top level with no vectors. Level-0 files of plain pypaimon writes
+each bucket into one file at the top level with no vectors. A table without deletion vectors
+(merge-on-read, Paimon's default mode) is fully compacted: each bucket's rows merged by key
+(pypaimon's merge read of the pinned snapshot, the table's merge engine, deletes dropped) into one
+file at the top level — what Paimon's full compaction does, and what switching such a table to
+deletion-vectors mode needs first. Level-0 files of plain pypaimon writes
 are folded in first (an empty upsert, its own snapshot). The compaction itself is planned on one
 pinned snapshot and committed exactly on it: when an upsert lands in between, the compaction fails
 with ConcurrentChangeError and deletes what it wrote — it never brings overwritten values back.
@@ -29,21 +33,34 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from paimon_index.deletionvectors.maintainer import BucketDvMaintainer
-from paimon_index.errors import ConcurrentChangeError, InvalidOptionError, PrimaryKeyTableError
+from paimon_index.errors import (
+    ConcurrentChangeError,
+    InvalidOptionError,
+    PrimaryKeyTableError,
+    UnsupportedChangelogProducerError,
+)
 from paimon_index.table.fileio import TableIO
-from paimon_index.table.paimon import DELETION_VECTORS, CommitMessage, index_manifest_entry, partition_row
+from paimon_index.table.paimon import (
+    DELETION_VECTORS,
+    CommitMessage,
+    index_manifest_entry,
+    partition_row,
+    table_name,
+)
 from paimon_index.table.pk.commit import begin, written_paths
-from paimon_index.table.pk.levels import rewrite
+from paimon_index.table.pk.levels import rewrite, rewrite_merged
 from paimon_index.table.pk.plan import (
     DEFAULT_COMPACTION_THRESHOLD,
     Bucket,
     Plan,
     arrow_fields,
     check_table,
+    dv_mode,
     max_level,
     plan_snapshot,
 )
 from paimon_index.table.plan import DV_ENABLED
+from paimon_index.table.write import table_options
 
 __all__ = ["BucketCompacted", "BucketWork", "compact", "compact_bucket", "plan_buckets",
            "set_deletion_vectors"]
@@ -88,6 +105,8 @@ class BucketWork:
     top: int
     index_dir: str
     bitmap64: bool
+    #: merge-on-read: the snapshot whose rows of this bucket are merged by key (None: DV mode)
+    merged_snapshot: int | None = None
 
     @property
     def weight(self) -> int:
@@ -122,6 +141,8 @@ def compact(table: Any, *, full: bool = False, threshold: float = DEFAULT_COMPAC
     """
     from paimon_index.table.pk.upsert import upsert_arrow
 
+    if table.is_primary_key_table and not dv_mode(table):
+        return _compact_merge_on_read(table, run)
     options = check_table(table)
     if not 0.0 <= threshold <= 1.0:
         raise InvalidOptionError(f"compaction threshold {threshold} outside [0, 1]")
@@ -139,6 +160,55 @@ def compact(table: Any, *, full: bool = False, threshold: float = DEFAULT_COMPAC
         if plan.level0():
             raise ConcurrentChangeError("level-0 files were written while compacting; run it again")
         return _compact_on(txn, plan, plan_buckets(plan, full, threshold, max_level(options)), runner)
+
+
+def _compact_merge_on_read(table: Any, run: RunBuckets | None) -> int | None:
+    """A merge-on-read table's full compaction: every bucket not already one file at the top level
+    merged by key into one; one COMPACT snapshot, exactly on the planned one."""
+    from paimon_index.table.pk.changelog import producer
+
+    options = table_options(table)
+    if producer(table, options) != "none":
+        # Java's compaction of level-0 records writes their changelog (lookup); this one would not.
+        raise UnsupportedChangelogProducerError(
+            f"compaction of {table_name(table)} (no deletion vectors) with 'changelog-producer' = "
+            f"'{producer(table, options)}' is not supported: it would write no changelog for the level-0 "
+            "records it merges; compact it with Paimon's connector, or enable deletion vectors")
+    top = max_level(options)
+    runner = run if run is not None else _run_here(table)
+    with begin(table, _COMPACT, compact=True) as txn:
+        plan = plan_snapshot(table, txn.snapshot, vectors=False)
+        works = []
+        for (partition, bucket_id), bucket in sorted(plan.buckets.items(), key=repr):
+            if len(bucket.files) == 1 and bucket.files[0].level == top:
+                continue
+            files = tuple(CompactFile(m.file_name, m.file_path, int(m.level), int(m.row_count),
+                                      int(m.schema_id), int(m.file_size or 0)) for m in bucket.files)
+            works.append(BucketWork(tuple(partition), bucket_id, files, (), True, 0.0, top, plan.index_dir,
+                                    plan.bitmap64, merged_snapshot=plan.snapshot_id))
+        return _compact_on(txn, plan, works, runner)
+
+
+def _merge_bucket(table: Any, work: BucketWork, io: TableIO) -> BucketCompacted:
+    """One merge-on-read bucket's full compaction: its rows of the planned snapshot merged by key,
+    written as new files at the top level; every file of the bucket removed."""
+    from paimon_index.table.pk.merge_on_read import merged_bucket_rows
+
+    assert work.merged_snapshot is not None
+    done = BucketCompacted(work.partition, work.bucket, None)
+    try:
+        rows = merged_bucket_rows(table, work.merged_snapshot, work.partition, work.bucket,
+                                  [f.file_name for f in work.files])
+        placed = rewrite_merged(table, rows, work.partition, work.bucket, work.top)
+        done.written += written_paths([], work.index_dir, placed)
+        done.removed = [f.file_name for f in work.files]
+        done.message = CommitMessage(partition=work.partition, bucket=work.bucket, new_files=placed,
+                                     deleted_files=[], index_adds=[], index_deletes=[])
+        return done
+    except BaseException:
+        for path in done.written:
+            io.delete_quietly(path)
+        raise
 
 
 def _run_here(table: Any) -> RunBuckets:
@@ -204,7 +274,10 @@ def _restore(table: Any, work: BucketWork, io: TableIO) -> BucketDvMaintainer:
 def compact_bucket(table: Any, work: BucketWork, io: TableIO) -> BucketCompacted:
     """One bucket's compaction (where it runs: here or a Spark task): pick the files, rewrite them
     without their deleted rows (``full``: all into one file at the top level), write the bucket's new
-    DV index file. Nothing is committed; on failure the files it wrote are deleted."""
+    DV index file; merge-on-read: all its files merged by key into one at the top level. Nothing is
+    committed; on failure the files it wrote are deleted."""
+    if work.merged_snapshot is not None:
+        return _merge_bucket(table, work, io)
     dvs = _restore(table, work, io)
     done = BucketCompacted(work.partition, work.bucket, None)
     try:

@@ -4,6 +4,7 @@
     write_rows(table, rows) -> commit messages      pypaimon's key-value writer + file indexes
     write_at(table, rows, partition, bucket) -> commit messages   the same, at a given bucket
     rewrite(table, dvs, files, level) -> (new files, removed files)
+    rewrite_merged(table, rows, partition, bucket, level) -> new files    rows already merged
 
 Merge-free readers read the files of levels >= 1 with their deletion vectors and merge nothing; so
 every level >= 1 must stay a sorted run and every key must have at most one live row there. A new
@@ -36,7 +37,7 @@ from paimon_index.table.pk.plan import (
 from paimon_index.table.schemas import read_schema
 from paimon_index.table.write import attach_file_indexes, conform, write_with, writing
 
-__all__ = ["free_level", "rewrite", "write_at", "write_rows"]
+__all__ = ["free_level", "rewrite", "rewrite_merged", "write_at", "write_rows"]
 
 
 def free_level(files: Iterable[Any], new: Any, max_level: int) -> int | None:
@@ -93,11 +94,18 @@ def rewrite(table: Any, dvs: BucketDvMaintainer, files: list[Any], level: int) -
         dvs.remove_deletion_vector_of(meta.file_name)
     row = dvs.partition  # pypaimon's GenericRow (or plain values)
     partition = tuple(row.values or ()) if hasattr(row, "values") else tuple(row)
-    messages = write_at(table, rows, partition, dvs.bucket) if rows.num_rows else []
+    return rewrite_merged(table, rows, partition, dvs.bucket, level), files
+
+
+def rewrite_merged(table: Any, rows: pa.Table, partition: tuple[Any, ...], bucket: int,
+                   level: int) -> list[Any]:
+    """``rows`` (one row per key, the bucket's live rows) written into ``bucket`` as new files at
+    ``level``; their metadata. No index file of the writer is kept (the bucket's keys do not change)."""
+    messages = write_at(table, rows, partition, bucket) if rows.num_rows else []
     index_dir = str(table.path_factory().index_path())
     io = TableIO.of(table)
     for entry in (e for m in messages for e in m.index_adds):
         meta = entry.index_file
         io.delete_quietly(meta.external_path or posixpath.join(index_dir, meta.file_name))
     written = [f for m in messages for f in m.new_files]
-    return [replace(f, level=level) for f in written], files
+    return [replace(f, level=level) for f in written]

@@ -2,6 +2,7 @@
 
     check_changes(table, deleting) -> options           what is refused, before anything is read
     write_changes(table, rows, planned=None, kind="+I") -> snapshot id | None
+    merged_bucket_rows(table, snapshot_id, partition, bucket) -> one bucket's rows, merged by key
 
 Without deletion vectors a reader merges a key's rows across files (the newest sequence number
 wins; a ``-D`` or ``-U`` row removes the key), so a change is just new rows: Paimon's writer puts
@@ -26,18 +27,19 @@ deletes on ``partial-update``/``aggregation`` need Paimon's ``*.remove-record-on
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from paimon_index.errors import InvalidOptionError, UnsupportedTableError
+from paimon_index.errors import InvalidOptionError, PrimaryKeyTableError, UnsupportedTableError
 from paimon_index.table.paimon import table_name, value_kinds_from
 from paimon_index.table.pk.commit import on_snapshot, written_paths
 from paimon_index.table.pk.plan import ROW_KIND_COLUMN, check_keys
 from paimon_index.table.write import attach_file_indexes, conform, table_options, writing
 
-__all__ = ["LATEST", "VALUE_KINDS", "check_changes", "write_changes"]
+__all__ = ["LATEST", "VALUE_KINDS", "check_changes", "merged_bucket_rows", "write_changes"]
 
 MERGE_ENGINE = "merge-engine"
 SEQUENCE_FIELD = "sequence.field"
@@ -136,3 +138,27 @@ def _write(table: Any, data: pa.Table, kinds: pa.Array) -> list[Any]:
         rows = rows.append_column(pa.field(_KIND, pa.int8(), nullable=False), kinds)
         writer.write_arrow(rows)
         return attach_file_indexes(table, writer.prepare_commit())
+
+
+def merged_bucket_rows(table: Any, snapshot_id: int, partition: tuple[Any, ...], bucket: int,
+                       files: Collection[str]) -> pa.Table:
+    """The live rows of one (partition, bucket) of snapshot ``snapshot_id``, merged by key with the
+    table's merge engine (pypaimon's merge read, as :meth:`paimon_index.Table.read` reads such a
+    table; deleted keys gone), in the table's current columns: what a full compaction writes.
+
+    Raises:
+        PrimaryKeyTableError: the bucket's files in pypaimon's plan are not exactly ``files`` (the
+            names the caller planned): its rows would not be the ones it replaces.
+    """
+    from paimon_index.table.paimon import pinned_table
+
+    pinned = pinned_table(table, snapshot_id)
+    builder = pinned.new_read_builder()
+    splits = [s for s in builder.new_scan().plan().splits()
+              if int(s.bucket) == int(bucket) and tuple(s.partition.values or ()) == tuple(partition)]
+    listed = {str(m.file_name) for s in splits for m in s.files}
+    if listed != set(files):
+        raise PrimaryKeyTableError(
+            f"internal: snapshot {snapshot_id} of {table_name(table)} lists {len(listed)} files for bucket "
+            f"{bucket} of partition {partition}, the plan {len(set(files))}: nothing was compacted")
+    return builder.new_read().to_arrow(splits)
