@@ -314,7 +314,8 @@ class Table:
         """Compact the table's files in one ``COMPACT`` snapshot.
 
         A primary-key table: files past the delete ratio rewritten (``full``: everything into the
-        highest level). An append table (:mod:`paimon_index.table.append_compaction`): small files
+        highest level); without deletion vectors always a full compaction (each bucket merged by
+        key into one top-level file, :mod:`paimon_index.table.pk.compaction`). An append table (:mod:`paimon_index.table.append_compaction`): small files
         bin-packed toward ``target-file-size`` once ``compaction.min.file-num`` are there, files past
         ``compaction.delete-ratio-threshold`` rewritten without their deleted rows (``full``: as
         Paimon's full compaction). ``snapshot_id`` is None when nothing was worth compacting.
