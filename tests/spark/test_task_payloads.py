@@ -93,3 +93,28 @@ def test_the_check_sees_a_pypaimon_object() -> None:
     from pypaimon.schema.data_types import AtomicType
 
     assert pypaimon_objects({"x": [AtomicType("INT")]}) == ["pypaimon.schema.data_types.AtomicType"]
+
+
+def test_merge_on_read_partitions_hold_no_pypaimon_object(spark, tmp_path: Path) -> None:
+    """A primary-key table without deletion vectors: one partition per (partition, bucket), its
+    snapshot and file names; the task merges."""
+    from paimon_index.spark.datasource import MergedPartition
+
+    warehouse = str(tmp_path)
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("s", pa.string()),
+                        pa.field("p", pa.date32(), nullable=False)])
+    t = paimon_index.create_table(warehouse, "db.m", schema, primary_keys=["id", "p"], partition_keys=["p"],
+                                  options={"bucket": "2"})
+    import datetime
+
+    days = [datetime.date(2024, 1, 1), datetime.date(2024, 1, 2)]
+    t.write(pa.table({"id": list(range(40)), "s": ["a"] * 40, "p": [days[i % 2] for i in range(40)]}, schema))
+    t.delete("id < 4")
+    partitions = _partitions(warehouse, "db.m")
+    assert len(partitions) == 4 and all(isinstance(p, MergedPartition) for p in partitions)
+    assert {p.partition for p in partitions} == {(d,) for d in days}
+    assert pypaimon_objects(partitions) == []
+    # And the tasks' merged rows are the table's (date partitions found by their values).
+    got = spark.read.format("paimon_index").option("warehouse", warehouse).load("db.m").collect()
+    assert sorted(tuple(r) for r in got) == sorted(tuple(r.values()) for r in t.read().to_pylist())
+    assert len(got) == 36

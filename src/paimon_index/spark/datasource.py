@@ -72,7 +72,9 @@ true`` forces it on anywhere: exact only if every DataFrame loaded is scanned on
 (load a fresh DataFrame per query, do not join or subquery it with itself, do not cache it).
 
 Append tables, with or without deletion vectors (32- and 64-bit), and primary-key tables in
-deletion-vectors mode; see :mod:`paimon_index.table.read` for the read path.
+deletion-vectors mode; see :mod:`paimon_index.table.read` for the read path. A primary-key table
+without deletion vectors (merge-on-read) is read one (partition, bucket) per task, its rows of the
+pinned snapshot merged by key there (:class:`MergedPartition`); no index prunes it.
 """
 
 from __future__ import annotations
@@ -299,6 +301,20 @@ class SplitPartition(InputPartition):
     planned: Any = None
 
 
+@dataclass(frozen=True)
+class MergedPartition(InputPartition):
+    """One (partition, bucket) of a primary-key table without deletion vectors: the task merges its
+    rows of snapshot ``snapshot_id`` by key (pypaimon's merge read, the table's merge engine) and
+    applies the pushed predicate exactly; no index prunes it. Plain values (pickled to a task)."""
+
+    snapshot_id: int
+    partition: tuple[Any, ...]
+    bucket: int
+    files: tuple[str, ...]
+    predicate: Predicate
+    schema: dict[str, DataType]
+
+
 class PaimonIndexReader(DataSourceReader):
     def __init__(self, options: ReadOptions, layout: TableLayout) -> None:
         self.options = options
@@ -334,9 +350,12 @@ class PaimonIndexReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         from paimon_index.table.fileio import TableIO
+        from paimon_index.table.pk import dv_mode
         from paimon_index.table.scan import plan_read
 
         table = _open_table(self.options)
+        if table.is_primary_key_table and not dv_mode(table):
+            return self._merged_partitions(table)
         # One plan, deferred: the driver drops the files whose value statistics, embedded index or
         # schema version rule the filters out; the tasks resolve the rest where the data is.
         plan = plan_read(table, self.predicate, use_index=self.options.use_index, defer=True)
@@ -357,6 +376,20 @@ class PaimonIndexReader(DataSourceReader):
         # No file left and no report: an empty list (Spark then reads one empty InputPartition).
         return partitions
 
+    def _merged_partitions(self, table: Any) -> Sequence[InputPartition]:
+        """A merge-on-read table: one partition per (partition, bucket) of the pinned snapshot."""
+        from paimon_index.table.paimon import read_snapshot
+        from paimon_index.table.pk.plan import plan_snapshot
+
+        snapshot = read_snapshot(table)
+        if snapshot is None:
+            return []
+        plan = plan_snapshot(table, snapshot, vectors=False)
+        return [MergedPartition(int(snapshot.id), tuple(partition), int(bucket),
+                                tuple(str(m.file_name) for m in files.files), self.predicate,
+                                dict(self.layout.index_schema))
+                for (partition, bucket), files in sorted(plan.buckets.items(), key=repr) if files.files]
+
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         from pyspark.sql.pandas.types import to_arrow_schema
 
@@ -364,9 +397,12 @@ class PaimonIndexReader(DataSourceReader):
         from paimon_index.table.files import ScanReport
         from paimon_index.table.read import read_file_plans
 
+        target = to_arrow_schema(self.layout.spark_schema, timezone=SPARK_ARROW_TIMEZONE)
+        if isinstance(partition, MergedPartition):
+            yield from self._read_merged(partition, target)
+            return
         if not isinstance(partition, SplitPartition):
             return  # every file was ruled out: Spark reads the one empty partition it made instead
-        target = to_arrow_schema(self.layout.spark_schema, timezone=SPARK_ARROW_TIMEZONE)
         report = ScanReport()
         topn = self.options.topn if partition.apply_topn and partition.use_index else None
         if partition.files:
@@ -378,6 +414,19 @@ class PaimonIndexReader(DataSourceReader):
             if partition.planned is not None:
                 report.merge(partition.planned)
             add_task_report(self.options.scan_report, report)
+
+
+    def _read_merged(self, partition: MergedPartition, target: pa.Schema) -> Iterator[pa.RecordBatch]:
+        from paimon_index.arrow_filter import filter_rows
+        from paimon_index.table.pk.merge_on_read import merged_bucket_rows
+
+        table = _open_table(self.options)
+        rows = merged_bucket_rows(table, partition.snapshot_id, partition.partition, partition.bucket,
+                                  partition.files)
+        rows = filter_rows(rows, partition.predicate, partition.schema)
+        for batch in rows.select(target.names).to_batches():
+            if batch.num_rows:
+                yield _as_spark_arrow(batch, target)
 
 
 @dataclass(frozen=True)
@@ -746,12 +795,12 @@ def _layout_from_catalog(options: ReadOptions) -> TableLayout:
     from paimon_index.types import parse_type
 
     table = _open_table(options)
-    if table.is_primary_key_table:
+    if table.is_primary_key_table and options.metadata_columns:
         from paimon_index.table.pk import dv_mode
 
         if not dv_mode(table):
-            raise _unsupported("primary-key tables are read by this source in deletion-vectors mode only "
-                               "(their reads need no merge)")
+            raise _unsupported("metadata columns (file, row index) of a primary-key table without deletion "
+                               "vectors: its rows are merged across files and have none")
     fields = []
     for field in PyarrowFieldParser.from_paimon_schema(table.fields):
         try:

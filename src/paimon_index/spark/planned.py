@@ -825,21 +825,16 @@ def source_read(spark: SparkSession, table: str, snapshot_id: int | None, wareho
 def merge_read(spark: SparkSession, table: str, snapshot_id: int | None, warehouse: str,
                catalog_options: Mapping[str, str] | None, refusal: Exception) -> tuple[DataFrame, str]:
     """The rows of a primary-key table the planned read refused (``refusal``: its files need a merge
-    by key) as a DataFrame, and how it was read; no index prunes it. Without deletion vectors:
-    pypaimon's merge on the driver (:func:`~paimon_index.spark.merge_on_read.merged_frame`); in
-    deletion-vectors mode with level-0 files: the ``paimon_index`` source, which merges.
+    by key) as a DataFrame, and how it was read: the ``paimon_index`` source, whose tasks merge
+    each bucket's rows (without deletion vectors: one task per bucket, pypaimon's merge read; in
+    deletion-vectors mode with level-0 files: the merge of the source's read); no index prunes it.
 
     Raises:
         UnsupportedTableError: ``refusal`` again when the table is not a primary-key table.
     """
-    from paimon_index.spark import merge_on_read
     from paimon_index.table.api import open_table
 
-    opened = open_table(warehouse, table, catalog_options=catalog_options)
-    if merge_on_read.is_merge_on_read(opened.paimon_table):
-        frame = merge_on_read.merged_frame(spark, warehouse, table, catalog_options, snapshot_id)[0]
-        return frame, "merge read of a primary-key table without deletion vectors (on the driver)"
-    if not opened.paimon_table.is_primary_key_table:
+    if not open_table(warehouse, table, catalog_options=catalog_options).is_primary_key_table:
         raise refusal
     return (source_read(spark, table, snapshot_id, warehouse, catalog_options),
             f"merge read through the paimon_index source ({refusal})")

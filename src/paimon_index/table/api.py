@@ -315,8 +315,9 @@ class Table:
 
         A primary-key table: files past the delete ratio rewritten (``full``: everything into the
         highest level); without deletion vectors always a full compaction (each bucket merged by
-        key into one top-level file, :mod:`paimon_index.table.pk.compaction`). An append table (:mod:`paimon_index.table.append_compaction`): small files
-        bin-packed toward ``target-file-size`` once ``compaction.min.file-num`` are there, files past
+        key into one top-level file, :mod:`paimon_index.table.pk.compaction`). An append table
+        (:mod:`paimon_index.table.append_compaction`): small files bin-packed toward
+        ``target-file-size`` once ``compaction.min.file-num`` are there, files past
         ``compaction.delete-ratio-threshold`` rewritten without their deleted rows (``full``: as
         Paimon's full compaction). ``snapshot_id`` is None when nothing was worth compacting.
         """
