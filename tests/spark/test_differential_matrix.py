@@ -1,7 +1,8 @@
 """Differential matrix: every table kind × every read path × every state (tests/differential/matrix.py).
 
 One table per kind (append unaware-bucket / fixed-bucket / partitioned, primary-key fixed-bucket /
-dynamic-bucket / partitioned; file indexes and deletion vectors on all), driven through a sequence
+dynamic-bucket / partitioned with deletion vectors, and partitioned without them -- merge-on-read,
+Paimon's default; file indexes on all), driven through a sequence
 of states (load, upserts with updates/new keys/deletes, DELETE/UPDATE, overwrite, compaction, a
 schema change), read at each state by every path (``Table.read`` with and without indexes, the
 planned Spark read -- driver-side small read and Spark's Parquet reader --, the ``paimon_index``
