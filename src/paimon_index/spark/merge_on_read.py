@@ -5,14 +5,14 @@
     write_frame(spark, rows, paimon_table, table, planned, operation) -> (snapshot id, rows)
 
 Such a table's rows need a merge by key across its files (the newest sequence number wins, a
-``-D``/``-U`` removes the key): the read is the Python merged read (pypaimon's merge,
-:meth:`paimon_index.Table.read`) of one pinned snapshot on the driver, handed to Spark as a local
-relation; no index prunes it (Paimon's indexes cannot answer a merged row either). A change (the
-rows of a DELETE, UPDATE, MERGE INTO or upsert, with their ``_ROW_KIND``) is collected on the driver
-and written by :func:`paimon_index.table.pk.merge_on_read.write_changes` as level-0 key-value
-rows in one APPEND snapshot, exactly on the snapshot the rows were read from — as Paimon's own
-connector writes them. Both run on the driver: right for the tables such changes are made on
-here, not distributed (a deletion-vectors table is, see :mod:`paimon_index.spark.jobs`).
+``-D``/``-U`` removes the key): the read is the ``paimon_index`` source on one pinned snapshot,
+each task merging one (partition, bucket) with pypaimon's merge (:meth:`paimon_index.Table.read`'s);
+no index prunes it (Paimon's indexes cannot answer a merged row either). A change (the rows of a
+DELETE, UPDATE, MERGE INTO or upsert, with their ``_ROW_KIND``) is collected on the driver and
+written by :func:`paimon_index.table.pk.merge_on_read.write_changes` as level-0 key-value rows in
+one APPEND snapshot, exactly on the snapshot the rows were read from — as Paimon's own connector
+writes them. The change is written on the driver, not distributed (a deletion-vectors table's is,
+see :mod:`paimon_index.spark.jobs`).
 """
 
 from __future__ import annotations
@@ -45,18 +45,16 @@ def spark_schema(paimon_table: Any) -> Any:
 def merged_frame(spark: SparkSession, warehouse: str, table: str, catalog_options: Mapping[str, str] | None,
                  snapshot_id: int | None = None) -> tuple[DataFrame, int | None]:
     """The merged rows of ``table`` at ``snapshot_id`` (default: the latest, pinned here) as a
-    DataFrame, and the snapshot they are of (None: the table is empty)."""
-    from pyspark.sql.pandas.types import to_arrow_schema
-
+    DataFrame, and the snapshot they are of (None: the table is empty). Read by the ``paimon_index``
+    source: one task per (partition, bucket) merges its rows by key."""
+    from paimon_index.spark.planned import source_read
     from paimon_index.table.api import open_table
 
     opened = open_table(warehouse, table, catalog_options=catalog_options)
     pinned = opened.snapshot_id if snapshot_id is None else snapshot_id
-    schema = spark_schema(opened.paimon_table)
     if pinned is None:
-        return spark.createDataFrame([], schema), None
-    rows = opened.read(snapshot_id=pinned).cast(to_arrow_schema(schema, timezone="UTC"))
-    return spark.createDataFrame(rows, schema), pinned
+        return spark.createDataFrame([], spark_schema(opened.paimon_table)), None
+    return source_read(spark, table, pinned, warehouse, catalog_options), pinned
 
 
 def write_frame(rows: DataFrame, paimon_table: Any, planned: int | object | None, operation: str
