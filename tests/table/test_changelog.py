@@ -52,11 +52,18 @@ class ChangelogReader:
         self.classpath = f"{classes}:{oracle.script.parent / 'paimon-oracle.jar'}:{jars}/*"
         self.oracle = oracle
 
-    def read(self, requests: list[tuple[str, str, int, int]]) -> list[list[Change]]:
-        """Java's changelog rows of each (warehouse, table, from, to), one JVM for all."""
+    def read(self, requests: list[tuple[str, str, int, int]], mode: str = "batch") -> list[list[Change]]:
+        """Java's changelog rows of each (warehouse, table, from, to), one JVM for all
+        (``mode``: ``batch`` incremental read, ``stream`` streaming read)."""
+        out = self.run([{"warehouse": warehouse, "table": table, "from": low, "to": high, "mode": mode}
+                        for warehouse, table, low, high in requests])
+        return [[tuple(r) for r in o["rows"]] for o in out]
+
+    def run(self, requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``ChangelogOracle`` on raw requests (one JSON object each), one JVM for all."""
         with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
-            for warehouse, table, low, high in requests:
-                f.write(json.dumps({"warehouse": warehouse, "table": table, "from": low, "to": high}) + "\n")
+            for request in requests:
+                f.write(json.dumps(request) + "\n")
         try:
             done = subprocess.run(["java", "-cp", self.classpath, "ChangelogOracle", f.name],
                                   capture_output=True,
@@ -68,7 +75,7 @@ class ChangelogReader:
         assert len(out) == len(requests), done.stderr[-3000:]
         for o in out:
             assert "error" not in o, o["error"]
-        return [[tuple(r) for r in o["rows"]] for o in out]
+        return out
 
 
 @pytest.fixture(scope="module")
