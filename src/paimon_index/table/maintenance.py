@@ -23,6 +23,14 @@ harmless:
 3. delete the doomed files: data and their extra files, changelog and index files, then the
    manifests, manifest lists and statistics.
 
+**The changelog's own lifecycle** (:func:`changelog_lifecycle`): when ``changelog.num-retained.*``
+or ``changelog.time-retained`` retain more than the snapshot options (Paimon's
+``changelogLifecycleDecoupled``), step 2 first writes each expired snapshot's JSON as
+``changelog/changelog-N`` (and ``changelog/LATEST``), step 1 keeps what that changelog names
+(:func:`referenced_files` ``kept_as``), and after step 3 the changelogs expire by their own bounds
+as Paimon's ``ExpireChangelogImpl`` (``changelog-N`` files first, then ``changelog/EARLIEST``,
+then the files nothing else names).
+
 A crash in 2 leaves some expired snapshots, still whole (their files are untouched): the next expiry
 expires them. A crash in 3 leaves files no snapshot references: :func:`remove_orphan_files` removes
 them. (Paimon's ``ExpireSnapshotsImpl`` deletes data files and manifests *before* the snapshot
@@ -345,8 +353,8 @@ def referenced_files(table: Any, snapshot: Any, *, missing_ok: bool = False,
     changelog manifest list, manifests and changelog files — Java's ``SnapshotDeletion`` deletes the
     rest when the snapshot expires); ``"delta"`` (a decoupled changelog of a table without a
     producer, whose delta is its changelog: its base and delta manifest lists and manifests, and the
-    data files its delta added by a write, ``FileSource.APPEND`` — what Java's ``SnapshotDeletion``
-    leaves to ``ExpireChangelogImpl``).
+    data files written by a write, ``FileSource.APPEND``, that its delta adds or deletes — what
+    Java's ``SnapshotDeletion`` leaves to ``ExpireChangelogImpl``).
     """
     memo = cache if cache is not None else {}
     from paimon_index.table.paimon import IndexFileHandler, ManifestFileManager, ManifestListManager
@@ -390,7 +398,9 @@ def referenced_files(table: Any, snapshot: Any, *, missing_ok: bool = False,
     if kept_as == "delta":
         entries(snapshot.base_manifest_list)
         for entry in entries(snapshot.delta_manifest_list):
-            if entry.kind == _ADD and (entry.file.file_source or _APPEND_SOURCE) == _APPEND_SOURCE:
+            # Added: what the changelog reads; deleted: what Java's snapshot expiry skips and the
+            # changelog's own expiry deletes (planDeletedInDeltaManifest with the APPEND skipper).
+            if (entry.file.file_source or _APPEND_SOURCE) == _APPEND_SOURCE:
                 files.update(_with_extras(_data_file_path(table, entry, memo), entry.file))
         return files
     added: dict[tuple, Any] = {}
