@@ -252,7 +252,9 @@ class Table:
                                  kind="+U" if exact else "+I",
                                  operation="delete" if delete_keys else "update" if exact else "upsert")
         try:
-            return upsert_arrow(self._paimon, rows, planned=planned, delete_keys=delete_keys)
+            # An UPDATE's rows (planned on a snapshot) are +U, as Java's UPDATE writes them.
+            return upsert_arrow(self._paimon, rows, planned=planned, delete_keys=delete_keys,
+                                kind="+I" if planned is UPSERT_LATEST else "+U")
         except PaimonIndexError:
             raise
         except (pa.ArrowInvalid, pa.ArrowTypeError, RuntimeError, ValueError) as e:

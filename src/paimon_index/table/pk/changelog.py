@@ -82,11 +82,12 @@ from paimon_index.table.pk.plan import (
 from paimon_index.table.write import conform, table_options
 
 __all__ = ["CHANGELOG_PRODUCER", "ROW_DEDUPLICATE", "ROW_DEDUPLICATE_IGNORE_FIELDS", "bucket_changelog",
-           "kv_schema", "producer", "write_changelog"]
+           "input_changelog", "kv_schema", "producer", "write_changelog"]
 
 ROW_DEDUPLICATE = "changelog-producer.row-deduplicate"
 ROW_DEDUPLICATE_IGNORE_FIELDS = "changelog-producer.row-deduplicate-ignore-fields"
 LOOKUP = "lookup"
+INPUT = "input"
 
 #: RowKind bytes (``_VALUE_KIND``).
 INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = 0, 1, 2, 3
@@ -94,15 +95,41 @@ _ORDER = "__paimon_index_changelog_order__"
 _INDEX = "__paimon_index_changelog_index__"
 
 
-def producer(table: Any, options: Mapping[str, str] | None = None) -> str:
-    """The table's changelog producer for a write by key: ``none`` or ``lookup``
-    (:func:`~paimon_index.table.pk.plan.changelog_producer`, which ``check_table`` asks).
+def producer(table: Any, options: Mapping[str, str] | None = None, *, input_ok: bool = False) -> str:
+    """The table's changelog producer for a write by key: ``none``, ``lookup``, or ``input`` when
+    ``input_ok`` (:func:`~paimon_index.table.pk.plan.changelog_producer`, which ``check_table`` asks).
 
     Raises:
-        UnsupportedChangelogProducerError: ``input`` or ``full-compaction`` (nothing written yet).
+        UnsupportedChangelogProducerError: ``full-compaction``, or ``input`` without ``input_ok``
+            (nothing written yet).
         InvalidOptionError: an unknown producer.
     """
-    return changelog_producer(table, options)
+    return changelog_producer(table, options, input_ok=input_ok)
+
+
+_KIND_BYTES = {"+I": INSERT, "-U": UPDATE_BEFORE, "+U": UPDATE_AFTER, "-D": DELETE}
+
+
+def input_changelog(table: Any, rows: pa.Table, first_sequence: int) -> pa.Table:
+    """One bucket's ``input`` changelog: every input record of the write (the table's columns and
+    ``_ROW_KIND``, in input order), unmerged, in the key-value layout — as Java's
+    ``MergeTreeWriter`` hands each record of its write buffer to the changelog writer before the
+    merge (``SortBufferWriteBuffer.forEach``'s raw consumer): its own row kind, its own sequence
+    number (the bucket's next ones, ``first_sequence`` on, in input order), sorted by key then
+    sequence."""
+    from paimon_index.table.pk.plan import ROW_KIND_COLUMN
+
+    target = kv_schema(table)
+    kinds = np.array([_KIND_BYTES[k] for k in rows[ROW_KIND_COLUMN].to_pylist()], dtype=np.int8)
+    columns: dict[str, Any] = {KEY_PREFIX + k: rows[k] for k in trimmed_keys(table)}
+    columns[SEQUENCE_COLUMN] = pa.array(np.arange(first_sequence, first_sequence + rows.num_rows,
+                                                  dtype=np.int64))
+    columns[VALUE_KIND_COLUMN] = pa.array(kinds)
+    for name in user_columns(table):
+        columns[name] = rows[name]
+    out = conform(pa.table(columns), target)
+    order = [*((KEY_PREFIX + k, "ascending") for k in trimmed_keys(table)), (SEQUENCE_COLUMN, "ascending")]
+    return out.sort_by(order)
 
 
 def kv_schema(table: Any) -> pa.Schema:
