@@ -82,7 +82,7 @@ from paimon_index.table.pk.plan import (
 from paimon_index.table.write import conform, table_options
 
 __all__ = ["CHANGELOG_PRODUCER", "ROW_DEDUPLICATE", "ROW_DEDUPLICATE_IGNORE_FIELDS", "bucket_changelog",
-           "input_changelog", "kv_schema", "producer", "write_changelog"]
+           "input_changelog", "kv_schema", "producer", "write_changelog", "written_records"]
 
 ROW_DEDUPLICATE = "changelog-producer.row-deduplicate"
 ROW_DEDUPLICATE_IGNORE_FIELDS = "changelog-producer.row-deduplicate-ignore-fields"
@@ -108,6 +108,24 @@ def producer(table: Any, options: Mapping[str, str] | None = None, *, input_ok: 
 
 
 _KIND_BYTES = {"+I": INSERT, "-U": UPDATE_BEFORE, "+U": UPDATE_AFTER, "-D": DELETE}
+
+
+def written_records(options: Mapping[str, str], rows: pa.Table) -> pa.Table:
+    """The records Java's writer gets at all: ``TableWriteImpl``'s ``RowKindFilter`` drops ``-U``
+    and ``-D`` under ``ignore-delete`` (and its fallback keys) and ``-U`` under
+    ``ignore-update-before`` before the write buffer, so before the input changelog."""
+    from paimon_index.table.pk.merge import IGNORE_DELETE, IGNORE_DELETE_FALLBACKS, IGNORE_UPDATE_BEFORE
+    from paimon_index.table.pk.plan import ROW_KIND_COLUMN
+
+    def flag(*keys: str) -> bool:
+        key = next((k for k in keys if k in options), None)
+        return key is not None and parse_bool(str(options[key]), key)
+
+    dropped = ("-U", "-D") if flag(IGNORE_DELETE, *IGNORE_DELETE_FALLBACKS) else \
+        ("-U",) if flag(IGNORE_UPDATE_BEFORE) else ()
+    if not dropped or rows.num_rows == 0:
+        return rows
+    return rows.filter(pc.invert(pc.is_in(rows[ROW_KIND_COLUMN], pa.array(dropped, pa.string()))))
 
 
 def input_changelog(table: Any, rows: pa.Table, first_sequence: int) -> pa.Table:

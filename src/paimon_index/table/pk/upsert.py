@@ -72,6 +72,7 @@ from paimon_index.table.pk.changelog import (
     input_changelog,
     producer,
     write_changelog,
+    written_records,
 )
 from paimon_index.table.pk.commit import abandon, begin, delete_discarded, on_snapshot, written_paths
 from paimon_index.table.pk.levels import free_level, rewrite, write_rows
@@ -240,7 +241,8 @@ def upsert_arrow(table: Any, data: pa.Table, *, planned: int | object | None = L
                 f"{options.get('bucket', '-1')}: the input changelog is written for fixed-bucket tables "
                 "only; set 'bucket' to a fixed count, use 'changelog-producer' = 'lookup', or write with "
                 "Paimon's own connector")
-        inputs = conform(batch, target)
+        # A DELETE's -D rows remove their keys whatever the options: they stay in its changelog.
+        inputs = conform(batch if delete_keys else written_records(options, batch), target)
     # ``planned``: the snapshot the caller read ``data`` from (DELETE/UPDATE by predicate); the
     # upsert then plans and commits on exactly that snapshot, so a change that landed after the read
     # makes it fail instead of being overwritten.
