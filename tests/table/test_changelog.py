@@ -668,3 +668,16 @@ def test_input_with_merge_engines_java_writes_the_same_changelog(tmp_path: Path,
     assert normal(mine) == normal(java)
     # ignore-delete: Java's RowKindFilter drops the -D and -U records before the writer
     assert len(java) == 4 + 4 + 3 - (3 if config == "partial-ignore-delete" else 0)
+
+
+@pytest.mark.parametrize("producer", ["lookup", "full-compaction"])
+def test_merge_on_read_refuses_producers_it_would_silently_skip(tmp_path: Path, producer: str) -> None:
+    """Without deletion vectors a write by key commits level-0 records and runs no lookup and no
+    compaction: before this check the write committed with no changelog at all."""
+    table = create(str(tmp_path), "fixed",
+                   {"changelog-producer": producer, "deletion-vectors.enabled": "false"})
+    with pytest.raises(UnsupportedChangelogProducerError, match="without deletion vectors"):
+        table.upsert(pa.Table.from_pylist([{"p": 0, "k": 1, "v": "a", "n": 1}], schema=SCHEMA))
+    with pytest.raises(UnsupportedChangelogProducerError, match="without deletion vectors"):
+        table.upsert(dedup_table([("-D", {"p": 0, "k": 1, "v": None, "n": None})]))
+    assert not list(tmp_path.glob("db.db/t/bucket-*/*")) and latest(table) == 0

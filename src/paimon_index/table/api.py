@@ -242,6 +242,9 @@ class Table:
         if not dv_mode(self._paimon):
             # Without deletion vectors a reader merges rows by key: changes are level-0 key-value
             # rows with their value kinds (pk/merge_on_read.py), as Paimon's connector writes them.
+            from paimon_index.table.pk.changelog import check_merge_on_read
+
+            check_merge_on_read(self._paimon)  # 'lookup' / 'full-compaction' would write no changelog
             if ROW_KIND_COLUMN not in rows.column_names and planned is UPSERT_LATEST:
                 return write_arrow(self._paimon, rows)
             from paimon_index.table.pk.merge_on_read import LATEST, write_changes

@@ -82,7 +82,8 @@ from paimon_index.table.pk.plan import (
 from paimon_index.table.write import conform, table_options
 
 __all__ = ["CHANGELOG_PRODUCER", "ROW_DEDUPLICATE", "ROW_DEDUPLICATE_IGNORE_FIELDS", "bucket_changelog",
-           "input_changelog", "kv_schema", "producer", "write_changelog", "written_records"]
+           "check_merge_on_read", "input_changelog", "kv_schema", "producer", "write_changelog",
+           "written_records"]
 
 ROW_DEDUPLICATE = "changelog-producer.row-deduplicate"
 ROW_DEDUPLICATE_IGNORE_FIELDS = "changelog-producer.row-deduplicate-ignore-fields"
@@ -105,6 +106,27 @@ def producer(table: Any, options: Mapping[str, str] | None = None, *, input_ok: 
         InvalidOptionError: an unknown producer.
     """
     return changelog_producer(table, options, input_ok=input_ok)
+
+
+def check_merge_on_read(table: Any, options: Mapping[str, str] | None = None) -> None:
+    """A write by key to a merge-on-read table (no deletion vectors) writes level-0 records and runs
+    no lookup and no compaction: ``lookup`` and ``full-compaction`` would commit no changelog at
+    all, so they are refused before anything is written. (``input``: pypaimon's writer writes the
+    records of its data files as the changelog.)
+
+    Raises:
+        UnsupportedChangelogProducerError: ``lookup`` or ``full-compaction``.
+    """
+    from paimon_index.errors import UnsupportedChangelogProducerError
+
+    options = table_options(table) if options is None else options
+    value = str(options.get(CHANGELOG_PRODUCER, "none")).strip().lower()
+    if value in (LOOKUP, "full-compaction"):
+        raise UnsupportedChangelogProducerError(
+            f"'{CHANGELOG_PRODUCER}' = '{value}' on {table_name(table)} without deletion vectors: a "
+            "merge-on-read write commits level-0 records and runs no lookup or compaction, so no changelog "
+            "would be written; set 'deletion-vectors.enabled' = 'true' (the lookup changelog is written "
+            f"there), use '{CHANGELOG_PRODUCER}' = 'input' or 'none', or write with Paimon's own connector")
 
 
 _KIND_BYTES = {"+I": INSERT, "-U": UPDATE_BEFORE, "+U": UPDATE_AFTER, "-D": DELETE}
