@@ -1,7 +1,9 @@
-"""The changelog of a primary-key table: ``changelog-producer`` = ``lookup``, as Paimon defines it.
+"""The changelog of a primary-key table: ``changelog-producer`` = ``lookup`` and ``input``, as Paimon
+defines them.
 
-    producer(table, options) -> 'none' | 'lookup'        refuses 'input' and 'full-compaction'
-    bucket_changelog(table, bucket, dvs, new_files, deleted, ...) -> change rows | None
+    producer(table, options, input_ok=False) -> 'none' | 'lookup' | 'input'   refuses 'full-compaction'
+    bucket_changelog(table, bucket, dvs, new_files, deleted, ...) -> change rows | None   (lookup)
+    input_changelog(table, rows, first_sequence) -> change rows                           (input)
     write_changelog(table, partition, bucket, rows, level) -> DataFileMeta
 
 What Java does (``LookupChangelogMergeFunctionWrapper``): when a key's merge holds level-0 records
@@ -47,9 +49,14 @@ An overwrite writes no changelog: Java's overwrite commits none either
 (``FileStoreCommitImpl.overwritePartition`` logs "Overwrite mode currently does not commit any
 changelog" and drops the files).
 
-``input`` (the input records themselves, unmerged, with their own sequence numbers) and
-``full-compaction`` (change rows between full compactions) are refused on every write by key,
-before any file is written: :class:`~paimon_index.errors.UnsupportedChangelogProducerError`.
+``input`` (:func:`input_changelog`): the input records themselves, unmerged, each with its own row
+kind and sequence number, as Java's ``MergeTreeWriter`` hands its write buffer's records to the
+changelog writer before the merge; the records Java's writer gets at all (:func:`written_records`:
+``ignore-delete`` / ``ignore-update-before``). Written by ``upsert_arrow`` (``Table.upsert``,
+``delete``, ``update``) on fixed-bucket tables; every other write path refuses it.
+``full-compaction`` (change rows between full compactions) is refused on every write by key, and
+``lookup`` too on merge-on-read writes (:func:`check_merge_on_read`: they run no lookup), before
+any file is written: :class:`~paimon_index.errors.UnsupportedChangelogProducerError`.
 """
 
 from __future__ import annotations
