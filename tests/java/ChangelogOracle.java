@@ -8,6 +8,14 @@
  * 'changelog' (the changelog files of snapshots a+1 .. b, OVERWRITE snapshots skipped, as Paimon's
  * incremental readers see them) and prints one JSON line: {"rows": [["+I", v1, v2, ...], ...]}
  * (values as PaimonOracle.toJson prints them), or {"error": ...}.
+ *
+ * With "mode": "stream" the same rows come from Paimon's streaming read instead
+ * (DataTableStreamScan from snapshot a+1, plan after plan until the next snapshot is past b): it
+ * reads a snapshot's changelog from changelog/changelog-N once the snapshot has expired under a
+ * decoupled changelog lifecycle (NextSnapshotFetcher), which the batch incremental read does not.
+ * With "mode": "expire" it runs what Java runs after a commit (AbstractFileStoreTable
+ * .newExpireRunnable): ExpireSnapshots with the table's ExpireConfig, then ExpireChangelog when
+ * the changelog lifecycle is decoupled, and prints {"expired": n, "changelogs_expired": m}.
  * Compiled at test time against paimon-oracle.jar (PaimonOracle's helpers are in the same default
  * package).
  */
@@ -45,11 +53,63 @@ public class ChangelogOracle {
                 Catalog catalog = PaimonOracle.catalog(a);
                 FileStoreTable base = (FileStoreTable) catalog.getTable(
                         Identifier.fromString(request.get("table").asText()));
-                out.set("rows", changelog(base, request.get("from").asText(), request.get("to").asText()));
+                String mode = request.has("mode") ? request.get("mode").asText() : "batch";
+                if (mode.equals("expire")) {
+                    org.apache.paimon.CoreOptions options = base.coreOptions();
+                    out.put("expired", base.newExpireSnapshots().config(options.expireConfig()).expire());
+                    out.put("changelogs_expired", options.changelogLifecycleDecoupled()
+                            ? base.newExpireChangelog().config(options.expireConfig()).expire() : 0);
+                } else if (mode.equals("stream")) {
+                    out.set("rows", stream(base, request.get("from").asLong(), request.get("to").asLong()));
+                } else {
+                    out.set("rows", changelog(base, request.get("from").asText(), request.get("to").asText()));
+                }
             } catch (Exception e) {
                 out.put("error", e.toString());
             }
             System.out.println(PaimonOracle.JSON.writeValueAsString(out));
+        }
+    }
+
+    static ArrayNode stream(FileStoreTable base, long from, long to) throws Exception {
+        Map<String, String> dyn = new HashMap<>();
+        dyn.put("scan.mode", "from-snapshot");
+        dyn.put("scan.snapshot-id", String.valueOf(from + 1));
+        FileStoreTable t = base.copy(dyn);
+        RowType rowType = t.rowType();
+        List<DataField> fields = rowType.getFields();
+        InternalRow.FieldGetter[] getters = PaimonOracle.getters(rowType);
+        ReadBuilder rb = t.newReadBuilder();
+        org.apache.paimon.table.source.StreamTableScan scan = rb.newStreamScan();
+        ArrayNode rows = PaimonOracle.JSON.createArrayNode();
+        for (int round = 0; round < 3 * (to - from) + 10; round++) {
+            Long next = scan.checkpoint();
+            if (next != null && next > to) {
+                break;
+            }
+            List<Split> splits = scan.plan().splits();
+            if (splits.isEmpty()) {
+                continue;
+            }
+            read(rb, splits, fields, getters, rows);
+        }
+        return rows;
+    }
+
+    static void read(ReadBuilder rb, List<Split> splits, List<DataField> fields,
+                     InternalRow.FieldGetter[] getters, ArrayNode rows) throws Exception {
+        try (RecordReader<InternalRow> r = rb.newRead().createReader(splits)) {
+            RecordReader.RecordIterator<InternalRow> batch;
+            while ((batch = r.readBatch()) != null) {
+                InternalRow row;
+                while ((row = batch.next()) != null) {
+                    ArrayNode arr = PaimonOracle.JSON.createArrayNode();
+                    arr.add(row.getRowKind().shortString());
+                    arr.addAll(PaimonOracle.toJson(row, fields, getters));
+                    rows.add(arr);
+                }
+                batch.releaseBatch();
+            }
         }
     }
 

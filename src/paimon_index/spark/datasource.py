@@ -873,5 +873,9 @@ class PaimonIndexDataSource(DataSource):
             from paimon_index.table.pk.plan import changelog_producer
 
             changelog_producer(table)
+        elif table.is_primary_key_table:  # merge-on-read: 'lookup' / 'full-compaction' write none
+            from paimon_index.table.pk.changelog import check_merge_on_read
+
+            check_merge_on_read(table)
         renames, missing = _writer_columns(schema, table, options.table)
         return PaimonIndexWriter(options, overwrite, renames, missing)

@@ -242,6 +242,9 @@ class Table:
         if not dv_mode(self._paimon):
             # Without deletion vectors a reader merges rows by key: changes are level-0 key-value
             # rows with their value kinds (pk/merge_on_read.py), as Paimon's connector writes them.
+            from paimon_index.table.pk.changelog import check_merge_on_read
+
+            check_merge_on_read(self._paimon)  # 'lookup' / 'full-compaction' would write no changelog
             if ROW_KIND_COLUMN not in rows.column_names and planned is UPSERT_LATEST:
                 return write_arrow(self._paimon, rows)
             from paimon_index.table.pk.merge_on_read import LATEST, write_changes
@@ -252,7 +255,9 @@ class Table:
                                  kind="+U" if exact else "+I",
                                  operation="delete" if delete_keys else "update" if exact else "upsert")
         try:
-            return upsert_arrow(self._paimon, rows, planned=planned, delete_keys=delete_keys)
+            # An UPDATE's rows (planned on a snapshot) are +U, as Java's UPDATE writes them.
+            return upsert_arrow(self._paimon, rows, planned=planned, delete_keys=delete_keys,
+                                kind="+I" if planned is UPSERT_LATEST else "+U")
         except PaimonIndexError:
             raise
         except (pa.ArrowInvalid, pa.ArrowTypeError, RuntimeError, ValueError) as e:

@@ -23,6 +23,14 @@ harmless:
 3. delete the doomed files: data and their extra files, changelog and index files, then the
    manifests, manifest lists and statistics.
 
+**The changelog's own lifecycle** (:func:`changelog_lifecycle`): when ``changelog.num-retained.*``
+or ``changelog.time-retained`` retain more than the snapshot options (Paimon's
+``changelogLifecycleDecoupled``), step 2 first writes each expired snapshot's JSON as
+``changelog/changelog-N`` (and ``changelog/LATEST``), step 1 keeps what that changelog names
+(:func:`referenced_files` ``kept_as``), and after step 3 the changelogs expire by their own bounds
+as Paimon's ``ExpireChangelogImpl`` (``changelog-N`` files first, then ``changelog/EARLIEST``,
+then the files nothing else names).
+
 A crash in 2 leaves some expired snapshots, still whole (their files are untouched): the next expiry
 expires them. A crash in 3 leaves files no snapshot references: :func:`remove_orphan_files` removes
 them. (Paimon's ``ExpireSnapshotsImpl`` deletes data files and manifests *before* the snapshot
@@ -67,8 +75,10 @@ from paimon_index.table.fileio import FileStatus, TableIO
 
 __all__ = [
     "DEFAULT_ORPHAN_AGE_SECONDS",
+    "ChangelogLifecycle",
     "ExpireResult",
     "OrphanResult",
+    "changelog_lifecycle",
     "expire_snapshots",
     "referenced_files",
     "remove_orphan_files",
@@ -85,7 +95,10 @@ DEFAULT_ORPHAN_AGE_SECONDS = 24 * 3600
 #: A cutoff this far past the clock is taken as a mistake (a file written now is never an orphan).
 _CLOCK_SKEW_SECONDS = 1.0
 _ADD = 0
+#: ``DataFileMeta.file_source``: 0 a write (``APPEND``), 1 a compaction.
+_APPEND_SOURCE = 0
 _SNAPSHOT_FILE = re.compile(r"^snapshot-(\d+)$")
+_CHANGELOG_FILE = re.compile(r"^changelog-(\d+)$")
 
 
 @dataclass
@@ -94,6 +107,8 @@ class ExpireResult:
 
     expired_snapshots: list[int] = field(default_factory=list)
     deleted_files: list[str] = field(default_factory=list)
+    #: Decoupled changelogs (``changelog/changelog-N``) expired by their own lifecycle.
+    expired_changelogs: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -180,6 +195,123 @@ def _changelogs(table: Any) -> list[Any]:
     return _snapshot_files(table, "changelog", CHANGELOG_PREFIX)
 
 
+#: Paimon's ``CoreOptions`` keys and defaults of the snapshot and changelog lifecycles.
+SNAPSHOT_NUM_RETAINED_MIN = "snapshot.num-retained.min"
+SNAPSHOT_NUM_RETAINED_MAX = "snapshot.num-retained.max"
+SNAPSHOT_TIME_RETAINED = "snapshot.time-retained"
+SNAPSHOT_EXPIRE_LIMIT = "snapshot.expire.limit"
+CHANGELOG_NUM_RETAINED_MIN = "changelog.num-retained.min"
+CHANGELOG_NUM_RETAINED_MAX = "changelog.num-retained.max"
+CHANGELOG_TIME_RETAINED = "changelog.time-retained"
+_DEFAULTS = {SNAPSHOT_NUM_RETAINED_MIN: 10, SNAPSHOT_NUM_RETAINED_MAX: 2**31 - 1,
+             SNAPSHOT_TIME_RETAINED: 3600 * 1000, SNAPSHOT_EXPIRE_LIMIT: 50}
+#: Units of Paimon's ``TimeUtils.parseDuration``, in milliseconds.
+_DURATION_UNITS = {"": 1, "ms": 1, "milli": 1, "millis": 1, "millisecond": 1, "milliseconds": 1,
+                   "s": 1000, "sec": 1000, "secs": 1000, "second": 1000, "seconds": 1000,
+                   "m": 60_000, "min": 60_000, "mins": 60_000, "minute": 60_000, "minutes": 60_000,
+                   "h": 3_600_000, "hour": 3_600_000, "hours": 3_600_000,
+                   "d": 86_400_000, "day": 86_400_000, "days": 86_400_000}
+
+
+def _duration_ms(key: str, text: str) -> int:
+    match = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", text)
+    if match is None or match.group(2).lower() not in _DURATION_UNITS:
+        raise InvalidOptionError(f"'{key}' = {text!r} is not a duration: use a number and a unit "
+                                 "(ms, s, min, h, d), e.g. '7 d'")
+    return int(match.group(1)) * _DURATION_UNITS[match.group(2).lower()]
+
+
+@dataclass(frozen=True)
+class ChangelogLifecycle:
+    """The changelog's own lifecycle (Paimon's ``ExpireConfig`` with ``changelogDecoupled``):
+    expired snapshots leave their changelog behind as ``changelog/changelog-N``, which expires by
+    these bounds. ``produced``: the table has a changelog producer (the changelog is its changelog
+    files; without one it is the snapshot's delta)."""
+
+    retain_min: int
+    retain_max: int
+    time_retained_ms: int
+    max_deletes: int
+    produced: bool
+
+
+def changelog_lifecycle(table: Any) -> ChangelogLifecycle | None:
+    """The table's decoupled changelog lifecycle, or None when the changelog lives and dies with
+    its snapshots. As Paimon's ``CoreOptions.changelogLifecycleDecoupled``: decoupled when
+    ``changelog.num-retained.max`` > ``snapshot.num-retained.max``, ``changelog.num-retained.min``
+    > ``snapshot.num-retained.min`` or ``changelog.time-retained`` > ``snapshot.time-retained``
+    (each changelog option defaulting to its snapshot one, those to Paimon's defaults 10,
+    unbounded, 1 h; ``snapshot.expire.limit`` 50 bounds a changelog expiry too).
+
+    Raises:
+        InvalidOptionError: a bound that is not a number/duration, below 1, or max < min.
+    """
+    options = dict(table.options.options.to_map())
+
+    def number(key: str, default: int) -> int:
+        text = options.get(key)
+        if text is None:
+            return default
+        try:
+            value = int(str(text).strip())
+        except ValueError:
+            raise InvalidOptionError(f"'{key}' = {text!r} on {_name(table)} is not a whole number") from None
+        if value < 1:
+            raise InvalidOptionError(f"'{key}' = {value} on {_name(table)} must be at least 1")
+        return value
+
+    def duration(key: str, default: int) -> int:
+        text = options.get(key)
+        return default if text is None else _duration_ms(key, str(text))
+
+    snapshot_min = number(SNAPSHOT_NUM_RETAINED_MIN, _DEFAULTS[SNAPSHOT_NUM_RETAINED_MIN])
+    snapshot_max = number(SNAPSHOT_NUM_RETAINED_MAX, _DEFAULTS[SNAPSHOT_NUM_RETAINED_MAX])
+    snapshot_time = duration(SNAPSHOT_TIME_RETAINED, _DEFAULTS[SNAPSHOT_TIME_RETAINED])
+    changelog_min = number(CHANGELOG_NUM_RETAINED_MIN, snapshot_min)
+    changelog_max = number(CHANGELOG_NUM_RETAINED_MAX, snapshot_max)
+    changelog_time = duration(CHANGELOG_TIME_RETAINED, snapshot_time)
+    if not (changelog_max > snapshot_max or changelog_min > snapshot_min or changelog_time > snapshot_time):
+        return None
+    if changelog_max < changelog_min:
+        raise InvalidOptionError(
+            f"'{CHANGELOG_NUM_RETAINED_MAX}' ({changelog_max}) must not be less than "
+            f"'{CHANGELOG_NUM_RETAINED_MIN}' ({changelog_min}) on {_name(table)}")
+    producer = str(options.get("changelog-producer", "none")).strip().lower()
+    return ChangelogLifecycle(changelog_min, changelog_max, changelog_time,
+                              number(SNAPSHOT_EXPIRE_LIMIT, _DEFAULTS[SNAPSHOT_EXPIRE_LIMIT]),
+                              producer != "none")
+
+
+def _name(table: Any) -> str:
+    from paimon_index.table.paimon import table_name
+
+    return table_name(table)
+
+
+def _changelog_ids(table: Any) -> list[int]:
+    """Ids of the decoupled changelog files present (``changelog/changelog-N``), ascending."""
+    listing = TableIO.of(table).list(_changelog_dir(table))
+    return sorted(int(m.group(1)) for e in listing if not e.is_dir and (m := _CHANGELOG_FILE.match(e.name)))
+
+
+def _changelog_dir(table: Any) -> str:
+    return posixpath.join(_local(str(table.table_path)), "changelog")
+
+
+def _changelog(table: Any, changelog_id: int) -> Any | None:
+    from paimon_index.table.paimon import Snapshot
+
+    path = posixpath.join(_changelog_dir(table), f"{CHANGELOG_PREFIX}{changelog_id}")
+    return _read_json(table, path, Snapshot)
+
+
+def _changelog_kept_as(table: Any) -> str:
+    """How a decoupled changelog of the table references files (``referenced_files(kept_as=)``)."""
+    options = dict(table.options.options.to_map())
+    producer = str(options.get("changelog-producer", "none")).strip().lower()
+    return "delta" if producer == "none" else "changelog"
+
+
 def _data_file_path(table: Any, entry: Any, memo: dict) -> str:
     from paimon_index.table.paimon import canonical_data_file_path
 
@@ -208,13 +340,21 @@ def _identifier(entry: Any) -> tuple:
 
 
 def referenced_files(table: Any, snapshot: Any, *, missing_ok: bool = False,
-                     cache: dict[str, Any] | None = None) -> set[str]:
+                     cache: dict[str, Any] | None = None, kept_as: str = "snapshot") -> set[str]:
     """Every file (absolute path or URI, as the table names it) ``snapshot`` needs.
 
     With ``missing_ok`` a manifest list or manifest that does not exist is skipped (what is readable
     is collected); without it, it raises :class:`CorruptFileError` naming the missing file.
     ``cache`` (manifest name -> what it holds) is shared by the calls of one operation: manifests
     never change once written, and consecutive snapshots share most of them.
+
+    ``kept_as``: ``"snapshot"`` (a snapshot or tag: everything above); ``"changelog"`` (a
+    decoupled changelog ``changelog/changelog-N`` of a table with a changelog producer: only its
+    changelog manifest list, manifests and changelog files — Java's ``SnapshotDeletion`` deletes the
+    rest when the snapshot expires); ``"delta"`` (a decoupled changelog of a table without a
+    producer, whose delta is its changelog: its base and delta manifest lists and manifests, and the
+    data files written by a write, ``FileSource.APPEND``, that its delta adds or deletes — what
+    Java's ``SnapshotDeletion`` leaves to ``ExpireChangelogImpl``).
     """
     memo = cache if cache is not None else {}
     from paimon_index.table.paimon import IndexFileHandler, ManifestFileManager, ManifestListManager
@@ -250,6 +390,19 @@ def referenced_files(table: Any, snapshot: Any, *, missing_ok: bool = False,
             found += read("manifest", path, lambda name=meta.file_name: manifests.read(name), [])
         return found
 
+    if kept_as == "changelog":
+        for entry in entries(snapshot.changelog_manifest_list):
+            if entry.kind == _ADD:
+                files.update(_with_extras(_data_file_path(table, entry, memo), entry.file))
+        return files
+    if kept_as == "delta":
+        entries(snapshot.base_manifest_list)
+        for entry in entries(snapshot.delta_manifest_list):
+            # Added: what the changelog reads; deleted: what Java's snapshot expiry skips and the
+            # changelog's own expiry deletes (planDeletedInDeltaManifest with the APPEND skipper).
+            if (entry.file.file_source or _APPEND_SOURCE) == _APPEND_SOURCE:
+                files.update(_with_extras(_data_file_path(table, entry, memo), entry.file))
+        return files
     added: dict[tuple, Any] = {}
     for entry in entries(snapshot.base_manifest_list) + entries(snapshot.delta_manifest_list):
         key = _identifier(entry)
@@ -343,12 +496,17 @@ def expire_snapshots(table: Any, *, retain_last: int | None = None,
 
 
 def _expire(table: Any, ids: list[int], expire: set[int]) -> ExpireResult:
-    """Delete snapshots ``expire`` (of the table's snapshots ``ids``) and the files only they used."""
+    """Delete snapshots ``expire`` (of the table's snapshots ``ids``) and the files only they used;
+    with a decoupled changelog lifecycle (:func:`changelog_lifecycle`) each expired snapshot is kept
+    as ``changelog/changelog-N`` with its changelog, and the changelogs then expire on their own."""
     result = ExpireResult()
     io = TableIO.of(table)
     snapshot_dir = _local(table.snapshot_manager().snapshot_dir)
+    lifecycle = changelog_lifecycle(table)
     if not expire:
         _repair_earliest_hint(io, snapshot_dir, ids[0])  # a crash may have come before the hint moved
+        if lifecycle is not None:
+            _expire_changelogs(table, lifecycle, result)
         return result
     root = _local(str(table.table_path))
     retained: set[str] = set()
@@ -359,13 +517,29 @@ def _expire(table: Any, ids: list[int], expire: set[int]) -> ExpireResult:
             retained |= _referenced_or_expired(table, snapshot, cache)
     for tagged in (*_tagged_snapshots(table), *_branch_snapshots(table)):
         retained |= referenced_files(table, tagged, cache=cache)
+    kept_as = _changelog_kept_as(table)
+    for changelog in _changelogs(table):  # never delete what a kept changelog names
+        retained |= referenced_files(table, changelog, missing_ok=True, cache=cache, kept_as=kept_as)
     doomed: set[str] = set()
+    texts: dict[int, str] = {}
     for snapshot_id in sorted(expire):
         snapshot = _snapshot(table, snapshot_id)
-        if snapshot is not None:
-            doomed |= referenced_files(table, snapshot, missing_ok=True, cache=cache)
+        if snapshot is None:
+            continue
+        doomed |= referenced_files(table, snapshot, missing_ok=True, cache=cache)
+        if lifecycle is not None:
+            text = io.read_text(table.snapshot_manager().get_snapshot_path(snapshot_id))
+            if text is not None:
+                texts[snapshot_id] = text
+                retained |= referenced_files(table, snapshot, missing_ok=True, cache=cache, kept_as=kept_as)
     doomed -= retained
+    changelog_dir = _changelog_dir(table)
     for snapshot_id in sorted(expire):
+        if snapshot_id in texts:
+            # Java's Changelog(snapshot): the same JSON, written before the snapshot goes.
+            path = posixpath.join(changelog_dir, f"{CHANGELOG_PREFIX}{snapshot_id}")
+            io.write_text(path, texts[snapshot_id])
+            _write_hint(io, changelog_dir, LATEST_HINT, snapshot_id)
         _remove(io, posixpath.join(snapshot_dir, f"{SNAPSHOT_PREFIX}{snapshot_id}"))
         result.expired_snapshots.append(snapshot_id)
     left = _snapshot_ids(table)
@@ -374,7 +548,66 @@ def _expire(table: Any, ids: list[int], expire: set[int]) -> ExpireResult:
     for path in sorted(doomed, key=lambda p: _deletion_order(p, root)):
         if _remove(io, path):
             result.deleted_files.append(path)
+    if lifecycle is not None:
+        _expire_changelogs(table, lifecycle, result)
     return result
+
+
+def _expire_changelogs(table: Any, lifecycle: ChangelogLifecycle, result: ExpireResult) -> None:
+    """Paimon's ``ExpireChangelogImpl.expire``: keep at most ``retain_max`` and at least
+    ``retain_min`` (counted back from the latest *snapshot*), at most ``max_deletes`` at a time,
+    never the latest changelog; between the bounds stop at the first changelog committed within
+    ``time_retained_ms``. The expired changelogs' files that no snapshot, tag or other changelog
+    names are deleted after their changelog files (the same crash order as snapshot expiry)."""
+    snapshots = _snapshot_ids(table)
+    changelogs = _changelog_ids(table)
+    if not snapshots or not changelogs:
+        return
+    io = TableIO.of(table)
+    earliest, latest, latest_snapshot = changelogs[0], changelogs[-1], snapshots[-1]
+    low = max(latest_snapshot - lifecycle.retain_max + 1, earliest)
+    until = min(latest_snapshot - lifecycle.retain_min + 1, earliest + lifecycle.max_deletes, latest)
+    if until <= earliest:
+        return
+    older_than_ms = time.time() * 1000 - lifecycle.time_retained_ms
+    end = until
+    for changelog_id in range(low, until + 1):
+        changelog = _changelog(table, changelog_id)
+        if changelog is not None and older_than_ms <= changelog.time_millis:
+            end = changelog_id
+            break
+    if end <= earliest or _changelog(table, end) is None:  # Java skips when its end changelog is gone
+        return
+    expire = [i for i in changelogs if i < end]
+    kept_as = "changelog" if lifecycle.produced else "delta"
+    cache: dict[str, Any] = {}
+    retained: set[str] = set()
+    for snapshot_id in snapshots:
+        snapshot = _snapshot(table, snapshot_id)
+        if snapshot is not None:
+            retained |= _referenced_or_expired(table, snapshot, cache)
+    for tagged in (*_tagged_snapshots(table), *_branch_snapshots(table)):
+        retained |= referenced_files(table, tagged, cache=cache)
+    doomed: set[str] = set()
+    for changelog_id in changelogs:
+        changelog = _changelog(table, changelog_id)
+        if changelog is None:
+            continue
+        files = referenced_files(table, changelog, missing_ok=True, cache=cache, kept_as=kept_as)
+        if changelog_id in expire:
+            doomed |= files
+        else:
+            retained |= files
+    doomed -= retained
+    changelog_dir = _changelog_dir(table)
+    for changelog_id in expire:
+        _remove(io, posixpath.join(changelog_dir, f"{CHANGELOG_PREFIX}{changelog_id}"))
+        result.expired_changelogs.append(changelog_id)
+    _write_hint(io, changelog_dir, EARLIEST_HINT, end)
+    root = _local(str(table.table_path))
+    for path in sorted(doomed, key=lambda p: _deletion_order(p, root)):
+        if _remove(io, path):
+            result.deleted_files.append(path)
 
 
 def _referenced_or_expired(table: Any, snapshot: Any, cache: dict[str, Any]) -> set[str]:
@@ -397,8 +630,11 @@ def _all_referenced(table: Any, seen: set[int], cache: dict[str, Any]) -> set[st
         if snapshot is not None:
             used |= referenced_files(table, snapshot, missing_ok=True, cache=cache)
         seen.add(snapshot_id)
-    for other in (*_tagged_snapshots(table), *_changelogs(table), *_branch_snapshots(table)):
+    for other in (*_tagged_snapshots(table), *_branch_snapshots(table)):
         used |= referenced_files(table, other, missing_ok=True, cache=cache)
+    kept_as = _changelog_kept_as(table)
+    for changelog in _changelogs(table):
+        used |= referenced_files(table, changelog, missing_ok=True, cache=cache, kept_as=kept_as)
     return used
 
 

@@ -1,7 +1,9 @@
-"""The changelog of a primary-key table: ``changelog-producer`` = ``lookup``, as Paimon defines it.
+"""The changelog of a primary-key table: ``changelog-producer`` = ``lookup`` and ``input``, as Paimon
+defines them.
 
-    producer(table, options) -> 'none' | 'lookup'        refuses 'input' and 'full-compaction'
-    bucket_changelog(table, bucket, dvs, new_files, deleted, ...) -> change rows | None
+    producer(table, options, input_ok=False) -> 'none' | 'lookup' | 'input'   refuses 'full-compaction'
+    bucket_changelog(table, bucket, dvs, new_files, deleted, ...) -> change rows | None   (lookup)
+    input_changelog(table, rows, first_sequence) -> change rows                           (input)
     write_changelog(table, partition, bucket, rows, level) -> DataFileMeta
 
 What Java does (``LookupChangelogMergeFunctionWrapper``): when a key's merge holds level-0 records
@@ -47,9 +49,14 @@ An overwrite writes no changelog: Java's overwrite commits none either
 (``FileStoreCommitImpl.overwritePartition`` logs "Overwrite mode currently does not commit any
 changelog" and drops the files).
 
-``input`` (the input records themselves, unmerged, with their own sequence numbers) and
-``full-compaction`` (change rows between full compactions) are refused on every write by key,
-before any file is written: :class:`~paimon_index.errors.UnsupportedChangelogProducerError`.
+``input`` (:func:`input_changelog`): the input records themselves, unmerged, each with its own row
+kind and sequence number, as Java's ``MergeTreeWriter`` hands its write buffer's records to the
+changelog writer before the merge; the records Java's writer gets at all (:func:`written_records`:
+``ignore-delete`` / ``ignore-update-before``). Written by ``upsert_arrow`` (``Table.upsert``,
+``delete``, ``update``) on fixed-bucket tables; every other write path refuses it.
+``full-compaction`` (change rows between full compactions) is refused on every write by key, and
+``lookup`` too on merge-on-read writes (:func:`check_merge_on_read`: they run no lookup), before
+any file is written: :class:`~paimon_index.errors.UnsupportedChangelogProducerError`.
 """
 
 from __future__ import annotations
@@ -82,11 +89,13 @@ from paimon_index.table.pk.plan import (
 from paimon_index.table.write import conform, table_options
 
 __all__ = ["CHANGELOG_PRODUCER", "ROW_DEDUPLICATE", "ROW_DEDUPLICATE_IGNORE_FIELDS", "bucket_changelog",
-           "kv_schema", "producer", "write_changelog"]
+           "check_merge_on_read", "input_changelog", "kv_schema", "producer", "write_changelog",
+           "written_records"]
 
 ROW_DEDUPLICATE = "changelog-producer.row-deduplicate"
 ROW_DEDUPLICATE_IGNORE_FIELDS = "changelog-producer.row-deduplicate-ignore-fields"
 LOOKUP = "lookup"
+INPUT = "input"
 
 #: RowKind bytes (``_VALUE_KIND``).
 INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = 0, 1, 2, 3
@@ -94,15 +103,80 @@ _ORDER = "__paimon_index_changelog_order__"
 _INDEX = "__paimon_index_changelog_index__"
 
 
-def producer(table: Any, options: Mapping[str, str] | None = None) -> str:
-    """The table's changelog producer for a write by key: ``none`` or ``lookup``
-    (:func:`~paimon_index.table.pk.plan.changelog_producer`, which ``check_table`` asks).
+def producer(table: Any, options: Mapping[str, str] | None = None, *, input_ok: bool = False) -> str:
+    """The table's changelog producer for a write by key: ``none``, ``lookup``, or ``input`` when
+    ``input_ok`` (:func:`~paimon_index.table.pk.plan.changelog_producer`, which ``check_table`` asks).
 
     Raises:
-        UnsupportedChangelogProducerError: ``input`` or ``full-compaction`` (nothing written yet).
+        UnsupportedChangelogProducerError: ``full-compaction``, or ``input`` without ``input_ok``
+            (nothing written yet).
         InvalidOptionError: an unknown producer.
     """
-    return changelog_producer(table, options)
+    return changelog_producer(table, options, input_ok=input_ok)
+
+
+def check_merge_on_read(table: Any, options: Mapping[str, str] | None = None) -> None:
+    """A write by key to a merge-on-read table (no deletion vectors) writes level-0 records and runs
+    no lookup and no compaction: ``lookup`` and ``full-compaction`` would commit no changelog at
+    all, so they are refused before anything is written. (``input``: pypaimon's writer writes the
+    records of its data files as the changelog.)
+
+    Raises:
+        UnsupportedChangelogProducerError: ``lookup`` or ``full-compaction``.
+    """
+    from paimon_index.errors import UnsupportedChangelogProducerError
+
+    options = table_options(table) if options is None else options
+    value = str(options.get(CHANGELOG_PRODUCER, "none")).strip().lower()
+    if value in (LOOKUP, "full-compaction"):
+        raise UnsupportedChangelogProducerError(
+            f"'{CHANGELOG_PRODUCER}' = '{value}' on {table_name(table)} without deletion vectors: a "
+            "merge-on-read write commits level-0 records and runs no lookup or compaction, so no changelog "
+            "would be written; set 'deletion-vectors.enabled' = 'true' (the lookup changelog is written "
+            f"there), use '{CHANGELOG_PRODUCER}' = 'input' or 'none', or write with Paimon's own connector")
+
+
+_KIND_BYTES = {"+I": INSERT, "-U": UPDATE_BEFORE, "+U": UPDATE_AFTER, "-D": DELETE}
+
+
+def written_records(options: Mapping[str, str], rows: pa.Table) -> pa.Table:
+    """The records Java's writer gets at all: ``TableWriteImpl``'s ``RowKindFilter`` drops ``-U``
+    and ``-D`` under ``ignore-delete`` (and its fallback keys) and ``-U`` under
+    ``ignore-update-before`` before the write buffer, so before the input changelog."""
+    from paimon_index.table.pk.merge import IGNORE_DELETE, IGNORE_DELETE_FALLBACKS, IGNORE_UPDATE_BEFORE
+    from paimon_index.table.pk.plan import ROW_KIND_COLUMN
+
+    def flag(*keys: str) -> bool:
+        key = next((k for k in keys if k in options), None)
+        return key is not None and parse_bool(str(options[key]), key)
+
+    dropped = ("-U", "-D") if flag(IGNORE_DELETE, *IGNORE_DELETE_FALLBACKS) else \
+        ("-U",) if flag(IGNORE_UPDATE_BEFORE) else ()
+    if not dropped or rows.num_rows == 0:
+        return rows
+    return rows.filter(pc.invert(pc.is_in(rows[ROW_KIND_COLUMN], pa.array(dropped, pa.string()))))
+
+
+def input_changelog(table: Any, rows: pa.Table, first_sequence: int) -> pa.Table:
+    """One bucket's ``input`` changelog: every input record of the write (the table's columns and
+    ``_ROW_KIND``, in input order), unmerged, in the key-value layout — as Java's
+    ``MergeTreeWriter`` hands each record of its write buffer to the changelog writer before the
+    merge (``SortBufferWriteBuffer.forEach``'s raw consumer): its own row kind, its own sequence
+    number (the bucket's next ones, ``first_sequence`` on, in input order), sorted by key then
+    sequence."""
+    from paimon_index.table.pk.plan import ROW_KIND_COLUMN
+
+    target = kv_schema(table)
+    kinds = np.array([_KIND_BYTES[k] for k in rows[ROW_KIND_COLUMN].to_pylist()], dtype=np.int8)
+    columns: dict[str, Any] = {KEY_PREFIX + k: rows[k] for k in trimmed_keys(table)}
+    columns[SEQUENCE_COLUMN] = pa.array(np.arange(first_sequence, first_sequence + rows.num_rows,
+                                                  dtype=np.int64))
+    columns[VALUE_KIND_COLUMN] = pa.array(kinds)
+    for name in user_columns(table):
+        columns[name] = rows[name]
+    out = conform(pa.table(columns), target)
+    order = [*((KEY_PREFIX + k, "ascending") for k in trimmed_keys(table)), (SEQUENCE_COLUMN, "ascending")]
+    return out.sort_by(order)
 
 
 def kv_schema(table: Any) -> pa.Schema:

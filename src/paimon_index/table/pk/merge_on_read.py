@@ -100,6 +100,9 @@ def write_changes(table: Any, rows: pa.Table, *, planned: int | object | None = 
     kinds = _value_kinds(rows, kind)
     deleting = operation == "delete" or bool(pc.any(pc.is_in(kinds, pa.array([1, 3], pa.int8()))).as_py())
     check_changes(table, operation, deleting=deleting)
+    from paimon_index.table.pk.changelog import check_merge_on_read
+
+    check_merge_on_read(table)
     if rows.num_rows == 0:
         return None
     check_keys(table, rows)

@@ -83,7 +83,7 @@ BucketKey = tuple[tuple[Any, ...], int]
 # ------------------------------------------------------------------------------------------------
 # table facts
 # ------------------------------------------------------------------------------------------------
-def check_table(table: Any, *, upsert: bool = False) -> dict[str, str]:
+def check_table(table: Any, *, upsert: bool = False, input_ok: bool = False) -> dict[str, str]:
     """The table's options, after checking it is a primary-key table in DV mode whose merge engine
     (deduplicate, partial-update or aggregation) and its options are supported
     (:func:`paimon_index.table.pk.merge.merge_engine` says what is refused and why).
@@ -92,6 +92,8 @@ def check_table(table: Any, *, upsert: bool = False) -> dict[str, str]:
     refused then: Paimon keeps the row of the highest sequence value, while the deduplicate upsert
     here reads no old values and lets the incoming row win (a wrong row, silently). Reads and
     compaction of such a table are exact (one live row per key) and stay allowed.
+
+    ``input_ok``: the caller writes ``changelog-producer`` = ``input`` itself (``upsert_arrow``).
     """
     options = table_options(table)
     if not table.is_primary_key_table:
@@ -99,7 +101,7 @@ def check_table(table: Any, *, upsert: bool = False) -> dict[str, str]:
     if not parse_bool(options.get(DV_ENABLED, "false"), DV_ENABLED):
         raise InvalidOptionError(f"deletion-vectors mode needs '{DV_ENABLED}' = 'true'")
     if upsert:  # 'changelog-producer' = 'input' / 'full-compaction': refused before any file is written
-        changelog_producer(table, options)
+        changelog_producer(table, options, input_ok=input_ok)
     if options.get(MERGE_ENGINE, "deduplicate") != "deduplicate":
         merge_engine(table, options)
     elif upsert and options.get(SEQUENCE_FIELD, "").strip():
@@ -114,24 +116,33 @@ def check_table(table: Any, *, upsert: bool = False) -> dict[str, str]:
 CHANGELOG_PRODUCER = "changelog-producer"
 
 
-def changelog_producer(table: Any, options: Mapping[str, str] | None = None) -> str:
-    """The table's changelog producer for a write by key: ``none`` or ``lookup``
-    (:mod:`~paimon_index.table.pk.changelog` writes its change rows).
+def changelog_producer(table: Any, options: Mapping[str, str] | None = None, *,
+                       input_ok: bool = False) -> str:
+    """The table's changelog producer for a write by key: ``none``, ``lookup``, or ``input`` when
+    the caller writes it (``input_ok``: ``Table.upsert``/``delete``/``update`` of a fixed-bucket
+    table; :mod:`~paimon_index.table.pk.changelog` writes the change rows).
 
     Raises:
-        UnsupportedChangelogProducerError: ``input`` or ``full-compaction`` (nothing written yet).
+        UnsupportedChangelogProducerError: ``full-compaction``, or ``input`` on another write path
+            (nothing written yet).
         InvalidOptionError: an unknown producer.
     """
     options = table_options(table) if options is None else options
     value = str(options.get(CHANGELOG_PRODUCER, "none")).strip().lower()
-    if value in ("none", "lookup"):
+    if value in ("none", "lookup") or (value == "input" and input_ok):
         return value
-    if value in ("input", "full-compaction"):
+    if value == "input":
+        raise UnsupportedChangelogProducerError(
+            f"'{CHANGELOG_PRODUCER}' = 'input' on {table_name(table)}: this write path does not write the "
+            "input changelog yet (Table.upsert, delete and update of a fixed-bucket table in "
+            f"deletion-vectors mode do); write with those, set '{CHANGELOG_PRODUCER}' = 'lookup' (or "
+            "'none'), or write the table with Paimon's own connector")
+    if value == "full-compaction":
         raise UnsupportedChangelogProducerError(
             f"'{CHANGELOG_PRODUCER}' = '{value}' on {table_name(table)}: this writer produces the changelog "
-            "only with 'lookup' (Paimon's lookup producer: the same change rows, from the lookup that marks "
-            f"the deletion vectors); set '{CHANGELOG_PRODUCER}' = 'lookup' (or 'none'), or write the table "
-            "with Paimon's own connector")
+            "only with 'lookup' or 'input' (Paimon's lookup producer: the same change rows, from the lookup "
+            f"that marks the deletion vectors); set '{CHANGELOG_PRODUCER}' = 'lookup' (or 'none'), or write "
+            "the table with Paimon's own connector")
     raise InvalidOptionError(f"'{CHANGELOG_PRODUCER}' = '{value}' on {table_name(table)} is not a changelog "
                              "producer: use 'none', 'input', 'lookup' or 'full-compaction'")
 

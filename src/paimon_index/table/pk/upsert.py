@@ -51,7 +51,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from paimon_index.errors import ConcurrentChangeError, InvalidOptionError, PrimaryKeyTableError
+from paimon_index.errors import (
+    ConcurrentChangeError,
+    InvalidOptionError,
+    PrimaryKeyTableError,
+    UnsupportedChangelogProducerError,
+)
 from paimon_index.table.fileio import TableIO
 from paimon_index.table.paimon import (
     DELETION_VECTORS,
@@ -60,7 +65,15 @@ from paimon_index.table.paimon import (
     row_key_extractor,
     table_name,
 )
-from paimon_index.table.pk.changelog import LOOKUP, bucket_changelog, producer, write_changelog
+from paimon_index.table.pk.changelog import (
+    INPUT,
+    LOOKUP,
+    bucket_changelog,
+    input_changelog,
+    producer,
+    write_changelog,
+    written_records,
+)
 from paimon_index.table.pk.commit import abandon, begin, delete_discarded, on_snapshot, written_paths
 from paimon_index.table.pk.levels import free_level, rewrite, write_rows
 from paimon_index.table.pk.lookup import (
@@ -111,10 +124,10 @@ class PreparedUpsert:
     written: list[str] = field(default_factory=list)  # every file written (deleted if not committed)
 
 
-def _with_row_kinds(table: Any, data: pa.Table) -> pa.Table:
+def _with_row_kinds(table: Any, data: pa.Table, kind: str = "+I") -> pa.Table:
     check_keys(table, data)
     if ROW_KIND_COLUMN not in data.column_names:
-        kinds = pa.array(np.full(data.num_rows, "+I", dtype=object), pa.string())
+        kinds = pa.array(np.full(data.num_rows, kind, dtype=object), pa.string())
         return data.append_column(ROW_KIND_COLUMN, kinds)
     unknown = set(pc.unique(data[ROW_KIND_COLUMN]).to_pylist()) - {"+I", "+U", *DELETING_KINDS}
     if unknown:
@@ -193,7 +206,7 @@ _BUCKET = "__paimon_index_bucket__"
 
 
 def upsert_arrow(table: Any, data: pa.Table, *, planned: int | object | None = LATEST,
-                 delete_keys: bool = False) -> int | None:
+                 delete_keys: bool = False, kind: str = "+I") -> int | None:
     """Insert or replace rows by key (and delete keys with row kind ``-D``/``-U``), one snapshot.
 
     With a merge engine (``partial-update``, ``aggregation``) the rows of a key are merged in order,
@@ -201,23 +214,43 @@ def upsert_arrow(table: Any, data: pa.Table, *, planned: int | object | None = L
     rows are ``-D`` rows of a DELETE, which removes their keys whatever the engine (as Paimon's
     connector does: a position delete, or ``-D`` under ``*.remove-record-on-delete``).
 
+    ``kind``: the row kind of rows without ``_ROW_KIND`` (``+U`` for an UPDATE's rows, as Java's
+    UPDATE writes them); it shows only in an ``input`` changelog.
+
+    With ``changelog-producer`` = ``input`` (fixed buckets) the rows themselves, unmerged, are the
+    changelog (:func:`~paimon_index.table.pk.changelog.input_changelog`), in the same snapshot.
+
     Returns the new snapshot's id (None when there was nothing to do).
 
     Raises:
         NullKeyError: a primary-key column holds NULL (nothing is written).
         ConcurrentChangeError: another snapshot landed after this upsert planned; nothing applied.
+        UnsupportedChangelogProducerError: ``input`` on a dynamic-bucket table (nothing written).
     """
-    options = check_table(table, upsert=True)
+    options = check_table(table, upsert=True, input_ok=True)
     engine = None if delete_keys else merge_engine(table, options)
-    batch = _with_row_kinds(table, data)
+    batch = _with_row_kinds(table, data, kind)
     keys = list(table.primary_keys)
     columns = user_columns(table)
     target = pa.schema([*arrow_fields(table), pa.field(ROW_KIND_COLUMN, pa.string())])
+    inputs = None
+    if producer(table, options, input_ok=True) == INPUT:
+        if int(options.get("bucket", "-1")) <= 0:
+            raise UnsupportedChangelogProducerError(
+                f"'changelog-producer' = 'input' on {table_name(table)} with 'bucket' = "
+                f"{options.get('bucket', '-1')}: the input changelog is written for fixed-bucket tables "
+                "only; set 'bucket' to a fixed count, use 'changelog-producer' = 'lookup', or write with "
+                "Paimon's own connector")
+        # A DELETE's -D rows remove their keys whatever the options: they stay in its changelog.
+        inputs = conform(batch if delete_keys else written_records(options, batch), target)
     # ``planned``: the snapshot the caller read ``data`` from (DELETE/UPDATE by predicate); the
     # upsert then plans and commits on exactly that snapshot, so a change that landed after the read
     # makes it fail instead of being overwritten.
-    txn = begin(table, _UPSERT) if planned is LATEST else \
-        on_snapshot(table, planned, _UPSERT)  # type: ignore[arg-type]
+    # An input changelog alone (a -D of a key never written) is a change: Java commits it (its
+    # commit is empty only without changelog files); pypaimon would skip it as an empty commit.
+    committing = table if inputs is None else table.copy({"snapshot.ignore-empty-commit": "false"})
+    txn = begin(committing, _UPSERT) if planned is LATEST else \
+        on_snapshot(committing, planned, _UPSERT)  # type: ignore[arg-type]
     with txn:
         plan = plan_snapshot(table, txn.snapshot)
         # Level-0 files (plain pypaimon writes) are older than this batch: folded in first.
@@ -236,7 +269,7 @@ def upsert_arrow(table: Any, data: pa.Table, *, planned: int | object | None = L
         removed_keys = batch.filter(deleting).select(keys)
         messages = write_rows(table, upserts)
         txn.track(*written_paths(messages, plan.index_dir))
-        prepared = _prepare(table, plan, messages, removed_keys, max_level(options))
+        prepared = _prepare(table, plan, messages, removed_keys, max_level(options), inputs=inputs)
         txn.track(*prepared.written)
         txn.stage(prepared.messages)
         _changelog_kind(txn, prepared.messages)
@@ -321,12 +354,13 @@ def merged_with_old(table: Any, snapshot_id: int | None, batch: pa.Table, scope:
 
 
 def _prepare(table: Any, plan: Plan, messages: list[Any], removed_keys: pa.Table, top: int,
-             scope: set[BucketKey] | None = None) -> PreparedUpsert:
+             scope: set[BucketKey] | None = None, *, inputs: pa.Table | None = None) -> PreparedUpsert:
     """Look up, mark and place the new files of ``messages``; nothing is committed.
 
     Each bucket looks up the keys of its own new files (an existing key stays in its bucket, fixed
     or dynamic) and the deleted keys of its partition; ``scope`` limits the buckets searched for
-    deleted keys (the buckets an executor owns), default all.
+    deleted keys (the buckets an executor owns), default all. ``inputs``: the write's rows (with
+    ``_ROW_KIND``) of a ``changelog-producer`` = ``input`` table, written as each bucket's changelog.
     """
     by_bucket: dict[BucketKey, list[Any]] = {}
     for message in messages:
@@ -341,10 +375,18 @@ def _prepare(table: Any, plan: Plan, messages: list[Any], removed_keys: pa.Table
     touched = set(by_bucket) | {k for k in searched if k[0] in removed_of and removed_of[k[0]].num_rows}
     # Level-0 files (folded into the batch by upsert_arrow) go wherever they are.
     touched |= {k for k, b in plan.buckets.items() if any(m.level == 0 for m in b.files)}
+    inputs_of: dict[BucketKey, pa.Table] = {}
+    if inputs is not None and inputs.num_rows:
+        partitions, buckets = bucket_of_rows(table, inputs.select(user_columns(table)))
+        rows_of: dict[BucketKey, list[int]] = {}
+        for i, row_bucket in enumerate(zip(partitions, buckets, strict=True)):
+            rows_of.setdefault(row_bucket, []).append(i)
+        inputs_of = {k: inputs.take(pa.array(rows, pa.int64())) for k, rows in rows_of.items()}
+        touched |= set(inputs_of)
     prepared = PreparedUpsert(plan.snapshot_id, [], [], written_paths(messages, plan.index_dir))
     schema = table_schema(table)
     options = table_options(table)
-    changelog = producer(table, options) == LOOKUP
+    changelog = producer(table, options, input_ok=inputs is not None) == LOOKUP
     for key in sorted(touched, key=repr):
         produced = by_bucket.get(key, [])
         existing = plan.buckets.get(key)
@@ -392,7 +434,14 @@ def _prepare(table: Any, plan: Plan, messages: list[Any], removed_keys: pa.Table
         index_adds = [e for m in produced for e in m.index_adds] + list(dv.added)
         index_deletes = [e for m in produced for e in m.index_deletes] + list(dv.deleted)
         changelog_files = []
-        if changes is not None:
+        if key in inputs_of:
+            # Java's writer: the input records with the bucket's next sequence numbers, at level 0.
+            first = max((m.max_sequence_number for m in existing.files), default=-1) + 1
+            changes = input_changelog(table, inputs_of[key], first)
+            meta = write_changelog(table, key[0], key[1], changes, 0)
+            prepared.written += written_paths([], plan.index_dir, [meta])
+            changelog_files.append(meta)
+        elif changes is not None:
             # Java writes it at the compaction's output level: the level the new rows went to.
             meta = write_changelog(table, key[0], key[1], changes, max((m.level for m in placed), default=0))
             prepared.written += written_paths([], plan.index_dir, [meta])
