@@ -194,11 +194,14 @@ ENGINES = {
                     "fields.m.aggregate-function": "max", "fields.s.aggregate-function": "listagg"},
     "partial-update": {"merge-engine": "partial-update"},
 }
-ENGINE_SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("p", pa.string(), nullable=False),
+ENGINE_SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False),
+                           pa.field("p", pa.string(), nullable=False),
                            ("n", pa.int64()), ("m", pa.int32()), ("s", pa.string())])
 ENGINE_OPS = st.lists(st.tuples(st.integers(0, 25), st.sampled_from(["a", "b"]),
-                                st.one_of(st.none(), st.integers(-5, 9)), st.one_of(st.none(), st.integers(0, 9)),
-                                st.one_of(st.none(), st.sampled_from(["x", "y", "z"]))), min_size=1, max_size=30)
+                                st.one_of(st.none(), st.integers(-5, 9)),
+                                st.one_of(st.none(), st.integers(0, 9)),
+                                st.one_of(st.none(), st.sampled_from(["x", "y", "z"]))),
+                      min_size=1, max_size=30)
 
 
 def _engine_rows(table: Any, engine: str) -> list[tuple[Any, ...]]:
@@ -219,8 +222,8 @@ def test_merge_engine_dynamic_upserts_distributed_equal_the_drivers_merge(engine
         options = {"bucket": "-1", "deletion-vectors.enabled": "true", "dynamic-bucket.target-row-num": "4",
                    **ENGINES[engine]}
         for name in ("dist", "driver"):
-            create_table(warehouse, f"db.{name}", ENGINE_SCHEMA, primary_keys=["k", "p"], partition_keys=["p"],
-                         options=options)
+            create_table(warehouse, f"db.{name}", ENGINE_SCHEMA, primary_keys=["k", "p"],
+                         partition_keys=["p"], options=options)
         for ops, assigners, writers in steps:
             batch = pa.Table.from_pylist([dict(zip(ENGINE_SCHEMA.names, op, strict=True)) for op in ops],
                                          ENGINE_SCHEMA)

@@ -168,12 +168,13 @@ def _compact_merge_on_read(table: Any, run: RunBuckets | None) -> int | None:
     from paimon_index.table.pk.changelog import producer
 
     options = table_options(table)
-    if producer(table, options) != "none":
+    # 'input': the changelog was written with the records, Java's compaction writes none either.
+    if producer(table, options, input_ok=True) == "lookup":
         # Java's compaction of level-0 records writes their changelog (lookup); this one would not.
         raise UnsupportedChangelogProducerError(
-            f"compaction of {table_name(table)} (no deletion vectors) with 'changelog-producer' = "
-            f"'{producer(table, options)}' is not supported: it would write no changelog for the level-0 "
-            "records it merges; compact it with Paimon's connector, or enable deletion vectors")
+            f"compaction of {table_name(table)} (no deletion vectors) with 'changelog-producer' = 'lookup' "
+            "is not supported: it would write no changelog for the level-0 records it merges; compact it "
+            "with Paimon's connector, or enable deletion vectors")
     top = max_level(options)
     runner = run if run is not None else _run_here(table)
     with begin(table, _COMPACT, compact=True) as txn:
