@@ -79,7 +79,7 @@ class Expression:
         except (pa.ArrowInvalid, ZeroDivisionError) as e:
             raise DataError(f"evaluating {self.text!r}: {e}") from e
         if isinstance(value, pa.Scalar):
-            return pa.array([value.as_py()] * rows.num_rows, value.type)
+            return pa.repeat(value, rows.num_rows)
         return value.combine_chunks() if isinstance(value, pa.ChunkedArray) else value
 
     def __call__(self, rows: pa.Table) -> pa.Array:
@@ -578,5 +578,5 @@ def evaluate_comparison(p: Computed, rows: pa.Table) -> pa.Array:
         equal = pc.if_else(both, True, pc.if_else(one, False, result))
         result = equal if p.op is Op.EQ else pc.invert(equal)
     if isinstance(result, pa.Scalar):
-        return pa.array([result.as_py()] * rows.num_rows, pa.bool_())
+        return pa.repeat(result.cast(pa.bool_()), rows.num_rows)
     return result.combine_chunks() if isinstance(result, pa.ChunkedArray) else result
