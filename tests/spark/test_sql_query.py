@@ -274,3 +274,43 @@ def test_one_statement_lists_the_warehouse_once(warehouse: tuple[Any, Path],
     calls.clear()
     paimon.sql("SELECT 1 FROM db.a LIMIT 1").collect()
     assert calls, "a new statement lists again (a table created in between is seen)"
+
+
+def test_each_reference_opens_its_table_once(warehouse: tuple[Any, Path], spark: Any, tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reference opened its table for its columns, again for time travel, again in the planned
+    read and again in the merge read's fallback — each open reads the schema (and on an object
+    store, requests). One open per reference, the answers unchanged."""
+    from paimon_index.table import catalog as table_catalog
+
+    paimon, _ = warehouse
+    merge_on_read = paimon_index.create_table(str(tmp_path / "m"), "db.m", _a_rows(0, 1).schema,
+                                              primary_keys=["id"], options={"bucket": "1"})
+    merge_on_read.write(_a_rows(0, 50))
+    merge_on_read.write(_a_rows(40, 60))
+    paimon_m = attach(spark, warehouse=str(tmp_path / "m"))
+    opened: list[str] = []
+    real = table_catalog.open_table
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        opened.append(args[1] if len(args) > 1 else kwargs["identifier"])
+        return real(*args, **kwargs)
+    monkeypatch.setattr(table_catalog, "open_table", counted)
+    cases = [
+        (paimon, "SELECT count(*) FROM db.a WHERE id < 100", ["db.a"]),
+        (paimon, "SELECT count(*) FROM db.a AS x JOIN db.a AS y ON x.id = y.id WHERE x.id < 10",
+         ["db.a"] * 2),
+        (paimon, "SELECT count(*), sum(w) FROM db.b WHERE w > 2", ["db.b"]),
+        (paimon, "SELECT count(*) FROM db.a VERSION AS OF 1", ["db.a"]),
+    ]
+    for noun, text, want in cases:
+        opened.clear()
+        answer = [tuple(r) for r in noun.sql(text).collect()]
+        if "VERSION AS OF 1" in text:
+            assert answer == [(1000,)]  # the first write, before any delete
+        else:
+            assert answer == [tuple(r) for r in spark.sql(_reference_text(text)).collect()], text
+        assert opened == want, text
+    opened.clear()
+    assert tuple(paimon_m.sql("SELECT count(*), max(id) FROM db.m WHERE id > 10").collect()[0]) == (49, 59)
+    assert opened == ["db.m"]

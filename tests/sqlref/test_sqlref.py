@@ -48,17 +48,18 @@ DOCUMENTED_REFUSALS: dict[str, str] = {}
 
 #: Our bugs: statements where our answer differs from the connector's, or where one side refuses and
 #: the other answers: an xfail(strict=True) test each, with the reason, visible until it is fixed.
-WRONG_ANSWERS: dict[str, str] = {
-    "call_rewrite_index": "CALL sys.rewrite_file_index(table => 'shapes.t1') after ALTER TABLE SET "
-                          "TBLPROPERTIES added a bloom filter: the connector fails (a Py4J error, its "
-                          "first line says no more), ours rewrites the indexes; one side is wrong, "
-                          "not yet known which",
-}
+WRONG_ANSWERS: dict[str, str] = {}
 
 #: Statements ours answers where the connector refuses, by design (documented in docs/sql.md).
 OURS_ONLY: dict[str, str] = {
     "mixed_case_names": "ours resolves `SHAPES.A` case-insensitively, as Spark resolves names; Paimon's "
                         "connector refuses (TABLE_OR_VIEW_NOT_FOUND: its catalog's names are case-sensitive)",
+    "call_rewrite_index": "CALL sys.rewrite_file_index after a bloom filter was added, on an unaware-bucket "
+                          "table in deletion-vectors mode whose files have deletion vectors: the connector "
+                          "fails ('File deletion conflicts detected': its procedure commits DELETE/ADD of "
+                          "each file without the file's deletion vector, which ConflictDetection pairs "
+                          "with every data file of such tables), ours rewrites the indexes and keeps the "
+                          "deletion vectors (docs/sql.md); a fixed connector makes this test fail",
 }
 
 #: Statements where the CONNECTOR's answer is wrong by Spark's semantics (checked by hand against the

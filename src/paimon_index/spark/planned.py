@@ -77,6 +77,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from paimon_index.fileindex.base import SortOrder
+    from paimon_index.table.api import Table
 
 __all__ = ["PlannedRead", "read", "read_planned"]
 
@@ -679,8 +680,9 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
                  columns: Sequence[str] | None = None, *, warehouse: str, snapshot_id: int | None = None,
                  order_by: str | None = None, limit: int | None = None, use_index: bool = True,
                  catalog_options: Mapping[str, str] | None = None,
-                 small_read_bytes: int = SMALL_READ_BYTES) -> PlannedRead:
-    """:func:`read`, with the plan it made (files, what each step pruned, planning time)."""
+                 small_read_bytes: int = SMALL_READ_BYTES, opened: Table | None = None) -> PlannedRead:
+    """:func:`read`, with the plan it made (files, what each step pruned, planning time);
+    ``opened``: ``table`` already opened by the caller (SQL opens each reference once)."""
     from paimon_index.table.api import open_table
 
     if limit is not None and (not isinstance(limit, int) or limit < 0):
@@ -689,7 +691,8 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
         raise InvalidOptionError(f"small_read_bytes must be a non-negative integer, got {small_read_bytes!r}")
     if limit is not None and order_by is None:
         raise InvalidOptionError("limit needs order_by (which rows would be kept is otherwise undefined)")
-    opened = open_table(warehouse, table, catalog_options=catalog_options)
+    if opened is None:
+        opened = open_table(warehouse, table, catalog_options=catalog_options)
     paimon = opened.paimon_table
     if snapshot_id is not None:
         paimon = _time_travel(paimon, table, snapshot_id)
@@ -823,7 +826,8 @@ def source_read(spark: SparkSession, table: str, snapshot_id: int | None, wareho
 
 
 def merge_read(spark: SparkSession, table: str, snapshot_id: int | None, warehouse: str,
-               catalog_options: Mapping[str, str] | None, refusal: Exception) -> tuple[DataFrame, str]:
+               catalog_options: Mapping[str, str] | None, refusal: Exception,
+               opened: Table | None = None) -> tuple[DataFrame, str]:
     """The rows of a primary-key table the planned read refused (``refusal``: its files need a merge
     by key) as a DataFrame, and how it was read: the ``paimon_index`` source, whose tasks merge
     each bucket's rows (without deletion vectors: one task per bucket, pypaimon's merge read; in
@@ -834,7 +838,9 @@ def merge_read(spark: SparkSession, table: str, snapshot_id: int | None, warehou
     """
     from paimon_index.table.api import open_table
 
-    if not open_table(warehouse, table, catalog_options=catalog_options).is_primary_key_table:
+    if opened is None:
+        opened = open_table(warehouse, table, catalog_options=catalog_options)
+    if not opened.is_primary_key_table:
         raise refusal
     return (source_read(spark, table, snapshot_id, warehouse, catalog_options),
             f"merge read through the paimon_index source ({refusal})")

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 
     from paimon_index.spark.planned import PlannedRead
     from paimon_index.spark.sql.names import Catalog
+    from paimon_index.table.api import Table
 
 __all__ = ["Reference", "Rewritten", "explain", "rewrite", "run"]
 
@@ -80,6 +81,8 @@ class Reference:
     #: ``ORDER BY ... LIMIT k`` of its SELECT, when the read may keep just those rows (see _topn)
     order_by: str | None = None
     limit: int | None = None
+    #: the table, opened once for this reference (None: a system table)
+    opened: Table | None = None
     #: set once read: the planned read (None: a system table or the source's merge read)
     planned: PlannedRead | None = None
     how: str = ""
@@ -271,11 +274,10 @@ def _pushed(table: exp.Table, alias: str, columns: frozenset[str],
 # ------------------------------------------------------------------------------------------------
 # Rewriting and reading
 # ------------------------------------------------------------------------------------------------
-def _table_columns(catalog: Catalog, name: TableName) -> frozenset[str]:
+def _open(catalog: Catalog, name: TableName) -> Table:
     from paimon_index.table.api import open_table
 
-    return frozenset(n.lower() for n in open_table(catalog.warehouse, name.identifier,
-                                                    catalog_options=catalog.catalog_options).schema.names)
+    return open_table(catalog.warehouse, name.identifier, catalog_options=catalog.catalog_options)
 
 
 def rewrite(catalog: Catalog, statement: exp.Expr, *, skip: frozenset[int] = frozenset()) -> Rewritten:
@@ -296,16 +298,20 @@ def rewrite(catalog: Catalog, statement: exp.Expr, *, skip: frozenset[int] = fro
                 raise catalog.not_found(str(name))
             found.append((table, name))
     _unqualify_database(tree, found)
-    columns_of: dict[int, frozenset[str] | None] = {}
-    for table, name in found:
-        columns_of[id(table)] = None if name.system else _table_columns(catalog, name)
+    # Each reference opens its table once (its columns here, its read below); two references of
+    # one table are two opens, two reads.
+    opened_of = {id(table): None if name.system else _open(catalog, name) for table, name in found}
+    columns_of: dict[int, frozenset[str] | None] = {
+        key: None if t is None else frozenset(n.lower() for n in t.schema.names)
+        for key, t in opened_of.items()}
     references: list[Reference] = []
     token = uuid.uuid4().hex[:8]
     for i, (table, name) in enumerate(found):
         alias = table.alias or table.name
         placeholder = f"{_PLACEHOLDER_PREFIX}{i}_{token}"
         known = columns_of[id(table)]
-        ref = Reference(name, alias, placeholder, version=table.args.get("version"))
+        ref = Reference(name, alias, placeholder, version=table.args.get("version"),
+                        opened=opened_of[id(table)])
         if known is not None:
             ref.conjuncts = _pushed(table, alias, known, columns_of)
             topn = _topn(table, alias, known, ref.conjuncts)
@@ -369,15 +375,16 @@ def _read(catalog: Catalog, ref: Reference) -> DataFrame:
     if ref.version is not None:
         from paimon_index.spark.sql import travel
 
-        snapshot_id = travel.snapshot_id(catalog, ref.name, ref.version)
+        snapshot_id = travel.snapshot_id(catalog, ref.name, ref.version,
+                                         None if ref.opened is None else ref.opened.paimon_table)
     try:
         planned = jobs.read_planned(catalog.spark, ref.name.identifier, ref.where, snapshot_id=snapshot_id,
                                     order_by=ref.order_by, limit=ref.limit, warehouse=catalog.warehouse,
-                                    catalog_options=catalog.catalog_options)
+                                    catalog_options=catalog.catalog_options, opened=ref.opened)
     except UnsupportedTableError as refusal:
         ref.conjuncts, ref.order_by, ref.limit = [], None, None
         frame, ref.how = merge_read(catalog.spark, ref.name.identifier, snapshot_id, catalog.warehouse,
-                                    catalog.catalog_options, refusal)
+                                    catalog.catalog_options, refusal, opened=ref.opened)
         return frame
     ref.planned = planned
     ref.how = "planned read"

@@ -35,15 +35,18 @@ def _available(table: Any) -> str:
     return f"available snapshots: {first}..{latest.id}"
 
 
-def snapshot_id(catalog: Catalog, name: TableName, version: exp.Expr) -> int:
-    """The snapshot a time-travel clause of ``name`` asks for.
+def snapshot_id(catalog: Catalog, name: TableName, version: exp.Expr, table: Any | None = None) -> int:
+    """The snapshot a time-travel clause of ``name`` asks for (``table``: its pypaimon table, when
+    the caller opened it already).
 
     Raises:
         SqlError: no such snapshot or tag, or no snapshot at or before the time (naming the table).
     """
-    if not catalog.has_table(name.identifier):
-        raise TableNotFoundError(f"table {name} not found in warehouse {catalog.warehouse}")
-    table = _catalog.open_table(catalog.warehouse, name.identifier, catalog_options=catalog.catalog_options)
+    if table is None:
+        if not catalog.has_table(name.identifier):
+            raise TableNotFoundError(f"table {name} not found in warehouse {catalog.warehouse}")
+        table = _catalog.open_table(catalog.warehouse, name.identifier,
+                                    catalog_options=catalog.catalog_options)
     kind = str(version.this).upper()
     value = version.args.get("expression")
     shown = version.sql(dialect="spark")
