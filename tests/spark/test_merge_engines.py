@@ -2,8 +2,9 @@
 
 CI: a tiny sequence through ``paimon.sql`` (the upsert's tasks own their buckets: fixed buckets; a
 dynamic-bucket table's assigners merge each key's rows, its writers merge in the old rows) against
-expected rows worked out from Paimon's merge rules. Slow: the same SQL text through Apache Paimon's own Spark connector (``paimon-sql.sh``) on
-twin tables in the same warehouse; then both sides read both sides' tables, rows equal.
+expected rows worked out from Paimon's merge rules. Slow: the same SQL text through Apache Paimon's
+own Spark connector (``paimon-sql.sh``) on twin tables in the same warehouse; then both sides read
+both sides' tables, rows equal.
 """
 
 from __future__ import annotations
