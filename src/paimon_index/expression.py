@@ -491,7 +491,12 @@ def _literal(value: object) -> pa.Scalar:
             return pa.scalar(value, pa.int32())
         if -(2**63) <= value < 2**63:
             return pa.scalar(value, pa.int64())
-        return _number(str(value) + ".0").cast(pa.decimal128(_MAX_PRECISION, 0))
+        # Beyond BIGINT Spark types an integer literal DECIMAL(its digits, 0) (AstBuilder's BigDecimal).
+        digits = len(str(abs(value)))
+        if digits > _MAX_PRECISION:
+            raise InvalidPredicateError(f"the integer literal {value} has {digits} digits: DECIMAL holds "
+                                        f"at most {_MAX_PRECISION} (as in Spark)")
+        return pa.scalar(Decimal(value), pa.decimal128(digits, 0))
     if isinstance(value, Decimal):
         return _number(format(value, "f"))
     if isinstance(value, float):
