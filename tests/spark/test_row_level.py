@@ -133,3 +133,29 @@ def test_rewrite_file_index_job_rebuilds_only_out_of_date_files(spark, tmp_path:
     got = _load(spark, warehouse, **{"scan-report": reports.name}).filter("id = 100000").count()
     report = reports.value
     assert got == 0 and report.files_skipped_by_index == 1  # dt=y's new bloom filter; dt=x has none
+
+
+def test_the_fold_keeps_every_position_of_every_file_and_bucket(monkeypatch: pytest.MonkeyPatch) -> None:
+    """mark_job's per-task fold: batches mixing files, partitions and buckets become one row per
+    (file, partition, bucket) holding all its positions, split past FOLD_POSITIONS."""
+    import numpy as np
+
+    from paimon_index.spark import _tasks
+
+    monkeypatch.setattr(_tasks, "FOLD_POSITIONS", 3)
+    rows = [("f1", i, "", 0) for i in (5, 1, 9)] + [("f2", 4, "", 1), ("f1", 2, "", 0), ("f1", 7, "dt=x", 0)]
+    batches = [pa.RecordBatch.from_pylist([dict(zip(_tasks.METADATA_COLUMNS, r, strict=True)) for r in part],
+                                          schema=pa.schema([("__paimon_file_path", pa.string()),
+                                                            ("__paimon_row_index", pa.int64()),
+                                                            ("__paimon_partition", pa.string()),
+                                                            ("__paimon_bucket", pa.int32())]))
+               for part in (rows[:3], rows[3:], [])]
+    folded = pa.Table.from_batches(list(_tasks._fold(iter(batches))))
+    got: dict[tuple[str, str, int], list[int]] = {}
+    for r in folded.to_pylist():
+        assert len(r[_tasks._POSITIONS]) <= 3 * 8
+        key = (r["__paimon_file_path"], r["__paimon_partition"], r["__paimon_bucket"])
+        got.setdefault(key, []).extend(np.frombuffer(r[_tasks._POSITIONS], dtype=np.int64).tolist())
+    assert {k: sorted(v) for k, v in got.items()} == {("f1", "", 0): [1, 2, 5, 9], ("f2", "", 1): [4],
+                                                      ("f1", "dt=x", 0): [7]}
+    assert list(_tasks._fold(iter([]))) == []

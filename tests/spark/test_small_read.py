@@ -180,3 +180,27 @@ def test_local_relation_keeps_rows_after_an_empty_batch(spark: Any) -> None:
     chunked = pa.concat_tables([pa.table({"id": [1, 2]}), empty, pa.table({"id": [3]}), empty])
     assert sorted(r.id for r in planned._local_frame(spark, chunked, schema).collect()) == [1, 2, 3]
     assert planned._local_frame(spark, pa.concat_tables([empty, empty]), schema).collect() == []
+
+
+def test_candidate_rows_take_the_selected_live_rows_of_the_wanted_groups(tmp_path: Path) -> None:
+    """The selected rows are taken by their place in the groups read: rows in groups not read, and
+    deleted rows, are left out; file order is kept (the mask over every row it replaces)."""
+    from types import SimpleNamespace
+
+    import pyarrow.parquet as pq
+
+    path = str(tmp_path / "f.parquet")
+    pq.write_table(pa.table({"id": np.arange(1000, dtype=np.int64), "s": [f"r{i}" for i in range(1000)]}),
+                   path, row_group_size=100)
+    group = SimpleNamespace(arrow=pa.schema([("id", pa.int64()), ("s", pa.string())]),
+                            mapping=SimpleNamespace(identity=False))
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        wanted = sorted(rng.choice(10, rng.integers(1, 11), replace=False).tolist())
+        selected = np.unique(rng.integers(0, 1000, rng.integers(0, 300)))
+        deleted = np.unique(rng.integers(0, 1000, 50)) if rng.random() < 0.5 else None
+        f = SimpleNamespace(selected=selected, deleted=deleted)
+        with pq.ParquetFile(path) as parquet:
+            got = planned._candidate_rows(parquet, f, wanted, SimpleNamespace(), group)
+        want = [int(i) for i in selected if i // 100 in wanted and (deleted is None or i not in deleted)]
+        assert got["id"].to_pylist() == want and got["s"].to_pylist() == [f"r{i}" for i in want]

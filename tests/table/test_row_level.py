@@ -170,3 +170,32 @@ def test_pinned_snapshot_plan_lists_files_deletion_files_and_vectors(tmp_path: P
     assert sorted(f for _, f in files) == before
     with pytest.raises(KeyError, match="snapshot 9"):
         plan_snapshot(table, 9)
+
+
+@pytest.mark.parametrize("partitioned", [True, False])
+def test_matching_rows_carry_each_rows_file_position_partition_and_bucket(tmp_path: Path,
+                                                                          partitioned: bool) -> None:
+    """The metadata columns (added after the filter, for the kept rows only) name each row's own
+    file, position in it, partition text ('' unpartitioned) and bucket, with vectors applied."""
+    from paimon_index.table.files import METADATA_COLUMNS
+    from paimon_index.table.row_level import _matching_rows
+
+    table = new_table(str(tmp_path), "fixed-32", partitioned=partitioned)
+    ids = np.arange(300)
+    write_arrow(table, pa.table({"id": ids, "tag": np.array(TAGS)[ids % 4],
+                                 "dt": np.where(ids < 150, "x", "é")}))
+    delete_arrow(table, "id % 7 = 0")  # vectors: positions of the live rows are no longer 0..n-1
+    plan = plan_row_change(table)
+    matched = _matching_rows(table, plan, "tag = 'b' OR id > 280")
+    assert matched.column_names[-4:] == list(METADATA_COLUMNS)
+    expected = sorted(i for i in range(300) if i % 7 and (i % 4 == 1 or i > 280))
+    assert sorted(matched["id"].to_pylist()) == expected
+    # Every row's position in its file holds that row: read each file back and look it up.
+    import pyarrow.parquet as pq
+
+    files = {path: pq.ParquetFile(path).read() for path in set(matched["__paimon_file_path"].to_pylist())}
+    for row in matched.to_pylist():
+        assert files[row["__paimon_file_path"]]["id"][row["__paimon_row_index"]].as_py() == row["id"]
+        assert row["__paimon_partition"] == (f"dt={row['dt']}" if partitioned else "")
+        assert (row["__paimon_partition"], row["__paimon_bucket"]) in plan.buckets
+    matched.validate(full=True)

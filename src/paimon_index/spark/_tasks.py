@@ -28,15 +28,22 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import numpy as np
 import pyarrow as pa
-from pyspark.sql.types import IntegerType, StructField, StructType
+from pyspark.sql.types import BinaryType, IntegerType, StringType, StructField, StructType
 
 from paimon_index.spark import _connect
 from paimon_index.table import pk
 from paimon_index.table.catalog import open_table
 from paimon_index.table.fileio import TableIO
-from paimon_index.table.files import BUCKET_COLUMN, METADATA_COLUMNS, PARTITION_COLUMN
-from paimon_index.table.row_level import RowChangePlan, mark_deleted, write_rows
+from paimon_index.table.files import (
+    BUCKET_COLUMN,
+    FILE_PATH_COLUMN,
+    METADATA_COLUMNS,
+    PARTITION_COLUMN,
+    ROW_INDEX_COLUMN,
+)
+from paimon_index.table.row_level import RowChangePlan, mark_positions, write_rows
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -51,6 +58,15 @@ T = TypeVar("T")
 #: What every row-change task returns: its pickled commit messages and how many table rows it
 #: marked deleted.
 MESSAGE_SCHEMA = "message binary, rows long"
+#: :func:`_fold`: positions per folded row (8 MiB of int64), far below Arrow's 2 GiB binary value.
+FOLD_POSITIONS = 1 << 20
+_POSITIONS = "__paimon_positions"
+_FOLDED_SCHEMA = StructType([StructField(FILE_PATH_COLUMN, StringType()),
+                             StructField(_POSITIONS, BinaryType()),
+                             StructField(PARTITION_COLUMN, StringType()),
+                             StructField(BUCKET_COLUMN, IntegerType())])
+_FOLDED_ARROW = pa.schema([(FILE_PATH_COLUMN, pa.string()), (_POSITIONS, pa.binary()),
+                          (PARTITION_COLUMN, pa.string()), (BUCKET_COLUMN, pa.int32())])
 #: The upsert's shuffle key: the Paimon bucket of the row.
 UPSERT_BUCKET_COLUMN = "__paimon_index_bucket__"
 #: The observed metric of :func:`counted`.
@@ -67,18 +83,57 @@ def _pickled(messages: list[Any], rows: int = 0) -> pa.Table:
     return pa.table({"message": pa.array(kept, pa.binary()), "rows": pa.array(counts, pa.int64())})
 
 
+def _fold(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """A task's matched rows folded into one row per (data file, partition, bucket): the positions
+    as the bytes of an int64 array (at most :data:`FOLD_POSITIONS` a row), so the shuffle to the
+    bucket tasks moves a few rows per task, not one per matched row."""
+    found: dict[tuple[Any, Any, Any], list[np.ndarray]] = {}
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        positions = batch.column(ROW_INDEX_COLUMN).to_numpy(zero_copy_only=False).astype(np.int64)
+        keys = pa.table({"f": batch.column(FILE_PATH_COLUMN), "p": batch.column(PARTITION_COLUMN),
+                         "b": batch.column(BUCKET_COLUMN), "i": np.arange(batch.num_rows)})
+        distinct = keys.group_by(["f", "p", "b"], use_threads=False).aggregate([])
+        if distinct.num_rows == 1:  # the usual batch: one file's rows
+            only = distinct.to_pylist()[0]
+            found.setdefault((only["f"], only["p"], only["b"]), []).append(positions)
+            continue
+        for group in keys.group_by(["f", "p", "b"], use_threads=False).aggregate([("i", "list")]).to_pylist():
+            chosen = np.asarray(group["i_list"], dtype=np.int64)
+            found.setdefault((group["f"], group["p"], group["b"]), []).append(positions[chosen])
+    out: dict[str, list[Any]] = {name: [] for name in _FOLDED_ARROW.names}
+    for (path, partition, bucket), chunks in found.items():
+        merged = np.concatenate(chunks)
+        for first in range(0, len(merged), FOLD_POSITIONS):
+            out[FILE_PATH_COLUMN].append(path)
+            out[_POSITIONS].append(merged[first:first + FOLD_POSITIONS].tobytes())
+            out[PARTITION_COLUMN].append(partition)
+            out[BUCKET_COLUMN].append(bucket)
+    if out[_POSITIONS]:
+        yield pa.RecordBatch.from_pydict(out, schema=_FOLDED_ARROW)
+
+
 def _mark_task(plan: RowChangePlan) -> Callable[[tuple[Any, ...], pa.Table], pa.Table]:
     def mark(key: tuple[Any, ...], rows: pa.Table) -> pa.Table:
         partition, bucket = key[0].as_py(), key[1].as_py()
-        return _pickled([mark_deleted(plan.bucket(partition, bucket), rows)], rows.num_rows)
+        by_file: dict[str, list[np.ndarray]] = {}
+        for path, blob in zip(rows.column(FILE_PATH_COLUMN).to_pylist(), rows.column(_POSITIONS).to_pylist(),
+                              strict=True):
+            by_file.setdefault(path, []).append(np.frombuffer(blob, dtype=np.int64))
+        positions = {path: np.concatenate(chunks) for path, chunks in by_file.items()}
+        marked = sum(len(p) for p in positions.values())
+        return _pickled([mark_positions(plan.bucket(partition, bucket), positions)], marked)
 
     return mark
 
 
 def mark_job(matched: DataFrame, plan: RowChangePlan) -> DataFrame:
     """The matched rows' positions marked in their buckets' vectors, one task per bucket
-    (:func:`paimon_index.table.row_level.mark_deleted`, each writing the bucket's new DV index file)."""
-    positions = matched.select(*METADATA_COLUMNS)
+    (:func:`paimon_index.table.row_level.mark_positions`, each writing the bucket's new DV index
+    file). Each task of ``matched`` first folds its rows per data file (:func:`_fold`): the shuffle
+    carries position arrays, not a row (and a file path) per matched row."""
+    positions = matched.select(*METADATA_COLUMNS).mapInArrow(_fold, _FOLDED_SCHEMA)
     return positions.groupBy(PARTITION_COLUMN, BUCKET_COLUMN).applyInArrow(_mark_task(plan), MESSAGE_SCHEMA)
 
 

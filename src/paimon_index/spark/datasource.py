@@ -159,10 +159,6 @@ _NEGATED = {Op.EQ: Op.NE, Op.NE: Op.EQ, Op.GT: Op.LE, Op.GE: Op.LT, Op.LT: Op.GE
 _COMPARISONS = {EqualTo: Op.EQ, GreaterThan: Op.GT, GreaterThanOrEqual: Op.GE, LessThan: Op.LT,
                 LessThanOrEqual: Op.LE, StringStartsWith: Op.STARTS_WITH, StringEndsWith: Op.ENDS_WITH,
                 StringContains: Op.CONTAINS}
-#: Float columns: Spark orders NaN above every number and makes NaN = NaN true, Arrow's IEEE
-#: comparisons do neither, and the indexes key -0.0 and 0.0 apart; only NULL tests are taken.
-_FLOAT_SAFE = (Op.IS_NULL, Op.IS_NOT_NULL)
-_FLOATS = (TypeRoot.FLOAT, TypeRoot.DOUBLE)
 _STRING, _BIGINT, _INT = StringType(), LongType(), IntegerType()
 
 
@@ -247,9 +243,10 @@ def _exact_in_arrow(p: Predicate, schema: dict[str, DataType]) -> bool:
     if isinstance(p, Leaf):
         dtype = schema.get(p.column)
         # A ROW/ARRAY/MAP column (even under IS NULL) has no index key nor Arrow evaluation here.
-        if dtype is None or dtype.is_nested:
-            return False
-        return dtype.root not in _FLOATS or p.op in _FLOAT_SAFE
+        # FLOAT/DOUBLE leaves are exact: the Arrow re-check (arrow_filter), the indexes (the zero
+        # rewrite of fileindex.evaluate) and the statistics (min only) follow Spark's order, NaN
+        # largest, NaN = NaN, -0.0 = 0.0 (tests/spark/test_datasource.py checks it against Spark).
+        return not (dtype is None or dtype.is_nested)
     if not isinstance(p, And | Or):  # ALWAYS_TRUE, ALWAYS_FALSE
         return True
     return all(_exact_in_arrow(c, schema) for c in p.children)

@@ -703,12 +703,24 @@ def partition_text(partition_keys: Sequence[str], partition: Any) -> str:
     return "/".join(f"{k}={v}" for k, v in zip(partition_keys, values, strict=False))
 
 
-def _with_row_ids(rows: pa.Table, plan: FilePlan, positions: np.ndarray | None, partition: str) -> pa.Table:
+def _constant_strings(value: str, count: int) -> pa.Array:
+    """``count`` copies of ``value`` as a string array, built from its buffers (one allocation each;
+    a Python object per row cost seconds per million rows)."""
+    data = value.encode()
+    if count * len(data) >= 2**31:  # past 32-bit offsets: Arrow's own repeat
+        return pa.repeat(pa.scalar(value, pa.string()), count)
+    offsets = (np.arange(count + 1, dtype=np.int64) * len(data)).astype(np.int32)
+    return pa.StringArray.from_buffers(count, pa.py_buffer(offsets), pa.py_buffer(data * count))
+
+
+def _with_row_ids(rows: pa.Table, plan: FilePlan, partition: str) -> pa.Table:
+    """``rows`` (their positions already in :data:`ROW_INDEX_COLUMN`) with the metadata columns in
+    :data:`METADATA_COLUMNS` order; added after the filter, so only for the rows kept."""
     count = rows.num_rows
-    index = positions if positions is not None else np.arange(count, dtype=np.int64)
-    extra = {FILE_PATH_COLUMN: pa.array(np.full(count, plan.path, dtype=object), pa.string()),
-             ROW_INDEX_COLUMN: pa.array(index, pa.int64()),
-             PARTITION_COLUMN: pa.array(np.full(count, partition, dtype=object), pa.string()),
+    index = rows.column(ROW_INDEX_COLUMN)
+    rows = rows.drop_columns([ROW_INDEX_COLUMN])
+    extra = {FILE_PATH_COLUMN: _constant_strings(plan.path, count), ROW_INDEX_COLUMN: index,
+             PARTITION_COLUMN: _constant_strings(partition, count),
              BUCKET_COLUMN: pa.array(np.full(count, plan.bucket, dtype=np.int32))}
     for name, column in extra.items():
         rows = rows.append_column(name, column)
@@ -727,10 +739,13 @@ def read_rows(io: TableIO, plan: FilePlan, bound: Predicate, schema: Mapping[str
     wanted = None if columns is None else list(dict.fromkeys([*columns, *columns_of(bound)]))
     rows = _read_file(io, plan, positions, report, mapping_of(schema, plan), wanted)
     report.rows_read += rows.num_rows
-    if row_ids is not None:
-        rows = _with_row_ids(rows, plan, positions, partition_text(row_ids, plan.partition))
+    if row_ids is not None:  # the positions go through the filter; the constant columns after it
+        index = positions if positions is not None else np.arange(rows.num_rows, dtype=np.int64)
+        rows = rows.append_column(ROW_INDEX_COLUMN, pa.array(index, pa.int64()))
     if bound is not ALWAYS_TRUE:
         rows = filter_rows(rows, bound, schema)
+    if row_ids is not None:
+        rows = _with_row_ids(rows, plan, partition_text(row_ids, plan.partition))
     report.rows_returned += rows.num_rows
     if columns is not None:
         rows = rows.select([*columns, *(METADATA_COLUMNS if row_ids is not None else ())])

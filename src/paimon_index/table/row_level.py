@@ -84,6 +84,7 @@ __all__ = [
     "delete_arrow",
     "delete_rows",
     "mark_deleted",
+    "mark_positions",
     "plan_row_change",
     "update_arrow",
     "update_rows",
@@ -161,6 +162,17 @@ def mark_deleted(bucket: BucketPlan, rows: pa.Table) -> Any | None:
     Writes the bucket's new DV index file and returns its pypaimon ``CommitMessage`` (None when
     nothing changes).
     """
+    paths = rows.column(FILE_PATH_COLUMN).combine_chunks()
+    positions = rows.column(ROW_INDEX_COLUMN).to_numpy()
+    encoded = paths.dictionary_encode()
+    indices = encoded.indices.to_numpy(zero_copy_only=False)
+    by_file = {path: positions[indices == code] for code, path in enumerate(encoded.dictionary.to_pylist())}
+    return mark_positions(bucket, by_file)
+
+
+def mark_positions(bucket: BucketPlan, positions: Mapping[str, np.ndarray]) -> Any | None:
+    """Add the positions of each data file (path -> row positions, any order, repeats allowed) to
+    the bucket's vectors: :func:`mark_deleted` with the rows already grouped by file."""
     if bucket.io is None:
         raise PaimonIndexError(f"bucket {bucket.bucket}: a plan without the table's store cannot read or "
                                "write deletion vectors")
@@ -184,12 +196,8 @@ def mark_deleted(bucket: BucketPlan, rows: pa.Table) -> Any | None:
     finally:
         for source in opened:
             source.close()
-    paths = rows.column(FILE_PATH_COLUMN).combine_chunks()
-    positions = rows.column(ROW_INDEX_COLUMN).to_numpy()
-    encoded = paths.dictionary_encode()
-    indices = encoded.indices.to_numpy(zero_copy_only=False)
-    for code, path in enumerate(encoded.dictionary.to_pylist()):
-        maintainer.notify_new_deletions(posixpath.basename(path), np.sort(positions[indices == code]))
+    for path, file_positions in positions.items():
+        maintainer.notify_new_deletions(posixpath.basename(path), np.sort(file_positions))
     commit = maintainer.commit_to(bucket.index_dir, write=io.write_new)
     if commit.is_empty:
         return None
