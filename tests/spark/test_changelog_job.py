@@ -51,7 +51,7 @@ def _ranges(table: Any, steps: list) -> list[tuple[int, int]]:
     return out
 
 
-@pytest.mark.parametrize("layout", ["fixed", "dynamic"])
+@pytest.mark.parametrize("layout", [pytest.param("fixed", marks=pytest.mark.slow), "dynamic"])  # fixed: 31 s
 def test_spark_jobs_write_the_changelog_table_upsert_writes(spark: Any, tmp_path: Path, layout: str,
                                                             changelog_reader: ChangelogReader) -> None:
     ours, theirs = str(tmp_path / "spark"), str(tmp_path / "local")

@@ -630,7 +630,9 @@ def test_input_is_refused_on_a_dynamic_bucket_table_before_any_file_is_written(t
     assert not list(tmp_path.glob("db.db/t/bucket-*/*")) and latest(table) == 0
 
 
-@pytest.mark.parametrize("config", ["partial-remove-on-delete", "partial-ignore-delete", "agg-last"])
+@pytest.mark.parametrize("config", [  # one in CI; the others (10 s of Java each) with -m slow
+    pytest.param("partial-remove-on-delete", marks=pytest.mark.slow),
+    pytest.param("partial-ignore-delete", marks=pytest.mark.slow), "agg-last"])
 def test_input_with_merge_engines_java_writes_the_same_changelog(tmp_path: Path, config: str,
                                                                  changelog_reader: ChangelogReader) -> None:
     """The input records are written before any merge, whatever the merge engine (``ignore-delete``

@@ -111,7 +111,9 @@ def test_compaction_keeps_the_merged_rows(tmp_path_factory: pytest.TempPathFacto
     assert table.compact().snapshot_id is None  # nothing left to do
 
 
-@pytest.mark.parametrize("kind", ["fixed", "partitioned", "dynamic", "partial-update"])
+@pytest.mark.parametrize("kind", [  # partitioned and dynamic (5 s of Java each) with -m slow
+    "fixed", pytest.param("partitioned", marks=pytest.mark.slow),
+    pytest.param("dynamic", marks=pytest.mark.slow), "partial-update"])
 def test_java_reads_our_compaction_and_the_table_moves_to_deletion_vectors(tmp_path: Path, kind: str) -> None:
     warehouse = str(tmp_path)
     table = _create(warehouse, kind)
