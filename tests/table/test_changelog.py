@@ -422,19 +422,12 @@ def test_an_overwrite_writes_no_changelog_as_java_commits_none(tmp_path: Path) -
 
 
 # Java writes the same sequence ----------------------------------------------------------------------
-def test_java_writing_the_same_sequence_produces_the_same_changelog(tmp_path: Path,
-                                                                   changelog_reader: ChangelogReader) -> None:
-    """Java's own lookup producer (its write = APPEND + COMPACT snapshots) on the same upserts:
-    the whole changelog holds the same rows as ours."""
-    steps = [
-        [("+I", {"p": 0, "k": k, "v": "a", "n": k}) for k in range(5)],
-        [("+I", {"p": 0, "k": 1, "v": "b", "n": 1}), ("-D", {"p": 0, "k": 2, "v": "a", "n": 2}),
-         ("+I", {"p": 0, "k": 7, "v": "c", "n": None}), ("+U", {"p": 0, "k": 1, "v": "d", "n": 9})],
-        [("-D", {"p": 0, "k": 9, "v": None, "n": None}), ("+I", {"p": 0, "k": 2, "v": "e", "n": 2}),
-         ("-U", {"p": 0, "k": 3, "v": "a", "n": 3})],
-    ]
+def _ours_and_javas_changelog(tmp_path: Path, steps: list, producer: str,
+                              changelog_reader: ChangelogReader) -> tuple[list, list]:
+    """The same upsert steps through our writer and Java's (``changelog-producer`` = ``producer``,
+    fixed buckets): each side's whole changelog, read by Java."""
     ours = str(tmp_path / "ours")
-    table = create(ours, "fixed")
+    table = create(ours, "fixed", INPUT) if producer == "input" else create(ours, "fixed")
     for batch in steps:
         table.upsert(dedup_table(batch))
     theirs = str(tmp_path / "java")
@@ -447,11 +440,26 @@ def test_java_writing_the_same_sequence_produces_the_same_changelog(tmp_path: Pa
             command["no-create"] = "true"
         else:
             command |= {"schema": "p INT, k BIGINT, v STRING, n BIGINT", "pk": "p,k",
-                        "options": "bucket=2,deletion-vectors.enabled=true,changelog-producer=lookup"}
+                        "options": f"bucket=2,deletion-vectors.enabled=true,changelog-producer={producer}"}
         commands.append(command)
     java_snapshot = changelog_reader.oracle.batch(commands)[-1]["snapshot"]
     mine, java = changelog_reader.read([(ours, "db.t", 0, latest(table)),
                                         (theirs, "db.t", 0, int(java_snapshot))])
+    return mine, java
+
+
+def test_java_writing_the_same_sequence_produces_the_same_changelog(tmp_path: Path,
+                                                                   changelog_reader: ChangelogReader) -> None:
+    """Java's own lookup producer (its write = APPEND + COMPACT snapshots) on the same upserts:
+    the whole changelog holds the same rows as ours."""
+    steps = [
+        [("+I", {"p": 0, "k": k, "v": "a", "n": k}) for k in range(5)],
+        [("+I", {"p": 0, "k": 1, "v": "b", "n": 1}), ("-D", {"p": 0, "k": 2, "v": "a", "n": 2}),
+         ("+I", {"p": 0, "k": 7, "v": "c", "n": None}), ("+U", {"p": 0, "k": 1, "v": "d", "n": 9})],
+        [("-D", {"p": 0, "k": 9, "v": None, "n": None}), ("+I", {"p": 0, "k": 2, "v": "e", "n": 2}),
+         ("-U", {"p": 0, "k": 3, "v": "a", "n": 3})],
+    ]
+    mine, java = _ours_and_javas_changelog(tmp_path, steps, "lookup", changelog_reader)
     assert normal(mine) == normal(java)
     assert len(java) == 5 + 4 + 2  # +I x5; -U +U -D +I; +I -D (no row for a deleted key never written)
 
@@ -600,25 +608,7 @@ def test_java_writing_the_same_sequence_with_input_produces_the_same_changelog(
         [("-D", {"p": 0, "k": 9, "v": None, "n": None}), ("+I", {"p": 0, "k": 2, "v": "e", "n": 2}),
          ("-U", {"p": 0, "k": 3, "v": "a", "n": 3})],
     ]
-    ours = str(tmp_path / "ours")
-    table = create(ours, "fixed", INPUT)
-    for batch in steps:
-        table.upsert(dedup_table(batch))
-    theirs = str(tmp_path / "java")
-    commands = []
-    for i, batch in enumerate(steps):
-        path = tmp_path / f"b{i}.jsonl"
-        path.write_text("".join(json.dumps(dict(r, _kind=k)) + "\n" for k, r in batch))
-        command = {"cmd": "write", "warehouse": theirs, "table": "db.t", "jsonl": str(path)}
-        if i:
-            command["no-create"] = "true"
-        else:
-            command |= {"schema": "p INT, k BIGINT, v STRING, n BIGINT", "pk": "p,k",
-                        "options": "bucket=2,deletion-vectors.enabled=true,changelog-producer=input"}
-        commands.append(command)
-    java_snapshot = changelog_reader.oracle.batch(commands)[-1]["snapshot"]
-    mine, java = changelog_reader.read([(ours, "db.t", 0, latest(table)),
-                                        (theirs, "db.t", 0, int(java_snapshot))])
+    mine, java = _ours_and_javas_changelog(tmp_path, steps, "input", changelog_reader)
     assert normal(mine) == normal(java)
     assert len(java) == 5 + 4 + 3  # every input record, the unmerged ones too
 
