@@ -448,20 +448,27 @@ def _ours_and_javas_changelog(tmp_path: Path, steps: list, producer: str,
     return mine, java
 
 
-def test_java_writing_the_same_sequence_produces_the_same_changelog(tmp_path: Path,
-                                                                   changelog_reader: ChangelogReader) -> None:
-    """Java's own lookup producer (its write = APPEND + COMPACT snapshots) on the same upserts:
-    the whole changelog holds the same rows as ours."""
-    steps = [
-        [("+I", {"p": 0, "k": k, "v": "a", "n": k}) for k in range(5)],
-        [("+I", {"p": 0, "k": 1, "v": "b", "n": 1}), ("-D", {"p": 0, "k": 2, "v": "a", "n": 2}),
-         ("+I", {"p": 0, "k": 7, "v": "c", "n": None}), ("+U", {"p": 0, "k": 1, "v": "d", "n": 9})],
-        [("-D", {"p": 0, "k": 9, "v": None, "n": None}), ("+I", {"p": 0, "k": 2, "v": "e", "n": 2}),
-         ("-U", {"p": 0, "k": 3, "v": "a", "n": 3})],
-    ]
-    mine, java = _ours_and_javas_changelog(tmp_path, steps, "lookup", changelog_reader)
+#: Upserts with duplicate keys, -U, and a -D of a key never written.
+SAME_SEQUENCE = [
+    [("+I", {"p": 0, "k": k, "v": "a", "n": k}) for k in range(5)],
+    [("+I", {"p": 0, "k": 1, "v": "b", "n": 1}), ("-D", {"p": 0, "k": 2, "v": "a", "n": 2}),
+     ("+I", {"p": 0, "k": 7, "v": "c", "n": None}), ("+U", {"p": 0, "k": 1, "v": "d", "n": 9})],
+    [("-D", {"p": 0, "k": 9, "v": None, "n": None}), ("+I", {"p": 0, "k": 2, "v": "e", "n": 2}),
+     ("-U", {"p": 0, "k": 3, "v": "a", "n": 3})],
+]
+
+
+@pytest.mark.parametrize(("producer", "rows"), [
+    ("lookup", 5 + 4 + 2),  # +I x5; -U +U -D +I; +I -D (no row for a deleted key never written)
+    ("input", 5 + 4 + 3),  # every input record, the unmerged ones too
+])
+def test_java_writing_the_same_sequence_produces_the_same_changelog(
+        tmp_path: Path, changelog_reader: ChangelogReader, producer: str, rows: int) -> None:
+    """Java's own producer (lookup: its write = APPEND + COMPACT snapshots; input: the records as
+    written) on the same upserts: the whole changelog holds the same rows as ours."""
+    mine, java = _ours_and_javas_changelog(tmp_path, SAME_SEQUENCE, producer, changelog_reader)
     assert normal(mine) == normal(java)
-    assert len(java) == 5 + 4 + 2  # +I x5; -U +U -D +I; +I -D (no row for a deleted key never written)
+    assert len(java) == rows
 
 
 # Spark connector ------------------------------------------------------------------------------------
@@ -597,20 +604,6 @@ def test_input_random_sequences_java_reads_the_input_records(layout: str,
             directory.cleanup()
 
 
-def test_java_writing_the_same_sequence_with_input_produces_the_same_changelog(
-        tmp_path: Path, changelog_reader: ChangelogReader) -> None:
-    """Java's own input producer on the same upserts (duplicate keys, -U, -D of a key never
-    written): the whole changelog holds the same rows as ours."""
-    steps = [
-        [("+I", {"p": 0, "k": k, "v": "a", "n": k}) for k in range(5)],
-        [("+I", {"p": 0, "k": 1, "v": "b", "n": 1}), ("-D", {"p": 0, "k": 2, "v": "a", "n": 2}),
-         ("+I", {"p": 0, "k": 7, "v": "c", "n": None}), ("+U", {"p": 0, "k": 1, "v": "d", "n": 9})],
-        [("-D", {"p": 0, "k": 9, "v": None, "n": None}), ("+I", {"p": 0, "k": 2, "v": "e", "n": 2}),
-         ("-U", {"p": 0, "k": 3, "v": "a", "n": 3})],
-    ]
-    mine, java = _ours_and_javas_changelog(tmp_path, steps, "input", changelog_reader)
-    assert normal(mine) == normal(java)
-    assert len(java) == 5 + 4 + 3  # every input record, the unmerged ones too
 
 
 def test_input_is_refused_on_a_dynamic_bucket_table_before_any_file_is_written(tmp_path: Path) -> None:
