@@ -301,7 +301,8 @@ def test_compaction_writes_no_changelog(tmp_path: Path, changelog_reader: Change
     check_against_java(changelog_reader, [(warehouse, expected)])
 
 
-@pytest.mark.parametrize("layout", ["fixed", "dynamic", "partitioned"])
+@pytest.mark.parametrize("layout", [  # partitioned with -m slow (CI's budget; the input test has it)
+    "fixed", "dynamic", pytest.param("partitioned", marks=pytest.mark.slow)])
 def test_random_sequences_java_reads_the_model_changelog(layout: str,
                                                          changelog_reader: ChangelogReader) -> None:
     runs: list[tuple[str, list[tuple[int, int, list[Change]]]]] = []
@@ -583,7 +584,7 @@ def test_input_changelog_holds_every_input_record_with_its_own_sequence(tmp_path
     assert {(r["k"], r["v"]) for r in table.read().to_pylist()} == {(1, "d"), (2, "b")}
 
 
-@pytest.mark.parametrize("layout", ["fixed", "partitioned"])
+@pytest.mark.parametrize("layout", [pytest.param("fixed", marks=pytest.mark.slow), "partitioned"])
 def test_input_random_sequences_java_reads_the_input_records(layout: str,
                                                              changelog_reader: ChangelogReader) -> None:
     runs: list[tuple[str, list[tuple[int, int, list[Change]]]]] = []

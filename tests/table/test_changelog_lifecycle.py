@@ -157,7 +157,7 @@ def test_changelogs_expire_by_time_on_their_own(tmp_path: Path, changelog_reader
     assert len(list(tmp_path.glob("db.db/t/bucket-0/changelog-*"))) == 2
 
 
-@pytest.mark.parametrize("after", [1, 3])
+@pytest.mark.parametrize("after", [pytest.param(1, marks=pytest.mark.slow), 3])
 def test_without_a_producer_the_delta_is_the_changelog_as_java_keeps_it(
         tmp_path: Path, after: int, changelog_reader: ChangelogReader) -> None:
     """``changelog-producer`` = none, decoupled: an expired snapshot's delta (its manifests, the
