@@ -124,19 +124,7 @@ public class ChangelogOracle {
         ReadBuilder rb = t.newReadBuilder();
         List<Split> splits = rb.newScan().plan().splits();
         ArrayNode rows = PaimonOracle.JSON.createArrayNode();
-        try (RecordReader<InternalRow> r = rb.newRead().createReader(splits)) {
-            RecordReader.RecordIterator<InternalRow> batch;
-            while ((batch = r.readBatch()) != null) {
-                InternalRow row;
-                while ((row = batch.next()) != null) {
-                    ArrayNode arr = PaimonOracle.JSON.createArrayNode();
-                    arr.add(row.getRowKind().shortString());
-                    arr.addAll(PaimonOracle.toJson(row, fields, getters));
-                    rows.add(arr);
-                }
-                batch.releaseBatch();
-            }
-        }
+        read(rb, splits, fields, getters, rows);
         return rows;
     }
 }

@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import tempfile
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -216,6 +216,29 @@ def check_against_java(reader: ChangelogReader, runs: list[tuple[str, list[tuple
             assert normal(next(got)) == normal(changes), (warehouse, low, high)
 
 
+def random_runs_against_java(reader: ChangelogReader, examples: int, strategies: list[Any],
+                             run: Callable[..., list[tuple[int, int, list[Change]]]]) -> None:
+    """Hypothesis draws ``strategies`` ``examples`` times; each draw is ``run(warehouse, *drawn)``
+    in a fresh directory (its expected changes per snapshot range); then Java reads every run's
+    changelog in one batch (:func:`check_against_java`)."""
+    runs: list[tuple[str, list[tuple[int, int, list[Change]]]]] = []
+    keep: list[tempfile.TemporaryDirectory[str]] = []
+
+    @settings(max_examples=examples, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(st.tuples(*strategies))
+    def check(drawn: tuple[Any, ...]) -> None:
+        directory = tempfile.TemporaryDirectory()
+        keep.append(directory)
+        runs.append((directory.name, run(directory.name, *drawn)))
+
+    try:
+        check()
+        check_against_java(reader, runs)
+    finally:
+        for directory in keep:
+            directory.cleanup()
+
+
 # ------------------------------------------------------------------------------------------------
 # the tests
 # ------------------------------------------------------------------------------------------------
@@ -305,44 +328,16 @@ def test_compaction_writes_no_changelog(tmp_path: Path, changelog_reader: Change
     "fixed", "dynamic", pytest.param("partitioned", marks=pytest.mark.slow)])
 def test_random_sequences_java_reads_the_model_changelog(layout: str,
                                                          changelog_reader: ChangelogReader) -> None:
-    runs: list[tuple[str, list[tuple[int, int, list[Change]]]]] = []
-    keep: list[tempfile.TemporaryDirectory[str]] = []
-
-    @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-    @given(dedup_operations(), st.booleans())
-    def check(steps: list, dedupe: bool) -> None:
-        directory = tempfile.TemporaryDirectory()
-        keep.append(directory)
-        runs.append((directory.name, run_dedup(directory.name, layout, steps, dedupe)))
-
-    try:
-        check()
-        check_against_java(changelog_reader, runs)
-    finally:
-        for directory in keep:
-            directory.cleanup()
+    random_runs_against_java(changelog_reader, 4, [dedup_operations(), st.booleans()],
+                             lambda warehouse, steps, dedupe: run_dedup(warehouse, layout, steps, dedupe))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("layout", ["fixed", "dynamic", "partitioned"])
 def test_random_sequences_java_reads_the_model_changelog_long(layout: str,
                                                              changelog_reader: ChangelogReader) -> None:
-    runs: list[tuple[str, list[tuple[int, int, list[Change]]]]] = []
-    keep: list[tempfile.TemporaryDirectory[str]] = []
-
-    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-    @given(dedup_operations(), st.booleans())
-    def check(steps: list, dedupe: bool) -> None:
-        directory = tempfile.TemporaryDirectory()
-        keep.append(directory)
-        runs.append((directory.name, run_dedup(directory.name, layout, steps, dedupe)))
-
-    try:
-        check()
-        check_against_java(changelog_reader, runs)
-    finally:
-        for directory in keep:
-            directory.cleanup()
+    random_runs_against_java(changelog_reader, 40, [dedup_operations(), st.booleans()],
+                             lambda warehouse, steps, dedupe: run_dedup(warehouse, layout, steps, dedupe))
 
 
 # merge engines ----------------------------------------------------------------------------------
@@ -391,22 +386,8 @@ def merge_operations(kinds: tuple[str, ...]) -> st.SearchStrategy:
                                                             marks=pytest.mark.slow)])
 def test_merge_engines_before_is_the_old_merged_row_after_the_new(config: str, bucket: str,
                                                                   changelog_reader: ChangelogReader) -> None:
-    runs: list[tuple[str, list[tuple[int, int, list[Change]]]]] = []
-    keep: list[tempfile.TemporaryDirectory[str]] = []
-
-    @settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-    @given(merge_operations(CONFIGS[config][1]))
-    def check(steps: list) -> None:
-        directory = tempfile.TemporaryDirectory()
-        keep.append(directory)
-        runs.append((directory.name, run_merge(directory.name, config, steps, bucket)))
-
-    try:
-        check()
-        check_against_java(changelog_reader, runs)
-    finally:
-        for directory in keep:
-            directory.cleanup()
+    random_runs_against_java(changelog_reader, 3, [merge_operations(CONFIGS[config][1])],
+                             lambda warehouse, steps: run_merge(warehouse, config, steps, bucket))
 
 
 def test_an_overwrite_writes_no_changelog_as_java_commits_none(tmp_path: Path) -> None:
@@ -587,22 +568,8 @@ def test_input_changelog_holds_every_input_record_with_its_own_sequence(tmp_path
 @pytest.mark.parametrize("layout", [pytest.param("fixed", marks=pytest.mark.slow), "partitioned"])
 def test_input_random_sequences_java_reads_the_input_records(layout: str,
                                                              changelog_reader: ChangelogReader) -> None:
-    runs: list[tuple[str, list[tuple[int, int, list[Change]]]]] = []
-    keep: list[tempfile.TemporaryDirectory[str]] = []
-
-    @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-    @given(dedup_operations())
-    def check(steps: list) -> None:
-        directory = tempfile.TemporaryDirectory()
-        keep.append(directory)
-        runs.append((directory.name, run_input(directory.name, layout, steps)))
-
-    try:
-        check()
-        check_against_java(changelog_reader, runs)
-    finally:
-        for directory in keep:
-            directory.cleanup()
+    random_runs_against_java(changelog_reader, 4, [dedup_operations()],
+                             lambda warehouse, steps: run_input(warehouse, layout, steps))
 
 
 
