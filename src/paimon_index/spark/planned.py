@@ -885,12 +885,16 @@ def read(spark: SparkSession, table: str, where: str | None = None, columns: Seq
         InvalidOptionError: an unknown column, a bad ``limit``.
         TableError: ``snapshot_id`` does not exist.
     """
+    from paimon_index.table.api import open_table
+
+    opened = open_table(warehouse, table, catalog_options=catalog_options)  # once, for either read
     try:
         return read_planned(spark, table, where, columns, warehouse=warehouse, snapshot_id=snapshot_id,
                             order_by=order_by, limit=limit, use_index=use_index,
-                            catalog_options=catalog_options, small_read_bytes=small_read_bytes).dataframe
+                            catalog_options=catalog_options, small_read_bytes=small_read_bytes,
+                            opened=opened).dataframe
     except UnsupportedTableError as refusal:  # a primary-key table whose rows need a merge by key
-        df = merge_read(spark, table, snapshot_id, warehouse, catalog_options, refusal)[0]
+        df = merge_read(spark, table, snapshot_id, warehouse, catalog_options, refusal, opened=opened)[0]
     # The planned read's arguments were checked before it refused; Spark applies them to the merged rows.
     selected = _check_columns(columns, df.columns, table)
     if where is not None and where.strip():

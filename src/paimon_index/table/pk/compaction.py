@@ -183,9 +183,8 @@ def _compact_merge_on_read(table: Any, run: RunBuckets | None) -> int | None:
         for (partition, bucket_id), bucket in sorted(plan.buckets.items(), key=repr):
             if len(bucket.files) == 1 and bucket.files[0].level == top:
                 continue
-            files = tuple(CompactFile(m.file_name, m.file_path, int(m.level), int(m.row_count),
-                                      int(m.schema_id), int(m.file_size or 0)) for m in bucket.files)
-            works.append(BucketWork(tuple(partition), bucket_id, files, (), True, 0.0, top, plan.index_dir,
+            works.append(BucketWork(tuple(partition), bucket_id, _compact_files(bucket), (), True, 0.0, top,
+                                    plan.index_dir,
                                     plan.bitmap64, merged_snapshot=plan.snapshot_id))
         return _compact_on(txn, plan, works, runner)
 
@@ -230,11 +229,14 @@ def plan_buckets(plan: Plan, full: bool, threshold: float, top: int) -> list[Buc
     for (partition, bucket_id), bucket in sorted(plan.buckets.items(), key=repr):
         if not bucket.dv_entries and (not full or (len(bucket.files) == 1 and bucket.files[0].level == top)):
             continue
-        files = tuple(CompactFile(m.file_name, m.file_path, int(m.level), int(m.row_count), int(m.schema_id),
-                                  int(m.file_size or 0)) for m in bucket.files)
-        works.append(BucketWork(tuple(partition), bucket_id, files, _vector_files(bucket), full, threshold,
-                                top, plan.index_dir, plan.bitmap64))
+        works.append(BucketWork(tuple(partition), bucket_id, _compact_files(bucket), _vector_files(bucket),
+                                full, threshold, top, plan.index_dir, plan.bitmap64))
     return works
+
+
+def _compact_files(bucket: Bucket) -> tuple[CompactFile, ...]:
+    return tuple(CompactFile(m.file_name, m.file_path, int(m.level), int(m.row_count), int(m.schema_id),
+                             int(m.file_size or 0)) for m in bucket.files)
 
 
 def _vector_files(bucket: Bucket) -> tuple[VectorFile, ...]:
