@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-test
+# Two pytest-xdist workers: the Spark tests on one (the run's one local session), the rest on the
+# other (tests/conftest.py).
+TEST_WORKERS ?= 2
 
 .PHONY: demo test lint bench clean
 
@@ -19,7 +22,7 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks scripts
 	$(BIN)/mypy
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/file_index.py

@@ -2,7 +2,9 @@
 
 Bloom filter and bitmap golden cases go through :func:`mutations.check_golden_corruption` (shared
 with the range-bitmap and BSI tests): the index body re-wrapped with every prefix and every byte
-flipped (sampled beyond 1,200 bytes), every prefix of the container, every head byte flipped.
+flipped (sampled beyond 1,200 bytes), prefixes of the container (every one up to 1,200 bytes, else
+the head, the body's first bytes and a sample), every head byte flipped. With ``-m slow`` every
+prefix of every golden container of every index type.
 """
 
 from __future__ import annotations
@@ -23,6 +25,18 @@ CASES = [n for n in case_names("bloom-filter") + case_names("bitmap")
 @pytest.mark.parametrize("name", CASES)
 def test_mutated_golden_files_raise_project_errors_only(name: str) -> None:
     check_golden_corruption(load_case(name))
+
+
+EVERY_TYPE = [(n, None) for n in CASES] + [(n, None) for n in case_names("range-bitmap")] + [
+    (n, 0) for n in case_names("bsi")]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not EVERY_TYPE, reason=f"golden files not found at {GOLDEN}")
+@pytest.mark.parametrize(("name", "fallback"), EVERY_TYPE)
+def test_every_prefix_of_every_golden_container_raises_project_errors_only(
+        name: str, fallback: object) -> None:
+    check_golden_corruption(load_case(name), fallback, exhaustive=True)
 
 
 def test_every_truncation_is_reported_with_file_and_offset() -> None:

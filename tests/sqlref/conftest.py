@@ -7,14 +7,15 @@ share one session when both directories run; it is stopped at the end of the run
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
-from paimon_index.spark.session import local_session
+from sparksession import shared_session
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[object]:
-    session = local_session("paimon-index-tests", master="local[2]")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    session: Any = shared_session(tmp_path_factory)
     yield session
     session.stop()
