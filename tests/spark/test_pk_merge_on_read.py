@@ -179,6 +179,53 @@ def test_call_compact_merges_a_merge_on_read_table_in_spark_tasks(spark, tmp_pat
     assert jobs.compact(spark, "o.t", warehouse=warehouse).snapshot_id is None  # one file per bucket already
 
 
+@pytest.mark.parametrize("kind", ["part", "dyn"])
+def test_changes_are_written_by_spark_tasks_not_the_driver(spark, tmp_path: Path, kind: str,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The driver's key-value writer made to fail: every statement still lands, one APPEND snapshot
+    each, with the model's rows (the tasks -- other processes -- wrote the level-0 files; the
+    driver committed). Before, the changes were collected and written on the driver."""
+    from paimon_index.table.pk import merge_on_read
+
+    def on_the_driver(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a merge-on-read change was written on the driver")
+
+    monkeypatch.setattr(merge_on_read, "_write", on_the_driver)
+    warehouse = str(tmp_path)
+    _create(warehouse, f"o.{kind}", kind)
+    model = _run(spark, warehouse, f"o.{kind}")
+    rows = paimon_index.open_table(warehouse, f"o.{kind}").read().to_pylist()  # pypaimon's merge
+    assert sorted(tuple(r.values()) for r in rows) == sorted(model.values())
+
+
+def test_a_merge_that_deletes_on_a_partial_update_table_is_refused_before_any_file(
+        spark, tmp_path: Path) -> None:
+    """Deleting keys needs '*.remove-record-on-delete', which pypaimon's writer refuses: a MERGE
+    whose DELETE clause matches is refused on the driver before the write job (no file, no
+    snapshot); one whose DELETE clause matches nothing, and an UPDATE, land."""
+    from paimon_index.errors import UnsupportedTableError
+
+    warehouse = str(tmp_path)
+    table = paimon_index.create_table(warehouse, "o.pu", SCHEMA, primary_keys=["id", "p"],
+                                      options={"bucket": "2", "merge-engine": "partial-update"})
+    table.write(pa.Table.from_pylist([dict(zip(SCHEMA.names, r, strict=True)) for r in SEED], SCHEMA))
+    paimon = paimon_index.spark.attach(spark, warehouse=warehouse)
+    merge = ("MERGE INTO o.pu AS t USING (SELECT * FROM VALUES (2, 'm', 7L, 'z'), (4, 'm', 1L, 'y') "
+             "AS src(id, s, v, p)) AS s ON t.id = s.id AND t.p = s.p "
+             "WHEN MATCHED AND s.v > {v} THEN DELETE WHEN MATCHED THEN UPDATE SET s = s.s")
+    before, files = _snapshot(warehouse, "o.pu"), sorted(p.name for p in tmp_path.rglob("data-*"))
+    with pytest.raises(UnsupportedTableError, match=r"deletion-vectors\.enabled"):
+        paimon.sql(merge.format(v=5))
+    assert _snapshot(warehouse, "o.pu") == before
+    assert sorted(p.name for p in tmp_path.rglob("data-*")) == files
+    paimon.sql(merge.format(v=100))  # its DELETE matches nothing: +U rows only
+    paimon.sql("UPDATE o.pu SET s = NULL, v = 0 WHERE id = 3")  # NULL keeps the old value
+    rows = {r[0]: r for r in _rows(paimon, "o.pu")}
+    assert rows[2] == (2, "m", 2 * 3 % 17, "z") and rows[4] == (4, "m", 4 * 3 % 17, "y")
+    assert rows[3] == (3, "s3", 0, "x")
+    assert _snapshot(warehouse, "o.pu") == before + 2
+
+
 @pytest.mark.slow
 def test_the_same_statements_through_paimons_connector_both_ways(spark, tmp_path: Path) -> None:
     """Each side runs the statements on its own tables; then each reads the other's: equal rows."""

@@ -123,6 +123,24 @@ def test_an_update_is_exact_on_the_snapshot_it_read(tmp_path) -> None:
     assert table.snapshot_id == planned + 1
 
 
+def test_a_refused_change_leaves_no_file_and_no_changelog_file(tmp_path) -> None:
+    """The change's files are written before its commit is tried (a Spark task writes them; the
+    driver commits): refused at commit, it deletes them all, the changelog files ``changelog-producer
+    = input`` makes pypaimon's writer write too."""
+    table = paimon_index.create_table(str(tmp_path), "db.t", SCHEMA, primary_keys=["k"],
+                                      options={"bucket": "2", "changelog-producer": "input"})
+    table.write(_rows(range(10)))
+    from paimon_index.table.pk.merge_on_read import write_changes
+
+    planned = table.snapshot_id
+    table.write(_rows(range(3), offset=5))
+    files = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file())
+    assert any(p.name.startswith("changelog-") for p in files)  # the producer writes them
+    with pytest.raises(ConcurrentChangeError):
+        write_changes(table.paimon_table, _rows(range(3)), planned=planned, kind="+U")
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file()) == files
+
+
 def test_delete_on_a_partial_update_table_without_vectors_is_refused(tmp_path) -> None:
     table = paimon_index.create_table(str(tmp_path), "db.p", SCHEMA, primary_keys=["k"],
                                       options={"bucket": "1", "merge-engine": "partial-update"})

@@ -2,6 +2,7 @@
 
     mark_job(matched, plan) -> DataFrame        DELETE/UPDATE: one task per bucket marks its rows
     write_job(rows, warehouse, table) -> DataFrame   UPDATE: tasks write the new rows' data files
+    change_job(rows, warehouse, table, ...) -> DataFrame   merge-on-read changes: tasks write level 0
     collect(messages) -> (commit messages, rows)     the driver's half: what the tasks returned
     counted(spark, df) -> (df, RowCount)        rows of a DataFrame, counted as a job runs it
     with_bucket(df, warehouse, table) -> DataFrame   upsert: each row's Paimon bucket as a column
@@ -145,6 +146,26 @@ def write_job(rows: DataFrame, warehouse: str, table: str, catalog_options: Cata
         if kept:
             opened = open_table(warehouse, table, catalog_options=catalog_options)
             yield from _pickled(write_rows(opened, pa.Table.from_batches(kept))).to_batches()
+
+    return rows.mapInArrow(write, MESSAGE_SCHEMA)
+
+
+def change_job(rows: DataFrame, warehouse: str, table: str, catalog_options: CatalogOptions, *,
+               kind: str, operation: str) -> DataFrame:
+    """A merge-on-read change (:mod:`paimon_index.spark.merge_on_read`): each task writes its rows
+    (every row of a bucket in one task) as level-0 key-value files
+    (:func:`paimon_index.table.pk.merge_on_read.prepare_changes`) and returns their messages and
+    its row count."""
+
+    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        kept = [b for b in batches if b.num_rows]
+        if kept:
+            from paimon_index.table.pk.merge_on_read import prepare_changes
+
+            opened = open_table(warehouse, table, catalog_options=catalog_options)
+            change = pa.Table.from_batches(kept)
+            messages = prepare_changes(opened, change, kind=kind, operation=operation)
+            yield from _pickled(messages, change.num_rows).to_batches()
 
     return rows.mapInArrow(write, MESSAGE_SCHEMA)
 

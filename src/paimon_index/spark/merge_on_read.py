@@ -2,17 +2,19 @@
 
     merged_frame(spark, warehouse, table, catalog_options, snapshot_id) -> (DataFrame, snapshot id)
     spark_schema(paimon_table) -> StructType            the columns as the paimon_index source types them
-    write_frame(spark, rows, paimon_table, table, planned, operation) -> (snapshot id, rows)
+    write_frame(rows, paimon_table, planned, operation, ...) -> (snapshot id, rows)   in Spark tasks
 
 Such a table's rows need a merge by key across its files (the newest sequence number wins, a
 ``-D``/``-U`` removes the key): the read is the ``paimon_index`` source on one pinned snapshot,
 each task merging one (partition, bucket) with pypaimon's merge (:meth:`paimon_index.Table.read`'s);
 no index prunes it (Paimon's indexes cannot answer a merged row either). A change (the rows of a
-DELETE, UPDATE, MERGE INTO or upsert, with their ``_ROW_KIND``) is collected on the driver and
-written by :func:`paimon_index.table.pk.merge_on_read.write_changes` as level-0 key-value rows in
-one APPEND snapshot, exactly on the snapshot the rows were read from — as Paimon's own connector
-writes them. The change is written on the driver, not distributed (a deletion-vectors table's is,
-see :mod:`paimon_index.spark.jobs`).
+DELETE, UPDATE, MERGE INTO or upsert, with their ``_ROW_KIND``) is written by Spark tasks, each
+holding whole buckets, as level-0 key-value rows
+(:func:`paimon_index.table.pk.merge_on_read.prepare_changes`), and committed by the driver in one
+APPEND snapshot exactly on the snapshot the rows were read from
+(:func:`~paimon_index.table.pk.merge_on_read.commit_changes`) — as Paimon's own connector writes
+them. A small DELETE/UPDATE is written on the driver instead
+(:data:`paimon_index.spark.jobs.SMALL_CHANGE_ROWS`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
+
+from paimon_index.errors import UnsupportedTableError
+from paimon_index.table.pk.plan import ROW_KIND_COLUMN
 
 __all__ = ["is_merge_on_read", "merged_frame", "spark_schema", "write_frame"]
 
@@ -57,18 +62,46 @@ def merged_frame(spark: SparkSession, warehouse: str, table: str, catalog_option
     return source_read(spark, table, pinned, warehouse, catalog_options), pinned
 
 
-def write_frame(rows: DataFrame, paimon_table: Any, planned: int | object | None, operation: str
-                ) -> tuple[int | None, int]:
+def write_frame(rows: DataFrame, paimon_table: Any, planned: int | object | None, operation: str, *,
+                warehouse: str, table: str, catalog_options: Mapping[str, str] | None,
+                partitions: int) -> tuple[int | None, int]:
     """Write ``rows`` (the table's columns, ``_ROW_KIND`` optional) as level-0 key-value rows in
     one snapshot exactly on ``planned`` (:data:`~paimon_index.table.pk.merge_on_read.LATEST`: the
-    latest one): the new snapshot id (None: nothing to write) and the number of rows."""
-    from paimon_index.table.pk.merge_on_read import check_changes, write_changes
+    latest one): the new snapshot id (None: nothing to write) and the number of rows.
 
-    # Before any job runs (a DELETE deletes; other statements are checked on their rows' kinds).
-    check_changes(paimon_table, operation, deleting=operation == "delete")
-    arrow = rows.toArrow()
-    if arrow.num_rows == 0:
-        return None, 0
+    Shuffled by Paimon's bucket (and partition) into ``partitions`` tasks, each writing whole
+    buckets (pypaimon's writer numbers a bucket's rows from its newest sequence number); a
+    dynamic-bucket table's rows in one task (its HASH index assigns new keys to buckets). The
+    driver commits the tasks' messages."""
+    from paimon_index.spark import _tasks
+    from paimon_index.table.pk.merge_on_read import check_changes, commit_changes
+
+    # Refusals before any job writes: a DELETE deletes; a MERGE or upsert deletes when a row says so.
+    try:
+        check_changes(paimon_table, operation, deleting=True)
+    except UnsupportedTableError:
+        if operation == "delete" or (ROW_KIND_COLUMN in rows.columns and _deletes(rows)):
+            raise
+        check_changes(paimon_table, operation, deleting=False)
     kind = "+U" if operation == "update" else "+I"
-    snapshot = write_changes(paimon_table, arrow, planned=planned, kind=kind, operation=operation)
-    return snapshot, arrow.num_rows
+    if _fixed_bucket(paimon_table):
+        keyed = _tasks.with_bucket(rows, warehouse, table, catalog_options)
+        rows = keyed.repartition(partitions, _tasks.UPSERT_BUCKET_COLUMN, *paimon_table.partition_keys) \
+            .drop(_tasks.UPSERT_BUCKET_COLUMN)
+    else:
+        rows = rows.repartition(1)
+    messages, written = _tasks.collect(_tasks.change_job(rows, warehouse, table, catalog_options,
+                                                         kind=kind, operation=operation))
+    return commit_changes(paimon_table, messages, planned=planned, operation=operation), written
+
+
+def _deletes(rows: DataFrame) -> bool:
+    from pyspark.sql import functions as F
+
+    return bool(rows.filter(F.col(ROW_KIND_COLUMN).isin("-D", "-U")).limit(1).count())
+
+
+def _fixed_bucket(paimon_table: Any) -> bool:
+    from paimon_index.table.write import table_options
+
+    return int(table_options(paimon_table).get("bucket", "-1")) > 0

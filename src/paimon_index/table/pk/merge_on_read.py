@@ -2,6 +2,8 @@
 
     check_changes(table, deleting) -> options           what is refused, before anything is read
     write_changes(table, rows, planned=None, kind="+I") -> snapshot id | None
+    prepare_changes(table, rows, kind="+I") -> commit messages     its first half (a Spark task's)
+    commit_changes(table, messages, planned=None) -> snapshot id | None   its second half
     merged_bucket_rows(table, snapshot_id, partition, bucket) -> one bucket's rows, merged by key
 
 Without deletion vectors a reader merges a key's rows across files (the newest sequence number
@@ -39,7 +41,8 @@ from paimon_index.table.pk.commit import on_snapshot, written_paths
 from paimon_index.table.pk.plan import ROW_KIND_COLUMN, check_keys
 from paimon_index.table.write import attach_file_indexes, conform, table_options, writing
 
-__all__ = ["LATEST", "VALUE_KINDS", "check_changes", "merged_bucket_rows", "write_changes"]
+__all__ = ["LATEST", "VALUE_KINDS", "check_changes", "commit_changes", "merged_bucket_rows",
+           "prepare_changes", "write_changes"]
 
 MERGE_ENGINE = "merge-engine"
 SEQUENCE_FIELD = "sequence.field"
@@ -95,8 +98,15 @@ def write_changes(table: Any, rows: pa.Table, *, planned: int | object | None = 
         UnsupportedTableError: see :func:`check_changes`.
         ConcurrentChangeError: another commit landed after ``planned``; nothing applied.
     """
-    from paimon_index.table.paimon import latest_snapshot
+    planned = _resolved(table, planned)  # before writing: the rows were read on it
+    return commit_changes(table, prepare_changes(table, rows, kind=kind, operation=operation),
+                          planned=planned, operation=operation)
 
+
+def prepare_changes(table: Any, rows: pa.Table, *, kind: str = "+I", operation: str = "upsert") -> list[Any]:
+    """:func:`write_changes`' first half, what a Spark task runs on the rows of its buckets: the
+    checks, then ``rows`` written as level-0 files; their commit messages (nothing committed; the
+    files of a failed write deleted). Every row of a bucket must reach one call."""
     kinds = _value_kinds(rows, kind)
     deleting = operation == "delete" or bool(pc.any(pc.is_in(kinds, pa.array([1, 3], pa.int8()))).as_py())
     check_changes(table, operation, deleting=deleting)
@@ -104,18 +114,37 @@ def write_changes(table: Any, rows: pa.Table, *, planned: int | object | None = 
 
     check_merge_on_read(table)
     if rows.num_rows == 0:
-        return None
+        return []
     check_keys(table, rows)
     data = rows.drop_columns([ROW_KIND_COLUMN]) if ROW_KIND_COLUMN in rows.column_names else rows
-    if planned is LATEST:
-        snapshot = latest_snapshot(table)
-        planned = None if snapshot is None else int(snapshot.id)
+    return _write(table, data, kinds)
+
+
+def commit_changes(table: Any, messages: list[Any], *, planned: int | object | None = LATEST,
+                   operation: str = "upsert") -> int | None:
+    """:func:`write_changes`' second half: ``messages`` (of :func:`prepare_changes`) committed as one
+    APPEND snapshot exactly on ``planned``; the new snapshot's id (None: no message). When that
+    fails, the messages' files are deleted.
+
+    Raises:
+        ConcurrentChangeError: another commit landed after ``planned``; nothing applied.
+    """
+    if not messages:
+        return None
     index_dir = str(table.path_factory().index_path())
-    with on_snapshot(table, planned, operation) as txn:  # type: ignore[arg-type]
-        messages = _write(table, data, kinds)
-        txn.track(*written_paths(messages, index_dir))
+    with on_snapshot(table, _resolved(table, planned), operation,  # type: ignore[arg-type]
+                     written_paths(messages, index_dir)) as txn:
         txn.stage(messages)
         return txn.commit()
+
+
+def _resolved(table: Any, planned: int | object | None) -> int | object | None:
+    if planned is not LATEST:
+        return planned
+    from paimon_index.table.paimon import latest_snapshot
+
+    snapshot = latest_snapshot(table)
+    return None if snapshot is None else int(snapshot.id)
 
 
 def _value_kinds(rows: pa.Table, kind: str) -> pa.Array:
