@@ -11,7 +11,7 @@ Object stores charge per request and per round trip, so the seam counts both
 :class:`paimon_index.binary.Source` that keeps one input stream open, serves ``read_at`` from
 spans fetched earlier by :meth:`FileIOSource.prefetch` (near ranges coalesced into one request),
 and otherwise issues one ranged read per call. Parquet files are read through a counting stream
-(footer and column chunks by range, chunks coalesced by pyarrow's ``pre_buffer``).
+(footer and column chunks by range, one request each: see :class:`_SerialParquetFile`).
 
 Every reading call takes an optional ``tally`` (another :class:`IOCounters`) that counts the same
 requests again, so a caller (a scan, one task) can see its own share while the table's counters
@@ -290,7 +290,10 @@ class _SerialParquetFile(pq.ParquetFile):
     interpreter is exiting by then, freeing those bytes needs the GIL, the worker is killed while
     unwinding and the process aborts ("terminate called without an active exception", exit code 134)
     — a script ending with ``table.count()`` did so about one run in three. Reads in one thread free
-    everything before they return. (Column chunks are still fetched ahead: ``pre_buffer``.)
+    everything before they return. For the same reason pyarrow's ``pre_buffer`` is off: its I/O
+    threads call the Python stream and drop the Python buffers they read, and a script exiting as
+    they did aborted the same way (1 run in 24 with four such scripts at once); each column chunk
+    is one request, made by the reading thread.
     """
 
     def read(self, *args: Any, use_threads: bool = False, **kwargs: Any) -> pa.Table:
@@ -366,8 +369,8 @@ class TableIO:
     def parquet(self, path: str, tally: IOCounters | None = None) -> Iterator[pq.ParquetFile]:
         """A Parquet reader over the file's stream (footer and column chunks by range), closed after.
 
-        Every read pyarrow makes is counted (``read_requests``/``bytes_read``); ``pre_buffer``
-        lets pyarrow fetch the column chunks of a read in few coalesced requests.
+        Every read pyarrow makes is counted (``read_requests``/``bytes_read``), each made by the
+        calling thread (no ``pre_buffer``: :class:`_SerialParquetFile`).
         """
         def count(**counts: int) -> None:
             self.counters.add(**counts)
@@ -377,7 +380,7 @@ class TableIO:
         stream = _CountingStream(self.input_stream(path), count)
         count(other_requests=1)
         try:
-            yield _SerialParquetFile(stream, pre_buffer=True)
+            yield _SerialParquetFile(stream, pre_buffer=False)
         finally:
             stream.close()
 
