@@ -7,15 +7,11 @@ asks for them: ``pytest --run-slow`` or ``pytest -m slow``. CI runs the bounded 
 (:func:`pytest_xdist_make_scheduler`): every test on the local Spark session is one unit of work,
 so one worker runs all of them on the run's one session, while the other runs the rest a test
 module at a time (a module's fixtures are set up once). The session fixtures fail a run in which a
-second worker starts a session (tests/sparksession.py). The Spark unit is the run's longest, so a
-worker lowers its own CPU priority once it runs anything else (:data:`OTHER_WORK_NICENESS`): on two
-cores the Spark worker then gets most of the CPU it asks for and the other fills the rest. Without
-``-n`` nothing changes.
+second worker starts a session (tests/sparksession.py). Without ``-n`` nothing changes.
 """
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import pytest
@@ -26,10 +22,6 @@ SPARK_SCOPE = "spark-session"
 #: elsewhere that use it.
 SPARK_DIRECTORIES = ("tests/spark/", "tests/sqlref/")
 SPARK_TESTS_ELSEWHERE = ("tests/table/test_catalog.py::test_our_ddl_parser_agrees_with_spark_s_parser",)
-#: ``nice`` increment of a worker running tests outside the Spark unit (and of the JVMs and
-#: processes those tests start).
-OTHER_WORK_NICENESS = 5
-_niced: list[bool] = []
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -66,9 +58,3 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
     return SparkScopeScheduling(config, log)
 
-
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    if _niced or "PYTEST_XDIST_WORKER" not in os.environ or scope_of(item.nodeid) == SPARK_SCOPE:
-        return
-    _niced.append(True)
-    os.nice(OTHER_WORK_NICENESS)
