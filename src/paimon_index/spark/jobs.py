@@ -246,18 +246,9 @@ def _upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
 
         df = store_assigned(df, target_schema(paimon_table), by_name=True, case_sensitive=None, table=table,
                             passthrough=(ROW_KIND_COLUMN,))
-        operation = operation or ("delete" if delete_keys else "upsert")
-        if operation in ("delete", "update") and SMALL_CHANGE_ROWS > 0:
-            head = df.limit(SMALL_CHANGE_ROWS + 1).toArrow()  # as below: a few rows, no write job
-            if head.num_rows <= SMALL_CHANGE_ROWS:
-                from paimon_index.table.pk.merge_on_read import write_changes
-
-                kind = "+U" if operation == "update" else "+I"
-                snapshot = write_changes(paimon_table, head, planned=planned, kind=kind, operation=operation)
-                return (None, 0) if snapshot is None else (snapshot, head.num_rows)
-        return write_frame(df, paimon_table, planned, operation, warehouse=warehouse, table=table,
-                           catalog_options=catalog_options,
-                           partitions=partitions or _connect.parallelism(spark))
+        return write_frame(df, paimon_table, planned, operation or ("delete" if delete_keys else "upsert"),
+                           warehouse=warehouse, table=table, catalog_options=catalog_options,
+                           partitions=partitions or _connect.parallelism(spark), small_rows=SMALL_CHANGE_ROWS)
     if not pk.dv_mode(paimon_table):
         raise PrimaryKeyTableError(f"{table} is not a primary-key table (upserts need a primary key)")
     from paimon_index.table.pk.plan import check_table

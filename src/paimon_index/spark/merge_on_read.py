@@ -64,7 +64,7 @@ def merged_frame(spark: SparkSession, warehouse: str, table: str, catalog_option
 
 def write_frame(rows: DataFrame, paimon_table: Any, planned: int | object | None, operation: str, *,
                 warehouse: str, table: str, catalog_options: Mapping[str, str] | None,
-                partitions: int) -> tuple[int | None, int]:
+                partitions: int, small_rows: int = 0) -> tuple[int | None, int]:
     """Write ``rows`` (the table's columns, ``_ROW_KIND`` optional) as level-0 key-value rows in
     one snapshot exactly on ``planned`` (:data:`~paimon_index.table.pk.merge_on_read.LATEST`: the
     latest one): the new snapshot id (None: nothing to write) and the number of rows.
@@ -72,9 +72,17 @@ def write_frame(rows: DataFrame, paimon_table: Any, planned: int | object | None
     Shuffled by Paimon's bucket (and partition) into ``partitions`` tasks, each writing whole
     buckets (pypaimon's writer numbers a bucket's rows from its newest sequence number); a
     dynamic-bucket table's rows in one task (its HASH index assigns new keys to buckets). The
-    driver commits the tasks' messages."""
+    driver commits the tasks' messages. A DELETE/UPDATE of at most ``small_rows`` rows is written
+    on the driver instead (its rows come from the table's own read: fetching a few is cheap)."""
     from paimon_index.spark import _tasks
-    from paimon_index.table.pk.merge_on_read import check_changes, commit_changes
+    from paimon_index.table.pk.merge_on_read import check_changes, commit_changes, write_changes
+
+    kind = "+U" if operation == "update" else "+I"
+    if operation in ("delete", "update") and small_rows > 0:
+        head = rows.limit(small_rows + 1).toArrow()
+        if head.num_rows <= small_rows:
+            snapshot = write_changes(paimon_table, head, planned=planned, kind=kind, operation=operation)
+            return (None, 0) if snapshot is None else (snapshot, head.num_rows)
 
     # Refusals before any job writes: a DELETE deletes; a MERGE or upsert deletes when a row says so.
     try:
@@ -83,7 +91,6 @@ def write_frame(rows: DataFrame, paimon_table: Any, planned: int | object | None
         if operation == "delete" or (ROW_KIND_COLUMN in rows.columns and _deletes(rows)):
             raise
         check_changes(paimon_table, operation, deleting=False)
-    kind = "+U" if operation == "update" else "+I"
     if _fixed_bucket(paimon_table):
         keyed = _tasks.with_bucket(rows, warehouse, table, catalog_options)
         rows = keyed.repartition(partitions, _tasks.UPSERT_BUCKET_COLUMN, *paimon_table.partition_keys) \
