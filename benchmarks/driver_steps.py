@@ -41,8 +41,8 @@ import paimon_index
 from paimon_index.predicate import ALWAYS_TRUE
 from paimon_index.table.rewrite import plan_rewrite
 from paimon_index.table.row_level import plan_row_change
+from paimon_index.table.schemas import read_schema
 from paimon_index.table.stats import plan_splits
-from paimon_index.table.write import table_schema
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("tag", pa.string()), ("score", pa.int32())])
 TARGET_FILES = 100_000
@@ -84,7 +84,7 @@ def many_files(root: Path, files: int, per_commit: int) -> paimon_index.Table:
 
 def bench_planning(table: paimon_index.Table) -> tuple[int, dict[str, Timing]]:
     paimon = table.paimon_table
-    schema = table_schema(paimon)
+    schema = read_schema(paimon)
     out = {}
     out["plan: read (splits)"], splits = timed(lambda: plan_splits(paimon, ALWAYS_TRUE, schema))
     out["plan: DELETE/UPDATE"], _ = timed(lambda: plan_row_change(paimon))

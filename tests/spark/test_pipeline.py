@@ -68,9 +68,9 @@ def _pypaimon_read(table) -> pa.Table:
 def _exact(where: str, pipeline):
     from paimon_index.arrow_filter import to_arrow_expression
     from paimon_index.sql import bind_predicate
-    from paimon_index.table.write import table_schema
+    from paimon_index.table.schemas import read_schema
 
-    schema = table_schema(open_table(*pipeline))
+    schema = read_schema(open_table(*pipeline))
     return to_arrow_expression(bind_predicate(where, schema), schema)
 
 

@@ -19,6 +19,7 @@ from paimon_index.errors import (
     TableNotFoundError,
 )
 from paimon_index.table.catalog import open_table
+from paimon_index.table.paimon import table_options
 
 pytestmark = pytest.mark.spark
 
@@ -48,7 +49,7 @@ def test_create_table_keeps_paimons_schema(paimon: Any) -> None:
     table = open_table(paimon.warehouse, "db.t")
     assert table.primary_keys == ["id", "dt"]
     assert table.partition_keys == ["dt"]
-    options = dict(table.options.options.to_map())
+    options = table_options(table)
     assert "primary-key" not in options  # the connector turns it into the primary key
     assert options["bucket"] == "2" and options["file-index.bloom-filter.columns"] == "s"
     assert table.table_schema.comment == "tbl comment"

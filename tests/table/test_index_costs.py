@@ -31,8 +31,9 @@ from paimon_index.table.metacache import metadata_cache
 from paimon_index.table.read import read_arrow
 from paimon_index.table.row_level import delete_arrow
 from paimon_index.table.scan import bind_where, plan_read
+from paimon_index.table.schemas import read_schema
 from paimon_index.table.stats import ColumnStats, stats_all_match, stats_fraction, stats_some_match
-from paimon_index.table.write import table_schema, write_arrow
+from paimon_index.table.write import write_arrow
 
 SCHEMA = pa.schema([("id", pa.int64()), ("x", pa.int64()), ("s", pa.string())])
 OPTIONS = {"bucket": "-1", "file-index.bloom-filter.columns": "id", "file-index.range-bitmap.columns": "x",
@@ -283,7 +284,7 @@ def test_answers_are_the_same_whatever_is_read(table: Any, where: str) -> None:
     expected = rows(use_index=False)
     assert rows() == expected
     assert count_rows(table, where)[0] == len(expected)
-    schema = table_schema(table)
+    schema = read_schema(table)
     for whole in (False, True):
         plan = plan_read(table, where, whole_files=whole)
         planned = {f.name: f for f in plan.files}

@@ -20,10 +20,9 @@ from tests.javaoracle import java_oracle
 
 import paimon_index
 from paimon_index.errors import ConcurrentChangeError, UnsupportedChangelogProducerError
-from paimon_index.table.paimon import latest_snapshot
+from paimon_index.table.paimon import latest_snapshot, table_options
 from paimon_index.table.pk import compaction, set_deletion_vectors
 from paimon_index.table.pk.plan import max_level, plan_snapshot
-from paimon_index.table.write import table_options
 
 SCHEMA = pa.schema([pa.field("k", pa.int32(), nullable=False), ("v", pa.int64()), ("s", pa.string()),
                     pa.field("p", pa.string(), nullable=False)])

@@ -18,7 +18,8 @@ from paimon_index.sql import bind_predicate
 from paimon_index.table.fileio import TableIO
 from paimon_index.table.files import ScanReport, read_positions
 from paimon_index.table.read import read_arrow
-from paimon_index.table.write import table_schema, write_arrow
+from paimon_index.table.schemas import read_schema
+from paimon_index.table.write import write_arrow
 
 OPTIONS = {
     "bucket": "-1",
@@ -71,7 +72,7 @@ def ids(rows: pa.Table) -> list[int]:
 @pytest.mark.parametrize("query", QUERIES)
 def test_indexed_read_equals_plain_read_pypaimon_and_brute_force(table, query: str) -> None:
     t, everything = table
-    schema = table_schema(t)
+    schema = read_schema(t)
     with_index, report = read_arrow(t, query)
     without_index, plain = read_arrow(t, query, use_index=False)
     brute = everything.filter(to_arrow_expression(bind_predicate(query, schema), schema))
@@ -167,7 +168,7 @@ def test_deletion_vectors_are_applied_after_the_index(tmp_path: Path, bitmap64: 
 
     everything = pa.concat_tables(batches)
     live = everything.filter(pc.invert(pc.is_in(everything.column("id"), pa.array(sorted(deleted_ids)))))
-    schema = table_schema(t)
+    schema = read_schema(t)
     for query in ("status = 'B'", "status <> 'A' AND id < 3000", "id >= 0"):
         got, report = read_arrow(t, query)
         brute = live.filter(to_arrow_expression(bind_predicate(query, schema), schema))

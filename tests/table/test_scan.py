@@ -21,7 +21,8 @@ from paimon_index.table.catalog import create_table
 from paimon_index.table.read import read_arrow
 from paimon_index.table.row_level import delete_arrow
 from paimon_index.table.scan import conservative_predicate, plan_read
-from paimon_index.table.write import table_schema, write_arrow
+from paimon_index.table.schemas import read_schema
+from paimon_index.table.write import write_arrow
 from paimon_index.types import parse_schema
 
 SCHEMA = pa.schema([("id", pa.int64()), ("s", pa.string()), ("v", pa.int32())])
@@ -52,7 +53,7 @@ def _live_matching(t: Any, where: str) -> set[tuple[str, int]]:
         from paimon_index.arrow_filter import to_arrow_expression
         from paimon_index.sql import bind_predicate
 
-        schema = table_schema(t)
+        schema = read_schema(t)
         kept = rows.filter(to_arrow_expression(bind_predicate(where, schema), schema))
         found |= {(f.name, int(p)) for p in kept["pos"].to_pylist()}
     return found

@@ -30,6 +30,7 @@ from paimon_index.predicate import Leaf, Op
 from paimon_index.sql import bind_predicate
 from paimon_index.table.catalog import create_table
 from paimon_index.table.read import read_arrow
+from paimon_index.table.schemas import read_schema
 from paimon_index.table.stats import (
     _FileStats,
     file_value_stats,
@@ -37,7 +38,7 @@ from paimon_index.table.stats import (
     truncate_max,
     truncate_min,
 )
-from paimon_index.table.write import table_schema, write_arrow
+from paimon_index.table.write import write_arrow
 from paimon_index.types import canonical_literal
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -208,7 +209,7 @@ def test_schema_evolved_files_map_stats_by_field_id(tmp_path: Path) -> None:
     catalog(str(tmp_path)).alter_table("db.t", [SchemaChange.rename_column("v", "w"),
                                                  SchemaChange.add_column("v", _bigint())], False)
     table = catalog(str(tmp_path)).get_table("db.t")
-    file_stats = _FileStats(table, table_schema(table))
+    file_stats = _FileStats(table, read_schema(table))
     [split] = table.new_read_builder().new_scan().plan().splits()
     meta = split.files[0]
     stats = _entry_stats(table, meta)
@@ -344,7 +345,7 @@ def test_stats_pruning_never_drops_a_matching_row(prop_table, tmp_path_factory, 
         row = getattr(stats, name)
         setattr(stats, name, BinaryRow(GenericRowSerializer.to_bytes(row), row.fields))
     meta.value_stats = stats
-    schema = table_schema(prop_table)
+    schema = read_schema(prop_table)
     columns = _FileStats(prop_table, schema).columns(meta, ["n", "x", "s"])
     dtype = schema[leaf.column]
     bound = Leaf(leaf.op, leaf.column, tuple(canonical_literal(v, dtype) for v in leaf.literals))
@@ -370,7 +371,7 @@ def test_read_with_stats_equals_plain_evaluation_on_several_files(tmp_path: Path
         assert report.files_skipped_by_stats >= 1, where
     got, report = read_arrow(table, "x > 2.5")  # NaN rows: the files holding them are never skipped by max
     assert report.files_skipped_by_stats == 0
-    assert bind_predicate("x > 2.5", table_schema(table)) is not None
+    assert bind_predicate("x > 2.5", read_schema(table)) is not None
 
 
 def test_decimal_date_timestamp_and_boolean_stats_prune_exactly(tmp_path: Path) -> None:

@@ -16,7 +16,8 @@ from paimon_index.fileindex.evaluate import FileIndexEvaluator
 from paimon_index.fileindex.format import ContainerReader
 from paimon_index.fileindex.result import Rows
 from paimon_index.predicate import Leaf, Op
-from paimon_index.table.write import INDEX_FILE_SUFFIX, table_schema, write_arrow
+from paimon_index.table.schemas import read_schema
+from paimon_index.table.write import INDEX_FILE_SUFFIX, write_arrow
 
 OPTIONS = {
     "bucket": "-1",
@@ -62,7 +63,7 @@ def test_small_containers_are_embedded_large_ones_written_beside_the_file(tmp_pa
     index_path = Path(beside.file_path).with_name(beside.extra_files[0])
     assert index_path.stat().st_size > 2048
 
-    schema = table_schema(table)
+    schema = read_schema(table)
     for meta, source, rows in ((embedded, embedded.embedded_index, small), (beside, index_path, large)):
         assert pq.read_table(meta.file_path).equals(rows)  # pypaimon kept our row order
         with ContainerReader(source) as container:
@@ -132,7 +133,7 @@ def test_an_index_built_in_memory_is_used_only_for_a_file_holding_exactly_those_
     table = make_table(tmp_path, data, {**OPTIONS, "file-index.in-manifest-threshold": "1 mb"})
     write_arrow(table, data)
     options = FileIndexOptions.from_table_options(OPTIONS)
-    schema = table_schema(table)
+    schema = read_schema(table)
     (meta,) = [m for s in table.new_read_builder().new_scan().plan().splits() for m in s.files]
     io = TableIO.of(table)
     assert bytes(meta.embedded_index) == file_container(meta, options, schema, io=io)  # same bytes either way

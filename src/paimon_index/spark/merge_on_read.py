@@ -25,6 +25,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from paimon_index.errors import UnsupportedTableError
+from paimon_index.table.paimon import bucket_number
 from paimon_index.table.pk.plan import ROW_KIND_COLUMN
 
 __all__ = ["is_merge_on_read", "merged_frame", "spark_schema", "write_frame"]
@@ -91,7 +92,7 @@ def write_frame(rows: DataFrame, paimon_table: Any, planned: int | object | None
         if operation == "delete" or (ROW_KIND_COLUMN in rows.columns and _deletes(rows)):
             raise
         check_changes(paimon_table, operation, deleting=False)
-    if _fixed_bucket(paimon_table):
+    if bucket_number(paimon_table) > 0:
         keyed = _tasks.with_bucket(rows, warehouse, table, catalog_options)
         rows = keyed.repartition(partitions, _tasks.UPSERT_BUCKET_COLUMN, *paimon_table.partition_keys) \
             .drop(_tasks.UPSERT_BUCKET_COLUMN)
@@ -108,7 +109,3 @@ def _deletes(rows: DataFrame) -> bool:
     return bool(rows.filter(F.col(ROW_KIND_COLUMN).isin("-D", "-U")).limit(1).count())
 
 
-def _fixed_bucket(paimon_table: Any) -> bool:
-    from paimon_index.table.write import table_options
-
-    return int(table_options(paimon_table).get("bucket", "-1")) > 0

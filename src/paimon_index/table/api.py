@@ -559,9 +559,9 @@ def _merged_read(table: Any, predicate: Predicate | str) -> tuple[pa.Table, Scan
     """A primary-key table without deletion vectors: pypaimon merges by key, then the exact filter."""
     from paimon_index.arrow_filter import filter_rows
     from paimon_index.table.scan import bind_where
-    from paimon_index.table.write import table_schema
+    from paimon_index.table.schemas import read_schema
 
-    schema = table_schema(table)
+    schema = read_schema(table)
     bound = bind_where(predicate, schema)
     builder = table.new_read_builder()
     merged = builder.new_read().to_arrow(builder.new_scan().plan().splits())

@@ -71,12 +71,12 @@ from paimon_index.fileindex.options import parse_bool, parse_int, parse_memory_s
 from paimon_index.predicate import ALWAYS_TRUE
 from paimon_index.table.fileio import FileIOSource, TableIO
 from paimon_index.table.files import FilePlan, ScanReport, file_plan, read_rows, resolve
-from paimon_index.table.paimon import CommitMessage, PaimonTable, table_name
+from paimon_index.table.paimon import CommitMessage, PaimonTable, table_name, table_options
 from paimon_index.table.plan import DV_BITMAP64, DV_ENABLED, BucketFiles, plan_snapshot
 from paimon_index.table.rewrite import PartitionSelection, partition_filter
 from paimon_index.table.schemas import ReadSchema, read_schema
 from paimon_index.table.transaction import Transaction
-from paimon_index.table.write import attach_file_indexes, conform, new_table_write, table_options
+from paimon_index.table.write import attach_file_indexes, conform, new_table_write
 
 __all__ = [
     "CompactGroup",

@@ -74,6 +74,7 @@ from paimon_index.fileindex.options import (
     parse_int,
     parse_memory_size,
 )
+from paimon_index.table.paimon import table_options
 from paimon_index.types import MAX_LENGTH, DataType, Field, TypeRoot, parse_fields, parse_type
 
 __all__ = [
@@ -618,7 +619,7 @@ def alter_table_options(warehouse: str, identifier: str, *, set_options: Mapping
     identifier = parse_identifier(identifier, for_write=True).full_name
     cat = catalog(warehouse, catalog_options)
     table = cat.get_table(identifier)
-    current = dict(table.options.options.to_map())
+    current = table_options(table)
     updates = {str(k): str(v) for k, v in (set_options or {}).items()}
     removed = list(remove)
     merged = {k: v for k, v in {**current, **updates}.items() if k not in removed}

@@ -116,6 +116,7 @@ __all__ = [
     "Split",
     "TableAlreadyExistException",
     "arrow_schema",
+    "bucket_number",
     "cached_manifest_reads",
     "canonical_data_file_path",
     "check_snapshot_store",
@@ -137,6 +138,7 @@ __all__ = [
     "snapshot_exists",
     "system_table_loader",
     "table_name",
+    "table_options",
     "value_kinds_from",
     "vectorize_key_value_write",
     "write_changelog_file",
@@ -153,6 +155,20 @@ KIND_DELETE = 1
 KIND_ADD = 0
 #: pypaimon option pinning a scan to one snapshot.
 SCAN_SNAPSHOT_ID = "scan.snapshot-id"
+#: Table option: the number of buckets; ``-1`` (its default) is dynamic buckets on a primary-key
+#: table and no buckets (unaware) on an append table, ``-2`` Paimon's postponed buckets.
+BUCKET = "bucket"
+DYNAMIC_BUCKET = -1
+
+
+def table_options(table: Any) -> dict[str, str]:
+    """The table's options as a plain map."""
+    return dict(table.options.options.to_map())
+
+
+def bucket_number(table: Any) -> int:
+    """The table's ``bucket`` option (> 0: fixed buckets; see :data:`BUCKET`)."""
+    return int(table_options(table).get(BUCKET, str(DYNAMIC_BUCKET)))
 
 
 def table_name(table: Any) -> str:
@@ -541,7 +557,7 @@ def write_changelog_file(table: Any, partition: Sequence[Any], bucket: int, rows
     from pypaimon.write.writer.key_value_data_writer import KeyValueDataWriter
 
     options = CoreOptions.copy(table.options)
-    raw = dict(table.options.options.to_map())
+    raw = table_options(table)
     options.set(CoreOptions.DATA_FILE_PREFIX, raw.get("changelog-file.prefix", "changelog-"))
     if raw.get("changelog-file.format"):
         options.set(CoreOptions.FILE_FORMAT, raw["changelog-file.format"])

@@ -98,10 +98,10 @@ from paimon_index.predicate import Predicate, bind, columns_of
 from paimon_index.sql import bind_predicate
 from paimon_index.table.fileio import TableIO
 from paimon_index.table.files import container_source, open_container
-from paimon_index.table.paimon import CommitMessage, PaimonTable, arrow_schema, deleted_entries
+from paimon_index.table.paimon import CommitMessage, PaimonTable, arrow_schema, deleted_entries, table_options
 from paimon_index.table.plan import plan_snapshot
 from paimon_index.table.transaction import Transaction
-from paimon_index.table.write import INDEX_FILE_SUFFIX, table_options
+from paimon_index.table.write import INDEX_FILE_SUFFIX
 from paimon_index.types import DataType, parse_type
 
 __all__ = [

@@ -67,11 +67,12 @@ from paimon_index.table.files import (
     partition_text,
     read_rows,
 )
-from paimon_index.table.paimon import CommitMessage, PaimonTable, pinned_table, table_name
+from paimon_index.table.paimon import CommitMessage, PaimonTable, pinned_table, table_name, table_options
 from paimon_index.table.plan import DV_BITMAP64, DV_ENABLED, plan_snapshot
 from paimon_index.table.scan import plan_read
+from paimon_index.table.schemas import read_schema
 from paimon_index.table.transaction import Transaction
-from paimon_index.table.write import table_options, table_schema, write_files
+from paimon_index.table.write import write_files
 
 __all__ = [
     "BucketPlan",
@@ -328,7 +329,7 @@ def update_rows(table: PaimonTable, assignments: Mapping[str, Assignment],
 
     A value is a constant or a function of the matching rows (an Arrow table) returning the column.
     """
-    unknown = set(assignments) - set(table_schema(table))
+    unknown = set(assignments) - set(read_schema(table))
     if unknown:
         raise InvalidOptionError(f"UPDATE sets unknown columns: {sorted(unknown)}")
 

@@ -71,10 +71,9 @@ from paimon_index.table.files import (
     resolve,
     weigh_index,
 )
-from paimon_index.table.paimon import pinned_table, read_snapshot
+from paimon_index.table.paimon import pinned_table, read_snapshot, table_options
 from paimon_index.table.schemas import ReadSchema, mapping_of, read_schema
 from paimon_index.table.stats import ColumnStats, plan_splits
-from paimon_index.table.write import table_options
 from paimon_index.types import TypeRoot
 
 __all__ = ["FilePlan", "ReadPlan", "bind_where", "conservative_predicate", "plan_read", "topn_bound",

@@ -33,7 +33,7 @@ dictionary), which made unique columns such as ids larger, the more so with more
 pypaimon internals used (our upgrade surface): ``TableWrite.file_store_write._create_data_writer``
 (wrapped per write) and ``DataWriter.file_io.write_parquet(path, data, compression, zstd_level,
 **kwargs)``; ``CommitMessage.new_files`` as ``DataFileMeta`` with
-``file_name``, ``file_path``, ``embedded_index``, ``extra_files``; ``table.options.options.to_map()``;
+``file_name``, ``file_path``, ``embedded_index``, ``extra_files``;
 ``table.fields`` (``name``, ``type``); ``table.file_io.new_output_stream``;
 ``table.snapshot_manager().get_latest_snapshot().id``.
 """
@@ -55,32 +55,18 @@ from paimon_index.fileindex.options import FileIndexOptions
 from paimon_index.table.catalog import dictionary_page_bytes, row_group_bytes
 from paimon_index.table.fileio import TableIO
 from paimon_index.table.files import INDEX_FILE_SUFFIX
-from paimon_index.table.paimon import PaimonTable, vectorize_key_value_write
-from paimon_index.table.schemas import ReadSchema, read_schema
+from paimon_index.table.paimon import PaimonTable, table_options, vectorize_key_value_write
+from paimon_index.table.schemas import read_schema
 from paimon_index.table.stats import attach_value_stats
 from paimon_index.types import DataType
 
 __all__ = ["INDEX_FILE_SUFFIX", "attach_file_indexes", "conform", "file_container", "new_table_write",
-           "rows_per_row_group", "store_container", "table_options", "table_schema", "write_arrow",
+           "rows_per_row_group", "store_container", "write_arrow",
            "write_files", "write_with", "writing"]
 
 #: Fewest rows in a row group, whatever the block size: every row group costs a footer entry and
 #: column chunk headers per column, and a reader's seek per column.
 MIN_ROW_GROUP_ROWS = 4096
-
-
-def table_options(table: PaimonTable) -> dict[str, str]:
-    """The table's options as a plain map."""
-    return dict(table.options.options.to_map())
-
-
-def table_schema(table: PaimonTable) -> ReadSchema:
-    """Column name -> Paimon type, for the columns an index can see (others are left out).
-
-    A ``dict`` that also maps older data files' columns to these by field id (schema evolution,
-    :mod:`paimon_index.table.schemas`).
-    """
-    return read_schema(table)
 
 
 def attach_file_indexes(table: PaimonTable, messages: list[Any],
@@ -97,7 +83,7 @@ def attach_file_indexes(table: PaimonTable, messages: list[Any],
         FileIndexOptions.from_table_options(options if options is not None else table_options(table))
     if opts.empty:
         return messages
-    schema = table_schema(table)
+    schema = read_schema(table)
     io = TableIO.of(table)
     metas = [meta for message in messages for meta in message.new_files]
     for meta in metas:
@@ -312,7 +298,7 @@ def write_files(table: PaimonTable, data: pa.Table | pa.RecordBatch, options: Fi
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
             raise DataError(f"table {_name(table)}: the rows do not fit the table's schema: {e}") from e
         opts = options if options is not None else FileIndexOptions.from_table_options(table_options(table))
-        schema = table_schema(table)
+        schema = read_schema(table)
         with ThreadPoolExecutor(max_workers=1) as pool:
             # Build the index from the rows in memory while pypaimon writes the Parquet file (both
             # release the GIL); it is used only if the file turns out to hold exactly these rows.

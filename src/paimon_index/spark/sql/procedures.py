@@ -28,6 +28,7 @@ from sqlglot.errors import ParseError, TokenError
 from paimon_index.errors import PaimonIndexError, SqlError
 from paimon_index.spark.sql.names import PAIMON_CATALOG
 from paimon_index.table import catalog as _catalog
+from paimon_index.table.paimon import bucket_number, table_options
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -123,7 +124,7 @@ def _compact(catalog: Catalog, name: TableName, args: dict[str, Any]) -> list[tu
         else:
             # As Paimon's CompactProcedure: 'full' unless said otherwise; an unaware-bucket table
             # gets the coordinator's pick whatever the strategy (Paimon ignores it there).
-            fixed = int(dict(table.options.options.to_map()).get("bucket", "-1")) > 0
+            fixed = bucket_number(table) > 0
             jobs._compact_append(catalog.spark, name.identifier, full=fixed and strategy in ("", "full"),
                                  partitions=selection, **_where(catalog))
     except PaimonIndexError as e:
@@ -154,7 +155,7 @@ def _expire_snapshots(catalog: Catalog, name: TableName, args: dict[str, Any]) -
     from paimon_index.table.maintenance import expire_snapshots_as_paimon
 
     table = _catalog.open_table(catalog.warehouse, name.identifier, catalog_options=catalog.catalog_options)
-    options = dict(table.options.options.to_map())
+    options = table_options(table)
 
     def option(key: str, default: int) -> int:
         return int(options[key]) if key in options else default

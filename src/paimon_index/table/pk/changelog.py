@@ -72,7 +72,7 @@ from paimon_index.deletionvectors.maintainer import BucketDvMaintainer
 from paimon_index.errors import InvalidOptionError
 from paimon_index.fileindex.options import parse_bool
 from paimon_index.table.fileio import TableIO
-from paimon_index.table.paimon import table_name, write_changelog_file
+from paimon_index.table.paimon import table_name, table_options, write_changelog_file
 from paimon_index.table.pk.lookup import FILE, lookup_rows
 from paimon_index.table.pk.plan import (
     CHANGELOG_PRODUCER,
@@ -86,7 +86,7 @@ from paimon_index.table.pk.plan import (
     trimmed_keys,
     user_columns,
 )
-from paimon_index.table.write import conform, table_options
+from paimon_index.table.write import conform
 
 __all__ = ["CHANGELOG_PRODUCER", "ROW_DEDUPLICATE", "ROW_DEDUPLICATE_IGNORE_FIELDS", "bucket_changelog",
            "check_merge_on_read", "input_changelog", "kv_schema", "producer", "write_changelog",

@@ -46,6 +46,7 @@ from paimon_index.table.paimon import (
     index_manifest_entry,
     partition_row,
     table_name,
+    table_options,
 )
 from paimon_index.table.pk.commit import begin, written_paths
 from paimon_index.table.pk.levels import rewrite, rewrite_merged
@@ -60,7 +61,6 @@ from paimon_index.table.pk.plan import (
     plan_snapshot,
 )
 from paimon_index.table.plan import DV_ENABLED
-from paimon_index.table.write import table_options
 
 __all__ = ["BucketCompacted", "BucketWork", "compact", "compact_bucket", "plan_buckets",
            "set_deletion_vectors"]

@@ -58,11 +58,12 @@ from paimon_index.table.paimon import (
     index_file_path,
     index_manifest_entry,
     snapshot_by_id,
+    table_options,
 )
 from paimon_index.table.pk.levels import write_at
 from paimon_index.table.pk.lookup import last_per_key
 from paimon_index.table.pk.plan import DELETING_KINDS, ROW_KIND_COLUMN, arrow_fields, check_keys, user_columns
-from paimon_index.table.write import conform, table_options
+from paimon_index.table.write import conform
 
 __all__ = ["ASSIGNER_COLUMN", "BUCKET_COLUMN", "KEY_HASH_COLUMN", "assign", "assigner_count", "buckets_of",
            "prepare", "route"]

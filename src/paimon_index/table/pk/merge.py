@@ -544,7 +544,7 @@ def merge_engine(table: Any, options: Mapping[str, str] | None = None) -> MergeE
         InvalidOptionError: an option Paimon would refuse (unknown aggregate function, a type the
             function cannot take, conflicting options).
     """
-    from paimon_index.table.write import table_options
+    from paimon_index.table.paimon import table_options
 
     options = table_options(table) if options is None else options
     name = engine_name(options)
@@ -659,7 +659,7 @@ def check_row_level(table: Any, operation: str) -> None:
     """UPDATE and MERGE INTO of an ``aggregation`` table are refused, as Paimon's Spark connector
     refuses them (``RowLevelOp``: only deduplicate and partial-update support them); DELETE works
     on every engine (it removes the keys)."""
-    from paimon_index.table.write import table_options
+    from paimon_index.table.paimon import table_options
 
     name = engine_name(table_options(table))
     if operation in ("update", "merge") and name not in (DEDUPLICATE, PARTIAL_UPDATE):

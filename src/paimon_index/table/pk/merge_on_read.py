@@ -36,10 +36,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_index.errors import InvalidOptionError, PrimaryKeyTableError, UnsupportedTableError
-from paimon_index.table.paimon import table_name, value_kinds_from
+from paimon_index.table.paimon import table_name, table_options, value_kinds_from
 from paimon_index.table.pk.commit import on_snapshot, written_paths
 from paimon_index.table.pk.plan import ROW_KIND_COLUMN, check_keys
-from paimon_index.table.write import attach_file_indexes, conform, table_options, writing
+from paimon_index.table.write import attach_file_indexes, conform, writing
 
 __all__ = ["LATEST", "VALUE_KINDS", "check_changes", "commit_changes", "merged_bucket_rows",
            "prepare_changes", "write_changes"]

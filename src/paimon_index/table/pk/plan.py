@@ -40,10 +40,9 @@ from paimon_index.errors import (
 )
 from paimon_index.fileindex.options import parse_bool, parse_int
 from paimon_index.table.fileio import FileIOSource, TableIO
-from paimon_index.table.paimon import table_name
+from paimon_index.table.paimon import table_name, table_options
 from paimon_index.table.pk.merge import MERGE_ENGINE, ROW_KIND_COLUMN, SEQUENCE_FIELD, merge_engine
 from paimon_index.table.plan import DV_BITMAP64, DV_ENABLED
-from paimon_index.table.write import table_options
 
 __all__ = [
     "DEFAULT_COMPACTION_THRESHOLD",

@@ -40,7 +40,7 @@ from paimon_index.table.pk.plan import (
 )
 from paimon_index.table.read import ScanReport, read_plan
 from paimon_index.table.scan import bind_where, plan_read
-from paimon_index.table.write import table_schema
+from paimon_index.table.schemas import read_schema
 
 __all__ = ["check_merge_free", "read_primary_key"]
 
@@ -49,7 +49,7 @@ def read_primary_key(table: Any, predicate: Predicate | str) -> tuple[pa.Table, 
     """Read the rows matching ``predicate``, all from one snapshot (the pinned one, else the latest)."""
     snapshot = read_snapshot(table)
     if not merge_free(table, plan_snapshot(table, snapshot, vectors=False)):
-        schema = table_schema(table)
+        schema = read_schema(table)
         bound = bind_where(predicate, schema)
         return _merge_read(table, plan_snapshot(table, snapshot), bound, schema, user_columns(table))
     if snapshot is None:
