@@ -251,7 +251,9 @@ def test_the_same_statements_through_paimons_connector_both_ways(spark, tmp_path
 
 
 # -- INSERT OVERWRITE ... PARTITION on primary-key tables (both modes) -----------------------------
-OVERWRITE_KINDS = {"mor": {"bucket": "2"}, "dv": {"bucket": "2", "deletion-vectors.enabled": "true"}}
+DV = {"deletion-vectors.enabled": "true"}
+OVERWRITE_KINDS = {"mor": {"bucket": "2"}, "dv": {"bucket": "2", **DV},
+                   "mor-dyn": {"bucket": "-1"}, "dv-dyn": {"bucket": "-1", **DV}}
 
 
 def _overwrites(t: str) -> list[tuple[str, Callable[[Model], None]]]:
@@ -292,9 +294,21 @@ def _run_overwrites(spark: Any, warehouse: str, identifier: str) -> list[Row]:
 
 
 @pytest.mark.parametrize("kind", list(OVERWRITE_KINDS))
-def test_insert_overwrite_partition_of_a_primary_key_table(spark, tmp_path: Path, kind: str) -> None:
-    """Refused before ('INSERT OVERWRITE ... PARTITION of the primary-key table ... is not supported')."""
+def test_insert_overwrite_partition_of_a_primary_key_table(spark, tmp_path: Path, kind: str,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Refused before ('INSERT OVERWRITE ... PARTITION of the primary-key table ... is not supported').
+    The driver's writers made to fail: the rows are written by the Spark tasks (other processes),
+    the driver commits (before, they were collected and written on the driver)."""
+    from paimon_index.table import write
+    from paimon_index.table.pk import upsert
+
     _create_overwrite(str(tmp_path), "o.t", kind)
+
+    def on_the_driver(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("an INSERT OVERWRITE was written on the driver")
+
+    monkeypatch.setattr(upsert, "write_rows", on_the_driver)
+    monkeypatch.setattr(write, "write_files", on_the_driver)
     _run_overwrites(spark, str(tmp_path), "o.t")
 
 

@@ -114,9 +114,9 @@ from paimon_index.table.api import (
 from paimon_index.table.catalog import parse_identifier
 from paimon_index.table.fileio import TableIO
 from paimon_index.table.files import FilePlan, missing_files_named
-from paimon_index.table.paimon import latest_snapshot
+from paimon_index.table.paimon import DYNAMIC_BUCKET, bucket_number, latest_snapshot
 from paimon_index.table.pk.merge_on_read import LATEST
-from paimon_index.table.pk.upsert import DELETE_KIND, ROW_KIND_COLUMN, change_by_key, overwrite_rows
+from paimon_index.table.pk.upsert import DELETE_KIND, ROW_KIND_COLUMN, change_by_key
 from paimon_index.table.row_level import (
     RowChange,
     RowChangePlan,
@@ -142,8 +142,6 @@ SMALL_CHANGE_ROWS = 10_000
 #: ``count``: data files per Spark task when files must be read (a file's read is one task's work
 #: at most; a few per task keep the task overhead small next to it).
 COUNT_FILES_PER_TASK = 4
-#: Table option: the number of buckets (``-1``: dynamic buckets).
-BUCKET, DYNAMIC_BUCKET = "bucket", "-1"
 
 
 def _opened(warehouse: str, table: str, catalog_options: CatalogOptions) -> Any:
@@ -198,7 +196,8 @@ def write(df: DataFrame, table: str, mode: str = APPEND, *, warehouse: str,
         return _result(warehouse, table, catalog_options, mode, snapshot, written)
     df = store_assigned(df, target_schema(opened.paimon_table), by_name=True, case_sensitive=None,
                         table=table, passthrough=(ROW_KIND_COLUMN,) if opened.is_primary_key_table else ())
-    if opened.is_primary_key_table and mode == APPEND and _dynamic_bucket(opened.paimon_table):
+    dynamic = bucket_number(opened.paimon_table) == DYNAMIC_BUCKET
+    if opened.is_primary_key_table and mode == APPEND and dynamic:
         df = df.repartition(1)  # one HASH index per bucket: two writing tasks would conflict
     before = _latest(warehouse, table, catalog_options)
     counted, rows = _tasks.counted(df.sparkSession, df)
@@ -224,10 +223,6 @@ def upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
     snapshot, rows = _upsert(spark, df, table, warehouse=warehouse, partitions=partitions,
                              catalog_options=catalog_options)
     return _result(warehouse, table, catalog_options, "upsert", snapshot, rows)
-
-
-def _dynamic_bucket(paimon_table: Any) -> bool:
-    return str(paimon_table.options.options.to_map().get(BUCKET, DYNAMIC_BUCKET)) == DYNAMIC_BUCKET
 
 
 def _upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
@@ -273,7 +268,7 @@ def _upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
         writer_options[DELETE_KEYS] = "true"
     from paimon_index.table.pk.merge import merge_engine
 
-    if _dynamic_bucket(paimon_table):
+    if bucket_number(paimon_table) == DYNAMIC_BUCKET:
         # Paimon's dynamic-bucket topology: route by key hash to assigners that own disjoint
         # buckets, assign from the HASH index, shuffle by bucket; tasks own whole buckets. With a
         # merge engine the assigner merges each key's rows, the bucket's task merges in the old row.
@@ -613,29 +608,33 @@ def overwrite(df: DataFrame, table: str, partition: Mapping[str, Any] | None = N
     ``dynamic`` True replaces only the partitions ``df`` writes. ``df`` holds the table's columns.
 
     Append tables: tasks write the files (:func:`_tasks.write_job`), the driver commits them as an
-    overwrite. Primary-key tables: the rows are collected on the driver and written by
-    :func:`paimon_index.table.pk.overwrite_rows` (deletion-vectors mode: the last row per key wins,
-    into levels >= 1) or as a plain key-value overwrite (no deletion vectors: readers merge).
+    overwrite. Primary-key tables: the rows shuffled by bucket (a dynamic-bucket table's into one
+    task, whose HASH index assigns them), each task writes its buckets (:func:`_tasks.overwrite_job`:
+    deletion-vectors mode, the last row per key into levels >= 1; merge-on-read, level-0 key-value
+    files that readers merge, as Paimon's connector writes them); the driver commits the messages as
+    one overwrite. Which of several rows of one key in ``df`` wins is the order they reach their
+    task, as in Paimon's connector.
 
     Raises:
         ConcurrentChangeError: another commit landed meanwhile; nothing was applied.
     """
     paimon_table = _opened(warehouse, table, catalog_options)
     target = paimon_table.copy({DYNAMIC_PARTITION_OVERWRITE: "true" if dynamic else "false"})
+    before = latest_snapshot(paimon_table)
     if paimon_table.is_primary_key_table:
-        # Collected on the driver. Deletion-vectors mode: the last row per key into levels >= 1;
-        # merge-on-read (no vectors): pypaimon's key-value write (level 0), as Paimon's connector.
-        # A static PARTITION replaces only that partition in both (the overwrite's partition filter).
-        data = df.toArrow()
-        if pk.dv_mode(paimon_table):
-            snapshot = overwrite_rows(target, data, partition=partition or None)
-        else:
-            from paimon_index.table.write import write_arrow
+        from paimon_index.table.pk.upsert import commit_overwrite
 
-            snapshot = write_arrow(target, data, overwrite=True, partition=partition or None)
-        return _result(warehouse, table, catalog_options, OVERWRITE, snapshot, data.num_rows)
-    with Transaction(target, latest_snapshot(paimon_table), overwrite=True, partition=partition,
-                     operation="overwrite") as txn:
+        if bucket_number(paimon_table) > 0:
+            keyed = _tasks.with_bucket(df, warehouse, table, catalog_options)
+            by_bucket = keyed.repartition(_connect.parallelism(df.sparkSession), _tasks.UPSERT_BUCKET_COLUMN,
+                                          *paimon_table.partition_keys).drop(_tasks.UPSERT_BUCKET_COLUMN)
+        else:
+            by_bucket = df.repartition(1)
+        messages, written = _tasks.collect(_tasks.overwrite_job(by_bucket, warehouse, table, catalog_options))
+        snapshot = commit_overwrite(target, messages, planned=None if before is None else int(before.id),
+                                    partition=partition or None)
+        return _result(warehouse, table, catalog_options, OVERWRITE, snapshot, written)
+    with Transaction(target, before, overwrite=True, partition=partition, operation="overwrite") as txn:
         collected, _ = _tasks.collect(_tasks.write_job(df, warehouse, table, catalog_options))
         txn.stage(collected)
         rows = sum(int(f.row_count) for m in collected for f in m.new_files)

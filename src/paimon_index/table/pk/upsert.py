@@ -61,9 +61,11 @@ from paimon_index.table.fileio import TableIO
 from paimon_index.table.paimon import (
     DELETION_VECTORS,
     CommitMessage,
+    bucket_number,
     latest_snapshot,
     row_key_extractor,
     table_name,
+    table_options,
 )
 from paimon_index.table.pk.changelog import (
     INPUT,
@@ -105,11 +107,13 @@ from paimon_index.table.pk.plan import (
     trimmed_keys,
     user_columns,
 )
-from paimon_index.table.write import conform, table_options, table_schema
+from paimon_index.table.schemas import read_schema
+from paimon_index.table.write import conform
 
-__all__ = ["KeyedRows", "PreparedUpsert", "bucket_of_rows", "change_by_key", "commit_prepared",
-           "commit_upsert", "merge_batch", "merged_with_old", "overwrite_rows", "owned_buckets",
-           "prepare_merge", "prepare_upsert", "split_batch", "upsert_arrow"]
+__all__ = ["KeyedRows", "PreparedUpsert", "bucket_of_rows", "change_by_key", "commit_overwrite",
+           "commit_prepared", "commit_upsert", "merge_batch", "merged_with_old", "overwrite_rows",
+           "owned_buckets", "prepare_merge", "prepare_overwrite", "prepare_upsert", "split_batch",
+           "upsert_arrow"]
 
 _UPSERT = "upsert"
 
@@ -166,9 +170,9 @@ def _merged_with_old(table: Any, plan: Plan, engine: MergeEngine, batch: pa.Tabl
     columns = user_columns(table)
     trimmed = trimmed_keys(table)
     trimmed_target = key_schema(table, trimmed)
-    schema = table_schema(table)
+    schema = read_schema(table)
     searched = sorted(set(plan.buckets) if scope is None else set(plan.buckets) & scope, key=repr)
-    fixed = int(table_options(table).get("bucket", "-1")) > 0
+    fixed = bucket_number(table) > 0
     rows = batch
     if fixed:
         _, buckets = bucket_of_rows(table, batch.select(columns))
@@ -384,7 +388,7 @@ def _prepare(table: Any, plan: Plan, messages: list[Any], removed_keys: pa.Table
         inputs_of = {k: inputs.take(pa.array(rows, pa.int64())) for k, rows in rows_of.items()}
         touched |= set(inputs_of)
     prepared = PreparedUpsert(plan.snapshot_id, [], [], written_paths(messages, plan.index_dir))
-    schema = table_schema(table)
+    schema = read_schema(table)
     options = table_options(table)
     changelog = producer(table, options, input_ok=inputs is not None) == LOOKUP
     for key in sorted(touched, key=repr):
@@ -621,7 +625,8 @@ def change_by_key(table: Any, where: Any, assignments: Mapping[str, Any] | None,
 def overwrite_rows(table: Any, data: pa.Table, *, partition: Mapping[str, Any] | None = None) -> int | None:
     """``INSERT OVERWRITE`` of a primary-key table in deletion-vectors mode, one exact snapshot: the
     table's rows (the partitions ``data`` holds, while ``dynamic-partition-overwrite`` is on) become
-    the last row per key of ``data``.
+    the last row per key of ``data``. :func:`prepare_overwrite` then :func:`commit_overwrite` on
+    the latest snapshot (a Spark job runs the first in its tasks, bucket by bucket).
 
     The new files are placed in levels >= 1 in the same snapshot (nothing older survives where they
     land, so no vector is needed): a merge-free reader, Java's included, never reads level 0, and
@@ -634,8 +639,16 @@ def overwrite_rows(table: Any, data: pa.Table, *, partition: Mapping[str, Any] |
         PrimaryKeyTableError: one bucket's new files overlap more often than the table has levels.
         ConcurrentChangeError: another commit landed after the overwrite started; nothing applied.
     """
-    from paimon_index.table.transaction import Transaction
+    snapshot = latest_snapshot(table)
+    planned = None if snapshot is None else int(snapshot.id)
+    return commit_overwrite(table, prepare_overwrite(table, data), planned=planned, partition=partition)
 
+
+def prepare_overwrite(table: Any, data: pa.Table) -> list[Any]:
+    """:func:`overwrite_rows`' first half, what a Spark task runs on the rows of its buckets: the
+    checks, the last row per key (or the merge engine's fold of the rows), written and placed in
+    levels >= 1; their commit messages (nothing committed; the files of a failed write or
+    placement deleted). Every row of a key must reach one call (a shuffle by bucket)."""
     options = check_table(table, upsert=True)
     if ROW_KIND_COLUMN in data.column_names:
         raise InvalidOptionError(f"an overwrite replaces rows: drop the {ROW_KIND_COLUMN} column (use upsert "
@@ -648,22 +661,46 @@ def overwrite_rows(table: Any, data: pa.Table, *, partition: Mapping[str, Any] |
         rows = engine.fold(_with_row_kinds(table, data), single_as_is=True)
         adding = pc.is_in(rows[ROW_KIND_COLUMN], pa.array(["+I", "+U"]))
         rows = rows.filter(adding).select(user_columns(table))
+    if rows.num_rows == 0:
+        return []
     top = max_level(options)
+    messages = write_rows(table, rows)
+    try:
+        return [replace(message, new_files=_placed(table, message, top)) for message in messages]
+    except BaseException:
+        abandon(table, written_paths(messages, str(table.path_factory().index_path())), "overwrite")
+        raise
+
+
+def _placed(table: Any, message: Any, top: int) -> list[Any]:
+    """The message's new files, each in the lowest level >= 1 none of the bucket's others overlaps."""
+    placed: list[Any] = []
+    for new in sorted(message.new_files, key=lambda m: m.min_sequence_number):
+        level = free_level(placed, new, top)
+        if level is None:
+            raise PrimaryKeyTableError(
+                f"overwrite of {table_name(table)}: bucket {message.bucket} got more overlapping "
+                f"files than levels 1..{top}; raise 'num-levels' or overwrite in smaller batches")
+        placed.append(replace(new, level=level))
+    return placed
+
+
+def commit_overwrite(table: Any, messages: list[Any], *, planned: int | None,
+                     partition: Mapping[str, Any] | None = None) -> int | None:
+    """:func:`overwrite_rows`' second half: ``messages`` committed as one OVERWRITE snapshot exactly on
+    ``planned`` (None: the table was empty); the new snapshot's id. Replaced: the whole table, the
+    static ``partition`` spec's partition, or -- ``dynamic-partition-overwrite`` on -- the partitions
+    the messages write. When the commit fails, the messages' files are deleted.
+
+    No changelog, whatever 'changelog-producer' says: Java's overwrite commits none either
+    (FileStoreCommitImpl.overwritePartition: "Overwrite mode currently does not commit any changelog").
+
+    Raises:
+        ConcurrentChangeError: another commit landed after ``planned``; nothing applied.
+    """
+    from paimon_index.table.transaction import Transaction
+
     index_dir = str(table.path_factory().index_path())
-    # No changelog, whatever 'changelog-producer' says: Java's overwrite commits none either
-    # (FileStoreCommitImpl.overwritePartition: "Overwrite mode currently does not commit any changelog").
-    # ``partition``: a static PARTITION spec (only that partition replaced; ``data`` lies in it).
-    with Transaction.begin(table, overwrite=True, partition=partition, operation="overwrite") as txn:
-        messages = write_rows(table, rows)
-        txn.track(*written_paths(messages, index_dir))
-        for message in messages:
-            placed: list[Any] = []
-            for new in sorted(message.new_files, key=lambda m: m.min_sequence_number):
-                level = free_level(placed, new, top)
-                if level is None:
-                    raise PrimaryKeyTableError(
-                        f"overwrite of {table_name(table)}: bucket {message.bucket} got more overlapping "
-                        f"files than levels 1..{top}; raise 'num-levels' or overwrite in smaller batches")
-                placed.append(replace(new, level=level))
-            txn.stage(replace(message, new_files=placed))
+    with Transaction.on(table, planned, overwrite=True, partition=partition, operation="overwrite",
+                        staged=messages, tracked=written_paths(messages, index_dir)) as txn:
         return txn.commit()
