@@ -27,6 +27,8 @@ itself, payloads and results pickled as Spark ships them, then the driver's one 
 * ``dist_append`` of an append table: the source writer's tasks, its driver commit
   (``PaimonIndexWriter.commit``; an append may land on a newer snapshot, so this one is for the
   crash tests, not for the concurrent histories, whose log needs each operation's snapshot);
+* ``dist_overwrite`` of a primary-key table: ``jobs.overwrite``'s tasks (``prepare_overwrite`` per
+  bucket group; a dynamic-bucket table's rows in one task), the driver ``commit_overwrite``;
 * ``dist_compact``: a primary-key table's ``pk.compaction.compact`` with ``_tasks.pk_compact_job``'s
   packing and ``compact_buckets`` per task; an append table's ``jobs._compact_append``
   (``plan_compaction``, ``rewrite_group`` per task, ``commit_compaction``).
@@ -122,6 +124,11 @@ def random_op(rng: random.Random, kind: TableKind, worker: int, counter: int,
         base = (worker + 1) * 1_000_000 + counter * 1_000
         return {"op": name, "rows": [[base + i, rng.choice(CATEGORIES), rng.randint(0, 100)]
                                      for i in range(rng.randint(1, 10))]}
+    if name == "dist_overwrite":  # a primary-key table's: distinct keys, so no winner is ambiguous
+        keys = rng.sample(range(KEY_SPACE), rng.randint(1, 25))
+        op = {"op": name, "rows": [[k, rng.choice(CATEGORIES), rng.randint(0, 100)] for k in keys]}
+        op.update(_task_layout(rng))
+        return op
     if name in ("delete", "update"):
         op = {"op": name, "cat": rng.choice(CATEGORIES), "below": rng.randint(10, 90)}
         if name == "update":
@@ -201,6 +208,8 @@ def run(warehouse: str, op: Mapping[str, Any]) -> int | None:
         latest = paimon_index.open_table(warehouse, IDENTIFIER).paimon_table.snapshot_manager() \
             .get_latest_snapshot()
         return None if latest is None else int(latest.id)
+    if name == "dist_overwrite":
+        return _dist_overwrite_pk(warehouse, table.paimon_table, op)
     if name == "dist_compact":
         if table.is_primary_key_table:
             return _dist_compact_pk(warehouse, table.paimon_table, op)
@@ -338,6 +347,31 @@ def _dist_upsert_fixed(warehouse: str, table: Any, op: Mapping[str, Any]) -> int
     return pk.commit_prepared(table, prepared) if prepared else None
 
 
+def _dist_overwrite_pk(warehouse: str, table: Any, op: Mapping[str, Any]) -> int | None:
+    """``jobs.overwrite`` of a primary-key table: the driver pins the latest snapshot, the rows go to
+    tasks by Paimon bucket (a dynamic-bucket table's to one task), each task writes its buckets
+    (``_tasks.overwrite_job``: ``prepare_overwrite``), the driver commits their messages as one
+    overwrite exactly on the pinned snapshot (``commit_overwrite``)."""
+    from paimon_index.table import pk
+    from paimon_index.table.paimon import bucket_number, latest_snapshot
+    from paimon_index.table.pk.upsert import commit_overwrite, prepare_overwrite
+
+    before = latest_snapshot(table)
+    rows = _rows(op)
+    if bucket_number(table) > 0:
+        _, buckets = pk.bucket_of_rows(table, rows)
+        tasks = _shuffled(rows, [(b,) for b in buckets], op["tasks"], op["seed"])
+    else:
+        tasks = [rows]
+    messages: list[Any] = []
+    for task_rows in tasks:
+        if task_rows.num_rows:
+            messages += _shipped(prepare_overwrite(_task_table(warehouse), task_rows))
+            _task_finished()
+    _tasks_finished()
+    return commit_overwrite(table, messages, planned=None if before is None else int(before.id))
+
+
 def _dist_upsert_dynamic(warehouse: str, table: Any, op: Mapping[str, Any]) -> int | None:
     """``jobs.upsert`` of a dynamic-bucket table (``_tasks.dynamic_upsert_job``): route each input
     split, one task per assigner partition assigns, one task per bucket partition prepares; the
@@ -427,7 +461,7 @@ def apply_to_model(model: Model, op: Mapping[str, Any]) -> Model:
     if name in ("append", "dist_append"):
         for key, cat, v in op["rows"]:
             out[key] = (cat, v)
-    elif name == "overwrite":  # unpartitioned: the whole table is replaced
+    elif name in ("overwrite", "dist_overwrite"):  # unpartitioned: the whole table is replaced
         out = {key: (cat, v) for key, cat, v in op["rows"]}
     elif name == "delete":
         out = {k: r for k, r in out.items() if not (r[0] == op["cat"] and r[1] < op["below"])}

@@ -1,7 +1,8 @@
-"""``changelog-producer`` = ``lookup`` through the Spark jobs: executors write the changelog files
-(``prepare_upsert`` / ``prepare_merge`` / the dynamic-bucket tasks), the driver commits them in the
-upsert's snapshot. Java's incremental changelog read gives the same change rows, snapshot by
-snapshot, as for :meth:`paimon_index.Table.upsert`/``delete``/``update`` on the same sequence."""
+"""``changelog-producer`` = ``lookup`` (and ``input``, fixed buckets) through the Spark jobs: executors
+write the changelog files (``prepare_upsert`` / ``prepare_merge`` / the dynamic-bucket tasks), the
+driver commits them in the upsert's snapshot. Java's incremental changelog read gives the same
+change rows, snapshot by snapshot, as for :meth:`paimon_index.Table.upsert`/``delete``/``update``
+on the same sequence (``input``: the input records a model of the sequence gives)."""
 
 from __future__ import annotations
 
@@ -87,11 +88,39 @@ def test_a_merge_engine_table_through_spark(spark: Any, tmp_path: Path,
     assert normal(got) == normal([("-U", 0, 1, "a", 1), ("+U", 0, 1, "a", 10), ("+I", 0, 7, "z", None)])
 
 
-def test_input_producer_is_refused_on_the_driver_before_any_task_writes(spark: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("driver_rows", [0, pytest.param(jobs.SMALL_CHANGE_ROWS, marks=pytest.mark.slow)],
+                         ids=["tasks", "small-on-driver"])  # the driver's path: Table's, Java-checked
+def test_spark_jobs_write_the_input_changelog(spark: Any, tmp_path: Path, changelog_reader: ChangelogReader,
+                                              monkeypatch: pytest.MonkeyPatch, driver_rows: int) -> None:
+    """``changelog-producer`` = ``input`` through the jobs: every input record, unmerged, in the
+    step's snapshot, as Java reads it -- an upsert's rows as given (a -D of a key never written
+    too), a DELETE's -D rows with the full old values, an UPDATE's +U rows with the new ones (Java's
+    row-level operations write those). ``tasks``: DELETE/UPDATE distributed as well (the small-change
+    threshold at 0). Refused on the driver before (no task wrote it)."""
+    monkeypatch.setattr(jobs, "SMALL_CHANGE_ROWS", driver_rows)
+    warehouse = str(tmp_path)
+    table = create(warehouse, "fixed", {"changelog-producer": "input"})
+    steps = [lambda b=b: jobs.upsert(spark, _frame(spark, b), "db.t", warehouse=warehouse) for b in BATCHES]
+    steps += [lambda: jobs.delete(spark, "db.t", "k >= 10", warehouse=warehouse),
+              lambda: jobs.update(spark, "db.t", {"v": "'u'"}, "k < 3", warehouse=warehouse)]
+    ranges = _ranges(table, steps)
+    got = changelog_reader.read([(warehouse, "db.t", a, b) for a, b in ranges])
+    expected = [[(kind, r["p"], r["k"], r["v"], r["n"]) for kind, r in batch] for batch in BATCHES]
+    expected.append([("-D", 0, 10, "a", 10), ("-D", 1, 11, "a", 11), ("-D", 0, 20, "c", None)])
+    expected.append([("+U", 0, 0, "u", 0), ("+U", 1, 1, "u", 1)])
+    assert [normal(c) for c in got] == [normal(c) for c in expected]
+    assert sorted((r["p"], r["k"], r["v"]) for r in table.read().to_pylist()) == \
+        [(0, 0, "u"), (0, 4, "a"), (0, 6, "a"), (0, 8, "a"), (1, 1, "u"), (1, 3, "a"), (1, 5, "a"),
+         (1, 7, "a"), (1, 9, "a")]
+
+
+def test_input_producer_is_refused_on_the_driver_where_tasks_do_not_write_it(spark: Any,
+                                                                            tmp_path: Path) -> None:
+    """Dynamic buckets (Paimon writes the input changelog for fixed buckets here only)."""
     from paimon_index.errors import UnsupportedChangelogProducerError
 
     warehouse = str(tmp_path)
-    create(warehouse, "fixed", {"changelog-producer": "input"})
+    create(warehouse, "dynamic", {"changelog-producer": "input"})
     with pytest.raises(UnsupportedChangelogProducerError, match="'changelog-producer' = 'input'"):
         jobs.upsert(spark, _frame(spark, BATCHES[0]), "db.t", warehouse=warehouse)
     assert not list(tmp_path.glob("db.db/t/bucket-*/*"))

@@ -35,6 +35,8 @@ SOURCE_WRITES = {"dist_upsert": ("pk-fixed", "pk-partial"), "dist_append": ("app
 def _not_on_path(kind_name: str, op_name: str) -> set[str]:
     if op_name == "dist_upsert":
         return set() if kind_name == "pk-dynamic" else {"hash-index-written"}
+    if op_name == "dist_overwrite":  # no vector (nothing older survives), no HASH index of ours
+        return {"dv-file-written", "hash-index-written"}
     if op_name == "dist_compact" and kind_name.startswith("append"):
         return {"hash-index-written", "dv-file-written"}  # append compaction drops vectors, writes none
     return NOT_ON_PATH[op_name]
@@ -46,7 +48,8 @@ def _not_on_path(kind_name: str, op_name: str) -> set[str]:
 CRASH_CASES = [
     *[("append-unaware", op, "all") for op in ("append", "delete", "update", "overwrite", "compact",
                                                 "dist_append")],
-    *[("pk-fixed", op, "all") for op in ("upsert", "compact", "dist_upsert", "dist_compact")],
+    *[("pk-fixed", op, "all") for op in ("upsert", "compact", "dist_upsert", "dist_compact",
+                                          "dist_overwrite")],
     ("pk-dynamic", "dist_upsert", "task-side"),
     ("pk-partial", "dist_upsert", "task-side"),
 ]
@@ -54,6 +57,7 @@ CRASH_CASES = [
 SLOW_CRASH_CASES = [
     ("append-unaware", "dist_compact", "all"),
     ("pk-dynamic", "dist_upsert", "all"),
+    ("pk-dynamic", "dist_overwrite", "all"),
     ("pk-dynamic", "dist_compact", "all"),
     ("pk-dynamic", "upsert", "all"),
     ("pk-partial", "dist_upsert", "all"),

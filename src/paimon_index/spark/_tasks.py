@@ -174,17 +174,16 @@ def overwrite_job(rows: DataFrame, warehouse: str, table: str, catalog_options: 
     """A primary-key ``INSERT OVERWRITE``: each task writes the rows of its buckets (every row of a
     bucket in one task) -- deletion-vectors mode: the last row per key placed in levels >= 1
     (:func:`paimon_index.table.pk.upsert.prepare_overwrite`); merge-on-read: level-0 key-value files
-    (:func:`paimon_index.table.write.write_files`) -- and returns their messages and its row count."""
+    -- and returns their messages and its row count."""
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         kept = [b for b in batches if b.num_rows]
         if kept:
             from paimon_index.table.pk.upsert import prepare_overwrite
-            from paimon_index.table.write import write_files
 
             opened = open_table(warehouse, table, catalog_options=catalog_options)
             data = pa.Table.from_batches(kept)
-            messages = prepare_overwrite(opened, data) if pk.dv_mode(opened) else write_files(opened, data)
+            messages = prepare_overwrite(opened, data)
             yield from _pickled(messages, data.num_rows).to_batches()
 
     return rows.mapInArrow(write, MESSAGE_SCHEMA)

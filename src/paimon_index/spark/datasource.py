@@ -471,6 +471,7 @@ class PaimonIndexWriter(DataSourceArrowWriter):
 
             if merge_engine(table) is not None:  # partial-update / aggregation: old values merged in
                 return self._write_merged(table, iterator)
+        original = table
         if dv_mode(table):
             from paimon_index.table.pk.plan import writable
 
@@ -480,9 +481,14 @@ class PaimonIndexWriter(DataSourceArrowWriter):
             if dv_mode(table):
                 # One batch per task: the last row of a key decides, deletes are looked up later.
                 batches = [b for b in iterator if b.num_rows]
-                removed = None
+                removed, inputs = None, None
                 if batches:
-                    upserts, removed = split_batch(table, pa.Table.from_batches(batches))
+                    data = pa.Table.from_batches(batches)
+                    if self.options.bucket_exclusive:  # 'changelog-producer' = 'input': these records
+                        from paimon_index.table.pk import input_records
+
+                        inputs = input_records(original, data, delete_keys=self.options.delete_keys)
+                    upserts, removed = split_batch(table, data)
                     if upserts.num_rows:
                         write_with(writer, upserts)
                 written = attach_file_indexes(table, writer.prepare_commit())
@@ -490,7 +496,8 @@ class PaimonIndexWriter(DataSourceArrowWriter):
                     from paimon_index.table.pk import owned_buckets, prepare_upsert
 
                     scope = owned_buckets(table, written, removed)
-                    return PaimonCommitMessages([], None, prepare_upsert(table, written, removed, scope))
+                    return PaimonCommitMessages([], None, prepare_upsert(table, written, removed, scope,
+                                                                         inputs=inputs))
                 return PaimonCommitMessages(written, removed)
             for batch in iterator:
                 if batch.num_rows:
@@ -868,8 +875,11 @@ class PaimonIndexDataSource(DataSource):
                                      "supported: upsert (mode 'append') or delete by key")
         if dv_mode(table):  # 'changelog-producer' input / full-compaction: refused before any task
             from paimon_index.table.pk.plan import changelog_producer
+            from paimon_index.table.pk.upsert import tasks_write_input
 
-            changelog_producer(table)
+            # 'input': written by the tasks of jobs' bucket-exclusive upserts (input_records).
+            changelog_producer(table, input_ok=options.bucket_exclusive
+                               and tasks_write_input(table, delete_keys=options.delete_keys))
         elif table.is_primary_key_table:  # merge-on-read: 'lookup' / 'full-compaction' write none
             from paimon_index.table.pk.changelog import check_merge_on_read
 

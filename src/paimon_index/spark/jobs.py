@@ -246,10 +246,16 @@ def _upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
                            partitions=partitions or _connect.parallelism(spark), small_rows=SMALL_CHANGE_ROWS)
     if not pk.dv_mode(paimon_table):
         raise PrimaryKeyTableError(f"{table} is not a primary-key table (upserts need a primary key)")
+    from paimon_index.table.pk.changelog import INPUT, producer
+    from paimon_index.table.pk.merge import merge_engine
     from paimon_index.table.pk.plan import check_table
+    from paimon_index.table.pk.upsert import tasks_write_input
 
-    # A merge engine's options are refused on the driver, before any task runs.
-    check_table(paimon_table, upsert=True)
+    # A merge engine's options are refused on the driver, before any task runs; so is an 'input'
+    # changelog the tasks do not write (dynamic buckets, a merge engine's upsert).
+    input_ok = tasks_write_input(paimon_table, delete_keys=delete_keys)
+    check_table(paimon_table, upsert=True, input_ok=input_ok)
+    inputs = input_ok and producer(paimon_table, input_ok=True) == INPUT
     count = partitions or _connect.parallelism(spark)
     before = latest_snapshot(paimon_table)
     # By name, cast as Spark's INSERT casts (the source's writer takes only exact Arrow casts).
@@ -260,14 +266,18 @@ def _upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
         # for MERGE or plain upserts, whose rows may come from joins worth computing once.)
         head = df.limit(SMALL_CHANGE_ROWS + 1).toArrow()
         if head.num_rows <= SMALL_CHANGE_ROWS:
-            snapshot = pk.upsert_arrow(paimon_table, head, delete_keys=delete_keys) if head.num_rows else None
+            kind = "+U" if operation == "update" else "+I"  # Java's UPDATE writes +U records
+            snapshot = pk.upsert_arrow(paimon_table, head, delete_keys=delete_keys, kind=kind) \
+                if head.num_rows else None
             return (None, 0) if snapshot is None else (snapshot, head.num_rows)
+    if inputs and operation == "update" and ROW_KIND_COLUMN not in df.columns:
+        from pyspark.sql import functions as F
+
+        df = df.withColumn(ROW_KIND_COLUMN, F.lit("+U"))  # Java's UPDATE writes +U records
     df, written = _tasks.counted(spark, df)
     writer_options = {**catalog_options, WAREHOUSE: warehouse}
     if delete_keys:
         writer_options[DELETE_KEYS] = "true"
-    from paimon_index.table.pk.merge import merge_engine
-
     if bucket_number(paimon_table) == DYNAMIC_BUCKET:
         # Paimon's dynamic-bucket topology: route by key hash to assigners that own disjoint
         # buckets, assign from the HASH index, shuffle by bucket; tasks own whole buckets. With a
@@ -341,7 +351,8 @@ class _SparkKeyedRows:
                            operation="delete" if deleting else "update", planned=snapshot_id)
         del snapshot_id  # see matching
         return _upsert(self.spark, rows, self.table, warehouse=self.warehouse,
-                       catalog_options=self.catalog_options, delete_keys=deleting)
+                       catalog_options=self.catalog_options, delete_keys=deleting,
+                       operation="delete" if deleting else "update")
 
 
 def _assigned(value: Any) -> Column:
@@ -622,7 +633,9 @@ def overwrite(df: DataFrame, table: str, partition: Mapping[str, Any] | None = N
     target = paimon_table.copy({DYNAMIC_PARTITION_OVERWRITE: "true" if dynamic else "false"})
     before = latest_snapshot(paimon_table)
     if paimon_table.is_primary_key_table:
-        from paimon_index.table.pk.upsert import commit_overwrite
+        from paimon_index.table.pk.upsert import check_overwrite, commit_overwrite
+
+        check_overwrite(paimon_table)  # refusals on the driver, before any task writes
 
         if bucket_number(paimon_table) > 0:
             keyed = _tasks.with_bucket(df, warehouse, table, catalog_options)

@@ -212,12 +212,12 @@ class Table:
         if mode == APPEND and self.is_primary_key_table:
             return self._result(APPEND, self._upsert(rows), rows.num_rows)
         if self.is_primary_key_table:
-            from paimon_index.table.pk import dv_mode
             from paimon_index.table.pk.upsert import overwrite_rows
 
-            if dv_mode(self._paimon):  # new files in levels >= 1, where merge-free readers see them
-                snapshot = overwrite_rows(self._paimon, rows)
-                return self._result(mode, snapshot, rows.num_rows if snapshot is not None else 0)
+            # Deletion vectors: new files in levels >= 1, where merge-free readers see them;
+            # merge-on-read: key-value files in level 0 (dynamic buckets: from a fresh HASH index).
+            snapshot = overwrite_rows(self._paimon, rows)
+            return self._result(mode, snapshot, rows.num_rows if snapshot is not None else 0)
         snapshot = write_arrow(self._paimon, rows, overwrite=mode == OVERWRITE)
         return self._result(mode, snapshot, rows.num_rows if snapshot is not None else 0)
 

@@ -5,6 +5,7 @@
     compact(table, full=False, threshold=0.5) -> snapshot id | None
     set_deletion_vectors(warehouse, identifier, enabled)
     split_batch / prepare_upsert / commit_prepared / commit_upsert    the Spark path's halves
+    input_records(table, data)                      a task's 'input' changelog records
 
 In deletion-vectors mode (seed 004) a reader reads the files of levels >= 1 with their deletion
 vectors and merges nothing; every write leaves, for every key, at most one live row in those files.
@@ -38,6 +39,7 @@ from paimon_index.table.pk.upsert import (
     bucket_of_rows,
     commit_prepared,
     commit_upsert,
+    input_records,
     owned_buckets,
     prepare_upsert,
     split_batch,
@@ -46,5 +48,5 @@ from paimon_index.table.pk.upsert import (
 
 __all__ = ["DEFAULT_COMPACTION_THRESHOLD", "ROW_KIND_COLUMN", "NullKeyError", "PreparedUpsert",
            "PrimaryKeyTableError", "bucket_of_rows", "check_merge_free", "commit_prepared", "commit_upsert",
-           "compact", "dv_mode", "owned_buckets", "prepare_upsert", "read_primary_key",
+           "compact", "dv_mode", "input_records", "owned_buckets", "prepare_upsert", "read_primary_key",
            "set_deletion_vectors", "split_batch", "upsert_arrow"]

@@ -4,6 +4,7 @@
     route(table, rows, n) -> rows + key hash, assigner id      any task (stage 1)
     assign(table, snapshot_id, rows, n) -> rows + bucket       the task owning those assigners (stage 2)
     prepare(table, snapshot_id, rows) -> PreparedUpsert        the task owning those buckets (stage 3)
+    write_fresh(table, rows) -> messages                        an overwrite: buckets from an empty index
 
 Paimon (Java ``HashBucketAssigner`` / ``PartitionIndex``, Spark's ``DynamicBucketProcessor``, Flink's
 ``HashBucketAssignerOperator``) keeps, per partition, one ``HASH`` index file per bucket holding the
@@ -66,7 +67,7 @@ from paimon_index.table.pk.plan import DELETING_KINDS, ROW_KIND_COLUMN, arrow_fi
 from paimon_index.table.write import conform
 
 __all__ = ["ASSIGNER_COLUMN", "BUCKET_COLUMN", "KEY_HASH_COLUMN", "assign", "assigner_count", "buckets_of",
-           "prepare", "route"]
+           "prepare", "route", "write_fresh"]
 
 KEY_HASH_COLUMN = "__paimon_index_key_hash__"
 ASSIGNER_COLUMN = "__paimon_index_assigner__"
@@ -380,6 +381,45 @@ def _write_at_buckets(table: Any, rows: pa.Table, columns: list[str]) -> list[An
                                  int(values[-1]))
     except BaseException:
         abandon(table, written_paths(messages, str(table.path_factory().index_path())), "upsert")
+        raise
+    return messages
+
+
+def write_fresh(table: Any, rows: pa.Table, *, io: TableIO | None = None) -> list[Any]:
+    """An overwrite's files (``rows``: one row per key, the table's columns): buckets assigned from
+    an empty index -- nothing older survives an overwrite, and Java's overwrite likewise assigns
+    from a fresh one --, the rows written at their buckets (level 0: the caller places them), each
+    bucket with a whole new HASH index file of its keys in its message's ``index_adds`` (the
+    overwrite's commit drops the replaced partitions' HASH entries). One assigner (one task). The
+    messages; a failure deletes what was written.
+
+    pypaimon's own dynamic-bucket writer kept the old index's buckets for the keys it held but wrote
+    index files for new keys only, so after the commit dropped the old entries a bucket could hold
+    data without a HASH index, and the next write of that partition was refused."""
+    from paimon_index.table.pk.commit import abandon, written_paths
+
+    if rows.num_rows == 0:
+        return []
+    io = io or TableIO.of(table)
+    assigned = _conformed(table, assign(table, None, route(table, rows, 1), 1, io=io))
+    messages: list[Any] = []
+    written: list[str] = []
+    try:
+        messages = _write_at_buckets(table, assigned, user_columns(table))
+        by_bucket = {(tuple(m.partition), m.bucket): m for m in messages}
+        hashes = assigned[KEY_HASH_COLUMN].to_numpy().astype(np.int32)
+        for values, idx in _groups(assigned, [*table.partition_keys, BUCKET_COLUMN]):
+            partition, bucket = tuple(values[:-1]), int(values[-1])
+            entry, path = _write_hash_file(table, io, partition, bucket, np.unique(hashes[idx]))
+            written.append(path)
+            message = by_bucket.get((partition, bucket))
+            if message is None:
+                raise PrimaryKeyTableError(f"internal: no data file written for bucket {bucket} of "
+                                           f"{partition}")
+            message.index_adds.append(entry)
+    except BaseException:
+        abandon(table, [*written, *written_paths(messages, str(table.path_factory().index_path()))],
+                "overwrite")
         raise
     return messages
 

@@ -56,10 +56,12 @@ from paimon_index.errors import (
     InvalidOptionError,
     PrimaryKeyTableError,
     UnsupportedChangelogProducerError,
+    UnsupportedTableError,
 )
 from paimon_index.table.fileio import TableIO
 from paimon_index.table.paimon import (
     DELETION_VECTORS,
+    DYNAMIC_BUCKET,
     CommitMessage,
     bucket_number,
     latest_snapshot,
@@ -99,6 +101,7 @@ from paimon_index.table.pk.plan import (
     arrow_fields,
     check_keys,
     check_table,
+    dv_mode,
     key_schema,
     live_current_rows,
     maintainer,
@@ -110,12 +113,14 @@ from paimon_index.table.pk.plan import (
 from paimon_index.table.schemas import read_schema
 from paimon_index.table.write import conform
 
-__all__ = ["KeyedRows", "PreparedUpsert", "bucket_of_rows", "change_by_key", "commit_overwrite",
-           "commit_prepared", "commit_upsert", "merge_batch", "merged_with_old", "overwrite_rows",
-           "owned_buckets", "prepare_merge", "prepare_overwrite", "prepare_upsert", "split_batch",
-           "upsert_arrow"]
+__all__ = ["KeyedRows", "PreparedUpsert", "bucket_of_rows", "change_by_key", "check_overwrite",
+           "commit_overwrite", "commit_prepared", "commit_upsert", "input_records", "merge_batch",
+           "merged_with_old", "overwrite_rows", "owned_buckets", "prepare_merge", "prepare_overwrite",
+           "prepare_upsert", "split_batch", "tasks_write_input", "upsert_arrow"]
 
 _UPSERT = "upsert"
+#: pypaimon skips a commit without data files; one of changelog files only is a change too.
+IGNORE_EMPTY_COMMIT = "snapshot.ignore-empty-commit"
 
 
 @dataclass
@@ -137,6 +142,37 @@ def _with_row_kinds(table: Any, data: pa.Table, kind: str = "+I") -> pa.Table:
     if unknown:
         raise InvalidOptionError(f"{ROW_KIND_COLUMN} holds unknown row kinds {sorted(map(str, unknown))}")
     return data
+
+
+def input_records(table: Any, data: pa.Table, *, delete_keys: bool = False, kind: str = "+I",
+                  options: Mapping[str, str] | None = None) -> pa.Table | None:
+    """With ``changelog-producer`` = ``input``: the records of ``data`` (rows without ``_ROW_KIND``
+    are ``kind``) that Java's writer hands to its changelog writer, with ``_ROW_KIND`` -- every one,
+    unmerged, but for the kinds ``ignore-delete`` / ``ignore-update-before`` drop before the write
+    (a DELETE's ``-D`` rows, ``delete_keys``, are all kept); None with another producer.
+
+    Raises:
+        UnsupportedChangelogProducerError: ``input`` on a table without fixed buckets (nothing written).
+    """
+    options = table_options(table) if options is None else options
+    if producer(table, options, input_ok=True) != INPUT:
+        return None
+    if bucket_number(table) <= 0:
+        raise UnsupportedChangelogProducerError(
+            f"'changelog-producer' = 'input' on {table_name(table)} with 'bucket' = "
+            f"{options.get('bucket', '-1')}: the input changelog is written for fixed-bucket tables "
+            "only; set 'bucket' to a fixed count, use 'changelog-producer' = 'lookup', or write with "
+            "Paimon's own connector")
+    batch = _with_row_kinds(table, data, kind)
+    target = pa.schema([*arrow_fields(table), pa.field(ROW_KIND_COLUMN, pa.string())])
+    return conform(batch if delete_keys else written_records(options, batch), target)
+
+
+def tasks_write_input(table: Any, *, delete_keys: bool = False) -> bool:
+    """Whether the tasks of a bucket-exclusive Spark upsert write a ``changelog-producer`` =
+    ``input`` changelog of ``table`` (:func:`input_records` -> :func:`prepare_upsert`): fixed
+    buckets, and no merge engine merging the rows (a DELETE's key removal is none)."""
+    return bucket_number(table) > 0 and (delete_keys or merge_engine(table) is None)
 
 
 #: ``_VALUE_KIND`` byte -> row kind (INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE).
@@ -237,22 +273,13 @@ def upsert_arrow(table: Any, data: pa.Table, *, planned: int | object | None = L
     keys = list(table.primary_keys)
     columns = user_columns(table)
     target = pa.schema([*arrow_fields(table), pa.field(ROW_KIND_COLUMN, pa.string())])
-    inputs = None
-    if producer(table, options, input_ok=True) == INPUT:
-        if int(options.get("bucket", "-1")) <= 0:
-            raise UnsupportedChangelogProducerError(
-                f"'changelog-producer' = 'input' on {table_name(table)} with 'bucket' = "
-                f"{options.get('bucket', '-1')}: the input changelog is written for fixed-bucket tables "
-                "only; set 'bucket' to a fixed count, use 'changelog-producer' = 'lookup', or write with "
-                "Paimon's own connector")
-        # A DELETE's -D rows remove their keys whatever the options: they stay in its changelog.
-        inputs = conform(batch if delete_keys else written_records(options, batch), target)
+    inputs = input_records(table, batch, delete_keys=delete_keys, options=options)
     # ``planned``: the snapshot the caller read ``data`` from (DELETE/UPDATE by predicate); the
     # upsert then plans and commits on exactly that snapshot, so a change that landed after the read
     # makes it fail instead of being overwritten.
     # An input changelog alone (a -D of a key never written) is a change: Java commits it (its
     # commit is empty only without changelog files); pypaimon would skip it as an empty commit.
-    committing = table if inputs is None else table.copy({"snapshot.ignore-empty-commit": "false"})
+    committing = table if inputs is None else table.copy({IGNORE_EMPTY_COMMIT: "false"})
     txn = begin(committing, _UPSERT) if planned is LATEST else \
         on_snapshot(committing, planned, _UPSERT)  # type: ignore[arg-type]
     with txn:
@@ -459,15 +486,17 @@ def _prepare(table: Any, plan: Plan, messages: list[Any], removed_keys: pa.Table
 
 
 def prepare_upsert(table: Any, messages: list[Any], removed_keys: pa.Table | None,
-                   scope: set[BucketKey], *, snapshot_id: int | object | None = LATEST) -> PreparedUpsert:
+                   scope: set[BucketKey], *, snapshot_id: int | object | None = LATEST,
+                   inputs: pa.Table | None = None) -> PreparedUpsert:
     """An executor's lookup for the buckets it owns (``scope``); the driver commits the result.
 
     ``snapshot_id``: the snapshot to plan on (the one the rows' buckets were assigned on), default
-    the latest."""
-    options = check_table(table, upsert=True)
+    the latest. ``inputs``: the task's :func:`input_records` (``changelog-producer`` = ``input``),
+    written as its buckets' changelog."""
+    options = check_table(table, upsert=True, input_ok=inputs is not None)
     removed_keys = key_schema(table).empty_table() if removed_keys is None else removed_keys
     plan = _executor_plan(table, snapshot_id)
-    return _prepare(table, plan, messages, removed_keys, max_level(options), scope)
+    return _prepare(table, plan, messages, removed_keys, max_level(options), scope, inputs=inputs)
 
 
 def _executor_plan(table: Any, snapshot_id: int | object | None) -> Plan:
@@ -519,6 +548,9 @@ def commit_prepared(table: Any, prepared: list[PreparedUpsert]) -> int | None:
         abandon(table, written, _UPSERT)
         raise ConcurrentChangeError(f"tasks planned on different snapshots {sorted(map(str, planned))}; "
                                     "nothing was applied, run it again")
+    if any(m.changelog_files for p in prepared for m in p.messages):
+        # An input changelog alone (a -D of a key never written) is a change: Java commits it.
+        table = table.copy({IGNORE_EMPTY_COMMIT: "false"})
     with on_snapshot(table, planned.pop() if planned else None, _UPSERT, written) as txn:
         for p in prepared:
             txn.stage(p.messages)
@@ -648,8 +680,13 @@ def prepare_overwrite(table: Any, data: pa.Table) -> list[Any]:
     """:func:`overwrite_rows`' first half, what a Spark task runs on the rows of its buckets: the
     checks, the last row per key (or the merge engine's fold of the rows), written and placed in
     levels >= 1; their commit messages (nothing committed; the files of a failed write or
-    placement deleted). Every row of a key must reach one call (a shuffle by bucket)."""
-    options = check_table(table, upsert=True)
+    placement deleted). Every row of a key must reach one call (a shuffle by bucket).
+
+    Without deletion vectors (merge-on-read): key-value files in level 0 that readers merge, as
+    Paimon's connector writes an overwrite (:func:`_prepare_merge_on_read_overwrite`)."""
+    options = check_overwrite(table)
+    if not dv_mode(table):
+        return _prepare_merge_on_read_overwrite(table, data)
     if ROW_KIND_COLUMN in data.column_names:
         raise InvalidOptionError(f"an overwrite replaces rows: drop the {ROW_KIND_COLUMN} column (use upsert "
                                  "to delete keys)")
@@ -664,12 +701,58 @@ def prepare_overwrite(table: Any, data: pa.Table) -> list[Any]:
     if rows.num_rows == 0:
         return []
     top = max_level(options)
-    messages = write_rows(table, rows)
+    if bucket_number(table) == DYNAMIC_BUCKET:
+        from paimon_index.table.pk.dynamic import write_fresh
+
+        messages = write_fresh(table, rows)
+    else:
+        messages = write_rows(table, rows)
     try:
         return [replace(message, new_files=_placed(table, message, top)) for message in messages]
     except BaseException:
         abandon(table, written_paths(messages, str(table.path_factory().index_path())), "overwrite")
         raise
+
+
+def check_overwrite(table: Any) -> dict[str, str]:
+    """The table's options, after the checks an overwrite makes before writing anything (the Spark
+    job makes them on the driver): deletion-vectors mode as :func:`check_table` for a write by key;
+    merge-on-read with dynamic buckets only with ``deduplicate`` (another engine's rows would need
+    its fold before they get their buckets from a fresh index).
+
+    Raises:
+        UnsupportedTableError: a dynamic-bucket merge-on-read table with another merge engine.
+    """
+    if dv_mode(table):
+        return check_table(table, upsert=True)
+    from paimon_index.table.pk.merge import DEDUPLICATE, engine_name
+
+    options = table_options(table)
+    engine = engine_name(options)
+    if bucket_number(table) == DYNAMIC_BUCKET and engine != DEDUPLICATE:
+        raise UnsupportedTableError(
+            f"overwrite of {table_name(table)}: a dynamic-bucket ('bucket' = -1) primary-key table with "
+            f"'merge-engine' = '{engine}' and no deletion vectors is not supported; set "
+            "'deletion-vectors.enabled' = 'true' or a fixed 'bucket', or overwrite with Paimon's connector")
+    return options
+
+
+def _prepare_merge_on_read_overwrite(table: Any, data: pa.Table) -> list[Any]:
+    """Fixed buckets: ``data`` as pypaimon's key-value writer writes it. Dynamic buckets (deduplicate,
+    :func:`check_overwrite`): the last row per key, at buckets assigned from a fresh HASH index
+    (:func:`~paimon_index.table.pk.dynamic.write_fresh`; pypaimon's writer left buckets without an
+    index, which refused every later write of the table)."""
+    from paimon_index.table.write import write_files
+
+    if bucket_number(table) != DYNAMIC_BUCKET:
+        return write_files(table, data)
+    from paimon_index.table.pk.dynamic import write_fresh
+
+    if ROW_KIND_COLUMN in data.column_names:
+        raise InvalidOptionError(f"an overwrite replaces rows: drop the {ROW_KIND_COLUMN} column (use upsert "
+                                 "to delete keys)")
+    check_keys(table, data)
+    return write_fresh(table, last_per_key(data, list(table.primary_keys)))
 
 
 def _placed(table: Any, message: Any, top: int) -> list[Any]:
