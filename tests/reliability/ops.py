@@ -354,7 +354,7 @@ def _dist_overwrite_pk(warehouse: str, table: Any, op: Mapping[str, Any]) -> int
     overwrite exactly on the pinned snapshot (``commit_overwrite``)."""
     from paimon_index.table import pk
     from paimon_index.table.paimon import bucket_number, latest_snapshot
-    from paimon_index.table.pk.upsert import commit_overwrite, prepare_overwrite
+    from paimon_index.table.pk.overwrite import commit_overwrite, prepare_overwrite
 
     before = latest_snapshot(table)
     rows = _rows(op)

@@ -253,7 +253,7 @@ def test_the_same_statements_through_paimons_connector_both_ways(spark, tmp_path
 # -- INSERT OVERWRITE ... PARTITION on primary-key tables (both modes) -----------------------------
 DV = {"deletion-vectors.enabled": "true"}
 OVERWRITE_KINDS = {"mor": {"bucket": "2"}, "dv": {"bucket": "2", **DV},
-                   "mor-dyn": {"bucket": "-1"}, "dv-dyn": {"bucket": "-1", **DV}}
+                   "mor_dyn": {"bucket": "-1"}, "dv_dyn": {"bucket": "-1", **DV}}
 
 
 def _overwrites(t: str) -> list[tuple[str, Callable[[Model], None]]]:
@@ -296,7 +296,7 @@ def _run_overwrites(spark: Any, warehouse: str, identifier: str) -> list[Row]:
 #: CI runs one kind per mode and per bucket layout (the differential matrix's overwrite state runs
 #: the same two halves, prepare_overwrite + commit_overwrite, through Table.write on fixed-bucket
 #: tables of both modes); -m slow runs all four.
-CI_OVERWRITE_KINDS = ("dv", "mor-dyn")
+CI_OVERWRITE_KINDS = ("dv", "mor_dyn")
 
 
 @pytest.mark.parametrize("kind", [pytest.param(k, marks=[] if k in CI_OVERWRITE_KINDS else [pytest.mark.slow])

@@ -244,7 +244,7 @@ def test_overwrites_assign_from_a_fresh_index_and_index_every_bucket(tmp_path: A
     index files, so a bucket held data with no HASH index and the next write of the partition was
     refused ('has data files but no complete HASH index')."""
     from javaoracle import java_oracle
-    from paimon_index.table.pk.upsert import overwrite_rows
+    from paimon_index.table.pk.overwrite import overwrite_rows
 
     table = _table(str(tmp_path), target=3)
     model: dict[tuple[int, int], int] = {}

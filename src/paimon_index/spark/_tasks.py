@@ -173,13 +173,13 @@ def change_job(rows: DataFrame, warehouse: str, table: str, catalog_options: Cat
 def overwrite_job(rows: DataFrame, warehouse: str, table: str, catalog_options: CatalogOptions) -> DataFrame:
     """A primary-key ``INSERT OVERWRITE``: each task writes the rows of its buckets (every row of a
     bucket in one task) -- deletion-vectors mode: the last row per key placed in levels >= 1
-    (:func:`paimon_index.table.pk.upsert.prepare_overwrite`); merge-on-read: level-0 key-value files
+    (:func:`paimon_index.table.pk.overwrite.prepare_overwrite`); merge-on-read: level-0 key-value files
     -- and returns their messages and its row count."""
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         kept = [b for b in batches if b.num_rows]
         if kept:
-            from paimon_index.table.pk.upsert import prepare_overwrite
+            from paimon_index.table.pk.overwrite import prepare_overwrite
 
             opened = open_table(warehouse, table, catalog_options=catalog_options)
             data = pa.Table.from_batches(kept)

@@ -633,7 +633,7 @@ def overwrite(df: DataFrame, table: str, partition: Mapping[str, Any] | None = N
     target = paimon_table.copy({DYNAMIC_PARTITION_OVERWRITE: "true" if dynamic else "false"})
     before = latest_snapshot(paimon_table)
     if paimon_table.is_primary_key_table:
-        from paimon_index.table.pk.upsert import check_overwrite, commit_overwrite
+        from paimon_index.table.pk.overwrite import check_overwrite, commit_overwrite
 
         check_overwrite(paimon_table)  # refusals on the driver, before any task writes
 

@@ -212,7 +212,7 @@ class Table:
         if mode == APPEND and self.is_primary_key_table:
             return self._result(APPEND, self._upsert(rows), rows.num_rows)
         if self.is_primary_key_table:
-            from paimon_index.table.pk.upsert import overwrite_rows
+            from paimon_index.table.pk.overwrite import overwrite_rows
 
             # Deletion vectors: new files in levels >= 1, where merge-free readers see them;
             # merge-on-read: key-value files in level 0 (dynamic buckets: from a fresh HASH index).

@@ -23,6 +23,8 @@ Modules, bottom up:
     levels.py      where a new file goes; rewriting a bucket's live rows
     commit.py      the exact commit (the project's Transaction) and the files to clean up
     upsert.py      upsert_arrow and the executor/driver halves of a distributed upsert
+    dynamic.py     dynamic-bucket assignment from the HASH index, Paimon's way
+    overwrite.py   INSERT OVERWRITE: a task's half and the driver's exact commit
     compaction.py  compact, set_deletion_vectors
     read.py        read_primary_key (merge-free, or merge-on-read over level-0 files)
 

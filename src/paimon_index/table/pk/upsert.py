@@ -56,12 +56,10 @@ from paimon_index.errors import (
     InvalidOptionError,
     PrimaryKeyTableError,
     UnsupportedChangelogProducerError,
-    UnsupportedTableError,
 )
 from paimon_index.table.fileio import TableIO
 from paimon_index.table.paimon import (
     DELETION_VECTORS,
-    DYNAMIC_BUCKET,
     CommitMessage,
     bucket_number,
     latest_snapshot,
@@ -101,7 +99,6 @@ from paimon_index.table.pk.plan import (
     arrow_fields,
     check_keys,
     check_table,
-    dv_mode,
     key_schema,
     live_current_rows,
     maintainer,
@@ -113,10 +110,10 @@ from paimon_index.table.pk.plan import (
 from paimon_index.table.schemas import read_schema
 from paimon_index.table.write import conform
 
-__all__ = ["KeyedRows", "PreparedUpsert", "bucket_of_rows", "change_by_key", "check_overwrite",
-           "commit_overwrite", "commit_prepared", "commit_upsert", "input_records", "merge_batch",
-           "merged_with_old", "overwrite_rows", "owned_buckets", "prepare_merge", "prepare_overwrite",
-           "prepare_upsert", "split_batch", "tasks_write_input", "upsert_arrow"]
+__all__ = ["KeyedRows", "PreparedUpsert", "bucket_of_rows", "change_by_key", "commit_prepared",
+           "commit_upsert", "input_records", "merge_batch", "merged_with_old", "owned_buckets",
+           "prepare_merge", "prepare_upsert", "split_batch", "tasks_write_input", "upsert_arrow",
+           "with_row_kinds"]
 
 _UPSERT = "upsert"
 #: pypaimon skips a commit without data files; one of changelog files only is a change too.
@@ -133,7 +130,7 @@ class PreparedUpsert:
     written: list[str] = field(default_factory=list)  # every file written (deleted if not committed)
 
 
-def _with_row_kinds(table: Any, data: pa.Table, kind: str = "+I") -> pa.Table:
+def with_row_kinds(table: Any, data: pa.Table, kind: str = "+I") -> pa.Table:
     check_keys(table, data)
     if ROW_KIND_COLUMN not in data.column_names:
         kinds = pa.array(np.full(data.num_rows, kind, dtype=object), pa.string())
@@ -163,7 +160,7 @@ def input_records(table: Any, data: pa.Table, *, delete_keys: bool = False, kind
             f"{options.get('bucket', '-1')}: the input changelog is written for fixed-bucket tables "
             "only; set 'bucket' to a fixed count, use 'changelog-producer' = 'lookup', or write with "
             "Paimon's own connector")
-    batch = _with_row_kinds(table, data, kind)
+    batch = with_row_kinds(table, data, kind)
     target = pa.schema([*arrow_fields(table), pa.field(ROW_KIND_COLUMN, pa.string())])
     return conform(batch if delete_keys else written_records(options, batch), target)
 
@@ -269,7 +266,7 @@ def upsert_arrow(table: Any, data: pa.Table, *, planned: int | object | None = L
     """
     options = check_table(table, upsert=True, input_ok=True)
     engine = None if delete_keys else merge_engine(table, options)
-    batch = _with_row_kinds(table, data, kind)
+    batch = with_row_kinds(table, data, kind)
     keys = list(table.primary_keys)
     columns = user_columns(table)
     target = pa.schema([*arrow_fields(table), pa.field(ROW_KIND_COLUMN, pa.string())])
@@ -329,7 +326,7 @@ def split_batch(table: Any, data: pa.Table) -> tuple[pa.Table, pa.Table]:
     keys = list(table.primary_keys)
     if ROW_KIND_COLUMN not in data.column_names:
         return data, pa.schema([data.schema.field(k) for k in keys]).empty_table()
-    batch = last_per_key(_with_row_kinds(table, data), keys)
+    batch = last_per_key(with_row_kinds(table, data), keys)
     deleting = pc.is_in(batch[ROW_KIND_COLUMN], pa.array(DELETING_KINDS))
     upserts = batch.filter(pc.invert(deleting)).drop_columns([ROW_KIND_COLUMN])
     return upserts, batch.filter(deleting).select(keys)
@@ -346,7 +343,7 @@ def merge_batch(table: Any, data: pa.Table) -> pa.Table:
 def _conformed(table: Any, data: pa.Table) -> pa.Table:
     """``data`` with row kinds, in the table's Arrow types."""
     target = pa.schema([*arrow_fields(table), pa.field(ROW_KIND_COLUMN, pa.string())])
-    return conform(_with_row_kinds(table, data), target)
+    return conform(with_row_kinds(table, data), target)
 
 
 def prepare_merge(table: Any, data: pa.Table) -> PreparedUpsert:
@@ -654,136 +651,3 @@ def change_by_key(table: Any, where: Any, assignments: Mapping[str, Any] | None,
     return rows.upsert(changed, planned)
 
 
-def overwrite_rows(table: Any, data: pa.Table, *, partition: Mapping[str, Any] | None = None) -> int | None:
-    """``INSERT OVERWRITE`` of a primary-key table in deletion-vectors mode, one exact snapshot: the
-    table's rows (the partitions ``data`` holds, while ``dynamic-partition-overwrite`` is on) become
-    the last row per key of ``data``. :func:`prepare_overwrite` then :func:`commit_overwrite` on
-    the latest snapshot (a Spark job runs the first in its tasks, bucket by bucket).
-
-    The new files are placed in levels >= 1 in the same snapshot (nothing older survives where they
-    land, so no vector is needed): a merge-free reader, Java's included, never reads level 0, and
-    Java's writer in this mode likewise compacts its level-0 files before it commits. Level-0 files
-    left by an overwrite were invisible to every reader until the next upsert or compaction.
-
-    Raises:
-        InvalidOptionError: ``data`` has a ``_ROW_KIND`` column (an overwrite replaces, it deletes nothing).
-        NullKeyError: NULL in a primary-key column.
-        PrimaryKeyTableError: one bucket's new files overlap more often than the table has levels.
-        ConcurrentChangeError: another commit landed after the overwrite started; nothing applied.
-    """
-    snapshot = latest_snapshot(table)
-    planned = None if snapshot is None else int(snapshot.id)
-    return commit_overwrite(table, prepare_overwrite(table, data), planned=planned, partition=partition)
-
-
-def prepare_overwrite(table: Any, data: pa.Table) -> list[Any]:
-    """:func:`overwrite_rows`' first half, what a Spark task runs on the rows of its buckets: the
-    checks, the last row per key (or the merge engine's fold of the rows), written and placed in
-    levels >= 1; their commit messages (nothing committed; the files of a failed write or
-    placement deleted). Every row of a key must reach one call (a shuffle by bucket).
-
-    Without deletion vectors (merge-on-read): key-value files in level 0 that readers merge, as
-    Paimon's connector writes an overwrite (:func:`_prepare_merge_on_read_overwrite`)."""
-    options = check_overwrite(table)
-    if not dv_mode(table):
-        return _prepare_merge_on_read_overwrite(table, data)
-    if ROW_KIND_COLUMN in data.column_names:
-        raise InvalidOptionError(f"an overwrite replaces rows: drop the {ROW_KIND_COLUMN} column (use upsert "
-                                 "to delete keys)")
-    check_keys(table, data)
-    engine = merge_engine(table, options)
-    if engine is None:
-        rows = last_per_key(data, list(table.primary_keys))
-    else:  # the new rows merged among themselves (nothing older survives an overwrite)
-        rows = engine.fold(_with_row_kinds(table, data), single_as_is=True)
-        adding = pc.is_in(rows[ROW_KIND_COLUMN], pa.array(["+I", "+U"]))
-        rows = rows.filter(adding).select(user_columns(table))
-    if rows.num_rows == 0:
-        return []
-    top = max_level(options)
-    if bucket_number(table) == DYNAMIC_BUCKET:
-        from paimon_index.table.pk.dynamic import write_fresh
-
-        messages = write_fresh(table, rows)
-    else:
-        messages = write_rows(table, rows)
-    try:
-        return [replace(message, new_files=_placed(table, message, top)) for message in messages]
-    except BaseException:
-        abandon(table, written_paths(messages, str(table.path_factory().index_path())), "overwrite")
-        raise
-
-
-def check_overwrite(table: Any) -> dict[str, str]:
-    """The table's options, after the checks an overwrite makes before writing anything (the Spark
-    job makes them on the driver): deletion-vectors mode as :func:`check_table` for a write by key;
-    merge-on-read with dynamic buckets only with ``deduplicate`` (another engine's rows would need
-    its fold before they get their buckets from a fresh index).
-
-    Raises:
-        UnsupportedTableError: a dynamic-bucket merge-on-read table with another merge engine.
-    """
-    if dv_mode(table):
-        return check_table(table, upsert=True)
-    from paimon_index.table.pk.merge import DEDUPLICATE, engine_name
-
-    options = table_options(table)
-    engine = engine_name(options)
-    if bucket_number(table) == DYNAMIC_BUCKET and engine != DEDUPLICATE:
-        raise UnsupportedTableError(
-            f"overwrite of {table_name(table)}: a dynamic-bucket ('bucket' = -1) primary-key table with "
-            f"'merge-engine' = '{engine}' and no deletion vectors is not supported; set "
-            "'deletion-vectors.enabled' = 'true' or a fixed 'bucket', or overwrite with Paimon's connector")
-    return options
-
-
-def _prepare_merge_on_read_overwrite(table: Any, data: pa.Table) -> list[Any]:
-    """Fixed buckets: ``data`` as pypaimon's key-value writer writes it. Dynamic buckets (deduplicate,
-    :func:`check_overwrite`): the last row per key, at buckets assigned from a fresh HASH index
-    (:func:`~paimon_index.table.pk.dynamic.write_fresh`; pypaimon's writer left buckets without an
-    index, which refused every later write of the table)."""
-    from paimon_index.table.write import write_files
-
-    if bucket_number(table) != DYNAMIC_BUCKET:
-        return write_files(table, data)
-    from paimon_index.table.pk.dynamic import write_fresh
-
-    if ROW_KIND_COLUMN in data.column_names:
-        raise InvalidOptionError(f"an overwrite replaces rows: drop the {ROW_KIND_COLUMN} column (use upsert "
-                                 "to delete keys)")
-    check_keys(table, data)
-    return write_fresh(table, last_per_key(data, list(table.primary_keys)))
-
-
-def _placed(table: Any, message: Any, top: int) -> list[Any]:
-    """The message's new files, each in the lowest level >= 1 none of the bucket's others overlaps."""
-    placed: list[Any] = []
-    for new in sorted(message.new_files, key=lambda m: m.min_sequence_number):
-        level = free_level(placed, new, top)
-        if level is None:
-            raise PrimaryKeyTableError(
-                f"overwrite of {table_name(table)}: bucket {message.bucket} got more overlapping "
-                f"files than levels 1..{top}; raise 'num-levels' or overwrite in smaller batches")
-        placed.append(replace(new, level=level))
-    return placed
-
-
-def commit_overwrite(table: Any, messages: list[Any], *, planned: int | None,
-                     partition: Mapping[str, Any] | None = None) -> int | None:
-    """:func:`overwrite_rows`' second half: ``messages`` committed as one OVERWRITE snapshot exactly on
-    ``planned`` (None: the table was empty); the new snapshot's id. Replaced: the whole table, the
-    static ``partition`` spec's partition, or -- ``dynamic-partition-overwrite`` on -- the partitions
-    the messages write. When the commit fails, the messages' files are deleted.
-
-    No changelog, whatever 'changelog-producer' says: Java's overwrite commits none either
-    (FileStoreCommitImpl.overwritePartition: "Overwrite mode currently does not commit any changelog").
-
-    Raises:
-        ConcurrentChangeError: another commit landed after ``planned``; nothing applied.
-    """
-    from paimon_index.table.transaction import Transaction
-
-    index_dir = str(table.path_factory().index_path())
-    with Transaction.on(table, planned, overwrite=True, partition=partition, operation="overwrite",
-                        staged=messages, tracked=written_paths(messages, index_dir)) as txn:
-        return txn.commit()
