@@ -33,7 +33,11 @@ class JavaOracle:
         self.script = script
 
     def _env(self) -> dict[str, str]:
-        return {**os.environ, "PYTHON": sys.executable}
+        from jvm import java_args
+
+        env = {**os.environ, "PYTHON": sys.executable}
+        env.setdefault("ORACLE_JAVA_OPTS", " ".join(["-Xmx3g", *java_args()]))  # oracle.sh's default heap
+        return env
 
     def run(self, *args: str) -> dict[str, Any]:
         done = subprocess.run(["bash", str(self.script), *args], capture_output=True, text=True,

@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from jvm import tool_env
+
 SCRIPT = Path(os.environ.get("PAIMON_SQL_SH", "/work/shared/java-paimon/spark/paimon-sql.sh"))
 TIMEOUT_SECONDS = 900
 
@@ -38,6 +40,7 @@ def run(warehouse: str | Path, statements: list[str]) -> list[dict[str, Any]]:
             text=True,
             timeout=TIMEOUT_SECONDS,
             check=False,
+            env=tool_env(),
         )
     except (OSError, subprocess.TimeoutExpired) as e:
         pytest.skip(f"paimon-sql.sh did not run: {e}")

@@ -11,6 +11,7 @@ import os
 
 import pytest
 
+from jvm import spark_conf
 from paimon_index.spark.session import local_session
 
 
@@ -35,4 +36,4 @@ def claim_the_session(tmp_path_factory: pytest.TempPathFactory) -> None:
 def shared_session(tmp_path_factory: pytest.TempPathFactory) -> object:
     """The run's local Spark session (``local_session`` returns the running one when there is one)."""
     claim_the_session(tmp_path_factory)
-    return local_session("paimon-index-tests", master="local[2]")
+    return local_session("paimon-index-tests", master="local[2]", conf=spark_conf())

@@ -30,6 +30,7 @@ from pathlib import Path
 import pytest
 
 import paimon_index
+from jvm import spark_conf
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 STARTUP_SECONDS = 120
@@ -113,7 +114,7 @@ def start_server(workdir: Path, master: str = "local[2]") -> ConnectServer:
     from paimon_index.spark.session import SESSION_CONF
 
     port = _free_port()
-    conf = {**SESSION_CONF, "spark.connect.grpc.binding.address": "127.0.0.1",
+    conf = {**SESSION_CONF, **spark_conf(), "spark.connect.grpc.binding.address": "127.0.0.1",
             "spark.connect.grpc.binding.port": str(port), "spark.driver.memory": "1g",
             "spark.sql.warehouse.dir": str(workdir / "spark-warehouse")}
     submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"

@@ -35,6 +35,8 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
+from jvm import tool_env
+
 CONNECTOR_DIR = Path(os.environ.get("PAIMON_SQL_DIR", "/work/shared/java-paimon/spark"))
 CONNECTOR = CONNECTOR_DIR / "paimon-sql.sh"
 VENV = Path(os.environ.get("PAIMON_SQL_VENV", str(Path.home() / ".cache" / "paimon-sql-venv")))
@@ -154,7 +156,8 @@ def run_connector(warehouse: str | Path, stmts: Sequence[str]) -> list[dict[str,
         path = f.name
     try:
         done = subprocess.run([str(CONNECTOR), "--warehouse", str(warehouse), "--file", path],
-                              capture_output=True, text=True, timeout=CONNECTOR_TIMEOUT, check=False)
+                              capture_output=True, text=True, timeout=CONNECTOR_TIMEOUT, check=False,
+                              env=tool_env())
     finally:
         os.unlink(path)
     results = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]

@@ -32,6 +32,7 @@ from tests.table.test_merge_engines import as_table as merge_rows
 from tests.table.test_merge_engines import rows_strategy as merge_rows_strategy
 
 import paimon_index
+from jvm import java_args
 from paimon_index.errors import UnsupportedChangelogProducerError
 
 SCHEMA = pa.schema([pa.field("p", pa.int32(), nullable=False), pa.field("k", pa.int64(), nullable=False),
@@ -65,7 +66,7 @@ class ChangelogReader:
             for request in requests:
                 f.write(json.dumps(request) + "\n")
         try:
-            done = subprocess.run(["java", "-cp", self.classpath, "ChangelogOracle", f.name],
+            done = subprocess.run(["java", *java_args(), "-cp", self.classpath, "ChangelogOracle", f.name],
                                   capture_output=True,
                                   text=True, timeout=600, check=False)
         finally:
