@@ -147,8 +147,10 @@ def connector_unavailable() -> str | None:
     return None
 
 
-def run_connector(warehouse: str | Path, stmts: Sequence[str]) -> list[dict[str, Any]]:
-    """Run ``stmts`` in one connector process over ``warehouse``: one result per statement."""
+def run_connector(warehouse: str | Path, stmts: Sequence[str], *, test_jvm: bool = False
+                  ) -> list[dict[str, Any]]:
+    """Run ``stmts`` in one connector process over ``warehouse``: one result per statement.
+    ``test_jvm``: its JVM with the tests' options (tests/jvm.py; benchmarks leave them off)."""
     if not stmts:
         return []
     with tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False) as f:
@@ -157,7 +159,7 @@ def run_connector(warehouse: str | Path, stmts: Sequence[str]) -> list[dict[str,
     try:
         done = subprocess.run([str(CONNECTOR), "--warehouse", str(warehouse), "--file", path],
                               capture_output=True, text=True, timeout=CONNECTOR_TIMEOUT, check=False,
-                              env=tool_env())
+                              env=tool_env() if test_jvm else None)
     finally:
         os.unlink(path)
     results = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]

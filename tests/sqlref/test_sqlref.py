@@ -132,7 +132,7 @@ class _Reference:
 
     def __getitem__(self, name: str) -> dict[str, Any]:
         if self.results is None:
-            answers = run_connector(self.warehouse, [s.text for s in self.stmts])
+            answers = run_connector(self.warehouse, [s.text for s in self.stmts], test_jvm=True)
             self.results = {s.name: r for s, r in zip(self.stmts, answers, strict=True)}
         return self.results[name]
 
@@ -201,11 +201,11 @@ class _Sequences:
         self.ref_copy, self.ours_copy = root / "connector-copy", root / "ours-copy"
         shutil.copytree(base, self.ref_copy)
         shutil.copytree(base, self.ours_copy)
-        answers = run_connector(self.ref_copy, [s.text for s in self.stmts])
+        answers = run_connector(self.ref_copy, [s.text for s in self.stmts], test_jvm=True)
         self.ref = {s.name: r for s, r in zip(self.stmts, answers, strict=True)}
         paimon = paimon_for(self.ours_copy)
         self.ours = {s.name: run_ours(paimon, s.text) for s in self.stmts}
-        answers = run_connector(self.ours_copy, [s.text for s in self.finals])
+        answers = run_connector(self.ours_copy, [s.text for s in self.finals], test_jvm=True)
         self.ref_reads_ours = {s.name: r for s, r in zip(self.finals, answers, strict=True)}
         paimon = paimon_for(self.ref_copy)
         self.ours_reads_ref = {s.name: run_ours(paimon, s.text) for s in self.finals}
