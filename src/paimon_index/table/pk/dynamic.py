@@ -357,6 +357,18 @@ def _write_hash_file(table: Any, io: TableIO, partition: tuple[Any, ...], bucket
     return entry, path
 
 
+def _index_bucket(table: Any, io: TableIO, by_bucket: dict[tuple[tuple[Any, ...], int], Any],
+                  partition: tuple[Any, ...], bucket: int, hashes: np.ndarray) -> str:
+    """The bucket's whole HASH index file of ``hashes``, its ADD entry in the bucket's message
+    (``by_bucket``: the messages of the data files just written); the file's path."""
+    message = by_bucket.get((partition, bucket))
+    if message is None:
+        raise PrimaryKeyTableError(f"internal: no data file written for bucket {bucket} of {partition}")
+    entry, path = _write_hash_file(table, io, partition, bucket, hashes)
+    message.index_adds.append(entry)
+    return path
+
+
 def _conformed(table: Any, rows: pa.Table) -> pa.Table:
     """The table's columns with its Arrow types (as Spark hands them, they may differ), then the
     routing columns ``rows`` carries."""
@@ -410,13 +422,7 @@ def write_fresh(table: Any, rows: pa.Table, *, io: TableIO | None = None) -> lis
         hashes = assigned[KEY_HASH_COLUMN].to_numpy().astype(np.int32)
         for values, idx in _groups(assigned, [*table.partition_keys, BUCKET_COLUMN]):
             partition, bucket = tuple(values[:-1]), int(values[-1])
-            entry, path = _write_hash_file(table, io, partition, bucket, np.unique(hashes[idx]))
-            written.append(path)
-            message = by_bucket.get((partition, bucket))
-            if message is None:
-                raise PrimaryKeyTableError(f"internal: no data file written for bucket {bucket} of "
-                                           f"{partition}")
-            message.index_adds.append(entry)
+            written.append(_index_bucket(table, io, by_bucket, partition, bucket, np.unique(hashes[idx])))
     except BaseException:
         abandon(table, [*written, *written_paths(messages, str(table.path_factory().index_path()))],
                 "overwrite")
@@ -463,13 +469,7 @@ def prepare(table: Any, snapshot_id: int | None, rows: pa.Table, *, io: TableIO 
             new = np.setdiff1d(hashes[idx], old)
             if not len(new):
                 continue
-            entry, path = _write_hash_file(table, io, partition, bucket, np.concatenate([old, new]))
-            written.append(path)
-            message = by_bucket.get((partition, bucket))
-            if message is None:
-                raise PrimaryKeyTableError(f"internal: no data file written for bucket {bucket} of "
-                                           f"{partition}")
-            message.index_adds.append(entry)
+            written.append(_index_bucket(table, io, by_bucket, partition, bucket, np.concatenate([old, new])))
         prepared = prepare_upsert(table, messages, removed, scope, snapshot_id=snapshot_id)
     except BaseException:
         index_dir = str(table.path_factory().index_path())
