@@ -303,6 +303,7 @@ print(json.dumps({"written": written.rows_affected, "deleted": deleted.rows_affe
 """
 
 
+@pytest.mark.slow  # CI's budget (34 s): a client process of its own running the verbs
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="lists child processes through /proc")
 def test_the_client_process_starts_no_jvm(connect_server, tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(

@@ -47,9 +47,10 @@ def states_of(kind: str) -> tuple[str, ...]:
 #: Kinds the CI variant leaves to ``-m slow`` (CI's time budget; the slow variant runs all seven):
 #: a fixed-bucket append table (fixed buckets: pk-fixed; bucket-key: the reliability and row-level
 #: suites), the dynamic-bucket primary-key table (tests/table/test_pk_dynamic.py's model, the
-#: reliability suite) and the partitioned deletion-vectors one (partitions: append-partitioned and
-#: pk-mor).
-SLOW_KINDS = ("append-fixed", "pk-dynamic", "pk-partitioned")
+#: reliability suite), the partitioned deletion-vectors one (partitions: append-partitioned and
+#: pk-mor) and, since session 13 (CI's budget), pk-mor itself (merge-on-read: tests/spark/
+#: test_pk_merge_on_read.py and tests/table/test_pk_merge_on_read.py against a model and Java).
+SLOW_KINDS = ("append-fixed", "pk-dynamic", "pk-partitioned", "pk-mor")
 
 
 def _slow_enabled(config: Any) -> bool:

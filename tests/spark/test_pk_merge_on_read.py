@@ -179,7 +179,7 @@ def test_call_compact_merges_a_merge_on_read_table_in_spark_tasks(spark, tmp_pat
     assert jobs.compact(spark, "o.t", warehouse=warehouse).snapshot_id is None  # one file per bucket already
 
 
-@pytest.mark.parametrize("kind", ["part", "dyn"])
+@pytest.mark.parametrize("kind", [pytest.param("part", marks=pytest.mark.slow), "dyn"])  # CI's budget
 def test_changes_are_written_by_spark_tasks_not_the_driver(spark, tmp_path: Path, kind: str,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """The driver's key-value writer made to fail: every statement still lands, one APPEND snapshot

@@ -42,7 +42,8 @@ def _pypaimon_rows(warehouse: str) -> list[tuple]:
     return sorted(zip(rows["id"].to_pylist(), rows["tag"].to_pylist(), rows["dt"].to_pylist(), strict=True))
 
 
-@pytest.mark.parametrize(("bucket", "bitmap64"), [("2", False), ("-1", True)])
+@pytest.mark.parametrize(("bucket", "bitmap64"), [pytest.param("2", False, marks=pytest.mark.slow),
+                                                  ("-1", True)])  # CI's budget: one layout
 def test_random_appends_deletes_and_updates_equal_a_model(spark, tmp_path: Path, bucket: str,
                                                           bitmap64: bool) -> None:
     warehouse = str(tmp_path)

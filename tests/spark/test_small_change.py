@@ -60,7 +60,13 @@ def _snapshots(table: paimon_index.Table) -> int:
     return table.snapshot_id or 0
 
 
-@pytest.mark.parametrize("kind", list(KINDS))
+#: CI's budget: the fixed-bucket kind is the partitioned one's subset; the lookup changelog's small
+#: path is Table.upsert's, checked against Java in tests/table/test_changelog.py. -m slow runs all.
+SLOW_SMALL_KINDS = ("fixed", "lookup-changelog")
+
+
+@pytest.mark.parametrize("kind", [pytest.param(k, marks=[pytest.mark.slow] if k in SLOW_SMALL_KINDS else [])
+                                  for k in KINDS])
 def test_small_changes_on_the_driver_equal_the_distributed_upsert(spark, tmp_path: Path, kind: str,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     warehouse = str(tmp_path)

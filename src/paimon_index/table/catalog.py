@@ -74,7 +74,6 @@ from paimon_index.fileindex.options import (
     parse_int,
     parse_memory_size,
 )
-from paimon_index.table.paimon import table_options
 from paimon_index.types import MAX_LENGTH, DataType, Field, TypeRoot, parse_fields, parse_type
 
 __all__ = [
@@ -619,6 +618,8 @@ def alter_table_options(warehouse: str, identifier: str, *, set_options: Mapping
     identifier = parse_identifier(identifier, for_write=True).full_name
     cat = catalog(warehouse, catalog_options)
     table = cat.get_table(identifier)
+    from paimon_index.table.paimon import table_options  # pypaimon: not at import time
+
     current = table_options(table)
     updates = {str(k): str(v) for k, v in (set_options or {}).items()}
     removed = list(remove)

@@ -72,7 +72,6 @@ from typing import Any
 
 from paimon_index.errors import CorruptFileError, InvalidOptionError
 from paimon_index.table.fileio import FileStatus, TableIO
-from paimon_index.table.paimon import table_options
 
 __all__ = [
     "DEFAULT_ORPHAN_AGE_SECONDS",
@@ -247,6 +246,8 @@ def changelog_lifecycle(table: Any) -> ChangelogLifecycle | None:
     Raises:
         InvalidOptionError: a bound that is not a number/duration, below 1, or max < min.
     """
+    from paimon_index.table.paimon import table_options  # pypaimon: not at import time
+
     options = table_options(table)
 
     def number(key: str, default: int) -> int:
@@ -308,6 +309,8 @@ def _changelog(table: Any, changelog_id: int) -> Any | None:
 
 def _changelog_kept_as(table: Any) -> str:
     """How a decoupled changelog of the table references files (``referenced_files(kept_as=)``)."""
+    from paimon_index.table.paimon import table_options  # pypaimon: not at import time
+
     options = table_options(table)
     producer = str(options.get("changelog-producer", "none")).strip().lower()
     return "delta" if producer == "none" else "changelog"

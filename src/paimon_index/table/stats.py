@@ -87,7 +87,6 @@ import pyarrow.parquet as pq
 from paimon_index.errors import InvalidOptionError
 from paimon_index.predicate import ALWAYS_FALSE, ALWAYS_TRUE, And, Leaf, Op, Or, Predicate, columns_of
 from paimon_index.table.fileio import TableIO
-from paimon_index.table.paimon import table_options
 from paimon_index.types import DataType, TypeRoot, canonical_literal, parse_type
 
 __all__ = [
@@ -237,6 +236,8 @@ def _as_stats_value(value: Any, dtype: DataType) -> Any:
 def file_value_stats(table: Any, meta: Any, options: Mapping[str, str] | None = None
                      ) -> tuple[Any, list[str] | None]:
     """``(SimpleStats, value_stats_cols)`` of a data file, from its Parquet footer, as Java writes them."""
+    from paimon_index.table.paimon import table_options  # pypaimon: not at import time
+
     opts = options if options is not None else table_options(table)
     with TableIO.of(table).parquet(meta.file_path) as parquet:  # the footer, and columns only when needed
         return _parquet_value_stats(table, meta, opts, parquet)
@@ -309,6 +310,8 @@ def attach_value_stats(table: Any, messages: Sequence[Any]) -> Sequence[Any]:
 
     Files whose columns are a subset (``write_cols``) keep what pypaimon wrote.
     """
+    from paimon_index.table.paimon import table_options  # pypaimon: not at import time
+
     opts = table_options(table)
     for message in messages:
         for meta in message.new_files:
