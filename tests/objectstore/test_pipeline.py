@@ -120,6 +120,7 @@ def empty_local_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[Pa
     return [cwd, tmp]
 
 
+@pytest.mark.slow  # CI's budget (48 s in two workers); S3 commits, reads and requests stay in CI
 def test_pipeline_on_s3_equals_local(s3: S3Warehouse, tmp_path: Path, empty_local_dirs: list[Path]) -> None:
     local = make_tables(str(tmp_path / "local-wh"), None)
     remote = make_tables(s3.warehouse, s3.catalog_options)
