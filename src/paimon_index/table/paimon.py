@@ -167,8 +167,14 @@ def table_options(table: Any) -> dict[str, str]:
 
 
 def bucket_number(table: Any) -> int:
-    """The table's ``bucket`` option (> 0: fixed buckets; see :data:`BUCKET`)."""
-    return int(table_options(table).get(BUCKET, str(DYNAMIC_BUCKET)))
+    """The table's ``bucket`` option (> 0: fixed buckets; see :data:`BUCKET`).
+
+    Raises:
+        InvalidOptionError: not an integer >= -2.
+    """
+    from paimon_index.fileindex.options import parse_int
+
+    return parse_int(table_options(table).get(BUCKET, str(DYNAMIC_BUCKET)), BUCKET, minimum=-2)
 
 
 def table_name(table: Any) -> str:

@@ -49,15 +49,16 @@ __all__ = ["check_overwrite", "commit_overwrite", "overwrite_rows", "prepare_ove
 
 
 def overwrite_rows(table: Any, data: pa.Table, *, partition: Mapping[str, Any] | None = None) -> int | None:
-    """``INSERT OVERWRITE`` of a primary-key table in deletion-vectors mode, one exact snapshot: the
-    table's rows (the partitions ``data`` holds, while ``dynamic-partition-overwrite`` is on) become
-    the last row per key of ``data``. :func:`prepare_overwrite` then :func:`commit_overwrite` on
+    """``INSERT OVERWRITE`` of a primary-key table, one exact snapshot: the table's rows (the
+    partitions ``data`` holds, while ``dynamic-partition-overwrite`` is on) become ``data`` (in
+    deletion-vectors mode its last row per key). :func:`prepare_overwrite` then :func:`commit_overwrite` on
     the latest snapshot (a Spark job runs the first in its tasks, bucket by bucket).
 
-    The new files are placed in levels >= 1 in the same snapshot (nothing older survives where they
-    land, so no vector is needed): a merge-free reader, Java's included, never reads level 0, and
-    Java's writer in this mode likewise compacts its level-0 files before it commits. Level-0 files
-    left by an overwrite were invisible to every reader until the next upsert or compaction.
+    In deletion-vectors mode the new files are placed in levels >= 1 in the same snapshot (nothing
+    older survives where they land, so no vector is needed): a merge-free reader, Java's included,
+    never reads level 0, and Java's writer in this mode likewise compacts its level-0 files before
+    it commits. Level-0 files left by an overwrite were invisible to every reader until the next
+    upsert or compaction.
 
     Raises:
         InvalidOptionError: ``data`` has a ``_ROW_KIND`` column (an overwrite replaces, it deletes nothing).
@@ -77,14 +78,21 @@ def prepare_overwrite(table: Any, data: pa.Table) -> list[Any]:
     placement deleted). Every row of a key must reach one call (a shuffle by bucket).
 
     Without deletion vectors (merge-on-read): key-value files in level 0 that readers merge, as
-    Paimon's connector writes an overwrite (:func:`_prepare_merge_on_read_overwrite`)."""
+    Paimon's connector writes an overwrite; with dynamic buckets the last row per key, at buckets
+    from a fresh HASH index (pypaimon's writer left buckets without an index, which refused every
+    later write of the table)."""
     options = check_overwrite(table)
-    if not dv_mode(table):
-        return _prepare_merge_on_read_overwrite(table, data)
+    dynamic = bucket_number(table) == DYNAMIC_BUCKET
+    if not dv_mode(table) and not dynamic:
+        from paimon_index.table.write import write_files
+
+        return write_files(table, data)  # pypaimon's key-value writer: level 0, readers merge
     if ROW_KIND_COLUMN in data.column_names:
         raise InvalidOptionError(f"an overwrite replaces rows: drop the {ROW_KIND_COLUMN} column (use upsert "
                                  "to delete keys)")
     check_keys(table, data)
+    if not dv_mode(table):  # dynamic buckets (deduplicate, check_overwrite): level 0, fresh index
+        return write_fresh(table, last_per_key(data, list(table.primary_keys)))
     engine = merge_engine(table, options)
     if engine is None:
         rows = last_per_key(data, list(table.primary_keys))
@@ -95,7 +103,6 @@ def prepare_overwrite(table: Any, data: pa.Table) -> list[Any]:
     if rows.num_rows == 0:
         return []
     top = max_level(options)
-    dynamic = bucket_number(table) == DYNAMIC_BUCKET
     messages = write_fresh(table, rows) if dynamic else write_rows(table, rows)
     try:
         return [replace(message, new_files=_placed(table, message, top)) for message in messages]
@@ -123,22 +130,6 @@ def check_overwrite(table: Any) -> dict[str, str]:
             f"'merge-engine' = '{engine}' and no deletion vectors is not supported; set "
             "'deletion-vectors.enabled' = 'true' or a fixed 'bucket', or overwrite with Paimon's connector")
     return options
-
-
-def _prepare_merge_on_read_overwrite(table: Any, data: pa.Table) -> list[Any]:
-    """Fixed buckets: ``data`` as pypaimon's key-value writer writes it. Dynamic buckets (deduplicate,
-    :func:`check_overwrite`): the last row per key, at buckets assigned from a fresh HASH index
-    (:func:`~paimon_index.table.pk.dynamic.write_fresh`; pypaimon's writer left buckets without an
-    index, which refused every later write of the table)."""
-    from paimon_index.table.write import write_files
-
-    if bucket_number(table) != DYNAMIC_BUCKET:
-        return write_files(table, data)
-    if ROW_KIND_COLUMN in data.column_names:
-        raise InvalidOptionError(f"an overwrite replaces rows: drop the {ROW_KIND_COLUMN} column (use upsert "
-                                 "to delete keys)")
-    check_keys(table, data)
-    return write_fresh(table, last_per_key(data, list(table.primary_keys)))
 
 
 def _placed(table: Any, message: Any, top: int) -> list[Any]:
