@@ -239,6 +239,21 @@ def with_bucket(df: DataFrame, warehouse: str, table: str, catalog_options: Cata
     return df.mapInArrow(add, schema)
 
 
+def bucket_owned(df: DataFrame, paimon_table: Any, warehouse: str, table: str,
+                 catalog_options: CatalogOptions,
+                 partitions: int) -> DataFrame:
+    """``df`` repartitioned so that every row of a Paimon bucket reaches one task: fixed buckets
+    shuffled by (bucket, partition) into ``partitions`` tasks (:func:`with_bucket`); any other
+    layout into one task (a dynamic-bucket table's HASH index assigns its new keys there)."""
+    from paimon_index.table.paimon import bucket_number
+
+    if bucket_number(paimon_table) <= 0:
+        return df.repartition(1)
+    keyed = with_bucket(df, warehouse, table, catalog_options)
+    return keyed.repartition(partitions, UPSERT_BUCKET_COLUMN, *paimon_table.partition_keys) \
+        .drop(UPSERT_BUCKET_COLUMN)
+
+
 def dynamic_upsert_job(df: DataFrame, warehouse: str, table: str, catalog_options: CatalogOptions,
                        snapshot_id: int | None, assigners: int, partitions: int,
                        partition_keys: Sequence[str], *, merge: bool = False) -> list[Any]:

@@ -294,9 +294,7 @@ def _upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
         snapshot = pk.commit_prepared(paimon_table, prepared)
         return snapshot, int(written.value)
     # Shuffle by Paimon's bucket: a task owns whole buckets and looks their keys up itself.
-    with_bucket = _tasks.with_bucket(df, warehouse, table, catalog_options)
-    shuffled = with_bucket.repartition(count, _tasks.UPSERT_BUCKET_COLUMN, *paimon_table.partition_keys) \
-        .drop(_tasks.UPSERT_BUCKET_COLUMN)
+    shuffled = _tasks.bucket_owned(df, paimon_table, warehouse, table, catalog_options, count)
     writer_options[BUCKET_EXCLUSIVE] = "true"
     user = new_commit_user()  # the snapshot is found by its commit user: others may commit meanwhile
     shuffled.write.format(SOURCE_NAME).options(**writer_options).option(COMMIT_USER, user) \
@@ -637,12 +635,8 @@ def overwrite(df: DataFrame, table: str, partition: Mapping[str, Any] | None = N
 
         check_overwrite(paimon_table)  # refusals on the driver, before any task writes
 
-        if bucket_number(paimon_table) > 0:
-            keyed = _tasks.with_bucket(df, warehouse, table, catalog_options)
-            by_bucket = keyed.repartition(_connect.parallelism(df.sparkSession), _tasks.UPSERT_BUCKET_COLUMN,
-                                          *paimon_table.partition_keys).drop(_tasks.UPSERT_BUCKET_COLUMN)
-        else:
-            by_bucket = df.repartition(1)
+        by_bucket = _tasks.bucket_owned(df, paimon_table, warehouse, table, catalog_options,
+                                        _connect.parallelism(df.sparkSession))
         messages, written = _tasks.collect(_tasks.overwrite_job(by_bucket, warehouse, table, catalog_options))
         snapshot = commit_overwrite(target, messages, planned=None if before is None else int(before.id),
                                     partition=partition or None)

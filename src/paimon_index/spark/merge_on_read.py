@@ -25,7 +25,6 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from paimon_index.errors import UnsupportedTableError
-from paimon_index.table.paimon import bucket_number
 from paimon_index.table.pk.plan import ROW_KIND_COLUMN
 
 __all__ = ["is_merge_on_read", "merged_frame", "spark_schema", "write_frame"]
@@ -92,12 +91,7 @@ def write_frame(rows: DataFrame, paimon_table: Any, planned: int | object | None
         if operation == "delete" or (ROW_KIND_COLUMN in rows.columns and _deletes(rows)):
             raise
         check_changes(paimon_table, operation, deleting=False)
-    if bucket_number(paimon_table) > 0:
-        keyed = _tasks.with_bucket(rows, warehouse, table, catalog_options)
-        rows = keyed.repartition(partitions, _tasks.UPSERT_BUCKET_COLUMN, *paimon_table.partition_keys) \
-            .drop(_tasks.UPSERT_BUCKET_COLUMN)
-    else:
-        rows = rows.repartition(1)
+    rows = _tasks.bucket_owned(rows, paimon_table, warehouse, table, catalog_options, partitions)
     messages, written = _tasks.collect(_tasks.change_job(rows, warehouse, table, catalog_options,
                                                          kind=kind, operation=operation))
     return commit_changes(paimon_table, messages, planned=planned, operation=operation), written
