@@ -124,6 +124,13 @@ SHAPES = [
     "SELECT name, count(*) FROM paimon.db.b GROUP BY name",
     # a column qualified by database.table (the reference is read under the alias `a`)
     "SELECT db.a.id, db.a.v FROM db.a LEFT SEMI JOIN db.b b ON db.a.id = b.id WHERE db.a.s = 's1'",
+    # what Spark does to a reference before its SELECT sees it (each was dropped once: wrong rows)
+    "SELECT s, v FROM db.a AS x(s, v, id) WHERE s < 40 AND v = 's1' ORDER BY s",
+    "SELECT * FROM db.b PIVOT (count(id) AS n, max(w) AS m FOR name IN ('n1', 'upd'))",
+    "SELECT name, col, count(*), sum(val) FROM db.b UNPIVOT (val FOR col IN (id, w)) WHERE name = 'n2' "
+    "GROUP BY name, col",
+    "SELECT count(*) FROM db.a TABLESAMPLE (0 PERCENT) WHERE s = 's3'",
+    "SELECT count(*) FROM db.a TABLESAMPLE (4 ROWS)",
 ]
 
 
@@ -164,6 +171,10 @@ def _pushed(paimon: Any, text: str) -> list[tuple[str, str | None]]:
      [("db.a:x", "(s = 's1')"), ("db.a:y", "(v < 0)")]),
     ("SELECT * FROM db.a WHERE id IN (SELECT id FROM db.b WHERE w = 7)",
      [("db.a:a", None), ("db.b:b", "(w = 7)")]),
+    # the statement's names and rows are not the table's: nothing pushed
+    ("SELECT * FROM db.a AS x(s, v, id) WHERE s < 40", [("db.a:x", None)]),
+    ("SELECT * FROM db.a TABLESAMPLE (5 ROWS) WHERE id = 3", [("db.a:a", None)]),
+    ("SELECT * FROM db.b PIVOT (max(w) FOR name IN ('n1')) WHERE id = 3", [("db.b:b", None)]),
 ])
 def test_what_each_reference_is_given(warehouse: tuple[Any, Path], text: str,
                                       expected: list[tuple[str, str | None]]) -> None:

@@ -243,3 +243,15 @@ SELECT a.id FROM shapes.a a JOIN (VALUES (1), (2), (12)) AS v(c) ON a.c = v.c;
 SELECT id FROM shapes.a WHERE CAST(c AS STRING) = '12';
 -- name: dt_func
 SELECT month(dt), count(*) FROM shapes.a GROUP BY month(dt);
+-- name: column_aliases ci
+SELECT c, id FROM shapes.a AS x(c, id, s, b, d, dec, dt, n) WHERE c < 30 AND id = 12 ORDER BY c;
+-- name: pivot
+SELECT * FROM (SELECT s, c FROM shapes.a WHERE c < 4) PIVOT (count(*) FOR c IN (1, 2, 3)) ORDER BY s;
+-- name: pivot_on_table ci
+SELECT * FROM shapes.p PIVOT (count(id) AS n, max(c) AS m FOR region IN ('eu', 'us'));
+-- name: unpivot
+SELECT col, count(*), sum(val) FROM shapes.k UNPIVOT (val FOR col IN (id, n)) GROUP BY col;
+-- name: tablesample_none ci
+SELECT count(*) FROM shapes.a TABLESAMPLE (0 PERCENT) WHERE c = 12;
+-- name: tablesample_rows
+SELECT count(*) FROM shapes.k TABLESAMPLE (3 ROWS);

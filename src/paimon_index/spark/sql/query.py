@@ -67,6 +67,12 @@ _EXPLAIN_INDEX_FILES = 20
 _EXPLAIN_MODES = ("EXTENDED", "FORMATTED", "CODEGEN", "COST")
 #: Placeholders that stand for a reference in the regenerated text.
 _PLACEHOLDER_PREFIX = "__paimon_ref_"
+#: Parts of a table node the placeholder keeps (Spark applies them to the reference's rows):
+#: ``TABLESAMPLE``, ``PIVOT``/``UNPIVOT`` and the alias with its column names. With any of them the
+#: statement's conjuncts see other rows or other names than the table's: none is pushed.
+_KEPT_TABLE_ARGS = ("sample", "pivots")
+#: Parts of a table node the rewrite places itself (names, the alias, ``VERSION AS OF``).
+_PLACED_TABLE_ARGS = frozenset({"this", "db", "catalog", "alias", "version", *_KEPT_TABLE_ARGS})
 
 
 @dataclass
@@ -296,6 +302,7 @@ def rewrite(catalog: Catalog, statement: exp.Expr, *, skip: frozenset[int] = fro
         if name is not None:
             if not catalog.has_table(name.identifier):
                 raise catalog.not_found(str(name))
+            _check_table_node(table, name)
             found.append((table, name))
     _unqualify_database(tree, found)
     # Each reference opens its table once (its columns here, its read below); two references of
@@ -312,7 +319,7 @@ def rewrite(catalog: Catalog, statement: exp.Expr, *, skip: frozenset[int] = fro
         known = columns_of[id(table)]
         ref = Reference(name, alias, placeholder, version=table.args.get("version"),
                         opened=opened_of[id(table)])
-        if known is not None:
+        if known is not None and not _reshaped(table):
             ref.conjuncts = _pushed(table, alias, known, columns_of)
             topn = _topn(table, alias, known, ref.conjuncts)
             if topn is not None:
@@ -321,13 +328,34 @@ def rewrite(catalog: Catalog, statement: exp.Expr, *, skip: frozenset[int] = fro
     reads = []
     for (table, _), ref in zip(found, references, strict=True):
         reads.append((ref.placeholder, _read(catalog, ref)))
+        original = table.args.get("alias")
         replacement = exp.Table(this=exp.to_identifier(ref.placeholder),
-                                alias=exp.TableAlias(this=exp.to_identifier(ref.alias)))
+                                alias=exp.TableAlias(this=exp.to_identifier(ref.alias),
+                                                     columns=None if original is None
+                                                     else original.args.get("columns")))
+        for key in _KEPT_TABLE_ARGS:
+            if table.args.get(key):
+                replacement.set(key, table.args[key])
         table.replace(replacement)
     rewritten = Rewritten(tree.sql(dialect="spark"), {}, references)
     for placeholder, df in reads:
         rewritten = rewritten.bind(placeholder, df)
     return rewritten
+
+
+def _reshaped(table: exp.Table) -> bool:
+    """Whether Spark changes the reference's rows or names before its SELECT sees them
+    (``TABLESAMPLE``, ``PIVOT``/``UNPIVOT``, column aliases ``AS x(a, b)``)."""
+    alias = table.args.get("alias")
+    return any(table.args.get(k) for k in _KEPT_TABLE_ARGS) or \
+        (alias is not None and bool(alias.args.get("columns")))
+
+
+def _check_table_node(table: exp.Table, name: TableName) -> None:
+    """A table node's parts the rewrite would not carry over are refused, never dropped."""
+    dropped = sorted(k for k, v in table.args.items() if v and k not in _PLACED_TABLE_ARGS)
+    if dropped:
+        raise SqlError(f"{name}: {', '.join(dropped)} on a Paimon table is not supported")
 
 
 def _unqualify_database(tree: exp.Expr, found: list[tuple[exp.Table, TableName]]) -> None:
