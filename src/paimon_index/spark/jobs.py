@@ -553,7 +553,8 @@ def count(spark: SparkSession, table: str, where: str | None = None, *, warehous
     hold the answer; only the others are counted by Spark tasks (:data:`COUNT_FILES_PER_TASK`
     files each), reading the predicate's columns of the index's candidate rows. ``report`` (if
     given) receives the :class:`~paimon_index.table.aggregate.AggregateReport` of the driver and
-    the tasks. A primary-key table is counted on the driver (:meth:`paimon_index.Table.count`).
+    the tasks. A primary-key table is counted on the driver (:meth:`paimon_index.Table.count`: in
+    deletion-vectors mode from its files' row counts, vectors and indexes as here).
     """
     from paimon_index.table import aggregate
 

@@ -94,6 +94,9 @@ _MAX_ROWS = 1 << 40
 #: filtered on ``_metadata.row_index`` instead of joined (measured faster up to ~10 runs, slower from
 #: ~40: each run is one more comparison per row; see :func:`_live`).
 _RANGE_RUNS = 16
+#: Rows per partition of the column-less rows of :func:`rows_only_read` (Spark generates ~1e8 rows
+#: a second per core; small tables one partition, no shuffle worth planning).
+_ROWS_PER_RANGE_PARTITION = 1 << 26
 #: Characters Spark's path globbing (Hadoop's GlobPattern) reads as a pattern: a warehouse under
 #: ``wh[2]`` would be read as ``wh2``, and ``*``/``?`` could match other files. Escaped with a
 #: backslash, they are literal. (Spark's internal ``__globPaths__=false`` option is no fix: with it,
@@ -759,6 +762,30 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
         if limit is not None:
             df = df.limit(limit)
     return PlannedRead(df, plan, fallback, None if small is None else small[1])
+
+
+def rows_only_read(spark: SparkSession, table: str, *, warehouse: str, snapshot_id: int | None = None,
+                   catalog_options: Mapping[str, str] | None = None,
+                   opened: Table | None = None) -> PlannedRead:
+    """A read for a consumer of no column (``SELECT count(*) FROM t``): as many rows, without
+    columns, as the table's live rows, from metadata only -- each planned file's row count minus its
+    deletion vector, no data file opened. Spark counts, limits or filters them as the statement says.
+
+    Raises:
+        UnsupportedTableError: a primary-key table whose rows need a merge by key (as :func:`read_planned`).
+    """
+    from paimon_index.table.api import open_table
+
+    if opened is None:
+        opened = open_table(warehouse, table, catalog_options=catalog_options)
+    paimon = opened.paimon_table
+    if snapshot_id is not None:
+        paimon = _time_travel(paimon, table, snapshot_id)
+    plan = plan_read(paimon, None, whole_files=True)
+    rows = sum(f.live_rows for f in plan.files)
+    plan.report.rows_returned = rows
+    partitions = max(1, -(-rows // _ROWS_PER_RANGE_PARTITION))
+    return PlannedRead(spark.range(0, rows, 1, partitions).select(), plan)
 
 
 def _time_travel(paimon: Any, table: str, snapshot_id: int) -> Any:

@@ -30,7 +30,8 @@ are not used for min/max: a truncated string or a NaN hides behind them, and pyp
 not keep them on the files it returns (only its manifest filter sees them).
 
 :class:`AggregateReport` says how many files the indexes (and metadata) answered alone and what
-was read for the others. Append tables only (primary-key tables need a merge first).
+was read for the others. Append tables, and primary-key tables in deletion-vectors mode whose reads
+need no merge (the others: :class:`~paimon_index.errors.UnsupportedTableError`).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyroaring import BitMap
 
-from paimon_index.errors import InvalidOptionError, UnsupportedTableError
+from paimon_index.errors import InvalidOptionError
 from paimon_index.fileindex.evaluate import FileIndexEvaluator
 from paimon_index.fileindex.range_bitmap import RangeBitmapReader
 from paimon_index.fileindex.result import Rows
@@ -117,13 +118,13 @@ class AggregateReport:
 def plan_aggregate(table: Any, where: Predicate | str | None, use_index: bool) -> ReadPlan:
     """The read plan of an aggregate of ``table``: strict WHERE, exact index answers.
 
+    A primary-key table in deletion-vectors mode is planned as its merge-free read (its files of
+    levels >= 1 minus their vectors hold each key once), so its files answer as an append table's.
+
     Raises:
-        UnsupportedTableError: a primary-key table.
+        UnsupportedTableError: a primary-key table whose rows need a merge by key.
         InvalidPredicateError: ``where`` does not parse or does not fit the schema.
     """
-    if table.is_primary_key_table:
-        raise UnsupportedTableError("index-only aggregates read append tables only (a primary-key "
-                                    "table needs a merge first)")
     return plan_read(table, ALWAYS_TRUE if where is None else where, use_index=use_index, strict=True,
                      exact_answers=True)
 

@@ -44,6 +44,7 @@ from paimon_index.errors import (
     PaimonIndexError,
     TableError,
     TableExistsError,
+    UnsupportedTableError,
 )
 from paimon_index.expression import compile_expression
 from paimon_index.fileindex.base import SortOrder, TopN
@@ -427,18 +428,21 @@ class Table:
         vector, or an index answer that is exactly the matching rows; other files are read (only the
         predicate's columns of the candidate rows). The
         :class:`~paimon_index.table.aggregate.AggregateReport` is left in :attr:`last_aggregate_report`.
+        A primary-key table in deletion-vectors mode counts its merge-free files the same way; one
+        whose rows need a merge by key reads them merged.
 
         Raises:
             InvalidPredicateError: ``where`` does not parse or does not fit the schema.
         """
-        if self.is_primary_key_table:  # merge-free or merged read: one row per key
-            return self.read(where, use_index=use_index).num_rows
         from paimon_index.table.aggregate import count_rows
 
         if latest_snapshot(self._paimon) is None:
             self.last_aggregate_report = AggregateReport()
             return 0
-        total, self.last_aggregate_report = count_rows(self._paimon, where, use_index=use_index)
+        try:  # a primary-key table in deletion-vectors mode counts as its merge-free files
+            total, self.last_aggregate_report = count_rows(self._paimon, where, use_index=use_index)
+        except UnsupportedTableError:  # rows that need a merge by key: one row per key read
+            return self.read(where, use_index=use_index).num_rows
         return total
 
     def min_max(self, column: str, where: Predicate | str | None = None, *,
@@ -451,20 +455,20 @@ class Table:
             InvalidOptionError: ``column`` is unknown or not a scalar column.
             InvalidPredicateError: ``where`` does not parse or does not fit the schema.
         """
-        if self.is_primary_key_table:
-            from paimon_index.table.aggregate import spark_min_max
-
-            if column not in self.schema.names:
-                raise InvalidOptionError(f"min/max: unknown column {column!r} (columns: {self.schema.names})")
-            return spark_min_max(self.read(where, columns=[column], use_index=use_index).column(column))
-        from paimon_index.table.aggregate import min_max
+        from paimon_index.table.aggregate import min_max, spark_min_max
 
         if latest_snapshot(self._paimon) is None:
             if column not in self.schema.names:
                 raise InvalidOptionError(f"min/max: unknown column {column!r} (columns: {self.schema.names})")
             self.last_aggregate_report = AggregateReport()
             return None, None
-        answer, self.last_aggregate_report = min_max(self._paimon, column, where, use_index=use_index)
+        try:  # a primary-key table in deletion-vectors mode: its merge-free files, as an append table's
+            answer, self.last_aggregate_report = min_max(self._paimon, column, where, use_index=use_index)
+        except UnsupportedTableError:  # rows that need a merge by key: the merged read's column
+            if column not in self.schema.names:
+                raise InvalidOptionError(f"min/max: unknown column {column!r} "
+                                         f"(columns: {self.schema.names})") from None
+            return spark_min_max(self.read(where, columns=[column], use_index=use_index).column(column))
         return answer
 
     def file_indexes(self) -> pa.Table:

@@ -57,6 +57,7 @@ __all__ = ["Reference", "Rewritten", "explain", "rewrite", "run"]
 _NON_DETERMINISTIC = frozenset({"rand", "random", "randn", "uuid", "shuffle", "current_timestamp", "now",
                                 "current_date", "curdate", "localtimestamp", "current_time",
                                 "monotonically_increasing_id", "spark_partition_id", "input_file_name",
+                                "input_file_block_start", "input_file_block_length",
                                 "try_reflect", "reflect", "java_method"})
 #: Expression kinds a pushed conjunct may not contain (their meaning depends on more than the row).
 _UNPUSHABLE = (exp.Subquery, exp.Exists, exp.Select, exp.AggFunc, exp.Window, exp.Lambda, exp.Dot,
@@ -87,6 +88,9 @@ class Reference:
     #: ``ORDER BY ... LIMIT k`` of its SELECT, when the read may keep just those rows (see _topn)
     order_by: str | None = None
     limit: int | None = None
+    #: its SELECT reads none of its columns (``SELECT count(*) FROM t``): its rows are counted from
+    #: metadata (:func:`~paimon_index.spark.planned.rows_only_read`)
+    rows_only: bool = False
     #: the table, opened once for this reference (None: a system table)
     opened: Table | None = None
     #: set once read: the planned read (None: a system table or the source's merge read)
@@ -324,6 +328,7 @@ def rewrite(catalog: Catalog, statement: exp.Expr, *, skip: frozenset[int] = fro
             topn = _topn(table, alias, known, ref.conjuncts)
             if topn is not None:
                 ref.order_by, ref.limit = topn
+            ref.rows_only = _reads_no_column(table)
         references.append(ref)
     reads = []
     for (table, _), ref in zip(found, references, strict=True):
@@ -349,6 +354,27 @@ def _reshaped(table: exp.Table) -> bool:
     alias = table.args.get("alias")
     return any(table.args.get(k) for k in _KEPT_TABLE_ARGS) or \
         (alias is not None and bool(alias.args.get("columns")))
+
+
+def _reads_no_column(table: exp.Table) -> bool:
+    """Whether the SELECT whose only source is ``table`` uses none of its columns (``SELECT count(*)
+    FROM t``, ``SELECT 1 FROM t LIMIT 1``): no column and no ``*`` but ``count(*)`` anywhere in it, no
+    WHERE, no join, nothing Spark does to the rows first, no function whose value depends on the row's
+    file or partition. Such a statement's answer depends only on how many rows the reference has."""
+    parent = table.parent
+    select = parent.parent if isinstance(parent, exp.From) else None
+    if not isinstance(select, exp.Select) or _reshaped(table):
+        return False
+    if any(select.args.get(k) for k in ("joins", "laterals", "where")):
+        return False
+    for node in select.walk():
+        if isinstance(node, exp.Column):
+            return False
+        if isinstance(node, exp.Star) and not isinstance(node.parent, exp.Count):
+            return False
+        if isinstance(node, exp.Func) and _function_name(node) in _NON_DETERMINISTIC:
+            return False
+    return True
 
 
 def _check_table_node(table: exp.Table, name: TableName) -> None:
@@ -406,11 +432,20 @@ def _read(catalog: Catalog, ref: Reference) -> DataFrame:
         snapshot_id = travel.snapshot_id(catalog, ref.name, ref.version,
                                          None if ref.opened is None else ref.opened.paimon_table)
     try:
+        if ref.rows_only:
+            from paimon_index.spark.planned import rows_only_read
+
+            planned = rows_only_read(catalog.spark, ref.name.identifier, snapshot_id=snapshot_id,
+                                     warehouse=catalog.warehouse, catalog_options=catalog.catalog_options,
+                                     opened=ref.opened)
+            ref.planned = planned
+            ref.how = f"row count from metadata ({planned.plan.report.rows_returned} rows, no data read)"
+            return planned.dataframe
         planned = jobs.read_planned(catalog.spark, ref.name.identifier, ref.where, snapshot_id=snapshot_id,
                                     order_by=ref.order_by, limit=ref.limit, warehouse=catalog.warehouse,
                                     catalog_options=catalog.catalog_options, opened=ref.opened)
     except UnsupportedTableError as refusal:
-        ref.conjuncts, ref.order_by, ref.limit = [], None, None
+        ref.conjuncts, ref.order_by, ref.limit, ref.rows_only = [], None, None, False
         frame, ref.how = merge_read(catalog.spark, ref.name.identifier, snapshot_id, catalog.warehouse,
                                     catalog.catalog_options, refusal, opened=ref.opened)
         return frame
