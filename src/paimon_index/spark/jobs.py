@@ -247,7 +247,7 @@ def _upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
     if not pk.dv_mode(paimon_table):
         raise PrimaryKeyTableError(f"{table} is not a primary-key table (upserts need a primary key)")
     from paimon_index.table.pk.changelog import INPUT, producer
-    from paimon_index.table.pk.merge import merge_engine
+    from paimon_index.table.pk.merge import change_kind, merge_engine
     from paimon_index.table.pk.plan import check_table
     from paimon_index.table.pk.upsert import tasks_write_input
 
@@ -266,14 +266,13 @@ def _upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
         # for MERGE or plain upserts, whose rows may come from joins worth computing once.)
         head = df.limit(SMALL_CHANGE_ROWS + 1).toArrow()
         if head.num_rows <= SMALL_CHANGE_ROWS:
-            kind = "+U" if operation == "update" else "+I"  # Java's UPDATE writes +U records
-            snapshot = pk.upsert_arrow(paimon_table, head, delete_keys=delete_keys, kind=kind) \
-                if head.num_rows else None
+            snapshot = pk.upsert_arrow(paimon_table, head, delete_keys=delete_keys,
+                                       kind=change_kind(operation)) if head.num_rows else None
             return (None, 0) if snapshot is None else (snapshot, head.num_rows)
     if inputs and operation == "update" and ROW_KIND_COLUMN not in df.columns:
         from pyspark.sql import functions as F
 
-        df = df.withColumn(ROW_KIND_COLUMN, F.lit("+U"))  # Java's UPDATE writes +U records
+        df = df.withColumn(ROW_KIND_COLUMN, F.lit(change_kind(operation)))
     df, written = _tasks.counted(spark, df)
     writer_options = {**catalog_options, WAREHOUSE: warehouse}
     if delete_keys:

@@ -75,9 +75,10 @@ def write_frame(rows: DataFrame, paimon_table: Any, planned: int | object | None
     driver commits the tasks' messages. A DELETE/UPDATE of at most ``small_rows`` rows is written
     on the driver instead (its rows come from the table's own read: fetching a few is cheap)."""
     from paimon_index.spark import _tasks
+    from paimon_index.table.pk.merge import change_kind
     from paimon_index.table.pk.merge_on_read import check_changes, commit_changes, write_changes
 
-    kind = "+U" if operation == "update" else "+I"
+    kind = change_kind(operation)
     if operation in ("delete", "update") and small_rows > 0:
         head = rows.limit(small_rows + 1).toArrow()
         if head.num_rows <= small_rows:

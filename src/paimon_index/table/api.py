@@ -236,10 +236,13 @@ class Table:
         """Upsert ``rows``; ``planned``: the snapshot they were read from (commit exactly on it);
         ``delete_keys``: the ``-D`` rows of a DELETE (their keys removed whatever the merge engine)."""
         from paimon_index.table.pk import ROW_KIND_COLUMN, dv_mode, upsert_arrow
+        from paimon_index.table.pk.merge import change_kind
         from paimon_index.table.write import write_arrow
 
         if rows.num_rows == 0:
             return None
+        # Rows read by an UPDATE or DELETE are planned on a snapshot (an UPDATE's are +U, as Java's are).
+        operation = "upsert" if planned is UPSERT_LATEST else "update"
         if not dv_mode(self._paimon):
             # Without deletion vectors a reader merges rows by key: changes are level-0 key-value
             # rows with their value kinds (pk/merge_on_read.py), as Paimon's connector writes them.
@@ -250,15 +253,12 @@ class Table:
                 return write_arrow(self._paimon, rows)
             from paimon_index.table.pk.merge_on_read import LATEST, write_changes
 
-            # Rows read by an UPDATE (planned on a snapshot) are +U rows, as Java's UPDATE writes them.
-            exact = planned is not UPSERT_LATEST
-            return write_changes(self._paimon, rows, planned=planned if exact else LATEST,
-                                 kind="+U" if exact else "+I",
-                                 operation="delete" if delete_keys else "update" if exact else "upsert")
+            return write_changes(self._paimon, rows, planned=LATEST if planned is UPSERT_LATEST else planned,
+                                 kind=change_kind(operation),
+                                 operation="delete" if delete_keys else operation)
         try:
-            # An UPDATE's rows (planned on a snapshot) are +U, as Java's UPDATE writes them.
             return upsert_arrow(self._paimon, rows, planned=planned, delete_keys=delete_keys,
-                                kind="+I" if planned is UPSERT_LATEST else "+U")
+                                kind=change_kind(operation))
         except PaimonIndexError:
             raise
         except (pa.ArrowInvalid, pa.ArrowTypeError, RuntimeError, ValueError) as e:

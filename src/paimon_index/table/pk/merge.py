@@ -42,10 +42,19 @@ from paimon_index.errors import DataError, InvalidOptionError, UnsupportedTableE
 from paimon_index.fileindex.options import parse_bool
 
 __all__ = ["AGGREGATION", "DEDUPLICATE", "FIRST_ROW", "FUNCTIONS", "PARTIAL_UPDATE", "FieldAgg",
-           "MergeEngine", "check_row_level", "fold_records", "merge_engine"]
+           "MergeEngine", "change_kind", "check_row_level", "fold_records", "merge_engine"]
 
 #: Optional column of an upsert batch: Paimon's row kinds as short strings.
 ROW_KIND_COLUMN = "_ROW_KIND"
+INSERT_KIND = "+I"
+UPDATE_AFTER_KIND = "+U"
+
+
+def change_kind(operation: str | None) -> str:
+    """The row kind Java's writers give the rows of ``operation`` that carry none: an UPDATE's rows
+    are ``+U`` (its ``UPDATE ... SET``), every other write's ``+I``."""
+    return UPDATE_AFTER_KIND if operation == "update" else INSERT_KIND
+
 MERGE_ENGINE = "merge-engine"
 DEDUPLICATE = "deduplicate"
 PARTIAL_UPDATE = "partial-update"
