@@ -101,7 +101,7 @@ SELECT count(*) FROM shapes.a WHERE coalesce(c, -1) = -1;
 SELECT id FROM shapes.a WHERE c <=> NULL;
 -- name: count_all
 SELECT count(*) FROM shapes.a;
--- name: count_k
+-- name: count_k ci
 SELECT count(*) FROM shapes.k;
 -- name: count_p
 SELECT count(*) FROM shapes.p;
