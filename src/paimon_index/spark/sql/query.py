@@ -69,9 +69,10 @@ _EXPLAIN_MODES = ("EXTENDED", "FORMATTED", "CODEGEN", "COST")
 #: Placeholders that stand for a reference in the regenerated text.
 _PLACEHOLDER_PREFIX = "__paimon_ref_"
 #: Parts of a table node the placeholder keeps (Spark applies them to the reference's rows):
-#: ``TABLESAMPLE``, ``PIVOT``/``UNPIVOT`` and the alias with its column names. With any of them the
+#: ``TABLESAMPLE``, ``PIVOT``/``UNPIVOT``, the joins of a parenthesized join (``FROM (a JOIN b ON
+#: ...)``: sqlglot hangs them on ``a``) and the alias with its column names. With any of them the
 #: statement's conjuncts see other rows or other names than the table's: none is pushed.
-_KEPT_TABLE_ARGS = ("sample", "pivots")
+_KEPT_TABLE_ARGS = ("sample", "pivots", "joins")
 #: Parts of a table node the rewrite places itself (names, the alias, ``VERSION AS OF``).
 _PLACED_TABLE_ARGS = frozenset({"this", "db", "catalog", "alias", "version", *_KEPT_TABLE_ARGS})
 
@@ -350,7 +351,7 @@ def rewrite(catalog: Catalog, statement: exp.Expr, *, skip: frozenset[int] = fro
 
 def _reshaped(table: exp.Table) -> bool:
     """Whether Spark changes the reference's rows or names before its SELECT sees them
-    (``TABLESAMPLE``, ``PIVOT``/``UNPIVOT``, column aliases ``AS x(a, b)``)."""
+    (``TABLESAMPLE``, ``PIVOT``/``UNPIVOT``, a parenthesized join, column aliases ``AS x(a, b)``)."""
     alias = table.args.get("alias")
     return any(table.args.get(k) for k in _KEPT_TABLE_ARGS) or \
         (alias is not None and bool(alias.args.get("columns")))
