@@ -255,3 +255,5 @@ SELECT col, count(*), sum(val) FROM shapes.k UNPIVOT (val FOR col IN (id, n)) GR
 SELECT count(*) FROM shapes.a TABLESAMPLE (0 PERCENT) WHERE c = 12;
 -- name: tablesample_rows
 SELECT count(*) FROM shapes.k TABLESAMPLE (3 ROWS);
+-- name: paren_join
+SELECT count(*), count(k.id) FROM (shapes.a a LEFT JOIN shapes.k k ON a.id = k.id) WHERE a.c < 12;
