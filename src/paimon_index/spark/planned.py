@@ -696,19 +696,13 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
                  small_read_bytes: int = SMALL_READ_BYTES, opened: Table | None = None) -> PlannedRead:
     """:func:`read`, with the plan it made (files, what each step pruned, planning time);
     ``opened``: ``table`` already opened by the caller (SQL opens each reference once)."""
-    from paimon_index.table.api import open_table
-
     if limit is not None and (not isinstance(limit, int) or limit < 0):
         raise InvalidOptionError(f"limit must be a non-negative integer, got {limit!r}")
     if not isinstance(small_read_bytes, int) or small_read_bytes < 0:
         raise InvalidOptionError(f"small_read_bytes must be a non-negative integer, got {small_read_bytes!r}")
     if limit is not None and order_by is None:
         raise InvalidOptionError("limit needs order_by (which rows would be kept is otherwise undefined)")
-    if opened is None:
-        opened = open_table(warehouse, table, catalog_options=catalog_options)
-    paimon = opened.paimon_table
-    if snapshot_id is not None:
-        paimon = _time_travel(paimon, table, snapshot_id)
+    paimon = _read_table(table, warehouse, snapshot_id, catalog_options, opened)
     current = _spark_schema(paimon.table_schema.fields)
     selected = _check_columns(columns, current.names, table)
     if order_by is not None:
@@ -774,18 +768,24 @@ def rows_only_read(spark: SparkSession, table: str, *, warehouse: str, snapshot_
     Raises:
         UnsupportedTableError: a primary-key table whose rows need a merge by key (as :func:`read_planned`).
     """
+    plan = plan_read(_read_table(table, warehouse, snapshot_id, catalog_options, opened), None,
+                     whole_files=True)
+    rows = sum(f.live_rows for f in plan.files)
+    plan.report.rows_returned = rows
+    partitions = max(1, -(-rows // _ROWS_PER_RANGE_PARTITION))
+    return PlannedRead(spark.range(0, rows, 1, partitions).select(), plan)
+
+
+def _read_table(table: str, warehouse: str, snapshot_id: int | None,
+                catalog_options: Mapping[str, str] | None, opened: Table | None) -> Any:
+    """The pypaimon table a read plans on: ``opened`` (else ``table`` opened now), pinned to
+    ``snapshot_id`` when one is asked for (:func:`_time_travel`)."""
     from paimon_index.table.api import open_table
 
     if opened is None:
         opened = open_table(warehouse, table, catalog_options=catalog_options)
     paimon = opened.paimon_table
-    if snapshot_id is not None:
-        paimon = _time_travel(paimon, table, snapshot_id)
-    plan = plan_read(paimon, None, whole_files=True)
-    rows = sum(f.live_rows for f in plan.files)
-    plan.report.rows_returned = rows
-    partitions = max(1, -(-rows // _ROWS_PER_RANGE_PARTITION))
-    return PlannedRead(spark.range(0, rows, 1, partitions).select(), plan)
+    return paimon if snapshot_id is None else _time_travel(paimon, table, snapshot_id)
 
 
 def _time_travel(paimon: Any, table: str, snapshot_id: int) -> Any:
