@@ -377,15 +377,15 @@ def test_primary_key_update_is_refused_when_a_delete_lands_after_its_read(
                                       options={"bucket": "1", "deletion-vectors.enabled": "true"})
     table.upsert(pa.table({"k": pa.array([1, 2], pa.int64()), "v": ["a", "b"]}))
     other = paimon_index.open_table(str(tmp_path), "db.pk")
-    read = paimon_index.Table.read
+    read = paimon_index.Table._read  # the UPDATE's read of its planned snapshot
 
-    def read_then_another_writer_deletes(self: paimon_index.Table, *args: Any, **kwargs: Any) -> pa.Table:
+    def read_then_another_writer_deletes(self: paimon_index.Table, *args: Any, **kwargs: Any) -> Any:
         rows = read(self, *args, **kwargs)
-        monkeypatch.setattr(paimon_index.Table, "read", read)  # once: the UPDATE's own read
+        monkeypatch.setattr(paimon_index.Table, "_read", read)  # once: the UPDATE's own read
         assert other.delete("k = 1").snapshot_id is not None
         return rows
 
-    monkeypatch.setattr(paimon_index.Table, "read", read_then_another_writer_deletes)
+    monkeypatch.setattr(paimon_index.Table, "_read", read_then_another_writer_deletes)
     with pytest.raises(ConcurrentChangeError):
         table.update({"v": "'z'"}, "k >= 1")
     assert table.read().to_pylist() == [{"k": 2, "v": "b"}]

@@ -52,7 +52,13 @@ from paimon_index.predicate import ALWAYS_TRUE, Predicate
 from paimon_index.table import catalog as _catalog
 from paimon_index.table.aggregate import AggregateReport
 from paimon_index.table.files import ScanReport
-from paimon_index.table.paimon import delta_file_counts, latest_snapshot, pinned_table, snapshot_exists
+from paimon_index.table.paimon import (
+    delta_file_counts,
+    latest_snapshot,
+    pinned_current,
+    pinned_table,
+    snapshot_exists,
+)
 from paimon_index.table.pk.upsert import LATEST as UPSERT_LATEST
 
 __all__ = ["CommitResult", "MaintenanceResult", "Table", "commit_result", "create_table", "open_table"]
@@ -515,7 +521,16 @@ class _ArrowKeyedRows:
         self.table = table
 
     def matching(self, where: Predicate | str, snapshot_id: int) -> pa.Table:
-        return self.table.read(where, snapshot_id=snapshot_id)
+        # The planned snapshot's rows under today's columns, not time travel: the change's condition
+        # and values name the current columns, and a schema change commits no snapshot.
+        table = self.table
+        pinned = pinned_current(table.paimon_table, snapshot_id)
+        try:
+            return table._read(pinned, where, table.schema, topn=None, use_index=True)[0]
+        except FileNotFoundError as e:
+            from paimon_index.table.files import missing_file_error
+
+            raise missing_file_error(f"change of {table.identifier} (snapshot {snapshot_id})", e) from e
 
     def deleted(self, rows: pa.Table) -> pa.Table:
         from paimon_index.table.pk.upsert import DELETE_KIND, ROW_KIND_COLUMN

@@ -844,13 +844,28 @@ def alter_columns(warehouse: str, identifier: str, changes: Iterable[Any], *,
     change; return the re-opened table.
 
     Raises:
-        SchemaEvolutionError: pypaimon refused the change (the message names the column).
+        SchemaEvolutionError: pypaimon refused the change (the message names the column), or the
+            schema it makes has a ``file-index.<type>.columns`` naming a column it lacks or cannot
+            index (a renamed or dropped indexed column: Paimon validates every new schema so, and
+            every later write would fail to build the index). Nothing is changed.
     """
     from paimon_index.errors import SchemaEvolutionError
+    from paimon_index.table.paimon import schema_after
 
+    changes = list(changes)
     cat = catalog(warehouse, catalog_options)
     try:
-        cat.alter_table(identifier, list(changes))
+        after = schema_after(cat.get_table(identifier), changes)
+    except (ValueError, RuntimeError, _catalog_errors().CatalogException) as e:
+        raise SchemaEvolutionError(f"ALTER TABLE {identifier}: {e}") from e
+    indexes = FileIndexOptions.from_table_options(dict(after.options))
+    try:
+        check_index_columns(indexes, column_types(after.fields))
+    except InvalidOptionError as e:
+        raise SchemaEvolutionError(f"ALTER TABLE {identifier}: {e} after this change; take the column out "
+                                   "of the option first (ALTER TABLE ... SET/UNSET TBLPROPERTIES)") from None
+    try:
+        cat.alter_table(identifier, changes)
     except (ValueError, RuntimeError, _catalog_errors().CatalogException) as e:
         raise SchemaEvolutionError(f"ALTER TABLE {identifier}: {e}") from e
     return cat.get_table(identifier)

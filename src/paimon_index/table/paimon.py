@@ -131,9 +131,11 @@ __all__ = [
     "new_file_store_commit",
     "overwrite_index_deletes",
     "partition_row",
+    "pinned_current",
     "pinned_table",
     "pypaimon_config",
     "row_key_extractor",
+    "schema_after",
     "snapshot_by_id",
     "snapshot_exists",
     "system_table_loader",
@@ -296,8 +298,27 @@ def snapshot_exists(table: Any, snapshot_id: int) -> bool:
 
 
 def pinned_table(table: Any, snapshot_id: int) -> Any:
-    """The table read as of ``snapshot_id`` (scans plan that snapshot, not the latest)."""
+    """The table read as of ``snapshot_id`` (scans plan that snapshot, not the latest), under that
+    snapshot's schema: time travel, as Java reads it."""
     return table.copy({SCAN_SNAPSHOT_ID: str(snapshot_id)})
+
+
+def schema_after(table: Any, changes: list[Any]) -> Any:
+    """The ``TableSchema`` pypaimon's schema manager would commit for ``changes`` (``SchemaChange``
+    objects) on the table's latest schema, without committing it: what a check of the new schema
+    (Paimon's ``SchemaValidation``) looks at before the change lands.
+
+    Raises:
+        ValueError / RuntimeError: pypaimon refuses the change (as its commit would)."""
+    manager = table.schema_manager
+    return manager._generate_table_schema(manager.latest(), changes)
+
+
+def pinned_current(table: Any, snapshot_id: int) -> Any:
+    """The files of ``snapshot_id`` under the table's *current* schema: what a change planned on
+    that snapshot reads (its condition and new values name today's columns; a schema change commits
+    no snapshot, so the latest one may predate it)."""
+    return table.copy_without_time_travel({SCAN_SNAPSHOT_ID: str(snapshot_id)})
 
 
 def read_snapshot(table: Any) -> Snapshot | None:

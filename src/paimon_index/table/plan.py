@@ -30,7 +30,7 @@ from paimon_index.table.paimon import (
     PaimonTable,
     Snapshot,
     index_entries,
-    pinned_table,
+    pinned_current,
     snapshot_by_id,
 )
 from paimon_index.table.paimon import (
@@ -101,7 +101,7 @@ def plan_snapshot(table: PaimonTable, snapshot_id: int | None = None, *,
         if snapshot_id is not None:
             raise KeyError(f"snapshot {snapshot_id} does not exist")
         return SnapshotPlan(None, {})
-    pinned = pinned_table(table, snapshot.id)
+    pinned = pinned_current(table, snapshot.id)  # under table's schema: see pinned_current
     scan = pinned.new_read_builder().new_scan()
     splits = tuple((scan.plan_for_write() if for_write else scan.plan()).splits())
     dv: dict[BucketKey, list[Any]] = {}

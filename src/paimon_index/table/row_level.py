@@ -67,7 +67,7 @@ from paimon_index.table.files import (
     partition_text,
     read_rows,
 )
-from paimon_index.table.paimon import CommitMessage, PaimonTable, pinned_table, table_name, table_options
+from paimon_index.table.paimon import CommitMessage, PaimonTable, pinned_current, table_name, table_options
 from paimon_index.table.plan import DV_BITMAP64, DV_ENABLED, plan_snapshot
 from paimon_index.table.scan import plan_read
 from paimon_index.table.schemas import read_schema
@@ -173,7 +173,18 @@ def mark_deleted(bucket: BucketPlan, rows: pa.Table) -> Any | None:
 
 def mark_positions(bucket: BucketPlan, positions: Mapping[str, np.ndarray]) -> Any | None:
     """Add the positions of each data file (path -> row positions, any order, repeats allowed) to
-    the bucket's vectors: :func:`mark_deleted` with the rows already grouped by file."""
+    the bucket's vectors: :func:`mark_deleted` with the rows already grouped by file.
+
+    Raises:
+        PaimonIndexError: a path that is not a data file of the bucket in the planned snapshot (a
+            vector of a file no snapshot reads would delete nothing: the rows would stay).
+    """
+    if bucket.live_files is not None:
+        strays = sorted({posixpath.basename(p) for p in positions} - bucket.live_files)
+        if strays:
+            raise PaimonIndexError(f"bucket {bucket.bucket} of partition {bucket.partition}: rows to mark "
+                                   f"deleted name data files the planned snapshot does not hold there: "
+                                   f"{strays[:3]}")
     if bucket.io is None:
         raise PaimonIndexError(f"bucket {bucket.bucket}: a plan without the table's store cannot read or "
                                "write deletion vectors")
@@ -228,7 +239,7 @@ def commit_row_change(table: PaimonTable, plan: RowChangePlan, messages: Iterabl
 def _matching_rows(table: PaimonTable, plan: RowChangePlan, where: Predicate | str) -> pa.Table:
     """The matching live rows of the planned snapshot, with their file, position, partition and
     bucket (the one read plan: statistics, indexes and vectors, then the exact filter)."""
-    scan = plan_read(pinned_table(table, plan.snapshot_id), where, strict=True)
+    scan = plan_read(pinned_current(table, plan.snapshot_id), where, strict=True)
     io = TableIO.of(scan.table) if scan.table is not None else TableIO.of(table)
     parts = [read_rows(io, f, scan.predicate, scan.schema, scan.report, row_ids=plan.partition_keys)
              for f in scan.files]

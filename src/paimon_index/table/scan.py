@@ -71,7 +71,7 @@ from paimon_index.table.files import (
     resolve,
     weigh_index,
 )
-from paimon_index.table.paimon import pinned_table, read_snapshot, table_options
+from paimon_index.table.paimon import pinned_current, pinned_table, read_snapshot, table_options
 from paimon_index.table.schemas import ReadSchema, mapping_of, read_schema
 from paimon_index.table.stats import ColumnStats, plan_splits
 from paimon_index.types import TypeRoot
@@ -231,7 +231,9 @@ def plan_read(table: Any, where: str | Predicate | None = None, *, snapshot_id: 
     snapshot = read_snapshot(table)  # the pinned one (time travel), else the latest; read once
     if snapshot is None:
         return ReadPlan(None, schema, bound, exact, (), report, primary_key, time.perf_counter() - started)
-    pinned = table if snapshot_id is not None else pinned_table(table, snapshot.id)
+    # Pinned under ``table``'s own schema: the latest snapshot may predate a schema change (which
+    # commits none), and its files are read under today's columns.
+    pinned = table if snapshot_id is not None else pinned_current(table, snapshot.id)
     if primary_key:
         from paimon_index.table.pk.plan import check_merge_free
 

@@ -182,9 +182,9 @@ def merged_bucket_rows(table: Any, snapshot_id: int, partition: tuple[Any, ...],
         PrimaryKeyTableError: the bucket's files in pypaimon's plan are not exactly ``files`` (the
             names the caller planned): its rows would not be the ones it replaces.
     """
-    from paimon_index.table.paimon import pinned_table
+    from paimon_index.table.paimon import pinned_current
 
-    pinned = pinned_table(table, snapshot_id)
+    pinned = pinned_current(table, snapshot_id)
     builder = pinned.new_read_builder()
     splits = [s for s in builder.new_scan().plan().splits()
               if int(s.bucket) == int(bucket) and tuple(s.partition.values or ()) == tuple(partition)]

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_index.predicate import Predicate
-from paimon_index.table.paimon import read_snapshot
+from paimon_index.table.paimon import pinned_current, read_snapshot
 from paimon_index.table.pk.lookup import last_per_key
 from paimon_index.table.pk.merge import ROW_KIND_COLUMN, merge_engine
 from paimon_index.table.pk.plan import (
@@ -54,7 +54,9 @@ def read_primary_key(table: Any, predicate: Predicate | str) -> tuple[pa.Table, 
         return _merge_read(table, plan_snapshot(table, snapshot), bound, schema, user_columns(table))
     if snapshot is None:
         return pa.schema(arrow_fields(table)).empty_table(), ScanReport()
-    pinned = table.copy({"scan.snapshot-id": str(snapshot.id)})
+    # Under ``table``'s schema (the current one, unless ``table`` is time travel already): the
+    # latest snapshot may predate a schema change, which commits none.
+    pinned = pinned_current(table, snapshot.id)
     plan = plan_read(pinned, predicate, strict=True)
     parts = list(read_plan(plan))
     if not parts:
