@@ -47,3 +47,11 @@ def test_spark_delete_writes_deletion_vectors_into_the_bucket(spark, s3: S3Wareh
     assert dv_files, "the DELETE committed no deletion-vector index file"
     missing = [p for p in referenced if p[len(f"s3://{s3.bucket}/"):] not in keys]
     assert not missing, f"the snapshot names files the bucket does not hold: {missing}"
+    # The planned read (what paimon.sql reads through) on s3://, which no Hadoop file system of this
+    # session serves: the paimon_index source reads it through pypaimon's file IO instead (before:
+    # Py4JJavaError "No FileSystem for scheme s3" from spark.read.parquet).
+    planned = jobs.read_planned(spark, "db.t", "id >= 40", warehouse=s3.warehouse,
+                                catalog_options=s3.catalog_options)
+    assert planned.fallback is not None and "s3://" in planned.fallback
+    assert sorted(r.id for r in planned.dataframe.collect()) == \
+        sorted(i for i in local.read()["id"].to_pylist() if i >= 40)

@@ -127,6 +127,14 @@ def test_alter_table(paimon: Any) -> None:
         paimon.sql("ALTER TABLE db.a DROP COLUMN nope")
     with pytest.raises(SchemaEvolutionError):
         paimon.sql("ALTER TABLE db.a RENAME COLUMN v TO name")
+    # An indexed column renamed or dropped: refused as Paimon's schema validation refuses it (every
+    # later write would fail to build the index), before the schema changes.
+    paimon.sql("ALTER TABLE db.a SET TBLPROPERTIES ('file-index.bitmap.columns' = 'name')")
+    schema_id = open_table(paimon.warehouse, "db.a").table_schema.id
+    for statement in ("ALTER TABLE db.a RENAME COLUMN name TO label", "ALTER TABLE db.a DROP COLUMN name"):
+        with pytest.raises(SchemaEvolutionError, match=r"bitmap\.columns: the table has no column 'name'"):
+            paimon.sql(statement)
+    assert open_table(paimon.warehouse, "db.a").table_schema.id == schema_id
     paimon.sql("ALTER TABLE db.a RENAME TO db.a2")
     assert paimon.tables("db") == ["a2"]
     with pytest.raises(TableNotFoundError, match=r"db.a not found"):

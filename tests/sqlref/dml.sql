@@ -59,6 +59,11 @@ INSERT INTO shapes.t1 VALUES (100, 'x', 9.99, 42);
 -- name: alter_rename_column
 -- (not `s`: Paimon refuses to rename a column with a file index)
 ALTER TABLE shapes.t1 RENAME COLUMN v TO v2;
+-- name: alter_rename_indexed_refused
+-- (`s` has a file index: Paimon validates every new schema's index columns, so both sides refuse)
+ALTER TABLE shapes.t1 RENAME COLUMN s TO s2;
+-- name: alter_drop_indexed_refused
+ALTER TABLE shapes.t1 DROP COLUMN s;
 -- name: t1_after_rename
 SELECT id, v2, extra FROM shapes.t1 WHERE id >= 100 OR v2 > 2;
 -- name: alter_set_props

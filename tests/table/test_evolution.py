@@ -426,35 +426,6 @@ def test_update_and_delete_on_an_evolved_table(tmp_path: Path) -> None:
     assert sorted((tuple(r) for r in java[0]["row_values"]), key=lambda r: r[0]) == updated
 
 
-def test_update_and_delete_right_after_a_schema_change(tmp_path: Path) -> None:
-    """A schema change commits no snapshot: a change planned on the latest snapshot must still read
-    its files under the current columns. Planned under that snapshot's schema, a change whose
-    condition named ``kk`` was refused (unknown column), and an UPDATE setting ``note`` by another
-    condition raised a raw ``KeyError: 'Column note does not exist in schema'``."""
-    warehouse = str(tmp_path)
-    catalog = CatalogFactory.create({"warehouse": warehouse})
-    catalog.create_database("db", True)
-    options = {**INDEXES, "bucket": "-1", "deletion-vectors.enabled": "true"}
-    catalog.create_table("db.t", Schema.from_pyarrow_schema(BASE, options=options), False)
-    write_arrow(catalog.get_table("db.t"), batch(catalog.get_table("db.t"), 0, seed=1))
-    catalog.alter_table("db.t", [SchemaChange.rename_column("k", "kk"),
-                                 SchemaChange.set_option("file-index.bitmap.columns", "kk"),
-                                 SchemaChange.add_column("note", string())])
-    table = catalog.get_table("db.t")
-    before = model_rows(table, lambda r: True)
-    names = [f.name for f in table.fields]
-    kk, note = names.index("kk"), names.index("note")
-    assert update_arrow(table, {"note": "u"}, "kk = 'a'") is not None
-    assert delete_arrow(table, "kk = 'b'") is not None
-    expected = sorted((tuple("u" if i == note and r[kk] == "a" else v for i, v in enumerate(r))
-                       for r in before if r[kk] != "b"), key=lambda r: r[0])
-    table = catalog.get_table("db.t")
-    assert model_rows(table, lambda r: True) == expected
-    assert any(r[note] == "u" for r in expected) and len(expected) < len(before)
-    java = java_reads(warehouse, [{"table": "db.t"}])
-    assert sorted((tuple(r) for r in java[0]["row_values"]), key=lambda r: r[0]) == expected
-
-
 #: Table kinds x the verbs right after a schema change (it commits no snapshot, so the latest one
 #: was written under the old columns). Before the fix a primary-key table in deletion-vectors mode
 #: *read back the old column names*; merge-on-read tables refused or failed every change.

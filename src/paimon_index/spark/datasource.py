@@ -147,7 +147,8 @@ if TYPE_CHECKING:  # the table layer loads in the driver's planning and in tasks
     from paimon_index.table.files import FilePlan
 
 __all__ = ["BUCKET_EXCLUSIVE", "FILTER_PUSHDOWN", "METADATA", "READ_ENABLED", "SNAPSHOT_ID", "SOURCE_NAME",
-           "WAREHOUSE", "PaimonIndexDataSource", "pushdown_safe", "spark_filter_to_predicate", "spark_type"]
+           "WAREHOUSE", "PaimonIndexDataSource", "metadata_fields", "pushdown_safe",
+           "spark_filter_to_predicate", "spark_type"]
 
 SOURCE_NAME = "paimon_index"
 #: Spark's timestamps (with and without time zone) in the Arrow batches a Python source returns.
@@ -697,10 +698,17 @@ def _open_table(options: ReadOptions | WriteOptions) -> Any:
     # The catalog options are checked there (a misspelt fs.s3.* key names the nearest one).
     table = open_table(options.warehouse, options.table, catalog_options=dict(options.catalog))
     snapshot = getattr(options, "snapshot_id", None)
-    return table if snapshot is None else table.copy({SNAPSHOT_ID: str(snapshot)})
+    if snapshot is None:
+        return table
+    if getattr(options, "current_schema", False):  # a change's read: today's columns
+        from paimon_index.table.paimon import pinned_current
+
+        return pinned_current(table, snapshot)
+    return table.copy({SNAPSHOT_ID: str(snapshot)})
 
 
-def _metadata_fields() -> list[StructField]:
+def metadata_fields() -> list[StructField]:
+    """Spark's fields of the metadata columns (``metadata-columns``), in their order."""
     from paimon_index.table.files import BUCKET_COLUMN, FILE_PATH_COLUMN, PARTITION_COLUMN, ROW_INDEX_COLUMN
 
     return [StructField(FILE_PATH_COLUMN, _STRING), StructField(ROW_INDEX_COLUMN, _BIGINT),
@@ -773,7 +781,7 @@ def _layout_from_schema_file(options: ReadOptions) -> TableLayout | None:
         return None  # anything unexpected: the catalog decides (and reports errors its way)
     row_ids = None
     if options.metadata_columns:
-        fields += _metadata_fields()
+        fields += metadata_fields()
         row_ids = tuple(str(k) for k in schema.get("partitionKeys") or ())
     return TableLayout(StructType(fields), index_schema, row_ids)
 
@@ -820,7 +828,7 @@ def _layout_from_catalog(options: ReadOptions) -> TableLayout:
             continue
     row_ids = None
     if options.metadata_columns:
-        fields += _metadata_fields()
+        fields += metadata_fields()
         row_ids = tuple(table.partition_keys or ())
     spark_schema = nullable_type(StructType(fields))
     assert isinstance(spark_schema, StructType)

@@ -99,7 +99,7 @@ from paimon_index.spark.datasource import (
     SOURCE_NAME,
     WAREHOUSE,
 )
-from paimon_index.spark.options import COMMIT_USER, DELETE_KEYS, SINGLE_SCAN_PUSHDOWN
+from paimon_index.spark.options import COMMIT_USER, CURRENT_SCHEMA, DELETE_KEYS, SINGLE_SCAN_PUSHDOWN
 from paimon_index.spark.planned import PlannedRead, read, read_planned
 from paimon_index.table import pk
 from paimon_index.table.aggregate import AggregateReport
@@ -369,13 +369,23 @@ def _assigned_rows(rows: DataFrame, columns: list[str], assignments: Mapping[str
 
 
 def _read_pinned(spark: SparkSession, warehouse: str, table: str, plan: RowChangePlan,
-                 catalog_options: CatalogOptions) -> DataFrame:
-    """The table at the planned snapshot, with the metadata columns."""
+                 catalog_options: CatalogOptions, where: str | None = None) -> DataFrame:
+    """The table at the planned snapshot, with the metadata columns; ``where`` (Spark SQL, a
+    condition every row the change takes meets) prunes files and filters the rows.
+
+    Spark's Parquet reader reads it (the planned read); what that read cannot take
+    (``PlannedRead.fallback``) the ``paimon_index`` source reads."""
+    planned = read_planned(spark, table, where, warehouse=warehouse, change_of=plan.snapshot_id,
+                           catalog_options=catalog_options, small_read_bytes=0, metadata=True)
+    if planned.fallback is None:
+        return planned.dataframe
     # Pushdown forced on (the private key; users cannot): every scan of this DataFrame (UPDATE scans
     # it twice) pushes the same filter, so the read plan Spark 4.1-4.3 share between them is right
     # for each (docs/semantics.md).
-    return (_source(spark, warehouse, catalog_options).option(METADATA, "true")
-            .option(SNAPSHOT_ID, str(plan.snapshot_id)).option(SINGLE_SCAN_PUSHDOWN, "true").load(table))
+    pinned = (_source(spark, warehouse, catalog_options).option(METADATA, "true")
+              .option(SNAPSHOT_ID, str(plan.snapshot_id)).option(CURRENT_SCHEMA, "true")
+              .option(SINGLE_SCAN_PUSHDOWN, "true").load(table))
+    return pinned if where is None else pinned.filter(where)
 
 
 def _stage(txn: Transaction, messages: DataFrame) -> int:
@@ -388,7 +398,7 @@ def _stage(txn: Transaction, messages: DataFrame) -> int:
 def _delete_by_position(spark: SparkSession, table: str, where: str, *, warehouse: str,
                         catalog_options: CatalogOptions) -> RowChange:
     def mark(plan: RowChangePlan, txn: Transaction) -> int:
-        matched = _read_pinned(spark, warehouse, table, plan, catalog_options).filter(where)
+        matched = _read_pinned(spark, warehouse, table, plan, catalog_options, where)
         return _stage(txn, _tasks.mark_job(matched, plan))
 
     return change_rows(_opened(warehouse, table, catalog_options), "delete", mark)
@@ -397,7 +407,7 @@ def _delete_by_position(spark: SparkSession, table: str, where: str, *, warehous
 def _update_by_position(spark: SparkSession, table: str, assignments: Mapping[str, Any], where: str, *,
                         columns: list[str], warehouse: str, catalog_options: CatalogOptions) -> RowChange:
     def mark(plan: RowChangePlan, txn: Transaction) -> int:
-        matched = _read_pinned(spark, warehouse, table, plan, catalog_options).filter(where)
+        matched = _read_pinned(spark, warehouse, table, plan, catalog_options, where)
         written = _tasks.write_job(_assigned_rows(matched, columns, assignments), warehouse, table,
                                    catalog_options)
         return _stage(txn, _tasks.mark_job(matched, plan).unionAll(written))
@@ -655,13 +665,15 @@ MatchedRows = Callable[["DataFrame"], "tuple[DataFrame | None, DataFrame | None]
 
 
 def change_matched(spark: SparkSession, table: str, build: MatchedRows, *, operation: str, warehouse: str,
-                   catalog_options: CatalogOptions = None) -> CommitResult:
+                   catalog_options: CatalogOptions = None, prune: str | None = None) -> CommitResult:
     """DELETE / UPDATE / MERGE of an append table by position, as one snapshot exactly on the
     planned one: ``build`` gets the table pinned at that snapshot with the metadata columns (an
     empty table: an empty frame of that schema) and chooses the rows to mark deleted and the rows to
     write; their tasks run as one Spark job and the driver commits all their messages together
     (:func:`paimon_index.table.row_level.change_rows`' shape, plus the new rows of a MERGE).
-    ``rows_affected``: the rows marked deleted.
+    ``rows_affected``: the rows marked deleted. ``prune``: a Spark SQL condition that every row
+    ``build`` takes meets (a DELETE's own conjuncts on the table): the files the indexes tell hold
+    no such row are not read, and ``build`` gets only the rows meeting it.
 
     Raises:
         InvalidOptionError: the table has no deletion vectors.
@@ -675,7 +687,7 @@ def change_matched(spark: SparkSession, table: str, build: MatchedRows, *, opera
         loaded = _source(spark, warehouse, catalog_options).option(METADATA, "true").load(table)
         pinned = spark.createDataFrame([], loaded.schema)
     else:
-        pinned = _read_pinned(spark, warehouse, table, plan, catalog_options)
+        pinned = _read_pinned(spark, warehouse, table, plan, catalog_options, prune)
     marked, written = build(pinned)
     with Transaction(paimon_table, None if plan is None else plan.snapshot, operation=operation) as txn:
         parts: list[DataFrame] = []

@@ -59,7 +59,8 @@ def merged_frame(spark: SparkSession, warehouse: str, table: str, catalog_option
     pinned = opened.snapshot_id if snapshot_id is None else snapshot_id
     if pinned is None:
         return spark.createDataFrame([], spark_schema(opened.paimon_table)), None
-    return source_read(spark, table, pinned, warehouse, catalog_options), pinned
+    # Today's columns (a change's read): the snapshot may predate a schema change.
+    return source_read(spark, table, pinned, warehouse, catalog_options, current_schema=True), pinned
 
 
 def write_frame(rows: DataFrame, paimon_table: Any, planned: int | object | None, operation: str, *,

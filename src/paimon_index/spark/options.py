@@ -43,6 +43,7 @@ from paimon_index.sql import parse_order_by
 __all__ = [
     "BUCKET_EXCLUSIVE",
     "COMMIT_USER",
+    "CURRENT_SCHEMA",
     "DELETE_KEYS",
     "FILTER_PUSHDOWN",
     "METADATA",
@@ -73,6 +74,9 @@ FILTER_PUSHDOWN = "filter-pushdown"
 #: Private read option (not for users, not documented as one): pushdown on even where Spark shares
 #: the pushed plan between scans, for the project's own reads that are scanned by one query only.
 SINGLE_SCAN_PUSHDOWN = "_paimon-index.single-scan-pushdown"
+#: Private read option: with ``scan.snapshot-id``, that snapshot's files under the table's *current*
+#: schema (what a change planned on it reads; a schema change commits no snapshot), not time travel.
+CURRENT_SCHEMA = "_paimon-index.current-schema"
 #: Write option: every bucket reaches one task only, so tasks look keys up themselves.
 BUCKET_EXCLUSIVE = "bucket-exclusive"
 #: Private write option (the DELETE of a primary-key table): the ``-D`` rows remove their keys
@@ -85,9 +89,9 @@ COMMIT_USER = "_paimon-index.commit-user"
 CATALOG_PREFIX = "fs."
 
 READ_OPTIONS = (WAREHOUSE, PATH, READ_ENABLED, TOPN, LIMIT, SCAN_REPORT, METADATA, SNAPSHOT_ID,
-                FILTER_PUSHDOWN, SINGLE_SCAN_PUSHDOWN)
+                FILTER_PUSHDOWN, SINGLE_SCAN_PUSHDOWN, CURRENT_SCHEMA)
 #: Keys never suggested nor listed to users.
-_UNLISTED = (PATH, SINGLE_SCAN_PUSHDOWN, DELETE_KEYS, COMMIT_USER)
+_UNLISTED = (PATH, SINGLE_SCAN_PUSHDOWN, CURRENT_SCHEMA, DELETE_KEYS, COMMIT_USER)
 WRITE_OPTIONS = (WAREHOUSE, PATH, BUCKET_EXCLUSIVE, DELETE_KEYS, COMMIT_USER)
 PUSHDOWN_MODES = ("auto", "true", "false")
 
@@ -119,6 +123,8 @@ class ReadOptions:
     topn: TopN | None = None
     metadata_columns: bool = False
     snapshot_id: int | None = None
+    #: ``snapshot_id``'s files under the current schema (:data:`CURRENT_SCHEMA`)
+    current_schema: bool = False
     scan_report: str | None = None
     #: ``fs.*`` options for pypaimon's catalog, with pypaimon's spelling of the key.
     catalog: tuple[tuple[str, str], ...] = ()
@@ -283,6 +289,7 @@ def parse_read_options(options: Mapping[str, str]) -> ReadOptions:
                        pushdown=_pushdown(own), topn=_topn(own),
                        metadata_columns=parse_bool(own.get(METADATA, "false"), METADATA),
                        snapshot_id=_snapshot_id(own), scan_report=_scan_report(own),
+                       current_schema=parse_bool(own.get(CURRENT_SCHEMA, "false"), CURRENT_SCHEMA),
                        catalog=catalog)
 
 

@@ -64,6 +64,7 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import numpy as np
 import pyarrow as pa
@@ -71,6 +72,14 @@ import pyarrow as pa
 from paimon_index.errors import InvalidOptionError, PaimonIndexError, UnsupportedTableError
 from paimon_index.spark import _connect
 from paimon_index.sql import parse_order_by
+from paimon_index.table.files import (
+    BUCKET_COLUMN,
+    FILE_PATH_COLUMN,
+    METADATA_COLUMNS,
+    PARTITION_COLUMN,
+    ROW_INDEX_COLUMN,
+    partition_text,
+)
 from paimon_index.table.scan import FilePlan, ReadPlan, plan_read, topn_prune
 
 if TYPE_CHECKING:
@@ -94,6 +103,9 @@ _MAX_ROWS = 1 << 40
 #: filtered on ``_metadata.row_index`` instead of joined (measured faster up to ~10 runs, slower from
 #: ~40: each run is one more comparison per row; see :func:`_live`).
 _RANGE_RUNS = 16
+#: The data file's name (URI-decoded) of each row of a read with the metadata columns, joined with
+#: the plan's files for their path, partition and bucket (:func:`_with_metadata`).
+_NAME = "__paimon_index_file_name__"
 #: Rows per partition of the column-less rows of :func:`rows_only_read` (Spark generates ~1e8 rows
 #: a second per core; small tables one partition, no shuffle worth planning).
 _ROWS_PER_RANGE_PARTITION = 1 << 26
@@ -203,8 +215,9 @@ class _Group:
                         "casts it as Paimon's Java does")
         return None
 
-    def project(self, df: DataFrame, current: Any) -> DataFrame:
-        """``df`` (the file's columns) as the current columns, in the current order."""
+    def project(self, df: DataFrame, current: Any, keep: Sequence[str] = ()) -> DataFrame:
+        """``df`` (the file's columns) as the current columns, in the current order, then the
+        columns ``keep`` (the metadata columns) as they are."""
         from pyspark.sql import functions as F
 
         if self.mapping.identity:
@@ -218,7 +231,7 @@ class _Group:
                 columns.append(F.col(_quoted(source.file_name)).cast(types[source.name]).alias(source.name))
             else:
                 columns.append(F.col(_quoted(source.file_name)).alias(source.name))
-        return df.select(*columns)
+        return df.select(*columns, *[F.col(k) for k in keep])
 
 
 def _key_batches(files: Sequence[FilePlan]) -> list[list[FilePlan]]:
@@ -316,6 +329,42 @@ def _deleted_frame(spark: SparkSession, batch: Sequence[FilePlan]) -> DataFrame:
     return _parquet(spark, schema, [_words_file(words)])
 
 
+#: URI schemes (lower case) whose files Spark's Hadoop file systems read, per session (one JVM
+#: lookup per scheme).
+_SCHEMES_READ: dict[tuple[int, str], bool] = {}
+
+
+def _unreadable_store(spark: SparkSession, files: Sequence[FilePlan]) -> str | None:
+    """Why Spark's Parquet reader cannot open these data files (None: it can): a URI scheme
+    (``s3://``, ``oss://``) no Hadoop file system of the session serves. pypaimon's file IO, which
+    the ``paimon_index`` source reads through, takes the table's ``fs.*`` catalog options instead.
+    Through Spark Connect the server's file systems are unknown here: any scheme but local files
+    is left to the source."""
+    schemes = {urlsplit(f.path).scheme.lower() for f in files}
+    for scheme in sorted(schemes - {"", "file"}):
+        key = (id(spark), scheme)
+        if key not in _SCHEMES_READ:
+            _SCHEMES_READ[key] = not _connect.is_connect(spark) and _hadoop_serves(spark, scheme)
+        if not _SCHEMES_READ[key]:
+            return (f"data files on {scheme}://, which no Hadoop file system of this Spark session reads "
+                    "(the paimon_index source reads them through pypaimon's file IO)")
+    return None
+
+
+def _hadoop_serves(spark: SparkSession, scheme: str) -> bool:
+    """Whether the session's Hadoop configuration has a file system for ``scheme``."""
+    from py4j.protocol import Py4JJavaError
+
+    context = spark.sparkContext
+    jvm = context._jvm
+    assert jvm is not None and context._jsc is not None
+    try:
+        jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass(scheme, context._jsc.hadoopConfiguration())
+    except Py4JJavaError:  # Hadoop's UnsupportedFileSystemException: no such file system
+        return False
+    return True
+
+
 def _driver_files_readable(spark: SparkSession) -> bool:
     """Whether Spark's tasks read the driver's local files (a local master). Never through Spark
     Connect: this process is its client, not the driver, and may run on another machine."""
@@ -389,8 +438,10 @@ def _balanced(columns: list[Any], op: Any) -> Any:
     return columns[0]
 
 
-def _live(spark: SparkSession, scanned: DataFrame, batch: Sequence[FilePlan]) -> DataFrame:
-    """The rows of ``scanned`` (a scan of ``batch``, files of distinct sizes) minus their vectors.
+def _live(spark: SparkSession, scanned: DataFrame, batch: Sequence[FilePlan], extra: Sequence[Any] = ()
+          ) -> DataFrame:
+    """The rows of ``scanned`` (a scan of ``batch``, files of distinct sizes) minus their vectors,
+    with the columns ``extra`` (on ``_metadata``: resolvable on the scan, not after a projection).
 
     A batch whose vectors hold at most :data:`_RANGE_RUNS` runs of deleted positions (a delete of a
     clustered range) is filtered on ``_metadata.row_index`` (:func:`_range_filter`); any other is
@@ -404,17 +455,21 @@ def _live(spark: SparkSession, scanned: DataFrame, batch: Sequence[FilePlan]) ->
         assert f.deleted is not None
         runs_of.append(_deleted_runs(f.deleted))  # once per file: a vector can be millions of rows
     if sum(len(firsts) for firsts, _ in runs_of) <= _RANGE_RUNS:
-        return scanned.where(_range_filter(batch, runs_of))
-    keyed = scanned.select("*", _row_key(batch), F.col("_metadata.row_index").alias(_ROW))
+        return scanned.where(_range_filter(batch, runs_of)).select("*", *extra)
+    keyed = scanned.select("*", *extra, _row_key(batch), F.col("_metadata.row_index").alias(_ROW))
     joined = keyed.join(F.broadcast(_deleted_frame(spark, batch)), [_KEY], "left_outer")
     clear = F.expr(f"shiftright({_WORD}, CAST({_ROW} & {_WORD_ROWS - 1} AS INT)) & 1 = 0")
     live = joined.where(F.col(_WORD).isNull() | clear)
     return live.drop(_KEY, _WORD, _ROW)
 
 
-def _scan(spark: SparkSession, group: _Group, files: Sequence[FilePlan], current: Any) -> DataFrame:
-    """The live rows of ``files`` (one schema id) under the current schema."""
+def _scan(spark: SparkSession, group: _Group, files: Sequence[FilePlan], current: Any,
+          extra: Mapping[str, Any] | None = None) -> DataFrame:
+    """The live rows of ``files`` (one schema id) under the current schema, then the columns
+    ``extra`` (name -> column on the scan's ``_metadata``, see :func:`_metadata_columns`)."""
     file_schema = _spark_schema(group.fields)
+    added = [column.alias(name) for name, column in (extra or {}).items()]
+    keep = list(extra or {})
     plain = [f.path for f in files if f.deleted is None or not f.deletion_needed]
     with_dv = [f for f in files if f.deleted is not None and f.deletion_needed]
     if any(f.row_count > _MAX_ROWS for f in with_dv):
@@ -422,14 +477,47 @@ def _scan(spark: SparkSession, group: _Group, files: Sequence[FilePlan], current
                                     "read it with Table.read or the paimon_index source")
     parts = []
     if plain:
-        parts.append(group.project(_parquet(spark, file_schema, plain), current))
+        scanned = _parquet(spark, file_schema, plain)
+        parts.append(group.project(scanned.select("*", *added) if added else scanned, current, keep))
     for batch in _key_batches(with_dv):
         scanned = _parquet(spark, file_schema, [f.path for f in batch])
-        parts.append(group.project(_live(spark, scanned, batch), current))
+        parts.append(group.project(_live(spark, scanned, batch, added), current, keep))
     out = parts[0]
     for part in parts[1:]:
         out = out.unionByName(part)
     return out
+
+
+def _file_name_column() -> Any:
+    """The data file's name of each row: Spark's ``_metadata.file_name`` is the name as a URI path
+    segment (``a b%`` is ``a%20b%25``; ``+`` and non-ASCII characters stay as they are), which
+    ``url_decode`` undoes once ``+`` (it would read a space) is escaped first."""
+    from pyspark.sql import functions as F
+
+    encoded = F.replace(F.col("_metadata.file_name"), F.lit("+"), F.lit("%2B"))
+    return F.url_decode(encoded)
+
+
+def _with_metadata(spark: SparkSession, scanned: DataFrame, files: Sequence[FilePlan],
+                   partition_keys: Sequence[str], columns: Sequence[str]) -> DataFrame:
+    """``scanned`` (``columns``, the row's position and :data:`_NAME`) with the metadata columns,
+    the path, partition and bucket of each row's file joined in from the plan (a broadcast of one
+    row per file: no scan per partition or bucket, which measured 2-4x slower at 16-100
+    partitions). A row whose name matches no planned file fails the job (never a row left out of a
+    change)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+
+    schema = StructType([StructField(name, IntegerType() if name == BUCKET_COLUMN else StringType(), False)
+                         for name in (_NAME, FILE_PATH_COLUMN, PARTITION_COLUMN, BUCKET_COLUMN)])
+    placed = spark.createDataFrame(
+        [(f.name, f.path, partition_text(partition_keys, f.partition), int(f.bucket)) for f in files], schema)
+    joined = scanned.join(F.broadcast(placed), [_NAME], "left_outer")
+    unknown = F.concat(F.lit("paimon-index: a row of data file "), F.col(_NAME),
+                       F.lit(" that the read's plan does not hold"))
+    path = F.coalesce(F.col(FILE_PATH_COLUMN), F.raise_error(unknown))
+    return joined.select(*[F.col(_quoted(c)) for c in columns], path.cast("string").alias(FILE_PATH_COLUMN),
+                         F.col(ROW_INDEX_COLUMN), F.col(PARTITION_COLUMN), F.col(BUCKET_COLUMN))
 
 
 def _float_paths(dtype: Any, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
@@ -618,7 +706,7 @@ def _candidate_rows(parquet: Any, f: FilePlan, wanted: list[int], plan: ReadPlan
     return table
 
 
-def _shield_floats(df: DataFrame, schema: Any) -> DataFrame:
+def _shield_floats(df: DataFrame, schema: Any, keep: Sequence[str] = ()) -> DataFrame:
     """FLOAT/DOUBLE columns, and such fields of struct columns, behind ``nanvl(c, c)`` (the same
     value, -0.0 and NaN included), so Spark cannot push a filter on them into its Parquet reader.
 
@@ -628,6 +716,7 @@ def _shield_floats(df: DataFrame, schema: Any) -> DataFrame:
     fields too (``s.d > 1``; ``spark.sql.optimizer.nestedPredicatePushdown.supportedFileSources``),
     so a struct's float fields are replaced in place (``withField``: a NULL struct stays NULL).
     Spark's filter still runs on every row; only its row-group skipping on these fields is given up.
+    ``keep``: columns after ``schema``'s (the metadata columns), kept as they are.
     """
     # df's schema is known here (asking df would be a Py4J round trip), and so is whether any field
     # needs the shield: a Column is a JVM object, so none is built for a table without floats.
@@ -646,7 +735,7 @@ def _shield_floats(df: DataFrame, schema: Any) -> DataFrame:
             value = F.nanvl(field, field)
             column = column.withField(".".join(_quoted(n) for n in path), value) if path else value
         columns.append(column.alias(f.name))
-    return df.select(*columns)
+    return df.select(*columns, *[F.col(k) for k in keep])
 
 
 @contextlib.contextmanager
@@ -693,9 +782,17 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
                  columns: Sequence[str] | None = None, *, warehouse: str, snapshot_id: int | None = None,
                  order_by: str | None = None, limit: int | None = None, use_index: bool = True,
                  catalog_options: Mapping[str, str] | None = None,
-                 small_read_bytes: int = SMALL_READ_BYTES, opened: Table | None = None) -> PlannedRead:
+                 small_read_bytes: int = SMALL_READ_BYTES, opened: Table | None = None,
+                 metadata: bool = False, change_of: int | None = None) -> PlannedRead:
     """:func:`read`, with the plan it made (files, what each step pruned, planning time);
-    ``opened``: ``table`` already opened by the caller (SQL opens each reference once)."""
+    ``opened``: ``table`` already opened by the caller (SQL opens each reference once).
+    ``metadata``: the metadata columns (:data:`~paimon_index.table.files.METADATA_COLUMNS`: each
+    row's data file, position, partition and bucket, what a change by position marks) follow the
+    table's, as the ``paimon_index`` source's ``metadata-columns`` gives them; no small read.
+    ``change_of``: read the files of that snapshot under the table's *current* schema (what a
+    change planned on it reads; ``snapshot_id`` is time travel, under the snapshot's schema)."""
+    if change_of is not None and snapshot_id is not None:
+        raise InvalidOptionError("snapshot_id (time travel) and change_of exclude each other")
     if limit is not None and (not isinstance(limit, int) or limit < 0):
         raise InvalidOptionError(f"limit must be a non-negative integer, got {limit!r}")
     if not isinstance(small_read_bytes, int) or small_read_bytes < 0:
@@ -703,6 +800,10 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
     if limit is not None and order_by is None:
         raise InvalidOptionError("limit needs order_by (which rows would be kept is otherwise undefined)")
     paimon = _read_table(table, warehouse, snapshot_id, catalog_options, opened)
+    if change_of is not None:
+        from paimon_index.table.paimon import pinned_current
+
+        paimon = pinned_current(paimon, change_of)
     current = _spark_schema(paimon.table_schema.fields)
     selected = _check_columns(columns, current.names, table)
     if order_by is not None:
@@ -727,35 +828,61 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
             plan = dataclasses.replace(plan, files=kept)
     groups = {sid: _Group(paimon, plan, sid) for sid in sorted({f.schema_id for f in plan.files})}
     fallback = next((p for p in (g.problem() for g in groups.values()) if p is not None), None)
+    if fallback is None:
+        fallback = _unreadable_store(spark, plan.files)
+    if metadata and fallback is None and len({f.name for f in plan.files}) < len(plan.files):
+        fallback = "two data files of one name (the metadata columns join the plan's files by name)"
     # use_index=False is the comparison without any pruning: no row-group statistics either.
-    small = None if fallback is not None or not plan.files or not use_index else \
+    small = None if fallback is not None or not plan.files or not use_index or metadata else \
         _small_read(spark, plan, groups, current, small_read_bytes)
+    extra = list(METADATA_COLUMNS) if metadata else []
     if fallback is not None:
-        df = source_read(spark, table, snapshot_id, warehouse, catalog_options)
+        df = source_read(spark, table, snapshot_id if change_of is None else change_of, warehouse,
+                         catalog_options, metadata=metadata, current_schema=change_of is not None)
     elif not plan.files:
-        df = spark.createDataFrame([], current)
+        from paimon_index.spark.datasource import metadata_fields
+
+        df = spark.createDataFrame([], _with_fields(current, metadata_fields() if metadata else []))
     elif small is not None:
         df = small[0]
     else:
         df = None
+        from pyspark.sql import functions as F
+
+        added = None if not metadata else {_NAME: _file_name_column(),
+                                           ROW_INDEX_COLUMN: F.col("_metadata.row_index")}
         with _no_listing_job(spark, len(plan.files)):
             for sid, group in groups.items():
-                part = _scan(spark, group, [f for f in plan.files if f.schema_id == sid], current)
+                part = _scan(spark, group, [f for f in plan.files if f.schema_id == sid], current, added)
                 df = part if df is None else df.unionByName(part)
+        if metadata and df is not None:
+            df = _with_metadata(spark, df, plan.files, list(paimon.partition_keys or []), current.names)
     assert df is not None
     if small is None:  # a local relation has no Parquet filter to shield floats from
-        df = _shield_floats(df, current if fallback is None else df.schema)
+        df = _shield_floats(df, current if fallback is None else _without(df.schema, extra), extra)
     if where is not None and where.strip():
         df = df.filter(where)
     if first is not None and bound is not None and fallback is None:
         df = _bounded(df, plan, first, bound)  # before the projection: the key may not be selected
     if selected is not None:
-        df = df.select(*[_quoted(c) for c in selected])
+        df = df.select(*[_quoted(c) for c in [*selected, *extra]])
     if order_by is not None:
         df = df.orderBy(*_order_columns(orders))
         if limit is not None:
             df = df.limit(limit)
     return PlannedRead(df, plan, fallback, None if small is None else small[1])
+
+
+def _with_fields(schema: Any, fields: Sequence[Any]) -> Any:
+    from pyspark.sql.types import StructType
+
+    return StructType([*schema.fields, *fields])
+
+
+def _without(schema: Any, names: Sequence[str]) -> Any:
+    from pyspark.sql.types import StructType
+
+    return StructType([f for f in schema.fields if f.name not in names])
 
 
 def rows_only_read(spark: SparkSession, table: str, *, warehouse: str, snapshot_id: int | None = None,
@@ -849,14 +976,21 @@ def _bound_value(key: int, dtype: Any, spark_type: Any, *, ascending: bool) -> A
 
 
 def source_read(spark: SparkSession, table: str, snapshot_id: int | None, warehouse: str,
-                   catalog_options: Mapping[str, str] | None) -> DataFrame:
+                catalog_options: Mapping[str, str] | None, *, metadata: bool = False,
+                current_schema: bool = False) -> DataFrame:
     """The ``paimon_index`` source over the same table (a snapshot only when one was asked for: the
-    source reads a pinned snapshot under that snapshot's schema, not the current one)."""
-    from paimon_index.spark.datasource import SOURCE_NAME
-    from paimon_index.spark.options import SNAPSHOT_ID, WAREHOUSE
+    source reads a pinned snapshot under that snapshot's schema, not the current one --
+    ``current_schema``: under the current one, as a change planned on it reads); ``metadata``: with
+    its metadata columns."""
+    from paimon_index.spark.datasource import METADATA, SOURCE_NAME
+    from paimon_index.spark.options import CURRENT_SCHEMA, SNAPSHOT_ID, WAREHOUSE
 
     reader = spark.read.format(SOURCE_NAME).options(**dict(catalog_options or {}))
     reader = reader.option(WAREHOUSE, warehouse)
+    if metadata:
+        reader = reader.option(METADATA, "true")
+    if current_schema:
+        reader = reader.option(CURRENT_SCHEMA, "true")
     if snapshot_id is not None:
         reader = reader.option(SNAPSHOT_ID, str(snapshot_id))
     return reader.load(table)

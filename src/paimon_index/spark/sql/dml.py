@@ -36,7 +36,7 @@ from sqlglot import exp
 
 from paimon_index.errors import InvalidOptionError, SqlError
 from paimon_index.spark.sql.names import TableName, resolve
-from paimon_index.spark.sql.query import rewrite
+from paimon_index.spark.sql.query import own_conjuncts, rewrite
 from paimon_index.table.files import FILE_PATH_COLUMN, METADATA_COLUMNS, ROW_INDEX_COLUMN
 
 if TYPE_CHECKING:
@@ -115,6 +115,10 @@ class _Target:
     @property
     def names(self) -> list[str]:
         return [f.name for f in self.schema.fields]
+
+    @property
+    def lower_names(self) -> frozenset[str]:
+        return frozenset(n.lower() for n in self.names)
 
     def column(self, name: str, what: str) -> str:
         """The table's spelling of column ``name`` (case-insensitive, as Spark resolves it)."""
@@ -338,7 +342,8 @@ def _delete(catalog: Catalog, statement: exp.Delete, node: exp.Table, name: Tabl
     def build(pinned: DataFrame) -> tuple[DataFrame | None, DataFrame | None]:
         return _selected(catalog, node, pinned, _metadata(alias), where), None
 
-    jobs.change_matched(catalog.spark, name.identifier, build, operation="delete", **_where(catalog))
+    jobs.change_matched(catalog.spark, name.identifier, build, operation="delete",
+                        prune=own_conjuncts(where, alias, target.lower_names), **_where(catalog))
 
 
 def _assignments(target: _Target, items: list[exp.Expr], what: str) -> dict[str, exp.Expr]:
@@ -379,7 +384,8 @@ def _update(catalog: Catalog, statement: exp.Update, node: exp.Table, name: Tabl
         matched = _selected(catalog, node, pinned, [*values, *_metadata(alias)], where)
         return matched.select(*METADATA_COLUMNS), _store_assigned(matched.select(*value_names), target)
 
-    jobs.change_matched(catalog.spark, name.identifier, build, operation="update", **_where(catalog))
+    jobs.change_matched(catalog.spark, name.identifier, build, operation="update",
+                        prune=own_conjuncts(where, alias, target.lower_names), **_where(catalog))
 
 
 # ------------------------------------------------------------------------------------------------

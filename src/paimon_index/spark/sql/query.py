@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from paimon_index.spark.sql.names import Catalog
     from paimon_index.table.api import Table
 
-__all__ = ["Reference", "Rewritten", "explain", "rewrite", "run"]
+__all__ = ["Reference", "Rewritten", "explain", "own_conjuncts", "rewrite", "run"]
 
 #: Functions whose value differs between two evaluations: a conjunct with one is never pushed
 #: (the read would evaluate it apart from the statement).
@@ -238,6 +238,19 @@ def _unqualified_text(conjunct: exp.Expr) -> str:
     for col in copy.find_all(exp.Column):
         col.set("table", None)
     return copy.sql(dialect="spark")
+
+
+def own_conjuncts(condition: exp.Expr | None, alias: str, columns: frozenset[str]) -> str | None:
+    """The conjuncts of a single-table statement's condition (DELETE / UPDATE ``WHERE``) that read
+    the table's own columns only (``columns``, lower case; qualified by ``alias`` or not), as one
+    Spark SQL condition every row the statement takes meets (None: no such conjunct)."""
+    texts: list[str] = []
+    for conjunct in _conjuncts(condition):
+        if _pushable(conjunct, alias, columns, frozenset(), frozenset()):
+            text = _unqualified_text(conjunct)
+            if text not in texts:
+                texts.append(text)
+    return " AND ".join(f"({t})" for t in texts) if texts else None
 
 
 def _pushed(table: exp.Table, alias: str, columns: frozenset[str],
