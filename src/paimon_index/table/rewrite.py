@@ -69,15 +69,15 @@ refuses compact increments (``_reject_compact_increment``), hence the plain dele
 Deletion vectors are keyed by data-file name in the DV index manifest, which this commit does not
 touch; the file keeps its name, so its vector keeps applying.
 
-pypaimon internals used (our upgrade surface): ``table.copy({"scan.snapshot-id": ...})``,
-``new_read_builder().new_scan().plan_for_write().splits()`` (``partition.values``, ``bucket``,
-``files``), ``DataFileMeta`` (``file_name``, ``file_path``, ``schema_id``, ``extra_files``,
-``embedded_index``, ``level``), ``table.table_schema.fields`` / ``table.schema_manager.get_schema(id)``
-(``DataField.id/name/type``), ``PyarrowFieldParser.from_paimon_schema``, ``table.file_io.exists`` /
-``new_output_stream``, ``ManifestListManager(table).read_all(snapshot)`` and
-``ManifestFileManager(table).read(name, filter)`` (``ManifestEntry.kind/partition/bucket/file``,
-``ManifestFileMeta.num_deleted_files``), ``CommitMessage(partition, bucket, new_files,
-deleted_files)`` and the batch committer.
+pypaimon internals used (our upgrade surface): ``table.copy_without_time_travel({"scan.snapshot-id":
+...})`` (``paimon.pinned_current``), ``new_read_builder().new_scan().plan_for_write().splits()``
+(``partition.values``, ``bucket``, ``files``), ``DataFileMeta`` (``file_name``, ``file_path``,
+``schema_id``, ``extra_files``, ``embedded_index``, ``level``), ``table.table_schema.fields`` /
+``table.schema_manager.get_schema(id)`` (``DataField.id/name/type``),
+``PyarrowFieldParser.from_paimon_schema``, ``table.file_io.exists`` / ``new_output_stream``,
+``ManifestListManager(table).read_all(snapshot)`` and ``ManifestFileManager(table).read(name, filter)``
+(``ManifestEntry.kind/partition/bucket/file``, ``ManifestFileMeta.num_deleted_files``),
+``CommitMessage(partition, bucket, new_files, deleted_files)`` and the batch committer.
 """
 
 from __future__ import annotations

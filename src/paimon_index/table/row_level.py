@@ -33,7 +33,8 @@ files already written are orphans, as after a failed Paimon job).
 
 pypaimon internals used: ``IndexFileHandler(table).scan(snapshot)``, ``CommitMessage`` (partition
 tuple, bucket, new_files, index_adds, index_deletes), ``table.path_factory().index_path()``,
-``table.copy({"scan.snapshot-id": ...})`` to read a pinned snapshot.
+``table.copy_without_time_travel({"scan.snapshot-id": ...})`` (``paimon.pinned_current``) to read
+the pinned snapshot under the current schema.
 """
 
 from __future__ import annotations
