@@ -123,6 +123,12 @@ def test_errors_are_project_errors_naming_what(tmp_path: Path, table: paimon_ind
         paimon_index.open_table(str(tmp_path), "db.missing")
     with pytest.raises(TableExistsError, match="exists already"):
         paimon_index.create_table(str(tmp_path), "db.t", SCHEMA)
+    # a bare string would be one column per letter (before: TableError "'NoneType' object is not
+    # iterable" for None, "no column 'i'" for "id")
+    with pytest.raises(InvalidOptionError, match=r"primary_keys must be a list .* \(write \['id'\]\)"):
+        paimon_index.create_table(str(tmp_path), "db.s", SCHEMA, primary_keys="id")
+    assert paimon_index.create_table(str(tmp_path), "db.n", SCHEMA, primary_keys=None,
+                                     partition_keys=None).paimon_table.primary_keys == []
     with pytest.raises(DataError, match="no column 'score'"):
         table.write(pa.table({"id": [1], "tag": ["a"], "dt": ["x"]}))
     with pytest.raises(DataError, match="do not fit"):

@@ -329,11 +329,6 @@ def _deleted_frame(spark: SparkSession, batch: Sequence[FilePlan]) -> DataFrame:
     return _parquet(spark, schema, [_words_file(words)])
 
 
-#: URI schemes (lower case) whose files Spark's Hadoop file systems read, per session (one JVM
-#: lookup per scheme).
-_SCHEMES_READ: dict[tuple[int, str], bool] = {}
-
-
 def _unreadable_store(spark: SparkSession, files: Sequence[FilePlan]) -> str | None:
     """Why Spark's Parquet reader cannot open these data files (None: it can): a URI scheme
     (``s3://``, ``oss://``) no Hadoop file system of the session serves. pypaimon's file IO, which
@@ -341,11 +336,9 @@ def _unreadable_store(spark: SparkSession, files: Sequence[FilePlan]) -> str | N
     Through Spark Connect the server's file systems are unknown here: any scheme but local files
     is left to the source."""
     schemes = {urlsplit(f.path).scheme.lower() for f in files}
-    for scheme in sorted(schemes - {"", "file"}):
-        key = (id(spark), scheme)
-        if key not in _SCHEMES_READ:
-            _SCHEMES_READ[key] = not _connect.is_connect(spark) and _hadoop_serves(spark, scheme)
-        if not _SCHEMES_READ[key]:
+    for scheme in sorted(schemes - {"", "file"}):  # one JVM lookup per scheme and read: not cached,
+        # as the session (and its Hadoop configuration) may be another one next time
+        if _connect.is_connect(spark) or not _hadoop_serves(spark, scheme):
             return (f"data files on {scheme}://, which no Hadoop file system of this Spark session reads "
                     "(the paimon_index source reads them through pypaimon's file IO)")
     return None

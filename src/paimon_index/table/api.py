@@ -106,15 +106,26 @@ def commit_result(table: Any, operation: str, snapshot_id: int | None, rows: int
     return CommitResult(operation, snapshot_id, rows, added, removed)
 
 
+def _column_list(names: Iterable[str] | None, argument: str) -> list[str]:
+    """``names`` as a list of column names; a bare string is refused (``list("id")`` would be two
+    one-letter columns)."""
+    if names is None:
+        return []
+    if isinstance(names, str):
+        raise InvalidOptionError(f"{argument} must be a list of column names, got the string {names!r} "
+                                 f"(write [{names!r}])")
+    return [str(n) for n in names]
+
+
 def create_table(warehouse: str, identifier: str, schema: pa.Schema | Any, *,
-                 partition_keys: Iterable[str] = (), primary_keys: Iterable[str] = (),
+                 partition_keys: Iterable[str] | None = (), primary_keys: Iterable[str] | None = (),
                  options: Mapping[str, str] | None = None,
                  catalog_options: Mapping[str, str] | None = None) -> Table:
     """Create table ``identifier`` ("database.table") in ``warehouse`` and open it.
 
     Args:
         schema: an Arrow schema (or what :func:`paimon_index.table.catalog.create_table` accepts).
-        partition_keys, primary_keys: column names.
+        partition_keys, primary_keys: column names (None: none).
         options: Paimon table options (``bucket``, ``deletion-vectors.enabled``, ``file-index.*`` ...).
         catalog_options: options of the catalog (beyond the warehouse path).
 
@@ -124,9 +135,11 @@ def create_table(warehouse: str, identifier: str, schema: pa.Schema | Any, *,
     """
     from paimon_index.table.paimon import TableAlreadyExistException
 
+    partitions = _column_list(partition_keys, "partition_keys")
+    keys = _column_list(primary_keys, "primary_keys")
     try:
-        _catalog.create_table(str(warehouse), identifier, schema, partition_keys=list(partition_keys),
-                              primary_keys=list(primary_keys), options=dict(options or {}),
+        _catalog.create_table(str(warehouse), identifier, schema, partition_keys=partitions,
+                              primary_keys=keys, options=dict(options or {}),
                               catalog_options=catalog_options)
     except PaimonIndexError:
         raise
