@@ -411,13 +411,8 @@ class Table:
                                      f"got {limit!r}")
         topn = TopN(tuple(orders), limit, strict=False) if orders and limit is not None and use_index \
             else None
-        try:
-            rows, report = self._read(table, predicate, schema, topn=topn, use_index=use_index)
-        except FileNotFoundError as e:  # a listed file is gone (by hand, or an expiry meanwhile)
-            from paimon_index.table.files import missing_file_error
-
-            what = f"read of {self.identifier} (snapshot {snapshot_id or self.snapshot_id})"
-            raise missing_file_error(what, e) from e
+        what = f"read of {self.identifier} (snapshot {snapshot_id or self.snapshot_id})"
+        rows, report = self._read(table, predicate, schema, topn=topn, use_index=use_index, what=what)
         self.last_scan_report = report
         if rows.num_columns == 0:
             rows = schema.empty_table()
@@ -428,18 +423,25 @@ class Table:
         return rows.select(wanted) if wanted is not None else rows
 
     def _read(self, table: Any, predicate: Predicate | str, schema: pa.Schema, *, topn: TopN | None,
-              use_index: bool) -> tuple[pa.Table, ScanReport]:
-        if latest_snapshot(table) is None:
-            return schema.empty_table(), ScanReport()
-        if self.is_primary_key_table:
-            from paimon_index.table.pk import dv_mode, read_primary_key
+              use_index: bool, what: str) -> tuple[pa.Table, ScanReport]:
+        """The rows of ``table`` (pinned or not) matching ``predicate``; ``what`` names the read in
+        the error for a listed file that is gone (by hand, or an expiry meanwhile)."""
+        try:
+            if latest_snapshot(table) is None:
+                return schema.empty_table(), ScanReport()
+            if self.is_primary_key_table:
+                from paimon_index.table.pk import dv_mode, read_primary_key
 
-            if not dv_mode(table):
-                return _merged_read(table, predicate)
-            return read_primary_key(table, predicate)
-        from paimon_index.table.read import read_arrow
+                if not dv_mode(table):
+                    return _merged_read(table, predicate)
+                return read_primary_key(table, predicate)
+            from paimon_index.table.read import read_arrow
 
-        return read_arrow(table, predicate, use_index=use_index, topn=topn)
+            return read_arrow(table, predicate, use_index=use_index, topn=topn)
+        except FileNotFoundError as e:
+            from paimon_index.table.files import missing_file_error
+
+            raise missing_file_error(what, e) from e
 
     def count(self, where: Predicate | str | None = None, *, use_index: bool = True) -> int:
         """``SELECT count(*) ... WHERE where`` on the latest snapshot, from the indexes where they
@@ -538,12 +540,8 @@ class _ArrowKeyedRows:
         # and values name the current columns, and a schema change commits no snapshot.
         table = self.table
         pinned = pinned_current(table.paimon_table, snapshot_id)
-        try:
-            return table._read(pinned, where, table.schema, topn=None, use_index=True)[0]
-        except FileNotFoundError as e:
-            from paimon_index.table.files import missing_file_error
-
-            raise missing_file_error(f"change of {table.identifier} (snapshot {snapshot_id})", e) from e
+        return table._read(pinned, where, table.schema, topn=None, use_index=True,
+                           what=f"change of {table.identifier} (snapshot {snapshot_id})")[0]
 
     def deleted(self, rows: pa.Table) -> pa.Table:
         from paimon_index.table.pk.upsert import DELETE_KIND, ROW_KIND_COLUMN

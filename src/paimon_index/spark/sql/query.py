@@ -244,13 +244,20 @@ def own_conjuncts(condition: exp.Expr | None, alias: str, columns: frozenset[str
     """The conjuncts of a single-table statement's condition (DELETE / UPDATE ``WHERE``) that read
     the table's own columns only (``columns``, lower case; qualified by ``alias`` or not), as one
     Spark SQL condition every row the statement takes meets (None: no such conjunct)."""
+    texts = _pushable_texts(_conjuncts(condition), alias, columns, frozenset(), frozenset())
+    return " AND ".join(f"({t})" for t in texts) if texts else None
+
+
+def _pushable_texts(candidates: list[exp.Expr], alias: str, columns: frozenset[str],
+                    others: frozenset[str] | None, aliases: frozenset[str]) -> list[str]:
+    """The distinct unqualified texts of the ``candidates`` that are :func:`_pushable`, in order."""
     texts: list[str] = []
-    for conjunct in _conjuncts(condition):
-        if _pushable(conjunct, alias, columns, frozenset(), frozenset()):
+    for conjunct in candidates:
+        if _pushable(conjunct, alias, columns, others, aliases):
             text = _unqualified_text(conjunct)
             if text not in texts:
                 texts.append(text)
-    return " AND ".join(f"({t})" for t in texts) if texts else None
+    return texts
 
 
 def _pushed(table: exp.Table, alias: str, columns: frozenset[str],
@@ -286,13 +293,7 @@ def _pushed(table: exp.Table, alias: str, columns: frozenset[str],
         side, kind = (own.side or "").upper(), (own.kind or "").upper()
         if side in ("", "LEFT") and kind in ("", "INNER", "CROSS", "OUTER", "SEMI", "ANTI"):
             candidates += _conjuncts(own.args.get("on"))
-    texts: list[str] = []
-    for conjunct in candidates:
-        if _pushable(conjunct, alias, columns, others, aliases):
-            text = _unqualified_text(conjunct)
-            if text not in texts:
-                texts.append(text)
-    return texts
+    return _pushable_texts(candidates, alias, columns, others, aliases)
 
 
 # ------------------------------------------------------------------------------------------------
