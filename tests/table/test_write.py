@@ -182,33 +182,81 @@ def test_row_groups_follow_the_block_size_and_java_reads_them_with_their_statist
     assert point["data_files_planned"] == 1
 
 
-def _dictionary_page_bytes(table) -> int:
-    """Compressed bytes of the ``id`` column's dictionary page(s) in the table's files."""
-    total = 0
-    for f in data_files(table):
-        meta = pq.ParquetFile(f.file_path).metadata
-        for g in range(meta.num_row_groups):
-            column = meta.row_group(g).column(0)
-            assert column.path_in_schema == "id"
-            if column.has_dictionary_page:
-                total += column.data_page_offset - column.dictionary_page_offset
-    return total
+def _dictionary_encoded(warehouse: Path, table: str) -> dict[str, bool]:
+    """Per column of a table's (one) data file: does its first row group have a dictionary page."""
+    (path,) = [p for p in (warehouse / "db.db" / table).rglob("data-*.parquet")]
+    group = pq.ParquetFile(path).metadata.row_group(0)
+    return {group.column(i).path_in_schema: group.column(i).has_dictionary_page for i in range(group.num_columns)}
 
 
-def test_dictionary_pages_are_capped(tmp_path: Path) -> None:
+def _layout_rows(n: int) -> pa.Table:
+    rng = np.random.default_rng(7)
+    return pa.table({
+        "id": pa.array(np.arange(n, dtype=np.int64)),                          # unique
+        "status": pa.array(np.array(["NEW", "PAID", "SHIPPED"])[rng.integers(0, 3, n)]),  # 3 values
+        "amount": pa.array(rng.integers(0, 10_001, n) / 100.0),                # ~10,000 doubles
+        "customer": pa.array(rng.integers(0, 100_000, n), pa.int64()),         # most values once
+        "note": pa.array([f"note number {i % 9_973}" for i in range(n)]),      # ~10,000 strings
+        "flag": pa.array(rng.integers(0, 2, n) == 1),                          # booleans
+        "code": pa.array(rng.integers(0, 50, n), pa.int32()),                   # 50 ints
+    })
+
+
+def test_dictionaries_where_javas_writer_would_use_them(tmp_path: Path) -> None:
+    """Each column is dictionary-encoded exactly when Java's Parquet writer, given the same rows,
+    dictionary-encodes it (pyarrow alone would dictionary-encode every column until its dictionary
+    fills, then fall back to plain pages in the same chunk: slow for Spark's vectorized reader)."""
+    import json
+
+    from javaoracle import java_oracle
     from paimon_index.table.catalog import create_table
 
-    data = orders(60_000, 4)  # 60,000 unique ids: a 480 KB dictionary if nothing stops it
-    capped = create_table(str(tmp_path), "db.capped", data.schema, options=OPTIONS)
-    wide = create_table(str(tmp_path), "db.wide", data.schema,
-                        options={**OPTIONS, "parquet.dictionary.page.size": str(1024 * 1024)})
-    for table in (capped, wide):
-        write_arrow(table, data)
-    # Compressed sizes (sequential ids compress well): the capped dictionary stops at 64 KiB of
-    # values (8,192 ids), the other holds all 60,000.
-    assert 4 * _dictionary_page_bytes(capped) < _dictionary_page_bytes(wide)
-    assert capped.new_read_builder().new_read().to_arrow(
-        capped.new_read_builder().new_scan().plan().splits()).sort_by("id").equals(data)
+    data = _layout_rows(30_000)
+    ours = create_table(str(tmp_path), "db.ours", data.schema, options={"bucket": "-1"})
+    write_arrow(ours, data)
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps(r) + "\n" for r in data.to_pylist()))
+    java_oracle().batch([{"cmd": "write", "warehouse": str(tmp_path), "table": "db.java", "jsonl": str(rows),
+                          "schema": "id BIGINT, status STRING, amount DOUBLE, customer BIGINT, note STRING, "
+                                    "flag BOOLEAN, code INT", "options": "bucket=-1"}])
+    java = _dictionary_encoded(tmp_path, "java")
+    assert java == {"id": False, "status": True, "amount": True, "customer": False, "note": True,
+                    "flag": False, "code": True}  # the reference itself, so a Java change shows here
+    assert _dictionary_encoded(tmp_path, "ours") == java
+    assert ours.new_read_builder().new_read().to_arrow(
+        ours.new_read_builder().new_scan().plan().splits()).sort_by("id").equals(data)
+
+
+def test_dictionary_options_are_honoured(tmp_path: Path) -> None:
+    from paimon_index.table.catalog import create_table
+
+    # 15,000 distinct 100-byte strings, each twice: a dictionary pays (ids are 2 bytes a row against
+    # 104 plain), and it reaches 1.5 MB: past Java's 1 MiB page limit, and far past 64 KiB.
+    n = 30_000
+    data = pa.table({"id": pa.array(np.arange(n, dtype=np.int64)),
+                     "text": pa.array([f"{i % 15_000:0100d}" for i in range(n)])})
+
+    def dictionary_bytes(table) -> int:
+        total = 0
+        for f in data_files(table):
+            meta = pq.ParquetFile(f.file_path).metadata
+            for g in range(meta.num_row_groups):
+                column = meta.row_group(g).column(1)
+                if column.has_dictionary_page:
+                    total += column.data_page_offset - column.dictionary_page_offset
+        return total
+
+    tables = {}
+    for name, extra in {"default": {}, "small": {"parquet.dictionary.page.size": str(64 * 1024)},
+                        "off": {"parquet.enable.dictionary": "FALSE"}}.items():
+        tables[name] = create_table(str(tmp_path), f"db.{name}", data.schema,
+                                    options={"bucket": "-1", "file.block-size": "64mb", **extra})
+        write_arrow(tables[name], data)
+    assert dictionary_bytes(tables["off"]) == 0
+    assert 0 < 4 * dictionary_bytes(tables["small"]) < dictionary_bytes(tables["default"])
+    for table in tables.values():
+        assert table.new_read_builder().new_read().to_arrow(
+            table.new_read_builder().new_scan().plan().splits()).sort_by("id").equals(data)
 
 
 @pytest.mark.parametrize("options, message", [
@@ -216,6 +264,7 @@ def test_dictionary_pages_are_capped(tmp_path: Path) -> None:
     ({"parquet.block.size": "128mb"}, "parquet.block.size: expected an integer"),
     ({"parquet.block.size": "0"}, r"parquet.block.size: 0 outside"),
     ({"parquet.dictionary.page.size": "64kb"}, "parquet.dictionary.page.size: expected an integer"),
+    ({"parquet.enable.dictionary": "yes"}, "parquet.enable.dictionary: expected true or false"),
 ])
 def test_a_bad_block_size_is_refused_at_create(tmp_path: Path, options: dict[str, str], message: str) -> None:
     from paimon_index.table.catalog import create_table

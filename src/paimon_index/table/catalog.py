@@ -112,6 +112,8 @@ FILE_BLOCK_SIZE = "file.block-size"
 PARQUET_BLOCK_SIZE = "parquet.block.size"
 #: The Parquet writer's dictionary page limit (bytes): past it a column chunk falls back to plain pages.
 PARQUET_DICTIONARY_PAGE_SIZE = "parquet.dictionary.page.size"
+#: The Parquet writer's switch for dictionary encoding (``false``: every column plain).
+PARQUET_ENABLE_DICTIONARY = "parquet.enable.dictionary"
 _MAX_LONG = 2**63 - 1
 _MAX_INT = 2**31 - 1
 #: Write options of ours -> value checker.
@@ -119,15 +121,16 @@ WRITE_OPTIONS: dict[str, Callable[[str, str], int]] = {
     FILE_BLOCK_SIZE: parse_memory_size,
     PARQUET_BLOCK_SIZE: lambda text, key: parse_int(text, key, maximum=_MAX_LONG),
     PARQUET_DICTIONARY_PAGE_SIZE: lambda text, key: parse_int(text, key, maximum=_MAX_INT),
+    PARQUET_ENABLE_DICTIONARY: parse_bool,
 }
 #: Our default row group size when neither key is set (Java's is 128 MB). Smaller, so that a
 #: selective range / bitmap query on a clustered column reads a fraction of a file: measured by
 #: benchmarks/row_groups.py, see docs/read-path.md#performance.
 DEFAULT_ROW_GROUP_BYTES = 4 * 1024 * 1024
-#: Our default dictionary page limit (Java's is 1 MB, but Java also drops a dictionary that does not
-#: shrink the column; pyarrow does not, so a unique column stays dictionary-encoded up to the limit:
-#: files 20% larger at 1 MB, and more with more row groups).
-DEFAULT_DICTIONARY_PAGE_BYTES = 64 * 1024
+#: The dictionary page limit when ``parquet.dictionary.page.size`` is not set: Java's. (It was 64 KiB
+#: while pyarrow dictionary-encoded unique columns; now only columns where a dictionary pays get one,
+#: see :mod:`~paimon_index.table.parquet_layout`.)
+DEFAULT_DICTIONARY_PAGE_BYTES = 1024 * 1024
 #: A first key segment this close (difflib ratio) to a validated prefix is taken for a typo of it.
 #: No key Paimon defines comes closer than 0.72 (``full-text-index``, ``file-io``).
 PREFIX_TYPO_CUTOFF = 0.8
@@ -553,6 +556,14 @@ def dictionary_page_bytes(options: Mapping[str, str]) -> int:
         return WRITE_OPTIONS[PARQUET_DICTIONARY_PAGE_SIZE](str(options[PARQUET_DICTIONARY_PAGE_SIZE]),
                                                            PARQUET_DICTIONARY_PAGE_SIZE)
     return DEFAULT_DICTIONARY_PAGE_BYTES
+
+
+def dictionaries_enabled(options: Mapping[str, str]) -> bool:
+    """``parquet.enable.dictionary`` (default true, as Java's Parquet writer)."""
+    if PARQUET_ENABLE_DICTIONARY in options:
+        return bool(WRITE_OPTIONS[PARQUET_ENABLE_DICTIONARY](str(options[PARQUET_ENABLE_DICTIONARY]),
+                                                             PARQUET_ENABLE_DICTIONARY))
+    return True
 
 
 def _check_keys_exist(kind: str, keys: Iterable[str], columns: Mapping[str, object]) -> None:

@@ -18,17 +18,9 @@
    (an append may retry on newer snapshots; an overwrite is exact). If anything fails, nothing is
    committed, the files written are deleted and the table's latest snapshot is unchanged.
 
-**Row groups.** pypaimon hands every data file to ``pyarrow.parquet.write_table`` with Arrow's
-default of 1Mi rows per row group, so a file of a few hundred thousand rows is one row group and a
-selective query cannot skip any part of it. :func:`new_table_write` gives each of pypaimon's data
-writers a file IO whose ``write_parquet`` sets ``row_group_size`` (rows) from the table's block size
-(:func:`~paimon_index.table.catalog.row_group_bytes`: ``file.block-size`` / ``parquet.block.size``,
-4 MiB by default) divided by the Arrow size of the file's rows per row. Java measures its block
-against the encoded bytes it buffers, so the same setting gives Java larger row groups than ours;
-either reader reads any row group layout. It also caps dictionary pages
-(``parquet.dictionary.page.size``, 64 KiB by default): pyarrow keeps a column dictionary-encoded
-until its dictionary reaches the cap even when that is larger than plain pages (Java drops such a
-dictionary), which made unique columns such as ids larger, the more so with more row groups.
+**Parquet layout.** Every data writer's file IO is wrapped (:func:`new_table_write`) so that its
+files get row groups of the table's block size, dictionaries only on columns where they pay (as
+Java's writer decides) and Java's dictionary page limit: :mod:`paimon_index.table.parquet_layout`.
 
 pypaimon internals used (our upgrade surface): ``TableWrite.file_store_write._create_data_writer``
 (wrapped per write) and ``DataWriter.file_io.write_parquet(path, data, compression, zstd_level,
@@ -52,22 +44,18 @@ import pyarrow as pa
 from paimon_index.errors import DataError, PaimonIndexError
 from paimon_index.fileindex.builder import build_file_index
 from paimon_index.fileindex.options import FileIndexOptions
-from paimon_index.table.catalog import dictionary_page_bytes, row_group_bytes
+from paimon_index.table.catalog import dictionaries_enabled, dictionary_page_bytes, row_group_bytes
 from paimon_index.table.fileio import TableIO
 from paimon_index.table.files import INDEX_FILE_SUFFIX
 from paimon_index.table.paimon import PaimonTable, table_options, vectorize_key_value_write
+from paimon_index.table.parquet_layout import LayoutParquetIO
 from paimon_index.table.schemas import read_schema
 from paimon_index.table.stats import attach_value_stats
 from paimon_index.types import DataType
 
 __all__ = ["INDEX_FILE_SUFFIX", "attach_file_indexes", "conform", "file_container", "new_table_write",
-           "rows_per_row_group", "store_container", "write_arrow",
+           "store_container", "write_arrow",
            "write_files", "write_with", "writing"]
-
-#: Fewest rows in a row group, whatever the block size: every row group costs a footer entry and
-#: column chunk headers per column, and a reader's seek per column.
-MIN_ROW_GROUP_ROWS = 4096
-
 
 def attach_file_indexes(table: PaimonTable, messages: list[Any],
                         options: FileIndexOptions | Mapping[str, str] | None = None,
@@ -152,37 +140,8 @@ def _attach(table: PaimonTable, meta: Any, options: FileIndexOptions, schema: Ma
     meta.embedded_index, meta.extra_files = stored.embedded_index, stored.extra_files
 
 
-def rows_per_row_group(data: pa.Table, block_bytes: int) -> int:
-    """Rows of ``data`` per Parquet row group so that one holds about ``block_bytes`` (Arrow size)."""
-    if data.num_rows == 0 or data.nbytes == 0:
-        return MIN_ROW_GROUP_ROWS
-    return max(MIN_ROW_GROUP_ROWS, int(block_bytes * data.num_rows // data.nbytes))
-
-
-class _SizedParquetIO:
-    """A pypaimon data writer's file IO whose Parquet files get row groups of ``block_bytes`` and
-    dictionary pages of at most ``dictionary_bytes``.
-
-    Everything but ``write_parquet`` goes to the table's own file IO unchanged.
-    """
-
-    def __init__(self, inner: Any, block_bytes: int, dictionary_bytes: int) -> None:
-        self._inner = inner
-        self._block_bytes = block_bytes
-        self._dictionary_bytes = dictionary_bytes
-
-    def write_parquet(self, path: str, data: pa.Table, compression: str = "zstd", zstd_level: int = 1,
-                      **kwargs: Any) -> Any:
-        kwargs.setdefault("row_group_size", rows_per_row_group(data, self._block_bytes))
-        kwargs.setdefault("dictionary_pagesize_limit", self._dictionary_bytes)
-        return self._inner.write_parquet(path, data, compression, zstd_level, **kwargs)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-
 def new_table_write(table: PaimonTable) -> Any:
-    """pypaimon's batch table write, its Parquet row groups sized by the table's block size.
+    """pypaimon's batch table write, its Parquet files laid out by :mod:`~paimon_index.table.parquet_layout`.
 
     Every writer of new data files (``write_files``, the Spark writer, the key-value writer of
     upserts and compaction) takes its table write from here.
@@ -192,10 +151,11 @@ def new_table_write(table: PaimonTable) -> Any:
     create = store._create_data_writer
     options = table_options(table)
     block, dictionary = row_group_bytes(options), dictionary_page_bytes(options)
+    dictionaries = dictionaries_enabled(options)
 
     def sized(*args: Any, **kwargs: Any) -> Any:
         data_writer = create(*args, **kwargs)
-        data_writer.file_io = _SizedParquetIO(data_writer.file_io, block, dictionary)
+        data_writer.file_io = LayoutParquetIO(data_writer.file_io, block, dictionary, dictionaries)
         return data_writer
 
     store._create_data_writer = sized
