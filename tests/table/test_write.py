@@ -186,7 +186,8 @@ def _dictionary_encoded(warehouse: Path, table: str) -> dict[str, bool]:
     """Per column of a table's (one) data file: does its first row group have a dictionary page."""
     (path,) = [p for p in (warehouse / "db.db" / table).rglob("data-*.parquet")]
     group = pq.ParquetFile(path).metadata.row_group(0)
-    return {group.column(i).path_in_schema: group.column(i).has_dictionary_page for i in range(group.num_columns)}
+    columns = [group.column(i) for i in range(group.num_columns)]
+    return {c.path_in_schema: c.has_dictionary_page for c in columns}
 
 
 def _layout_rows(n: int) -> pa.Table:
