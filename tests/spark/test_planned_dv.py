@@ -185,3 +185,45 @@ def test_primary_key_after_upserts(spark: Any, tmp_path: Path, monkeypatch: pyte
     assert len(got) == len(keys)
     own = t.read()
     assert got == dict(zip(own["id"].to_pylist(), own["s"].to_pylist(), strict=True))
+
+
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_only_the_deleted_rows_the_index_kept_are_dropped(spark: Any, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch, path: str) -> None:
+    """A selective read of a primary-key table after a random upsert: Spark's filter rejects every
+    row the bitmap did not keep, so only the deleted rows among the kept ones are dropped -- a few
+    positions instead of every file's vector of hundreds of runs (no join by default)."""
+    root = str(tmp_path / "pk")
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("c", pa.string()), ("r", pa.int32())])
+    t = paimon_index.create_table(root, "db.pk", schema, primary_keys=["id"],
+                                  options={"bucket": "2", "deletion-vectors.enabled": "true",
+                                           "file-index.bitmap.columns": "c"})
+    keys = np.arange(8_000, dtype=np.int64)
+    rare = np.array(["common", "rare"])
+    t.upsert(pa.table({"id": keys, "c": rare[(keys % 97 == 0).astype(int)],
+                       "r": (keys % 100).astype(np.int32)}, schema=schema))
+    rng = np.random.default_rng(5)
+    changed = np.sort(rng.choice(keys, len(keys) // 10, replace=False))  # 10%: old versions deleted
+    t.upsert(pa.table({"id": changed, "c": rare[(changed % 89 == 0).astype(int)],
+                       "r": (changed % 7).astype(np.int32)}, schema=schema))
+    where = "c = 'rare'"
+    if path == "ranges":  # the default rule: the kept deletes are few runs
+        monkeypatch.undo()
+    else:
+        monkeypatch.setattr(planned_module, "_RANGE_RUNS", PATHS[path])
+    read = jobs.read_planned(spark, "db.pk", where, warehouse=root, small_read_bytes=0)
+    vectors = [f for f in read.plan.files if f.deleted is not None]
+    assert vectors and sum(len(f.deleted) for f in vectors) >= 400
+    for f in vectors:
+        assert f.kept_deleted is not None
+        rows = pq.ParquetFile(f.path).read(columns=["c"])["c"].to_numpy(zero_copy_only=False)
+        assert f.kept_deleted.tolist() == np.intersect1d(np.flatnonzero(rows == "rare"), f.deleted).tolist()
+    assert 0 < sum(len(f.kept_deleted) for f in vectors if f.kept_deleted is not None) <= 16
+    text = read.dataframe._jdf.queryExecution().executedPlan().toString()
+    assert ("LeftOuter" in text) == (path == "words")
+    names = read.dataframe.columns
+    expected = _reference(spark, read.plan.files, names, tmp_path / path).filter(where)
+    assert _rows(read.dataframe) == _rows(expected)
+    own = t.read()
+    assert sorted(r["id"] for r in read.dataframe.collect()) == \
+        sorted(i for i, c in zip(own["id"].to_pylist(), own["c"].to_pylist(), strict=True) if c == "rare")

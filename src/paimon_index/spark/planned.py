@@ -20,7 +20,9 @@ What runs where:
    the deleted runs when there are a few, else a broadcast join with 64-row words of deleted bits
    that Spark reads from a Parquet file, so no task carries the vector); files without one, or
    whose vector deletes none of the rows the indexes kept (``FilePlan.deletion_needed``: Spark's
-   filter then never meets a deleted row), are read with neither. Row selections of the indexes
+   filter then never meets a deleted row), are read with neither. Where the indexes kept rows, only
+   the deleted rows among them are dropped (``FilePlan.kept_deleted``): Spark's filter rejects every
+   other row anyway. Row selections of the indexes
    are *not* joined in: Spark's filter is exact anyway, and a semi join cannot make the Parquet
    reader skip a page (``docs/read-path.md``); they only decide which files are read. FLOAT/DOUBLE
    columns are kept out of Spark's Parquet filter pushdown (:func:`_shield_floats`). A TopN
@@ -251,6 +253,14 @@ def _key_batches(files: Sequence[FilePlan]) -> list[list[FilePlan]]:
     return batches
 
 
+def _dropped(f: FilePlan) -> np.ndarray:
+    """The positions a read of ``f`` that applies the query's own filter drops: the deleted rows the
+    indexes kept, else the whole vector."""
+    dropped = f.kept_deleted if f.kept_deleted is not None else f.deleted
+    assert dropped is not None
+    return dropped
+
+
 def _sorted(deleted: np.ndarray) -> np.ndarray:
     """A vector's positions as sorted, distinct int64 (as read they already are)."""
     positions = deleted.astype(np.int64, copy=False)
@@ -300,8 +310,7 @@ def _words(batch: Sequence[FilePlan]) -> pa.Table:
     stride = _stride(batch)
     keys, words = [], []
     for ordinal, f in enumerate(batch):
-        assert f.deleted is not None
-        positions = _sorted(f.deleted)
+        positions = _sorted(_dropped(f))
         word = positions >> _WORD_SHIFT
         starts = np.flatnonzero(np.concatenate(([True], word[1:] != word[:-1])))
         # Distinct positions of one word are distinct bits: their sum is their OR.
@@ -445,8 +454,7 @@ def _live(spark: SparkSession, scanned: DataFrame, batch: Sequence[FilePlan], ex
 
     runs_of = []
     for f in batch:
-        assert f.deleted is not None
-        runs_of.append(_deleted_runs(f.deleted))  # once per file: a vector can be millions of rows
+        runs_of.append(_deleted_runs(_dropped(f)))  # once per file: a vector can be millions of rows
     if sum(len(firsts) for firsts, _ in runs_of) <= _RANGE_RUNS:
         return scanned.where(_range_filter(batch, runs_of)).select("*", *extra)
     keyed = scanned.select("*", *extra, _row_key(batch), F.col("_metadata.row_index").alias(_ROW))

@@ -19,7 +19,10 @@ index container as embedded bytes or the ``.index`` path, the deletion vector's 
 
 ``deletion_needed`` is False for a file whose vector deletes none of the rows the indexes kept: every
 row the query can match is a kept row, so a reader applying the query's own filter never returns a
-deleted row and may read the file without its vector.
+deleted row and may read the file without its vector. When it is True and the indexes kept rows,
+``kept_deleted`` holds the deleted rows among them: by the same argument all that such a reader has
+to drop (on a primary-key table after an upsert of 10% of the keys, a few thousand positions
+instead of a vector of millions).
 
 A task may get a file :meth:`FilePlan.unresolved` (only its locations: a task-sized message; the
 task reads the index and the vector itself, through the process's metadata cache).
@@ -257,6 +260,9 @@ class FilePlan:
     #: False when no row the indexes kept is deleted: a reader applying the query's own filter
     #: never meets a deleted row of this file, so it may skip the vector.
     deletion_needed: bool = True
+    #: The deleted rows among the rows the indexes kept (None: the indexes kept every row): what a
+    #: reader applying the query's own filter must drop, a subset of ``deleted``.
+    kept_deleted: np.ndarray | None = None
     #: The file's index container (embedded bytes or the ``.index`` path; None: no index).
     index: bytes | str | None = field(default=None, repr=False)
     #: Where its deletion vector is (None: the file has none).
@@ -274,7 +280,8 @@ class FilePlan:
 
     def unresolved(self) -> FilePlan:
         """This file with its locations only (what a task needs to resolve and read it itself)."""
-        return replace(self, selected=None, deleted=None, deletion_needed=True, resolved=False, exact=False)
+        return replace(self, selected=None, deleted=None, deletion_needed=True, kept_deleted=None,
+                       resolved=False, exact=False)
 
     def live_positions(self) -> np.ndarray | None:
         """The positions a reader takes: the selection, else every row minus the deleted ones (None:
@@ -548,6 +555,7 @@ def _resolve(io: TableIO, plan: FilePlan, bound: Predicate, schema: Mapping[str,
         assert vectors is not None
         deleted = vectors.deleted_positions(plan.deletion, plan.row_count)
     selected: np.ndarray | None = None
+    kept_deleted: np.ndarray | None = None
     deletion_needed = deleted is not None
     exact = bound is ALWAYS_TRUE
     topn = topn if use_index else None
@@ -573,11 +581,12 @@ def _resolve(io: TableIO, plan: FilePlan, bound: Predicate, schema: Mapping[str,
             bitmap = result.bitmap
             exact = result.exact and topn is None
             if deleted is not None and topn is None:  # TopN candidates are live rows already
-                before = len(bitmap)
-                bitmap = bitmap - BitMap(deleted.astype(np.uint32))
-                report.rows_removed_by_deletion_vectors += before - len(bitmap)
-                # Every row the query can match is a kept row: none of them is deleted.
-                deletion_needed = before != len(bitmap)
+                dropped = bitmap & BitMap(deleted.astype(np.uint32))
+                bitmap = bitmap - dropped
+                report.rows_removed_by_deletion_vectors += len(dropped)
+                # Every row the query can match is a kept row: only the deleted ones among them count.
+                deletion_needed = bool(dropped)
+                kept_deleted = bitmap_positions(dropped)
             report.rows_selected_by_index += len(bitmap)  # live rows: what a reader takes
             if not bitmap:
                 report.files_skipped_by_index += 1
@@ -588,8 +597,8 @@ def _resolve(io: TableIO, plan: FilePlan, bound: Predicate, schema: Mapping[str,
         if len(deleted) >= plan.row_count:
             report.files_skipped_by_index += 1  # every row deleted
             return None
-    return replace(plan, selected=selected, deleted=deleted, deletion_needed=deletion_needed, resolved=True,
-                   exact=exact)
+    return replace(plan, selected=selected, deleted=deleted, deletion_needed=deletion_needed,
+                   kept_deleted=kept_deleted if selected is not None else None, resolved=True, exact=exact)
 
 
 def index_answer(io: TableIO | None, plan: FilePlan, bound: Predicate, schema: Mapping[str, DataType],
