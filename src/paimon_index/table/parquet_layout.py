@@ -106,12 +106,17 @@ def _dictionary_pays(values: pa.Array) -> bool:
 
 def dictionary_columns(data: pa.Table) -> list[str]:
     """The leaf column paths of ``data`` worth a dictionary, decided on its first
-    :data:`FIRST_PAGE_VALUES` rows as Java decides it (see the module docstring)."""
+    :data:`FIRST_PAGE_VALUES` rows as Java decides it (see the module docstring). A type the
+    estimate cannot measure (a view type, half floats) keeps pyarrow's default: a dictionary."""
     first = data.slice(0, FIRST_PAGE_VALUES)
     chosen = []
     for name, column in zip(first.column_names, first.columns, strict=True):
         for path, values in _leaves(name, column.combine_chunks()):
-            if _dictionary_pays(values.slice(0, FIRST_PAGE_VALUES)):
+            try:
+                pays = _dictionary_pays(values.slice(0, FIRST_PAGE_VALUES))
+            except (pa.ArrowException, ValueError, TypeError):
+                pays = True
+            if pays:
                 chosen.append(path)
     return chosen
 
