@@ -49,7 +49,7 @@ from paimon_index.table.paimon import (
     table_options,
 )
 from paimon_index.table.pk.commit import begin, written_paths
-from paimon_index.table.pk.levels import rewrite, rewrite_merged
+from paimon_index.table.pk.levels import encoded_bytes_per_row, rewrite, rewrite_merged
 from paimon_index.table.pk.plan import (
     DEFAULT_COMPACTION_THRESHOLD,
     Bucket,
@@ -199,7 +199,8 @@ def _merge_bucket(table: Any, work: BucketWork, io: TableIO) -> BucketCompacted:
     try:
         rows = merged_bucket_rows(table, work.merged_snapshot, work.partition, work.bucket,
                                   [f.file_name for f in work.files])
-        placed = rewrite_merged(table, rows, work.partition, work.bucket, work.top)
+        placed = rewrite_merged(table, rows, work.partition, work.bucket, work.top,
+                                encoded_bytes_per_row(work.files))
         done.written += written_paths([], work.index_dir, placed)
         done.removed = [f.file_name for f in work.files]
         done.message = CommitMessage(partition=work.partition, bucket=work.bucket, new_files=placed,

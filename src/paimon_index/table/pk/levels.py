@@ -12,6 +12,12 @@ file goes to the lowest level 1 .. num-levels - 1 where no file's key range (tri
 its own. When no level is free, the bucket is rewritten: all its live rows (vectors applied) into
 the top level, vectors dropped. Rewritten rows get new sequence numbers (every key has one live
 row, so the order between versions is no longer needed).
+
+A rewrite rolls its files at ``target-file-size`` of *encoded* bytes, as Java's writer does:
+pypaimon rolls when its Arrow buffer reaches the target, 3-5x more rows than a Parquet file of that
+size holds (a full compaction of 20M rows in 4 buckets wrote 12 files where Paimon's connector
+wrote 4). The rows per file are estimated from the rewritten files' bytes per row
+(:func:`rolled_on_encoded_bytes`).
 """
 
 from __future__ import annotations
@@ -37,7 +43,38 @@ from paimon_index.table.pk.plan import (
 from paimon_index.table.schemas import read_schema
 from paimon_index.table.write import attach_file_indexes, conform, write_with, writing
 
-__all__ = ["free_level", "rewrite", "rewrite_merged", "write_at", "write_rows"]
+__all__ = ["encoded_bytes_per_row", "free_level", "rewrite", "rewrite_merged", "rolled_on_encoded_bytes",
+           "write_at", "write_rows"]
+
+#: Arrow bytes a key-value writer buffers per row besides the user's columns and the key's copy:
+#: ``_SEQUENCE_NUMBER`` (8) and ``_VALUE_KIND`` (1).
+_SYSTEM_BYTES_PER_ROW = 9
+#: The most Arrow bytes, in multiples of ``target-file-size``, a writer buffers before it rolls a
+#: file (pypaimon holds a file's rows in memory until it writes it): bounds the memory of a rewrite
+#: of rows that encode very small.
+MAX_ARROW_PER_TARGET = 8
+
+
+def rolled_on_encoded_bytes(table: Any, rows: pa.Table, encoded_bytes_per_row: float) -> Any:
+    """``table`` with pypaimon's rolling threshold (Arrow bytes of its buffer) set so that a file of
+    ``rows`` rolls at about ``target-file-size`` encoded bytes, ``encoded_bytes_per_row`` being what
+    such rows took in the files they come from (at most :data:`MAX_ARROW_PER_TARGET` x the target)."""
+    if rows.num_rows == 0 or encoded_bytes_per_row <= 0:
+        return table
+    keys = [k for k in table.trimmed_primary_keys if k in rows.column_names]
+    arrow_per_row = (rows.nbytes + sum(rows[k].nbytes for k in keys)) / rows.num_rows + _SYSTEM_BYTES_PER_ROW
+    ratio = min(arrow_per_row / encoded_bytes_per_row, MAX_ARROW_PER_TARGET)
+    if ratio <= 1:
+        return table
+    target = int(table.options.target_file_size(True))
+    return table.copy({"target-file-size": str(int(target * ratio))})
+
+
+def encoded_bytes_per_row(files: Iterable[Any]) -> float:
+    """Bytes per row of data files (their sizes over their row counts, deleted rows included)."""
+    metas = list(files)
+    rows = sum(int(m.row_count) for m in metas)
+    return sum(int(m.file_size) for m in metas) / rows if rows else 0.0
 
 
 def free_level(files: Iterable[Any], new: Any, max_level: int) -> int | None:
@@ -61,12 +98,14 @@ def write_rows(table: Any, rows: pa.Table) -> list[Any]:
         return attach_file_indexes(table, writer.prepare_commit())
 
 
-def write_at(table: Any, rows: pa.Table, partition: tuple[Any, ...], bucket: int) -> list[Any]:
+def write_at(table: Any, rows: pa.Table, partition: tuple[Any, ...], bucket: int,
+             encoded_bytes_per_row: float = 0.0) -> list[Any]:
     """Write ``rows`` (all of one partition) into ``bucket`` with pypaimon's key-value writer
     (sequence numbers, level 0), indexes attached. No bucket is assigned and no HASH index touched:
     the caller knows the bucket (a rewritten bucket; a dynamic-bucket assigner's choice). The rows
-    hold one row per key, already merged: written through :func:`~paimon_index.table.pk.plan.writable`."""
-    with writing(writable(table)) as writer:
+    hold one row per key, already merged: written through :func:`~paimon_index.table.pk.plan.writable`.
+    ``encoded_bytes_per_row`` > 0: files roll on encoded bytes (:func:`rolled_on_encoded_bytes`)."""
+    with writing(rolled_on_encoded_bytes(writable(table), rows, encoded_bytes_per_row)) as writer:
         if rows.num_rows:
             data = conform(rows, writer.table_pyarrow_schema)
             for batch in data.to_batches():
@@ -94,14 +133,22 @@ def rewrite(table: Any, dvs: BucketDvMaintainer, files: list[Any], level: int) -
         dvs.remove_deletion_vector_of(meta.file_name)
     row = dvs.partition  # pypaimon's GenericRow (or plain values)
     partition = tuple(row.values or ()) if hasattr(row, "values") else tuple(row)
-    return rewrite_merged(table, rows, partition, dvs.bucket, level), files
+    return rewrite_merged(table, rows, partition, dvs.bucket, level, encoded_bytes_per_row(files)), files
 
 
 def rewrite_merged(table: Any, rows: pa.Table, partition: tuple[Any, ...], bucket: int,
-                   level: int) -> list[Any]:
+                   level: int, encoded_bytes_per_row: float = 0.0) -> list[Any]:
     """``rows`` (one row per key, the bucket's live rows) written into ``bucket`` as new files at
-    ``level``; their metadata. No index file of the writer is kept (the bucket's keys do not change)."""
-    messages = write_at(table, rows, partition, bucket) if rows.num_rows else []
+    ``level`` (in key order: one sorted run); their metadata. No index file of the writer is kept (the
+    bucket's keys do not change).
+    ``encoded_bytes_per_row``: the rewritten files' (files then roll on encoded bytes)."""
+    if rows.num_rows:
+        # In key order: the writer rolls files off the front of its sorted buffer, so rows handed over
+        # in any other order give files whose key ranges overlap -- not a sorted run at one level
+        # (Java's writer then refuses the table: "SortedRun is not sorted").
+        keys = [k for k in table.trimmed_primary_keys if k in rows.column_names]
+        rows = rows.sort_by([(k, "ascending") for k in keys])
+    messages = write_at(table, rows, partition, bucket, encoded_bytes_per_row) if rows.num_rows else []
     index_dir = str(table.path_factory().index_path())
     io = TableIO.of(table)
     for entry in (e for m in messages for e in m.index_adds):
