@@ -598,7 +598,7 @@ def _resolve(io: TableIO, plan: FilePlan, bound: Predicate, schema: Mapping[str,
             report.files_skipped_by_index += 1  # every row deleted
             return None
     return replace(plan, selected=selected, deleted=deleted, deletion_needed=deletion_needed,
-                   kept_deleted=kept_deleted if selected is not None else None, resolved=True, exact=exact)
+                   kept_deleted=kept_deleted, resolved=True, exact=exact)
 
 
 def index_answer(io: TableIO | None, plan: FilePlan, bound: Predicate, schema: Mapping[str, DataType],

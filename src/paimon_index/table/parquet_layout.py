@@ -51,8 +51,8 @@ __all__ = ["FIRST_PAGE_VALUES", "MIN_ROW_GROUP_ROWS", "LayoutParquetIO", "dictio
 #: column chunk headers per column, and a reader's seek per column.
 MIN_ROW_GROUP_ROWS = 4096
 #: Values on the first page Java's writer decides a column's encoding on (parquet-mr's default
-#: ``parquet.page.row.count.limit``; its 1 MiB page size ends the page earlier only for values
-#: longer than ~50 bytes, where the decision comes out the same).
+#: ``parquet.page.row.count.limit``). Its 1 MiB page size ends the page earlier for values longer
+#: than ~50 bytes; this sample then holds more values than Java's first page.
 FIRST_PAGE_VALUES = 20_000
 #: Bytes of the length prefix of a plain-encoded BYTE_ARRAY value.
 _LENGTH_PREFIX_BYTES = 4

@@ -55,13 +55,18 @@ _SYSTEM_BYTES_PER_ROW = 9
 MAX_ARROW_PER_TARGET = 8
 
 
+def _key_columns(table: Any, rows: pa.Table) -> list[str]:
+    """The table's key columns (partition fields left out, as files hold the key) that ``rows`` has."""
+    return [k for k in table.trimmed_primary_keys if k in rows.column_names]
+
+
 def rolled_on_encoded_bytes(table: Any, rows: pa.Table, encoded_bytes_per_row: float) -> Any:
     """``table`` with pypaimon's rolling threshold (Arrow bytes of its buffer) set so that a file of
     ``rows`` rolls at about ``target-file-size`` encoded bytes, ``encoded_bytes_per_row`` being what
     such rows took in the files they come from (at most :data:`MAX_ARROW_PER_TARGET` x the target)."""
     if rows.num_rows == 0 or encoded_bytes_per_row <= 0:
         return table
-    keys = [k for k in table.trimmed_primary_keys if k in rows.column_names]
+    keys = _key_columns(table, rows)
     arrow_per_row = (rows.nbytes + sum(rows[k].nbytes for k in keys)) / rows.num_rows + _SYSTEM_BYTES_PER_ROW
     ratio = min(arrow_per_row / encoded_bytes_per_row, MAX_ARROW_PER_TARGET)
     if ratio <= 1:
@@ -146,8 +151,7 @@ def rewrite_merged(table: Any, rows: pa.Table, partition: tuple[Any, ...], bucke
         # In key order: the writer rolls files off the front of its sorted buffer, so rows handed over
         # in any other order give files whose key ranges overlap -- not a sorted run at one level
         # (Java's writer then refuses the table: "SortedRun is not sorted").
-        keys = [k for k in table.trimmed_primary_keys if k in rows.column_names]
-        rows = rows.sort_by([(k, "ascending") for k in keys])
+        rows = rows.sort_by([(k, "ascending") for k in _key_columns(table, rows)])
     messages = write_at(table, rows, partition, bucket, encoded_bytes_per_row) if rows.num_rows else []
     index_dir = str(table.path_factory().index_path())
     io = TableIO.of(table)
