@@ -39,12 +39,11 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from maintenance import DEFAULT_DATA, generate
-from paimon_index.table.catalog import DEFAULT_ROW_GROUP_BYTES
-from paimon_index.table.parquet_layout import dictionary_columns, rows_per_row_group
+from paimon_index.table.catalog import DEFAULT_DICTIONARY_PAGE_BYTES, DEFAULT_ROW_GROUP_BYTES
+from paimon_index.table.parquet_layout import LayoutParquetIO, rows_per_row_group
 
 LAYOUT_VERSION = 1
 CAPPED_DICTIONARY_BYTES = 64 << 10
-JAVA_DICTIONARY_BYTES = 1 << 20
 QUERIES = {
     "select *": "SELECT * FROM t WHERE status = 'HELD'",
     # amount summed as DECIMAL: exact, so the layouts' answers compare equal whatever the order
@@ -53,15 +52,25 @@ QUERIES = {
 }
 
 
-def layout_arguments(layout: str, data: pa.Table) -> dict[str, Any]:
-    common = {"row_group_size": rows_per_row_group(data, DEFAULT_ROW_GROUP_BYTES), "compression": "zstd",
-              "compression_level": 1}
-    if layout == "arrow":
-        return common
+class _LocalParquetIO:
+    """The file IO our writers wrap, as pypaimon's local one calls pyarrow (zstd at ``zstd_level``)."""
+
+    def write_parquet(self, path: str, data: pa.Table, compression: str = "zstd", zstd_level: int = 1,
+                      **kwargs: Any) -> None:
+        pq.write_table(data, path, compression=compression, compression_level=zstd_level, **kwargs)
+
+
+def write_layout(layout: str, data: pa.Table, path: Path) -> None:
+    """``data`` as one Parquet file of ``layout``; ``ours`` through the writers' own file IO wrapper."""
+    if layout == "ours":
+        io = LayoutParquetIO(_LocalParquetIO(), DEFAULT_ROW_GROUP_BYTES, DEFAULT_DICTIONARY_PAGE_BYTES)
+        io.write_parquet(str(path), data)
+        return
+    arguments: dict[str, Any] = {"row_group_size": rows_per_row_group(data, DEFAULT_ROW_GROUP_BYTES),
+                                 "compression": "zstd", "compression_level": 1}
     if layout == "capped":
-        return {**common, "dictionary_pagesize_limit": CAPPED_DICTIONARY_BYTES}
-    return {**common, "use_dictionary": dictionary_columns(data),
-            "dictionary_pagesize_limit": JAVA_DICTIONARY_BYTES}
+        arguments["dictionary_pagesize_limit"] = CAPPED_DICTIONARY_BYTES
+    pq.write_table(data, path, **arguments)
 
 
 def build(data_dir: Path, rows: int, files: int) -> dict[str, list[str]]:
@@ -74,8 +83,7 @@ def build(data_dir: Path, rows: int, files: int) -> dict[str, list[str]]:
         for layout in layouts:
             (root / layout).mkdir(parents=True, exist_ok=True)
             for i, first in enumerate(range(0, rows, per_file)):
-                part = base.slice(first, per_file)
-                pq.write_table(part, root / layout / f"part-{i}.parquet", **layout_arguments(layout, part))
+                write_layout(layout, base.slice(first, per_file), root / layout / f"part-{i}.parquet")
         marker.write_text("")
     return {layout: sorted(str(p) for p in (root / layout).glob("*.parquet")) for layout in layouts}
 
