@@ -187,31 +187,50 @@ def test_primary_key_after_upserts(spark: Any, tmp_path: Path, monkeypatch: pyte
     assert got == dict(zip(own["id"].to_pylist(), own["s"].to_pylist(), strict=True))
 
 
+def _rare_rows(keys: np.ndarray, every: int, r: np.ndarray, schema: pa.Schema) -> pa.Table:
+    rare = np.array(["common", "rare"])
+    return pa.table({"id": keys, "c": rare[(keys % every == 0).astype(int)], "r": r.astype(np.int32)},
+                    schema=schema)
+
+
+def _randomly_deleted(root: str, kind: str) -> Any:
+    """A table of 8,000 rows (1% ``c = 'rare'``, bitmap on ``c``) with ~10% of its rows deleted at
+    random: a primary-key table's old versions after a random upsert, an append table's DELETE."""
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("c", pa.string()), ("r", pa.int32())])
+    keys = np.arange(8_000, dtype=np.int64)
+    rng = np.random.default_rng(5)
+    if kind == "primary key":
+        t = paimon_index.create_table(root, "db.t", schema, primary_keys=["id"],
+                                      options={"bucket": "2", "deletion-vectors.enabled": "true",
+                                               "file-index.bitmap.columns": "c"})
+        t.upsert(_rare_rows(keys, 97, keys % 100, schema))
+        changed = np.sort(rng.choice(keys, len(keys) // 10, replace=False))  # old versions deleted
+        t.upsert(_rare_rows(changed, 89, changed % 7, schema))
+    else:
+        t = paimon_index.create_table(root, "db.t", schema, options={
+            "bucket": "-1", "deletion-vectors.enabled": "true", "file-index.bitmap.columns": "c"})
+        for part in np.array_split(keys, 2):
+            t.write(_rare_rows(part, 97, rng.integers(0, 100, len(part)), schema))
+        t.delete("r < 10")
+    return t
+
+
+@pytest.mark.parametrize("kind", ["primary key", "append"])
 @pytest.mark.parametrize("path", sorted(PATHS))
 def test_only_the_deleted_rows_the_index_kept_are_dropped(spark: Any, tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch, path: str) -> None:
-    """A selective read of a primary-key table after a random upsert: Spark's filter rejects every
-    row the bitmap did not keep, so only the deleted rows among the kept ones are dropped -- a few
-    positions instead of every file's vector of hundreds of runs (no join by default)."""
-    root = str(tmp_path / "pk")
-    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("c", pa.string()), ("r", pa.int32())])
-    t = paimon_index.create_table(root, "db.pk", schema, primary_keys=["id"],
-                                  options={"bucket": "2", "deletion-vectors.enabled": "true",
-                                           "file-index.bitmap.columns": "c"})
-    keys = np.arange(8_000, dtype=np.int64)
-    rare = np.array(["common", "rare"])
-    t.upsert(pa.table({"id": keys, "c": rare[(keys % 97 == 0).astype(int)],
-                       "r": (keys % 100).astype(np.int32)}, schema=schema))
-    rng = np.random.default_rng(5)
-    changed = np.sort(rng.choice(keys, len(keys) // 10, replace=False))  # 10%: old versions deleted
-    t.upsert(pa.table({"id": changed, "c": rare[(changed % 89 == 0).astype(int)],
-                       "r": (changed % 7).astype(np.int32)}, schema=schema))
+                                                          monkeypatch: pytest.MonkeyPatch, path: str,
+                                                          kind: str) -> None:
+    """A selective read of a table with ~10% of its rows deleted at random: Spark's filter rejects
+    every row the bitmap did not keep, so only the deleted rows among the kept ones are dropped -- a
+    few positions instead of every file's vector of hundreds of runs (no join by default)."""
+    root = str(tmp_path / "wh")
+    t = _randomly_deleted(root, kind)
     where = "c = 'rare'"
     if path == "ranges":  # the default rule: the kept deletes are few runs
         monkeypatch.undo()
     else:
         monkeypatch.setattr(planned_module, "_RANGE_RUNS", PATHS[path])
-    read = jobs.read_planned(spark, "db.pk", where, warehouse=root, small_read_bytes=0)
+    read = jobs.read_planned(spark, "db.t", where, warehouse=root, small_read_bytes=0)
     vectors = [f for f in read.plan.files if f.deleted is not None]
     assert vectors and sum(len(f.deleted) for f in vectors) >= 400
     for f in vectors:
