@@ -31,6 +31,7 @@ a Python worker's crash in the first query. See docs/clusters.md.
 
 from __future__ import annotations
 
+import functools
 import os
 import pickle
 import re
@@ -38,10 +39,11 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from paimon_index.errors import EnvironmentCheckError
-from paimon_index.spark import _connect
+from paimon_index.spark import _connect, class_archive
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -87,11 +89,17 @@ def java_version() -> int:
         raise EnvironmentCheckError(
             f"Spark needs Java {MIN_JAVA}+ and none was found (set JAVA_HOME or put java on PATH; "
             "Debian/Ubuntu: apt-get install openjdk-17-jre-headless)")
-    done = subprocess.run([java, "-version"], capture_output=True, text=True, check=False)
-    m = _VERSION_RE.search(done.stderr + done.stdout)
+    text = _version_text(java)
+    m = _VERSION_RE.search(text)
     if m is None:
-        raise EnvironmentCheckError(f"cannot read the version of {java}: {done.stderr.strip()[:200]}")
+        raise EnvironmentCheckError(f"cannot read the version of {java}: {text.strip()[:200]}")
     return int(m[2] or 0) if m[1] == "1" else int(m[1])
+
+
+@functools.cache
+def _version_text(java: str) -> str:
+    done = subprocess.run([java, "-version"], capture_output=True, text=True, check=False)
+    return done.stderr + done.stdout
 
 
 def local_session(app_name: str = "paimon-index", *, master: str = DEFAULT_MASTER,
@@ -110,15 +118,50 @@ def local_session(app_name: str = "paimon-index", *, master: str = DEFAULT_MASTE
         raise EnvironmentCheckError(f"Spark needs Java {MIN_JAVA}+, found Java {version}")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    builder = SparkSession.builder.master(master).appName(app_name)
-    for key, value in session_conf(sys.stderr.isatty(), conf).items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    settings = session_conf(sys.stderr.isatty(), conf)
+    archive = class_archive.NO_ARCHIVE
+    if _starts_a_driver(master):
+        java = _java_executable()
+        assert java is not None  # java_version() found it
+        archive = class_archive.driver_options(java, _version_text(java), settings)
+    try:
+        spark = _get_or_create(SparkSession, master, app_name, {**settings, **archive.options})
+    except Exception:
+        if archive.mapped is None:
+            raise
+        # A damaged archive stops the JVM from starting; it is only a cache: drop it, start without.
+        class_archive.discard(archive.mapped)
+        archive = class_archive.NO_ARCHIVE
+        spark = _get_or_create(SparkSession, master, app_name, settings)
+    if archive.recording is not None:
+        from pyspark import SparkContext
+
+        process = getattr(SparkContext._gateway, "proc", None)
+        class_path = str(spark.sparkContext._jvm.System.getProperty("java.class.path"))  # type: ignore[union-attr]
+        class_archive.watch(replace(archive.recording, class_path=class_path),
+                            None if process is None else process.pid)
     spark.sparkContext.setLogLevel("WARN")
     # Local executors are Python workers of this machine started with PYSPARK_PYTHON (set above) and
     # this environment; a local master skips the check's job.
     configure(spark, check=not master.startswith(LOCAL_MASTER_PREFIX))
     return spark
+
+
+def _get_or_create(session_class: type[SparkSession], master: str, app_name: str,
+                   settings: Mapping[str, str]) -> SparkSession:
+    builder = session_class.builder.master(master).appName(app_name)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
+def _starts_a_driver(master: str) -> bool:
+    """Whether ``getOrCreate`` launches this process's driver JVM (so its Java options apply): a
+    local master, no JVM yet, none handed over by ``spark-submit`` (PYSPARK_GATEWAY_PORT)."""
+    from pyspark import SparkContext
+
+    return (master.startswith(LOCAL_MASTER_PREFIX) and SparkContext._gateway is None
+            and "PYSPARK_GATEWAY_PORT" not in os.environ)
 
 
 def session_conf(interactive: bool, conf: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -1,0 +1,201 @@
+"""The local driver's class-data-sharing archive (:mod:`paimon_index.spark.class_archive`), against
+the real JVM: what is published, what is refused, and that a fresh session maps it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from paimon_index.spark import class_archive
+from paimon_index.spark.class_archive import QUIET, Recording, publish
+from paimon_index.spark.session import _java_executable, _version_text
+
+JAVA = _java_executable()
+needs_java = pytest.mark.skipif(JAVA is None, reason="no java on this machine")
+#: What ``-Xlog:class+load`` says of a class the JVM took from a dynamic (top) archive.
+FROM_TOP_ARCHIVE = "shared objects file (top)"
+
+
+def _jar(path: Path) -> Path:
+    with zipfile.ZipFile(path, "w") as jar:
+        jar.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\n")
+    return path
+
+
+def _record(tmp_path: Path, class_path: str = "") -> tuple[Recording, subprocess.Popen[bytes]]:
+    """A real JVM recording an archive (of the classes ``java -version`` loads) as it exits."""
+    assert JAVA is not None
+    tmp = tmp_path / f"spark-driver-k.jsa.{os.getpid()}.tmp"
+    recording = Recording(tmp, tmp_path / "spark-driver-k.jsa", JAVA, class_path)
+    command = [JAVA, *(["-cp", class_path] if class_path else []), f"-XX:ArchiveClassesAtExit={tmp}", QUIET,
+               "-version"]
+    return recording, subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _classes_from_archive(archive: Path, class_path: str = "") -> int:
+    assert JAVA is not None
+    command = [JAVA, *(["-cp", class_path] if class_path else []), f"-XX:SharedArchiveFile={archive}",
+               "-Xlog:class+load=info", "-version"]
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    return done.stdout.count(FROM_TOP_ARCHIVE)
+
+
+@needs_java
+def test_a_recording_is_published_once_its_jvm_has_exited_and_maps(tmp_path: Path) -> None:
+    jar = str(_jar(tmp_path / "app.jar"))
+    recording, jvm = _record(tmp_path, jar)
+    # The JVM is this process's child: once exited it is a zombie until reaped, which publish must
+    # count as exited (it polls the pid, as the detached watcher polls a JVM that is not its child).
+    assert publish(recording, jvm.pid, wait_seconds=60)
+    jvm.wait()
+    assert recording.final.is_file() and not recording.tmp.exists()
+    assert _classes_from_archive(recording.final, jar) > 0
+
+
+@needs_java
+@pytest.mark.parametrize("keep", [100, 4096, "half"])
+def test_a_truncated_recording_is_never_published(tmp_path: Path, keep: int | str) -> None:
+    """A JVM killed mid-dump leaves a truncated file; under the final name it would stop every later
+    driver from starting (a JVM fails, or crashes, on one)."""
+    recording, jvm = _record(tmp_path)
+    jvm.wait()
+    data = recording.tmp.read_bytes()
+    recording.tmp.chmod(0o600)
+    recording.tmp.write_bytes(data[: len(data) // 2 if keep == "half" else int(keep)])
+    assert not publish(recording, jvm.pid)
+    assert not recording.final.exists() and not recording.tmp.exists()
+
+
+@needs_java
+@pytest.mark.skipif(shutil.which("javac") is None, reason="no javac (a JDK) on this machine")
+def test_an_archive_the_drivers_class_path_cannot_map_is_not_published(tmp_path: Path) -> None:
+    """The archive holds a class of the recording's jar: a class path with another jar there (an
+    upgrade between the recording and its check) cannot map it, so it is never published."""
+    assert JAVA is not None
+    (tmp_path / "Hello.java").write_text("public class Hello { public static void main(String[] a) {} }")
+    subprocess.run(["javac", "-d", str(tmp_path), str(tmp_path / "Hello.java")], check=True)
+    recorded, other = tmp_path / "app.jar", tmp_path / "upgraded.jar"
+    for jar, extra in ((recorded, ""), (other, "x")):
+        with zipfile.ZipFile(jar, "w") as z:
+            z.write(tmp_path / "Hello.class", "Hello.class")
+            z.writestr("README", extra)
+    tmp = tmp_path / f"spark-driver-k.jsa.{os.getpid()}.tmp"
+    subprocess.run([JAVA, "-cp", str(recorded), f"-XX:ArchiveClassesAtExit={tmp}", QUIET, "Hello"],
+                   check=True, capture_output=True)
+    final = tmp_path / "spark-driver-k.jsa"
+    assert _classes_from_archive(tmp, str(recorded)) > 0  # it maps with the recording's own class path
+    assert not publish(Recording(tmp, final, JAVA, str(other)), os.getpid() + 10**7)
+    assert not final.exists() and not tmp.exists()
+
+
+@needs_java
+def test_driver_options_record_then_map_and_keep_the_callers_own(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    assert JAVA is not None
+    monkeypatch.setenv(class_archive.CACHE_DIR_VARIABLE, str(tmp_path))
+    monkeypatch.delenv(class_archive.ARCHIVE_SWITCH, raising=False)
+    conf = {class_archive.DRIVER_JAVA_OPTIONS: "-XX:TieredStopAtLevel=1"}
+    first = class_archive.driver_options(JAVA, _version_text(JAVA), conf)
+    assert first.recording is not None and first.mapped is None
+    options = first.options[class_archive.DRIVER_JAVA_OPTIONS].split()
+    assert options == ["-XX:TieredStopAtLevel=1", f"-XX:ArchiveClassesAtExit={first.recording.tmp}", QUIET]
+    assert first.recording.tmp.name == f"{first.recording.final.name}.{os.getpid()}.tmp"
+
+    first.recording.final.write_bytes(b"an archive")
+    second = class_archive.driver_options(JAVA, _version_text(JAVA), conf)
+    assert second.mapped == first.recording.final and second.recording is None
+    mapped = second.options[class_archive.DRIVER_JAVA_OPTIONS]
+    assert f"-XX:SharedArchiveFile={first.recording.final}" in mapped
+
+    # Another class path is another archive; the switch and the caller's own sharing choice turn it off.
+    jars = class_archive.driver_options(JAVA, _version_text(JAVA), {**conf, "spark.jars": "/x/extra.jar"})
+    assert jars.recording is not None and jars.recording.final != first.recording.final
+    own_choice = {class_archive.DRIVER_JAVA_OPTIONS: "-Xshare:off"}
+    assert class_archive.driver_options(JAVA, _version_text(JAVA), own_choice) == class_archive.NO_ARCHIVE
+    monkeypatch.setenv(class_archive.ARCHIVE_SWITCH, "off")
+    assert class_archive.driver_options(JAVA, _version_text(JAVA), conf) == class_archive.NO_ARCHIVE
+
+
+def test_a_killed_recordings_leftover_is_removed_once_its_owner_is_gone(tmp_path: Path) -> None:
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = tmp_path / f"spark-driver-k.jsa.{dead.pid}.tmp"
+    running = tmp_path / f"spark-driver-k.jsa.{os.getpid()}.tmp"
+    fresh = tmp_path / f"spark-driver-j.jsa.{dead.pid}.tmp"
+    for leftover in (stale, running, fresh):
+        leftover.write_bytes(b"partial")
+    old = time.time() - class_archive.STALE_SECONDS - 60
+    os.utime(stale, (old, old))
+    os.utime(running, (old, old))
+    class_archive._remove_leftovers(tmp_path)
+    assert not stale.exists()
+    assert running.exists()  # its owner still runs: its JVM may still be dumping
+    assert fresh.exists()  # too recent: a JVM may still be writing it
+
+
+@pytest.mark.spark
+def test_the_runs_session_started_with_the_archive(spark) -> None:
+    """The suite's own session went through local_session: its driver maps or records the archive
+    (unless the run switched it off)."""
+    if os.environ.get(class_archive.ARCHIVE_SWITCH, "on").lower() in ("off", "0", "false", "no"):
+        pytest.skip(f"{class_archive.ARCHIVE_SWITCH} is off")
+    arguments = list(spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+    sharing = [a for a in arguments if a.startswith(("-XX:SharedArchiveFile=", "-XX:ArchiveClassesAtExit="))]
+    assert len(sharing) == 1 and QUIET in arguments
+    assert str(class_archive.archive_dir()) in sharing[0]
+
+
+FRESH_SESSION = textwrap.dedent("""
+    import sys
+    from paimon_index.spark.session import local_session
+    log = sys.argv[1]
+    conf = {"spark.driver.extraJavaOptions": "-Xlog:class+load=info:file=" + log} if log else None
+    spark = local_session("archive-test", master="local[1]", conf=conf)
+    assert spark.range(10).selectExpr("sum(id)").collect()[0][0] == 45
+    print("answered", flush=True)
+""")
+
+
+def _fresh_session(cache: Path, class_log: str = "") -> None:
+    env = {**os.environ, class_archive.CACHE_DIR_VARIABLE: str(cache)}
+    env.pop(class_archive.ARCHIVE_SWITCH, None)
+    # In the cache's directory: a JVM that crashes on a damaged archive leaves its hs_err log in its cwd.
+    done = subprocess.run([sys.executable, "-c", FRESH_SESSION, class_log], env=env, capture_output=True,
+                          text=True, timeout=300, check=False, cwd=cache.parent)
+    assert "answered" in done.stdout, done.stderr[-3000:]
+
+
+def _published(cache: Path, timeout: float = 180.0) -> Path:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        archives = list(cache.glob(f"{class_archive.PREFIX}*{class_archive.SUFFIX}"))
+        if archives:
+            return archives[0]
+        time.sleep(1)
+    raise AssertionError(f"no archive published in {cache}: {sorted(p.name for p in cache.iterdir())}")
+
+
+@needs_java
+@pytest.mark.slow
+def test_a_fresh_session_records_then_the_next_maps_and_a_damaged_archive_is_dropped(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    _fresh_session(cache)  # records; the detached watcher publishes after the JVM's exit
+    archive = _published(cache)
+    class_log = tmp_path / "classes.log"
+    _fresh_session(cache, str(class_log))
+    assert class_log.read_text().count(FROM_TOP_ARCHIVE) > 5000  # Spark's classes, mapped
+
+    # A damaged archive (here: truncated) would stop the JVM from starting: the session drops it.
+    data = archive.read_bytes()
+    archive.chmod(0o600)
+    archive.write_bytes(data[:4096])
+    _fresh_session(cache)
+    assert not archive.exists()
