@@ -6,7 +6,11 @@ What a user waits for from a cold start (issue 21: "first answer in a fresh proc
 spawning the process to the first query's rows being in Python, interleaved per round:
 
     ours       ``python -c``: import paimon_index.spark, ``local_session()``, ``attach``,
-               ``paimon.sql(q).collect()``; the child reports when each step ended
+               ``paimon.sql(q).collect()``; the child reports when each step ended. The driver
+               JVM maps this machine's class archive (:mod:`paimon_index.spark.class_archive`;
+               recorded by the first child when there is none yet, which that child pays for)
+    ours, no archive
+               the same child with ``PAIMON_INDEX_CLASS_ARCHIVE=off``: the JVM loads every class
     connector  ``paimon-sql.sh`` (Paimon's ``SparkCatalog`` in PySpark 4.1.2, its own JVM) with the
                same statement; the moment its answer line is printed (it flushes per statement)
 
@@ -35,6 +39,7 @@ sys.path.insert(0, str(ROOT.parent / "tests"))
 
 import spark_read  # noqa: E402  (benchmarks/)
 import spark_sql  # noqa: E402  (benchmarks/)
+from paimon_index.spark import class_archive  # noqa: E402
 from sqlref import harness  # noqa: E402  (tests/)
 
 #: The issue's target for the first answer in a fresh process, seconds.
@@ -82,11 +87,16 @@ def first_line(command: list[str], env: dict[str, str] | None = None) -> tuple[f
         proc.wait()
 
 
-def ours(warehouse: Path, sql: str) -> tuple[float, dict[str, Any]]:
+def ours(warehouse: Path, sql: str, *, archive: bool = True) -> tuple[float, dict[str, Any]]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(ROOT.parent / "src"), str(ROOT.parent / "tests"), os.environ.get("PYTHONPATH", "")])}
+    env[class_archive.ARCHIVE_SWITCH] = "on" if archive else "off"
     seconds, answer = first_line([sys.executable, "-c", CHILD, str(warehouse), sql], env)
     return seconds, answer
+
+
+def ours_without_archive(warehouse: Path, sql: str) -> tuple[float, dict[str, Any]]:
+    return ours(warehouse, sql, archive=False)
 
 
 def connector(warehouse: Path, sql: str) -> tuple[float, dict[str, Any]]:
@@ -103,13 +113,17 @@ def main(argv: list[str] | None = None) -> int:
     warehouse, _ = spark_sql.build(a.data, a.scale, 2_000_000, 20)
     with_connector = not a.no_connector and harness.connector_unavailable() is None
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start; {warehouse}", flush=True)
+    archives = sorted(class_archive.archive_dir().glob(f"{class_archive.PREFIX}*{class_archive.SUFFIX}"))
+    print(f"class archives in {class_archive.archive_dir()} at start: {[a.name for a in archives] or 'none'} "
+          "(none: ours' first child records one)", flush=True)
 
     times: dict[tuple[str, str], list[float]] = {}
     steps: dict[str, list[tuple[float, float]]] = {}
     wrong: list[str] = []
     for r in range(a.rounds):
         for name, sql in QUERIES.items():
-            runs = [("ours", ours)] + ([("connector", connector)] if with_connector else [])
+            runs = [("ours", ours), ("no archive", ours_without_archive)] + (
+                [("connector", connector)] if with_connector else [])
             answers = {}
             for engine, run in (runs if r % 2 == 0 else runs[::-1]):
                 seconds, answers[engine] = run(warehouse, sql)
@@ -117,27 +131,29 @@ def main(argv: list[str] | None = None) -> int:
             steps.setdefault(name, []).append((answers["ours"]["import"], answers["ours"]["session"]))
             if not answers["ours"]["rows"]:  # every query here returns a row: an empty answer is wrong
                 wrong.append(f"{name} (round {r + 1}): no row")
-            if "connector" in answers:
-                diff = harness.differences(answers["connector"], answers["ours"], ordered=False)
-                if diff:
-                    wrong.append(f"{name} (round {r + 1}): {diff}")
+            for other in ("no archive", "connector"):
+                if other in answers and (diff := harness.differences(answers[other], answers["ours"],
+                                                                     ordered=False)):
+                    wrong.append(f"{name} (round {r + 1}, {other}): {diff}")
 
     print(f"\nFirst answer in a fresh process (spawn -> rows in Python), median of {a.rounds} round(s); "
           f"seconds; TPC-H SF {a.scale}")
-    head = (f"{'query':<14} {'ours':>7} {'import':>7} {'session':>8} {'connector':>10} {'ours/conn':>10} "
-            f"{'<= 8 s':>7}")
+    head = (f"{'query':<14} {'ours':>7} {'import':>7} {'session':>8} {'no archive':>11} {'connector':>10} "
+            f"{'ours/conn':>10} {'<= 8 s':>7}")
     print(head)
     print("-" * len(head))
     for name in QUERIES:
         mine = statistics.median(times[(name, "ours")])
+        plain = statistics.median(times[(name, "no archive")])
         theirs = statistics.median(times[(name, "connector")]) if with_connector else None
         imported = statistics.median(s[0] for s in steps[name])
         session = statistics.median(s[1] for s in steps[name])
         ratio = "-" if theirs is None else f"{mine / theirs:.2f}x"
-        print(f"{name:<14} {mine:>7.2f} {imported:>7.2f} {session:>8.2f} "
+        print(f"{name:<14} {mine:>7.2f} {imported:>7.2f} {session:>8.2f} {plain:>11.2f} "
               f"{'-' if theirs is None else f'{theirs:.2f}':>10} {ratio:>10} "
               f"{'yes' if mine <= TARGET_SECONDS else 'no':>7}")
-    print("import / session: when ours had imported paimon_index.spark / started its Spark session")
+    print("import / session: when ours had imported paimon_index.spark / started its Spark session; "
+          "no archive: ours with PAIMON_INDEX_CLASS_ARCHIVE=off")
     if wrong:
         print("\nWRONG ANSWERS:\n" + "\n".join(wrong))
         return 1
