@@ -75,6 +75,29 @@ def test_a_full_compaction_rolls_files_at_the_target_size_on_disk(tmp_path: Path
     assert java["rows"] == ROWS
 
 
+@pytest.mark.parametrize("buckets", ["2", "-1"])
+def test_a_first_write_rolls_files_at_the_target_size_on_disk(tmp_path: Path, buckets: str) -> None:
+    """New rows (no file to take bytes per row from) roll at the target too: a slice of them is
+    encoded first. Before, one upsert of 240,000 rows wrote files of ~a quarter of the target."""
+    warehouse = str(tmp_path)
+    table = paimon_index.create_table(warehouse, "db.t", SCHEMA, primary_keys=["id"], options={
+        "bucket": buckets, "target-file-size": f"{TARGET // 1024}kb", "deletion-vectors.enabled": "true"})
+    rows = _rows(np.arange(ROWS, dtype=np.int64), 3)
+    table.upsert(rows)
+    table = paimon_index.open_table(warehouse, "db.t")
+    plan = plan_snapshot(table.paimon_table, latest_snapshot(table.paimon_table), vectors=False)
+    for bucket in plan.buckets.values():
+        sizes = sorted((os.path.getsize(os.path.join(warehouse, "db.db", "t", f"bucket-{bucket.bucket}",
+                                                     str(m.file_name))) for m in bucket.files), reverse=True)
+        assert sum(sizes) > 2 * TARGET
+        assert all(0.5 * TARGET <= s <= 2 * TARGET for s in sizes[:-1]), sizes
+        assert len(sizes) <= sum(sizes) // TARGET + 2, sizes
+        _check_sorted_run(bucket.files)
+    assert table.read().sort_by("id").equals(rows)
+    java = java_oracle().batch([{"cmd": "read", "warehouse": warehouse, "table": "db.t"}])[0]
+    assert java["rows"] == ROWS
+
+
 def test_java_upserts_into_a_bucket_our_compaction_rolled_into_several_files(tmp_path: Path) -> None:
     """Several files at one level must be a sorted run (no two key ranges overlap): Java's lookup
     searches a level's files by key range to find the row an upsert replaces. Rows handed to the

@@ -13,11 +13,12 @@ its own. When no level is free, the bucket is rewritten: all its live rows (vect
 the top level, vectors dropped. Rewritten rows get new sequence numbers (every key has one live
 row, so the order between versions is no longer needed).
 
-A rewrite rolls its files at ``target-file-size`` of *encoded* bytes, as Java's writer does:
-pypaimon rolls when its Arrow buffer reaches the target, 3-5x more rows than a Parquet file of that
-size holds (a full compaction of 20M rows in 4 buckets wrote 12 files where Paimon's connector
-wrote 4). The rows per file are estimated from the rewritten files' bytes per row
-(:func:`rolled_on_encoded_bytes`).
+Files roll at ``target-file-size`` of *encoded* bytes, as Java's writer rolls them: pypaimon rolls
+when its Arrow buffer reaches the target, 3-5x more rows than a Parquet file of that size holds (a
+full compaction of 20M rows in 4 buckets wrote 12 files where Paimon's connector wrote 4). The rows
+per file come from the bytes per row of the rewritten files (a rewrite) or, for new rows larger
+than one file, of a slice of them encoded as the file will be (:func:`estimated_bytes_per_row`);
+:func:`rolled_on_encoded_bytes` sets pypaimon's threshold from it.
 """
 
 from __future__ import annotations
@@ -27,11 +28,14 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from paimon_index.deletionvectors.maintainer import BucketDvMaintainer
 from paimon_index.table.fileio import TableIO
+from paimon_index.table.parquet_layout import dictionary_columns
 from paimon_index.table.pk.lookup import key_tuple, overlaps
 from paimon_index.table.pk.plan import (
     DELETING_VALUE_KINDS,
@@ -43,8 +47,8 @@ from paimon_index.table.pk.plan import (
 from paimon_index.table.schemas import read_schema
 from paimon_index.table.write import attach_file_indexes, conform, write_with, writing
 
-__all__ = ["encoded_bytes_per_row", "free_level", "rewrite", "rewrite_merged", "rolled_on_encoded_bytes",
-           "write_at", "write_rows"]
+__all__ = ["encoded_bytes_per_row", "estimated_bytes_per_row", "free_level", "rewrite", "rewrite_merged",
+           "rolled_on_encoded_bytes", "write_at", "write_rows"]
 
 #: Arrow bytes a key-value writer buffers per row besides the user's columns and the key's copy:
 #: ``_SEQUENCE_NUMBER`` (8) and ``_VALUE_KIND`` (1).
@@ -53,6 +57,9 @@ _SYSTEM_BYTES_PER_ROW = 9
 #: file (pypaimon holds a file's rows in memory until it writes it): bounds the memory of a rewrite
 #: of rows that encode very small.
 MAX_ARROW_PER_TARGET = 8
+#: Rows of new data encoded to estimate its bytes per row on disk (a slice from the middle: rows
+#: arrive in key order, so a slice keeps the runs and sortedness the file's encoding sees).
+ESTIMATE_SAMPLE_ROWS = 50_000
 
 
 def _key_columns(table: Any, rows: pa.Table) -> list[str]:
@@ -73,6 +80,29 @@ def rolled_on_encoded_bytes(table: Any, rows: pa.Table, encoded_bytes_per_row: f
         return table
     target = int(table.options.target_file_size(True))
     return table.copy({"target-file-size": str(int(target * ratio))})
+
+
+def estimated_bytes_per_row(table: Any, rows: pa.Table) -> float:
+    """Bytes per row ``rows`` will take in the table's data files, from a slice of them encoded as
+    the key-value writer encodes a file (the key's copy, sequence numbers, row kinds; the table's
+    compression; :mod:`~paimon_index.table.parquet_layout`'s dictionary choice); 0.0 when all of
+    ``rows`` fit in one file in Arrow bytes anyway (pypaimon's own rolling then never cuts)."""
+    keys = _key_columns(table, rows)
+    target = int(table.options.target_file_size(True))
+    if rows.num_rows == 0 or rows.nbytes + sum(rows[k].nbytes for k in keys) <= target:
+        return 0.0
+    count = min(rows.num_rows, ESTIMATE_SAMPLE_ROWS)
+    sample = rows.slice((rows.num_rows - count) // 2, count)
+    for key in keys:
+        sample = sample.append_column(f"_KEY_{key}", sample[key])
+    sample = sample.append_column("_SEQUENCE_NUMBER", pa.array(np.arange(count, dtype=np.int64)))
+    sample = sample.append_column("_VALUE_KIND", pa.array(np.zeros(count, np.int8)))
+    options = table.options
+    sink = pa.BufferOutputStream()
+    pq.write_table(sample, sink, compression=options.file_compression("zstd"),
+                   compression_level=int(options.file_compression_zstd_level(1)),
+                   use_dictionary=dictionary_columns(sample))
+    return sink.getvalue().size / count
 
 
 def encoded_bytes_per_row(files: Iterable[Any]) -> float:
@@ -97,7 +127,8 @@ def write_rows(table: Any, rows: pa.Table) -> list[Any]:
 
     The rows hold one row per key, already merged: written through
     :func:`~paimon_index.table.pk.plan.writable`."""
-    with writing(writable(table)) as writer:
+    table = writable(table)
+    with writing(rolled_on_encoded_bytes(table, rows, estimated_bytes_per_row(table, rows))) as writer:
         if rows.num_rows:
             write_with(writer, rows)
         return attach_file_indexes(table, writer.prepare_commit())
@@ -109,8 +140,11 @@ def write_at(table: Any, rows: pa.Table, partition: tuple[Any, ...], bucket: int
     (sequence numbers, level 0), indexes attached. No bucket is assigned and no HASH index touched:
     the caller knows the bucket (a rewritten bucket; a dynamic-bucket assigner's choice). The rows
     hold one row per key, already merged: written through :func:`~paimon_index.table.pk.plan.writable`.
-    ``encoded_bytes_per_row`` > 0: files roll on encoded bytes (:func:`rolled_on_encoded_bytes`)."""
-    with writing(rolled_on_encoded_bytes(writable(table), rows, encoded_bytes_per_row)) as writer:
+    Files roll on encoded bytes (:func:`rolled_on_encoded_bytes`): ``encoded_bytes_per_row`` when
+    given (the rewritten files'), else :func:`estimated_bytes_per_row`."""
+    table = writable(table)
+    per_row = encoded_bytes_per_row or estimated_bytes_per_row(table, rows)
+    with writing(rolled_on_encoded_bytes(table, rows, per_row)) as writer:
         if rows.num_rows:
             data = conform(rows, writer.table_pyarrow_schema)
             for batch in data.to_batches():
