@@ -124,6 +124,32 @@ def test_driver_options_record_then_map_and_keep_the_callers_own(tmp_path: Path,
     assert class_archive.driver_options(JAVA, _version_text(JAVA), conf) == class_archive.NO_ARCHIVE
 
 
+@needs_java
+def test_an_archive_another_user_could_replace_is_never_used(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """An archive is code the JVM maps: a cache directory others can write to, or an archive file
+    another user owns, starts the driver without one."""
+    assert JAVA is not None
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    monkeypatch.setenv(class_archive.CACHE_DIR_VARIABLE, str(shared))
+    monkeypatch.delenv(class_archive.ARCHIVE_SWITCH, raising=False)
+    assert class_archive.driver_options(JAVA, _version_text(JAVA), {}) == class_archive.NO_ARCHIVE
+
+    own = tmp_path / "own" / "cache"
+    monkeypatch.setenv(class_archive.CACHE_DIR_VARIABLE, str(own))
+    recording = class_archive.driver_options(JAVA, _version_text(JAVA), {}).recording
+    assert recording is not None
+    assert (own.stat().st_mode & 0o777) == class_archive.PRIVATE_MODE  # created for this user alone
+    recording.final.write_bytes(b"an archive")
+    assert class_archive.driver_options(JAVA, _version_text(JAVA), {}).mapped == recording.final
+    if os.getuid() != 0:
+        return  # only root can give the file to another user
+    os.chown(recording.final, 4242, -1)
+    assert class_archive.driver_options(JAVA, _version_text(JAVA), {}) == class_archive.NO_ARCHIVE
+
+
 def test_a_killed_recordings_leftover_is_removed_once_its_owner_is_gone(tmp_path: Path) -> None:
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()

@@ -24,8 +24,10 @@ dumps for ~12 s after the interpreter has ended. A JVM that cannot start with an
 file) makes :func:`~paimon_index.spark.session.local_session` drop it and start without.
 
 Archives live in ``$PAIMON_INDEX_CACHE_DIR``, else ``$XDG_CACHE_HOME/paimon-index``, else
-``~/.cache/paimon-index`` (~150 MB each); ``PAIMON_INDEX_CLASS_ARCHIVE=off`` turns this off, and so
-does a driver option of the caller's own that chooses sharing (``-Xshare``, an archive).
+``~/.cache/paimon-index`` (~150 MB each), a directory that must be the user's and writable by no
+one else (an archive is code the JVM maps); ``PAIMON_INDEX_CLASS_ARCHIVE=off`` turns this off, and
+so does a driver option of the caller's own that chooses sharing (``-Xshare``, an archive). POSIX
+only.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import stat
 import subprocess
 import sys
 import time
@@ -58,6 +61,8 @@ SUFFIX = ".jsa"
 #: How long a recording JVM may take to exit once its Python driver is gone (its dump: ~12 s here).
 DUMP_WAIT_SECONDS = 300.0
 POLL_SECONDS = 0.5
+#: The cache directory's mode when this module creates it (the user's alone).
+PRIVATE_MODE = 0o700
 #: A .tmp whose owner process is gone and is this old is a killed recording's leftover.
 STALE_SECONDS = 600.0
 
@@ -82,7 +87,21 @@ def archive_dir() -> Path:
 
 
 def _enabled() -> bool:
-    return os.environ.get(ARCHIVE_SWITCH, "on").strip().lower() not in ("off", "0", "false", "no")
+    # POSIX only: the watcher polls the JVM with os.kill(pid, 0), which on Windows ends the process.
+    return os.name == "posix" and os.environ.get(ARCHIVE_SWITCH, "on").strip().lower() not in (
+        "off", "0", "false", "no")
+
+
+def _private(directory: Path) -> bool:
+    """Whether ``directory`` is this user's and nobody else can write into it: an archive is code
+    the JVM maps, so one that another user could replace is never used (nor recorded there)."""
+    try:
+        directory.mkdir(mode=PRIVATE_MODE, parents=True, exist_ok=True)
+        info = directory.stat()
+    except OSError:
+        return False
+    return (info.st_uid == os.getuid() and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+            and os.access(directory, os.W_OK | os.X_OK))
 
 
 def _spark_jars() -> Path | None:
@@ -128,14 +147,16 @@ def driver_options(java: str, java_version_text: str, conf: Mapping[str, str]) -
         return NO_ARCHIVE
     jars = _spark_jars()
     directory = archive_dir()
-    if jars is None or any(c.isspace() or c in "\"'" for c in str(directory)):
-        return NO_ARCHIVE  # Spark splits the options on spaces: a path with one would break them
+    # Spark splits the options on spaces: a path with one would break them. "~": no home directory.
+    if jars is None or any(c.isspace() or c in "\"'~" for c in str(directory)) or not _private(directory):
+        return NO_ARCHIVE
     try:
-        directory.mkdir(parents=True, exist_ok=True)
         final = directory / f"{PREFIX}{_key(java, java_version_text, jars, conf)}{SUFFIX}"
     except OSError:
-        return NO_ARCHIVE  # no writable cache: start as Spark would
+        return NO_ARCHIVE  # the jars cannot be listed: start as Spark would
     if final.is_file():
+        if final.stat().st_uid != os.getuid():
+            return NO_ARCHIVE
         return DriverArchive(_merged(own, f"-XX:SharedArchiveFile={final}"), mapped=final)
     _remove_leftovers(directory)
     tmp = final.with_name(f"{final.name}.{os.getpid()}.tmp")
