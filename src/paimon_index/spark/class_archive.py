@@ -105,11 +105,12 @@ def _private(directory: Path) -> bool:
 
 
 def _spark_jars() -> Path | None:
-    try:
+    try:  # where spark-submit takes its jars from (SPARK_HOME, else pyspark's own)
         from pyspark.find_spark_home import _find_spark_home
-    except ImportError:  # pragma: no cover - pyspark is what calls this
+
+        jars = Path(_find_spark_home()) / "jars"
+    except (Exception, SystemExit):  # pyspark's helper exits when it finds no Spark
         return None
-    jars = Path(_find_spark_home()) / "jars"
     return jars if jars.is_dir() else None
 
 
@@ -118,8 +119,8 @@ def _key(java: str, java_version_text: str, jars: Path, conf: Mapping[str, str])
     for part in (os.path.realpath(java), java_version_text, str(jars.resolve())):
         digest.update(part.encode() + b"\0")
     for jar in sorted(jars.iterdir()):
-        stat = jar.stat()
-        digest.update(f"{jar.name}:{stat.st_size}:{stat.st_mtime_ns}\0".encode())
+        info = jar.stat()
+        digest.update(f"{jar.name}:{info.st_size}:{info.st_mtime_ns}\0".encode())
     for setting in CLASS_PATH_SETTINGS:
         digest.update(f"{setting}={conf.get(setting, '')}\0".encode())
     return digest.hexdigest()[:20]
