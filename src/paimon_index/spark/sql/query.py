@@ -13,12 +13,14 @@ How a query runs:
      join makes it null-supplying;
    - only conjuncts whose every column is one of that reference's columns: qualified by its
      alias, or unqualified when every source of the SELECT is a Paimon table and no other one
-     has a column of that name; no subquery, aggregate, window, lambda, struct field access or
-     non-deterministic function in them.
+     has a column of that name; no subquery, aggregate, window, lambda, struct field access,
+     non-deterministic function or function sqlglot does not know (a UDF may be non-deterministic)
+     in them.
 
    Those conjuncts (qualifiers removed) are the planned read's ``where``: the indexes and
    statistics pick the files and rows, and Spark applies the same text to the rows read.
-3. The statement is regenerated with each reference replaced by a placeholder bound to that
+3. The statement is regenerated (sqlglot's Spark generator without its rewrites for other
+   dialects, :class:`_SparkText`) with each reference replaced by a placeholder bound to that
    reference's DataFrame (``spark.sql(text, ref=df)``; Spark Connect sends the plan itself) under
    the reference's alias (its table name when it had none), so **every conjunct stays in the
    statement** and Spark evaluates the whole query with its own semantics: the pushed conjuncts
@@ -36,9 +38,10 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
 
 from paimon_index.errors import SqlError, UnsupportedTableError
 from paimon_index.spark.sql.names import TableName, resolve
@@ -53,8 +56,11 @@ if TYPE_CHECKING:
 __all__ = ["Reference", "Rewritten", "explain", "own_conjuncts", "rewrite", "run"]
 
 #: Functions whose value differs between two evaluations: a conjunct with one is never pushed
-#: (the read would evaluate it apart from the statement).
-_NON_DETERMINISTIC = frozenset({"rand", "random", "randn", "uuid", "shuffle", "current_timestamp", "now",
+#: (the read would evaluate it apart from the statement, and Spark again on the rows it kept). Nor is
+#: one with a function sqlglot does not know (``exp.Anonymous``): a UDF may be non-deterministic
+#: (``asNondeterministic()``), and so may a Spark function newer than sqlglot.
+_NON_DETERMINISTIC = frozenset({"rand", "random", "randn", "uniform", "randstr", "uuid", "shuffle",
+                                "current_timestamp", "now",
                                 "current_date", "curdate", "localtimestamp", "current_time",
                                 "monotonically_increasing_id", "spark_partition_id", "input_file_name",
                                 "input_file_block_start", "input_file_block_length",
@@ -62,6 +68,10 @@ _NON_DETERMINISTIC = frozenset({"rand", "random", "randn", "uuid", "shuffle", "c
 #: Expression kinds a pushed conjunct may not contain (their meaning depends on more than the row).
 _UNPUSHABLE = (exp.Subquery, exp.Exists, exp.Select, exp.AggFunc, exp.Window, exp.Lambda, exp.Dot,
                exp.Placeholder, exp.Parameter, exp.Star)
+#: Select-list expressions that may make a row of the FROM zero or several output rows before the
+#: LIMIT (``explode``, ``posexplode``, ``inline``, ``stack`` ...; a function sqlglot does not know may
+#: be one too: ``json_tuple``, ``inline_outer``, a Hive UDTF): with one, no read keeps only its top k.
+_GENERATORS = (exp.UDTF, exp.Anonymous)
 #: EXPLAIN lists the index bodies read and not read of at most this many files per reference.
 _EXPLAIN_INDEX_FILES = 20
 #: EXPLAIN's modes, as Spark spells them.
@@ -75,6 +85,27 @@ _PLACEHOLDER_PREFIX = "__paimon_ref_"
 _KEPT_TABLE_ARGS = ("sample", "pivots", "joins")
 #: Parts of a table node the rewrite places itself (names, the alias, ``VERSION AS OF``).
 _PLACED_TABLE_ARGS = frozenset({"this", "db", "catalog", "alias", "version", *_KEPT_TABLE_ARGS})
+
+
+_SPARK = Dialect.get_or_raise("spark")
+
+
+class _SparkText(_SPARK.generator_class):  # type: ignore[name-defined]
+    """sqlglot's Spark generator without its rewrites for older Sparks and other dialects: the text
+    is Spark's dialect in and out, and Spark runs what it was given (or refuses it, as it would).
+    Each rewrite answered otherwise than Spark: ``QUALIFY`` became a subquery projecting the window
+    as ``_w`` (``SELECT * ... QUALIFY`` answered that extra column), ``percentile_cont(f) WITHIN
+    GROUP (ORDER BY x)`` became ``percentile_approx(x, f)`` (9 for 9.5 over 0..19), ``5 = ANY (arr)`` (which
+    Spark refuses) ``EXISTS(arr, x -> 5 = x)``."""
+
+    TRANSFORMS: ClassVar[dict[Any, Any]] = {
+        key: value for key, value in _SPARK.generator_class.TRANSFORMS.items()
+        if key not in (exp.Select, exp.WithinGroup)}
+
+
+def _spark_text(tree: exp.Expr) -> str:
+    """``tree`` as Spark SQL text (see :class:`_SparkText`)."""
+    return str(_SparkText(dialect=_SPARK).generate(tree, copy=True))
 
 
 @dataclass
@@ -170,7 +201,8 @@ def _pushable(conjunct: exp.Expr, alias: str, columns: frozenset[str],
     ``others``: the other sources' columns (None: some source's columns are unknown)."""
     if conjunct.find(*_UNPUSHABLE) is not None:
         return False
-    if any(_function_name(f) in _NON_DETERMINISTIC for f in conjunct.find_all(exp.Func)):
+    if any(isinstance(f, exp.Anonymous) or _function_name(f) in _NON_DETERMINISTIC
+           for f in conjunct.find_all(exp.Func)):
         return False
     cols = list(conjunct.find_all(exp.Column))
     if not cols:
@@ -203,7 +235,8 @@ def _topn(table: exp.Table, alias: str, columns: frozenset[str], pushed: list[st
     """``(order_by, k)`` when the reference's SELECT is ``SELECT ... FROM <it> [WHERE w] ORDER BY
     <its columns> LIMIT k``, with every WHERE conjunct pushed (the read then keeps its own top k:
     the statement's top k is among them), and nothing between the rows and the LIMIT that sees other
-    rows (joins, grouping, aggregates, windows, DISTINCT) or renames an ORDER BY column."""
+    rows (joins, grouping, aggregates, windows, DISTINCT), makes a row zero or several (a generator
+    such as ``explode`` in the select list) or renames an ORDER BY column."""
     parent = table.parent
     select = parent.parent if isinstance(parent, exp.From) else None
     if not isinstance(select, exp.Select) or select.args.get("joins") or select.args.get("laterals"):
@@ -216,7 +249,7 @@ def _topn(table: exp.Table, alias: str, columns: frozenset[str], pushed: list[st
     count = limit.expression
     if not isinstance(count, exp.Literal) or count.is_string or not str(count.this).isdigit():
         return None
-    if any(e.find(exp.AggFunc, exp.Window) is not None for e in select.expressions):
+    if any(e.find(exp.AggFunc, exp.Window, *_GENERATORS) is not None for e in select.expressions):
         return None
     renamed = {e.alias.lower() for e in select.expressions if isinstance(e, exp.Alias)}
     for ordered in order.expressions:
@@ -237,7 +270,7 @@ def _unqualified_text(conjunct: exp.Expr) -> str:
     copy = conjunct.copy()
     for col in copy.find_all(exp.Column):
         col.set("table", None)
-    return copy.sql(dialect="spark")
+    return _spark_text(copy)
 
 
 def own_conjuncts(condition: exp.Expr | None, alias: str, columns: frozenset[str]) -> str | None:
@@ -357,7 +390,7 @@ def rewrite(catalog: Catalog, statement: exp.Expr, *, skip: frozenset[int] = fro
             if table.args.get(key):
                 replacement.set(key, table.args[key])
         table.replace(replacement)
-    rewritten = Rewritten(tree.sql(dialect="spark"), {}, references)
+    rewritten = Rewritten(_spark_text(tree), {}, references)
     for placeholder, df in reads:
         rewritten = rewritten.bind(placeholder, df)
     return rewritten
