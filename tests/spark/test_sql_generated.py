@@ -413,11 +413,7 @@ class Gen:
 
     def lateral_subquery(self) -> str:
         """``FROM t a, LATERAL (SELECT ... FROM u WHERE <correlated>)``: inner names may be the outer's."""
-        t1, t2 = self.pick(TABLES), self.pick(TABLES)
-        r1, a1 = self.table_ref(t1)
-        r2, a2 = self.table_ref(t2)
-        outer, inner = self.cols(t1, a1), self.cols(t2, a2)
-        loose = [Col(None, c.name, c.kind) for c in inner + outer]
+        (r1, a1, outer), (r2, a2, _), loose = self.outer_and_inner()
         body = (f"SELECT {a2}.id AS iid, {a2}.s AS s2 FROM {r2} WHERE {a2}.k = {a1}.k "
                 f"AND {self.pred(loose, 1)}")
         if self.chance(0.3):
@@ -663,13 +659,18 @@ class Gen:
             return f"SELECT * FROM ({body}) u WHERE {self.where(outer, 1)}"
         return body
 
-    def correlated(self) -> str:
+    def outer_and_inner(self) -> tuple[tuple[str, str, list[Col]], tuple[str, str, list[Col]], list[Col]]:
+        """Two table references of a correlated shape, each (text, alias, its columns), and the
+        columns an unqualified inner name may mean: the inner table's when it has one, else the outer's."""
         t1, t2 = self.pick(TABLES), self.pick(TABLES)
         r1, a1 = self.table_ref(t1)
         r2, a2 = self.table_ref(t2)
         outer, inner = self.cols(t1, a1), self.cols(t2, a2)
-        # Unqualified inner names: the inner table's column when it has one, else the outer's.
         loose = [Col(None, c.name, c.kind) for c in inner + outer]
+        return (r1, a1, outer), (r2, a2, inner), loose
+
+    def correlated(self) -> str:
+        (r1, a1, outer), (r2, a2, inner), loose = self.outer_and_inner()
         link = f"{a2}.k = {a1}.k" if self.chance(0.7) else f"{a2}.s = {a1}.s"
         inner_where = f"{link} AND {self.pred(self.pick([inner, loose]), 1)}"
         r = self.rnd.random()
