@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.spark import Spark
 from sqlglot.errors import ParseError, TokenError
 
 from paimon_index.errors import SqlError, TableNotFoundError
@@ -36,8 +37,20 @@ if TYPE_CHECKING:
 __all__ = ["DIALECT", "PAIMON_CATALOG", "SYSTEM_TABLE_SEPARATOR", "Catalog", "TableName", "cte_names",
            "names_paimon_table", "parse", "resolve", "resolve_parts", "table_parts"]
 
-#: sqlglot's name of Spark's SQL dialect.
-DIALECT = "spark"
+
+
+class SparkText(Spark):
+    """sqlglot's Spark dialect reading string literals as Spark 4 does: a doubled quote inside a
+    string is one quote (``'it''s'`` is ``it's``, ``"a""b"`` is ``a"b``); sqlglot's Spark reads
+    ``'it''s'`` as two adjacent literals, concatenated (``its``). Backslash escapes and adjacent
+    literals (``'a' 'b'``) stay as they are."""
+
+    class Tokenizer(Spark.Tokenizer):
+        STRING_ESCAPES = ["\\", "'", '"']  # noqa: RUF012  (sqlglot's own class attribute)
+
+
+#: The SQL dialect statements are read in (and written back in: Spark's, see :class:`SparkText`).
+DIALECT = SparkText
 #: sqlglot logs a warning for each statement it keeps as a raw ``Command``; those are expected here.
 logging.getLogger("sqlglot").setLevel(logging.ERROR)
 

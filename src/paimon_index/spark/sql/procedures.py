@@ -26,7 +26,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from paimon_index.errors import PaimonIndexError, SqlError
-from paimon_index.spark.sql.names import PAIMON_CATALOG
+from paimon_index.spark.sql.names import DIALECT, PAIMON_CATALOG
 from paimon_index.table import catalog as _catalog
 from paimon_index.table.paimon import bucket_number, table_options
 
@@ -423,7 +423,7 @@ def _cast(value: Any, param: _Param, procedure: str) -> Any:
 def _parse(text: str) -> tuple[str, list[exp.Expr]]:
     """(procedure name, its argument nodes) of ``sys.name(args)`` / ``paimon.sys.name(args)``."""
     try:
-        node = sqlglot.parse_one(text, read=_DIALECT)
+        node = sqlglot.parse_one(text, read=DIALECT)
     except (ParseError, TokenError) as e:
         raise SqlError(
             f"CALL {text[:200]}: does not parse ({e}); e.g. CALL sys.compact(table => 'db.t')"
