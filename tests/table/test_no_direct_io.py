@@ -47,6 +47,10 @@ ALLOWED: dict[tuple[str, str], str] = {
                                         "half of it), not table data",
     ("spark/planned.py", "os.path.isdir"): "the scratch directory of those files is still there, not "
                                            "table data",
+    ("spark/class_archive.py", "Path"): "the driver JVM's class archive in the user's cache directory "
+                                        "and Spark's jars, not table data",
+    ("spark/class_archive.py", "os.path.realpath"): "the java binary the archive is keyed on, not table data",
+    ("spark/class_archive.py", "os.replace"): "publishes a checked class archive whole, not table data",
     ("fileindex/format.py", "open_source"): "a local path (the CLI); tables pass a FileIOSource",
     ("deletionvectors/index_file.py", "open_source"): "a local path (CLI, tests); tables pass a FileIOSource",
     ("deletionvectors/index_file.py", "Path"): "local_write: DV files outside any table (CLI, tests); "

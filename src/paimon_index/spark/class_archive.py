@@ -209,9 +209,12 @@ def watch(recording: Recording, jvm_pid: int | None) -> None:
     if jvm_pid is None:
         return
     arguments = [str(jvm_pid), str(recording.tmp), str(recording.final), recording.java, recording.class_path]
-    subprocess.Popen([sys.executable, __file__, *arguments], stdin=subprocess.DEVNULL,
-                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True,
-                     start_new_session=True)
+    # posix_spawn, not Popen: the watcher outlives this interpreter, and a Popen object of a running
+    # process warns (ResourceWarning) when it is collected. Its own session: a terminal's Ctrl-C
+    # does not end it; its stdio on /dev/null.
+    quiet = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
+    os.posix_spawn(sys.executable, [sys.executable, __file__, *arguments], os.environ, file_actions=quiet,
+                   setsid=True)
 
 
 def publish(recording: Recording, jvm_pid: int, *, wait_seconds: float = DUMP_WAIT_SECONDS) -> bool:
