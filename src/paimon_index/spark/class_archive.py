@@ -195,11 +195,8 @@ def _alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return True
-    return state not in ("Z", "X")
+    fields = _proc_stat(pid)
+    return fields is None or fields[0] not in ("Z", "X")
 
 
 def watch(recording: Recording, jvm_pid: int | None) -> None:
@@ -237,11 +234,19 @@ def publish(recording: Recording, jvm_pid: int, *, wait_seconds: float = DUMP_WA
 
 def _running_session(pid: int) -> bool:
     """Whether ``pid``'s parent (the Python driver) still lives: the JVM serves it until then."""
+    fields = _proc_stat(pid)
+    if fields is None:
+        return True  # no /proc: wait for the JVM without a deadline
+    return int(fields[1]) != 1 and _alive(int(fields[1]))
+
+
+def _proc_stat(pid: int) -> list[str] | None:
+    """``/proc/<pid>/stat``'s fields after the command name (state, parent pid, ...); None without."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
-        return True  # no /proc: wait for the JVM without a deadline
-    return int(fields[1]) != 1 and _alive(int(fields[1]))
+        return None
+    return fields or None
 
 
 def _maps(recording: Recording, archive: Path) -> bool:

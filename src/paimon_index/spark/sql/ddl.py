@@ -46,7 +46,7 @@ from paimon_index.errors import (
     TableExistsError,
     TableNotFoundError,
 )
-from paimon_index.spark.sql.names import PAIMON_CATALOG, SPARK_CATALOG, TableName, resolve_parts
+from paimon_index.spark.sql.names import DIALECT, PAIMON_CATALOG, SPARK_CATALOG, TableName, resolve_parts
 from paimon_index.table import catalog as _catalog
 from paimon_index.types import MAX_LENGTH, DataType, Field, TypeRoot, parse_type
 
@@ -58,7 +58,6 @@ if TYPE_CHECKING:
 
 __all__ = ["command", "run"]
 
-_DIALECT = "spark"
 #: The table property Paimon's connector reads the primary key from (it is not kept as an option).
 PRIMARY_KEY = "primary-key"
 #: Spark's reserved table properties the connector does not list in SHOW TBLPROPERTIES / DESCRIBE.
@@ -162,7 +161,7 @@ def _properties(node: exp.Expr | None) -> dict[str, str]:
             continue
         key = prop.this.name if isinstance(prop.this, exp.Expr) else str(prop.this)
         value = prop.args.get("value")
-        out[key] = value.name if isinstance(value, exp.Literal) else (value.sql(_DIALECT) if value else "")
+        out[key] = value.name if isinstance(value, exp.Literal) else (value.sql(DIALECT) if value else "")
     return out
 
 
@@ -213,7 +212,7 @@ def _create(catalog: Catalog, statement: exp.Create, text: str) -> DataFrame:
                 comment = prop.this.name
             elif isinstance(prop, exp.FileFormatProperty | exp.LocationProperty):
                 raise SqlError(
-                    f"CREATE TABLE {name}: {prop.sql(_DIALECT)} is not supported; Paimon tables "
+                    f"CREATE TABLE {name}: {prop.sql(DIALECT)} is not supported; Paimon tables "
                     "live in the warehouse (drop the clause)"
                 )
     provider = _provider(text, props)
@@ -245,7 +244,7 @@ def _create(catalog: Catalog, statement: exp.Create, text: str) -> DataFrame:
     columns = []
     for col in schema.expressions:
         if not isinstance(col, exp.ColumnDef):
-            raise SqlError(f"CREATE TABLE {name}: {col.sql(_DIALECT)} is not a column definition")
+            raise SqlError(f"CREATE TABLE {name}: {col.sql(DIALECT)} is not a column definition")
         columns.append(_column_ddl(col, not_null=col.name in primary_keys))
     _create_table(catalog, name, ", ".join(columns), partition_keys, primary_keys, options, comment)
     return _empty(catalog)
@@ -280,7 +279,7 @@ def _column_ddl(col: exp.ColumnDef, *, not_null: bool) -> str:
         isinstance(c.args.get("kind"), exp.NotNullColumnConstraint) for c in col.args.get("constraints") or []
     ):
         col.append("constraints", exp.ColumnConstraint(kind=exp.NotNullColumnConstraint()))
-    return col.sql(_DIALECT)
+    return col.sql(DIALECT)
 
 
 def _create_table(
@@ -329,7 +328,7 @@ def _create_as_select(
     if names_paimon_table(catalog, query):
         df = rewrite(catalog, query).dataframe(catalog.spark)
     else:
-        df = catalog.spark.sql(query.sql(_DIALECT))
+        df = catalog.spark.sql(query.sql(DIALECT))
     # Spark creates a CTAS table with the query's schema made nullable (``asNullable``); Paimon
     # then makes the primary-key columns NOT NULL.
     schema = StructType(
@@ -419,7 +418,7 @@ def _alter(catalog: Catalog, statement: exp.Alter, text: str) -> DataFrame:
     name = _table_name(catalog, table)
     if name is None:
         return catalog.spark.sql(text)
-    name = _existing(catalog, name, table.sql(_DIALECT))
+    name = _existing(catalog, name, table.sql(DIALECT))
     changes: list[Any] = []
     for action in statement.args.get("actions") or []:
         if isinstance(action, exp.AlterSet):
@@ -445,14 +444,14 @@ def _alter(catalog: Catalog, statement: exp.Alter, text: str) -> DataFrame:
                 changes.append(SchemaChange.drop_column(_column(catalog, name, col.name)))
         elif isinstance(action, exp.AlterColumn) and action.args.get("dtype") is not None:
             column = _column(catalog, name, action.this.name)
-            field = _catalog.paimon_field(f"`{column}` {action.args['dtype'].sql(_DIALECT)}")
+            field = _catalog.paimon_field(f"`{column}` {action.args['dtype'].sql(DIALECT)}")
             changes.append(SchemaChange.update_column_type(column, field.type, keep_nullability=True))
         elif isinstance(action, exp.AlterColumn) and action.args.get("comment") is not None:
             column = _column(catalog, name, action.this.name)
             changes.append(SchemaChange.update_column_comment(column, action.args["comment"].name))
         else:
             raise SqlError(
-                f"ALTER TABLE {name} {action.sql(_DIALECT)}: not supported; supported: SET/UNSET "
+                f"ALTER TABLE {name} {action.sql(DIALECT)}: not supported; supported: SET/UNSET "
                 "TBLPROPERTIES, ADD COLUMN(S), RENAME COLUMN, DROP COLUMN, ALTER COLUMN c TYPE t, "
                 "RENAME TO"
             )
@@ -489,7 +488,7 @@ def _add_column(col: exp.ColumnDef) -> Any:
             f"ADD COLUMN {col.name} ... NOT NULL: existing rows have no value for it; add it "
             "nullable (as Paimon requires)"
         )
-    field = _catalog.paimon_field(col.sql(_DIALECT))
+    field = _catalog.paimon_field(col.sql(DIALECT))
     return SchemaChange.add_column(field.name, field.type, field.description)
 
 
@@ -657,7 +656,7 @@ def _describe(catalog: Catalog, statement: exp.Describe, text: str) -> DataFrame
     name = _table_name(catalog, target)
     if name is None:
         return catalog.spark.sql(text)
-    name = _existing(catalog, name, target.sql(_DIALECT))
+    name = _existing(catalog, name, target.sql(DIALECT))
     if statement.args.get("partition") is not None:
         raise SqlError(f"DESCRIBE {name} PARTITION (...) is not supported; use SHOW PARTITIONS {name}")
     info = _Info(catalog, name)
@@ -716,7 +715,7 @@ def _name_at(catalog: Catalog, rest: str, toks: list[Any], start: int) -> tuple[
         raise SqlError(f"expected a table name in {rest[:200]!r}")
     text = rest[toks[start].start : toks[end - 1].end + 1]
     try:
-        table = exp.to_table(text, dialect=_DIALECT)
+        table = exp.to_table(text, dialect=DIALECT)
     except (ParseError, ValueError) as e:
         raise SqlError(f"table name {text!r} does not parse: {e}") from e
     name = _table_name(catalog, table)

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from sqlglot import exp
 
 from paimon_index.errors import InvalidOptionError, SqlError
-from paimon_index.spark.sql.names import TableName, resolve
+from paimon_index.spark.sql.names import DIALECT, TableName, resolve
 from paimon_index.spark.sql.query import own_conjuncts, rewrite
 from paimon_index.table.files import FILE_PATH_COLUMN, METADATA_COLUMNS, ROW_INDEX_COLUMN
 
@@ -248,7 +248,7 @@ def _insert_rows(catalog: Catalog, statement: exp.Insert, node: exp.Table, targe
     for name, value in static.items():
         if name in values:
             raise SqlError(f"{what}: partition column {name!r} is both static and in the query")
-        values[name] = F.expr(value.sql(dialect="spark"))
+        values[name] = F.expr(value.sql(DIALECT))
     chosen = positional.select(*[values.get(n, F.lit(None)).alias(n) for n in target.names])
     return _store_assigned(chosen, target)
 
@@ -275,7 +275,7 @@ def _insert(catalog: Catalog, statement: exp.Insert, node: exp.Table, name: Tabl
 def _store_value(value: exp.Expr, target: _Target, name: str) -> Column:
     from pyspark.sql import functions as F
 
-    return F.expr(value.sql(dialect="spark")).cast(target.schema[name].dataType).alias(name)
+    return F.expr(value.sql(DIALECT)).cast(target.schema[name].dataType).alias(name)
 
 
 def _truncate(catalog: Catalog, name: TableName) -> None:
@@ -351,7 +351,7 @@ def _assignments(target: _Target, items: list[exp.Expr], what: str) -> dict[str,
     assigned: dict[str, exp.Expr] = {}
     for item in items:
         if not isinstance(item, exp.EQ) or not isinstance(item.this, exp.Column):
-            raise SqlError(f"{what}: cannot read the assignment {item.sql(dialect='spark')}")
+            raise SqlError(f"{what}: cannot read the assignment {item.sql(DIALECT)}")
         column = target.column(item.this.name, what)
         if column in assigned:
             raise SqlError(f"{what}: column {column!r} is assigned twice")
@@ -436,7 +436,7 @@ def _clauses(statement: exp.Merge, target: _Target, source_alias: str) -> list[_
                 values = {c: v.copy() for c, v in zip(columns, given, strict=True)}
             clauses.append(_Clause(kind, condition, "insert", values))
         else:
-            raise SqlError(f"{what}: cannot read the clause {when.sql(dialect='spark')}")
+            raise SqlError(f"{what}: cannot read the clause {when.sql(DIALECT)}")
     return clauses
 
 

@@ -28,6 +28,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.spark import Spark
 from sqlglot.errors import ParseError, TokenError
+from sqlglot.generators.spark import SparkGenerator
 
 from paimon_index.errors import SqlError, TableNotFoundError
 
@@ -38,18 +39,28 @@ __all__ = ["DIALECT", "PAIMON_CATALOG", "SYSTEM_TABLE_SEPARATOR", "Catalog", "Ta
            "names_paimon_table", "parse", "resolve", "resolve_parts", "table_parts"]
 
 
-
 class SparkText(Spark):
-    """sqlglot's Spark dialect reading string literals as Spark 4 does: a doubled quote inside a
-    string is one quote (``'it''s'`` is ``it's``, ``"a""b"`` is ``a"b``); sqlglot's Spark reads
-    ``'it''s'`` as two adjacent literals, concatenated (``its``). Backslash escapes and adjacent
-    literals (``'a' 'b'``) stay as they are."""
+    """Spark SQL in and out, as Spark itself reads it (sqlglot's Spark dialect, corrected):
+
+    - reading: a doubled quote inside a string is one quote (``'it''s'`` is ``it's``, ``"a""b"`` is
+      ``a"b``); sqlglot's Spark reads ``'it''s'`` as two adjacent literals, concatenated (``its``).
+      Backslash escapes and adjacent literals (``'a' 'b'``) stay as they are;
+    - writing: none of sqlglot's rewrites for older Sparks and other dialects, so Spark runs what it
+      was given (or refuses it, as it would). Each answered otherwise than Spark: ``QUALIFY`` became a
+      subquery projecting the window as ``_w`` (``SELECT * ... QUALIFY`` answered that extra column),
+      ``percentile_cont(f) WITHIN GROUP (ORDER BY x)`` became ``percentile_approx(x, f)`` (9 for 9.5
+      over 0..19), ``5 = ANY (arr)`` (which Spark refuses) ``EXISTS(arr, x -> 5 = x)``.
+    """
 
     class Tokenizer(Spark.Tokenizer):
         STRING_ESCAPES = ["\\", "'", '"']  # noqa: RUF012  (sqlglot's own class attribute)
 
+    class Generator(SparkGenerator):
+        TRANSFORMS = {key: value for key, value in SparkGenerator.TRANSFORMS.items()  # noqa: RUF012
+                      if key not in (exp.Select, exp.WithinGroup)}
 
-#: The SQL dialect statements are read in (and written back in: Spark's, see :class:`SparkText`).
+
+#: The SQL dialect statements are read and written in (:class:`SparkText`).
 DIALECT = SparkText
 #: sqlglot logs a warning for each statement it keeps as a raw ``Command``; those are expected here.
 logging.getLogger("sqlglot").setLevel(logging.ERROR)

@@ -37,7 +37,6 @@ if TYPE_CHECKING:
 
 __all__ = ["PROCEDURES", "call"]
 
-_DIALECT = "spark"
 #: The procedures' namespace (``sys.compact``).
 SYSTEM_NAMESPACE = "sys"
 _STR, _INT, _LONG, _BOOL = "string", "int", "bigint", "boolean"
@@ -78,7 +77,7 @@ def _table_arg(catalog: Catalog, text: str) -> TableName:
     from paimon_index.spark.sql.names import resolve_parts, table_parts
 
     try:
-        parts = table_parts(exp.to_table(text, dialect=_DIALECT))
+        parts = table_parts(exp.to_table(text, dialect=DIALECT))
     except (ParseError, ValueError) as e:
         raise SqlError(f"table {text!r} does not parse: {e}") from e
     name = resolve_parts(catalog, parts, must_exist=False)
@@ -393,7 +392,7 @@ def _value(node: exp.Expr, what: str) -> Any:
     if isinstance(node, exp.Null):
         return None
     raise SqlError(
-        f"argument {what}: {node.sql(_DIALECT)} is not a literal (give a string, number or boolean)"
+        f"argument {what}: {node.sql(DIALECT)} is not a literal (give a string, number or boolean)"
     )
 
 
@@ -431,7 +430,7 @@ def _parse(text: str) -> tuple[str, list[exp.Expr]]:
     parts: list[str] = []
     call_node: exp.Expr = node
     if isinstance(node, exp.Dot):
-        parts = node.this.sql(_DIALECT).split(".")
+        parts = node.this.sql(DIALECT).split(".")
         call_node = node.expression
     if not isinstance(call_node, exp.Func):
         raise SqlError(f"CALL {text[:200]}: expected sys.<procedure>(name => value, ...)")

@@ -20,11 +20,11 @@ How a query runs:
    Those conjuncts (qualifiers removed) are the planned read's ``where``: the indexes and
    statistics pick the files and rows, and Spark applies the same text to the rows read.
 3. The statement is regenerated (sqlglot's Spark generator without its rewrites for other
-   dialects, :class:`_SparkText`) with each reference replaced by a placeholder bound to that
-   reference's DataFrame (``spark.sql(text, ref=df)``; Spark Connect sends the plan itself) under
-   the reference's alias (its table name when it had none), so **every conjunct stays in the
-   statement** and Spark evaluates the whole query with its own semantics: the pushed conjuncts
-   only remove rows the statement would remove anyway.
+   dialects, :class:`~paimon_index.spark.sql.names.SparkText`) with each reference replaced by a
+   placeholder bound to that reference's DataFrame (``spark.sql(text, ref=df)``; Spark Connect
+   sends the plan itself) under the reference's alias (its table name when it had none), so
+   **every conjunct stays in the statement** and Spark evaluates the whole query with its own
+   semantics: the pushed conjuncts only remove rows the statement would remove anyway.
 
 ``SELECT ... FROM t [WHERE ...] ORDER BY <t's columns> LIMIT k`` (nothing else between the rows
 and the LIMIT, every WHERE conjunct pushed) also hands the read the ORDER BY and k: each file's
@@ -38,13 +38,12 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
-from sqlglot.dialects.dialect import Dialect
 
 from paimon_index.errors import SqlError, UnsupportedTableError
-from paimon_index.spark.sql.names import TableName, resolve
+from paimon_index.spark.sql.names import DIALECT, TableName, resolve
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -85,27 +84,6 @@ _PLACEHOLDER_PREFIX = "__paimon_ref_"
 _KEPT_TABLE_ARGS = ("sample", "pivots", "joins")
 #: Parts of a table node the rewrite places itself (names, the alias, ``VERSION AS OF``).
 _PLACED_TABLE_ARGS = frozenset({"this", "db", "catalog", "alias", "version", *_KEPT_TABLE_ARGS})
-
-
-_SPARK = Dialect.get_or_raise("spark")
-
-
-class _SparkText(_SPARK.generator_class):  # type: ignore[name-defined]
-    """sqlglot's Spark generator without its rewrites for older Sparks and other dialects: the text
-    is Spark's dialect in and out, and Spark runs what it was given (or refuses it, as it would).
-    Each rewrite answered otherwise than Spark: ``QUALIFY`` became a subquery projecting the window
-    as ``_w`` (``SELECT * ... QUALIFY`` answered that extra column), ``percentile_cont(f) WITHIN
-    GROUP (ORDER BY x)`` became ``percentile_approx(x, f)`` (9 for 9.5 over 0..19), ``5 = ANY (arr)`` (which
-    Spark refuses) ``EXISTS(arr, x -> 5 = x)``."""
-
-    TRANSFORMS: ClassVar[dict[Any, Any]] = {
-        key: value for key, value in _SPARK.generator_class.TRANSFORMS.items()
-        if key not in (exp.Select, exp.WithinGroup)}
-
-
-def _spark_text(tree: exp.Expr) -> str:
-    """``tree`` as Spark SQL text (see :class:`_SparkText`)."""
-    return str(_SparkText(dialect=_SPARK).generate(tree, copy=True))
 
 
 @dataclass
@@ -270,7 +248,7 @@ def _unqualified_text(conjunct: exp.Expr) -> str:
     copy = conjunct.copy()
     for col in copy.find_all(exp.Column):
         col.set("table", None)
-    return _spark_text(copy)
+    return copy.sql(DIALECT)
 
 
 def own_conjuncts(condition: exp.Expr | None, alias: str, columns: frozenset[str]) -> str | None:
@@ -390,7 +368,7 @@ def rewrite(catalog: Catalog, statement: exp.Expr, *, skip: frozenset[int] = fro
             if table.args.get(key):
                 replacement.set(key, table.args[key])
         table.replace(replacement)
-    rewritten = Rewritten(_spark_text(tree), {}, references)
+    rewritten = Rewritten(tree.sql(DIALECT), {}, references)
     for placeholder, df in reads:
         rewritten = rewritten.bind(placeholder, df)
     return rewritten
@@ -512,7 +490,7 @@ def run(catalog: Catalog, statement: exp.Expr) -> DataFrame:
 # ------------------------------------------------------------------------------------------------
 def _describe(ref: Reference) -> str:
     lines = [f"{ref.name} AS {ref.alias}: {ref.how}"
-             + (f", snapshot {ref.version.sql(dialect='spark')}" if ref.version is not None else "")]
+             + (f", snapshot {ref.version.sql(DIALECT)}" if ref.version is not None else "")]
     lines.append(f"  pushed: {ref.where or '(nothing)'}")
     if ref.limit is not None:
         lines.append(f"  top {ref.limit} by {ref.order_by}")

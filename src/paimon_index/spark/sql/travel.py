@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from sqlglot import exp
 
 from paimon_index.errors import SqlError, TableNotFoundError
+from paimon_index.spark.sql.names import DIALECT
 from paimon_index.table import catalog as _catalog
 from paimon_index.table.paimon import latest_snapshot, snapshot_exists
 
@@ -49,7 +50,7 @@ def snapshot_id(catalog: Catalog, name: TableName, version: exp.Expr, table: Any
                                     catalog_options=catalog.catalog_options)
     kind = str(version.this).upper()
     value = version.args.get("expression")
-    shown = version.sql(dialect="spark")
+    shown = version.sql(DIALECT)
     if kind == "VERSION" and isinstance(value, exp.Literal):
         text = str(value.this)
         if value.is_string:
@@ -68,7 +69,7 @@ def snapshot_id(catalog: Catalog, name: TableName, version: exp.Expr, table: Any
         return wanted
     if kind == "TIMESTAMP" and value is not None:
         micros = catalog.spark.sql(
-            f"SELECT unix_micros(CAST({value.sql(dialect='spark')} AS TIMESTAMP))"
+            f"SELECT unix_micros(CAST({value.sql(DIALECT)} AS TIMESTAMP))"
         ).first()
         if micros is None or micros[0] is None:
             raise SqlError(f"{name} {shown}: the time is NULL")

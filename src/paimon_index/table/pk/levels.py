@@ -67,14 +67,18 @@ def _key_columns(table: Any, rows: pa.Table) -> list[str]:
     return [k for k in table.trimmed_primary_keys if k in rows.column_names]
 
 
+def _arrow_bytes(table: Any, rows: pa.Table) -> int:
+    """Arrow bytes of ``rows`` with the key's copy a key-value file holds (system columns aside)."""
+    return rows.nbytes + sum(rows[k].nbytes for k in _key_columns(table, rows))
+
+
 def rolled_on_encoded_bytes(table: Any, rows: pa.Table, encoded_bytes_per_row: float) -> Any:
     """``table`` with pypaimon's rolling threshold (Arrow bytes of its buffer) set so that a file of
     ``rows`` rolls at about ``target-file-size`` encoded bytes, ``encoded_bytes_per_row`` being what
     such rows took in the files they come from (at most :data:`MAX_ARROW_PER_TARGET` x the target)."""
     if rows.num_rows == 0 or encoded_bytes_per_row <= 0:
         return table
-    keys = _key_columns(table, rows)
-    arrow_per_row = (rows.nbytes + sum(rows[k].nbytes for k in keys)) / rows.num_rows + _SYSTEM_BYTES_PER_ROW
+    arrow_per_row = _arrow_bytes(table, rows) / rows.num_rows + _SYSTEM_BYTES_PER_ROW
     ratio = min(arrow_per_row / encoded_bytes_per_row, MAX_ARROW_PER_TARGET)
     if ratio <= 1:
         return table
@@ -87,13 +91,12 @@ def estimated_bytes_per_row(table: Any, rows: pa.Table) -> float:
     the key-value writer encodes a file (the key's copy, sequence numbers, row kinds; the table's
     compression; :mod:`~paimon_index.table.parquet_layout`'s dictionary choice); 0.0 when all of
     ``rows`` fit in one file in Arrow bytes anyway (pypaimon's own rolling then never cuts)."""
-    keys = _key_columns(table, rows)
     target = int(table.options.target_file_size(True))
-    if rows.num_rows == 0 or rows.nbytes + sum(rows[k].nbytes for k in keys) <= target:
+    if rows.num_rows == 0 or _arrow_bytes(table, rows) <= target:
         return 0.0
     count = min(rows.num_rows, ESTIMATE_SAMPLE_ROWS)
     sample = rows.slice((rows.num_rows - count) // 2, count)
-    for key in keys:
+    for key in _key_columns(table, sample):
         sample = sample.append_column(f"_KEY_{key}", sample[key])
     sample = sample.append_column("_SEQUENCE_NUMBER", pa.array(np.arange(count, dtype=np.int64)))
     sample = sample.append_column("_VALUE_KIND", pa.array(np.zeros(count, np.int8)))
