@@ -74,3 +74,24 @@ def test_every_statement_kind_through_spark_connect(connect_spark, tmp_path: Pat
     assert paimon.sql(f"SELECT count(*) FROM db.orders VERSION AS OF {first}").collect()[0][0] == 300
     assert paimon.sql("SELECT count(*) FROM db.orders").collect()[0][0] == len(model)
     assert sorted(tuple(r) for r in paimon.sql("SELECT * FROM db.people").collect()) == sorted(people.items())
+
+
+def test_text_sparks_parser_refuses_is_refused_over_connect(connect_spark, tmp_path: Path) -> None:
+    """Over Connect Spark's parser is on the server: the text is checked there (``EXPLAIN``, which
+    runs nothing) before the statement runs; sqlglot alone answered ``k IS NULL = false``."""
+    from pyspark.errors import ParseException
+
+    w = str(tmp_path / "w")
+    paimon = attach(connect_spark, warehouse=w)
+    paimon.sql("CREATE DATABASE db")
+    paimon.sql("CREATE TABLE db.t (id BIGINT, k INT)")
+    paimon.sql("INSERT INTO db.t VALUES (1, NULL), (2, 3)")
+    with pytest.raises(ParseException):
+        paimon.sql("SELECT id FROM db.t WHERE k IS NULL = false")
+    with pytest.raises(ParseException):
+        paimon.sql("DELETE FROM db.t WHERE k IS NULL = false")
+    assert sorted(tuple(r) for r in paimon.sql("SELECT * FROM db.t").collect()) == [(1, None), (2, 3)]
+    # the check ran each statement's text through EXPLAIN only: CREATE DATABASE created one database
+    paimon.sql("CREATE DATABASE db2")
+    assert sorted(paimon.databases()) == ["db", "db2"]
+    assert [r[0] for r in connect_spark.sql("SHOW DATABASES").collect() if r[0] == "db2"] == []

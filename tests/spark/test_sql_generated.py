@@ -18,8 +18,9 @@ through Spark's Parquet reader (``small_read_bytes=0``) and the driver's small r
 third query runs in a session time zone off UTC. The reference reads its Parquet without Spark's
 filter pushdown, which drops row groups holding NaN.
 
-Wrong answers found so far are in FOUND (fixed in query.py), PARSED_OTHERWISE (sqlglot's parse,
-xfail) and test_what_may_be_evaluated_twice_is_not_pushed.
+Wrong answers found so far are in FOUND (fixed in query.py), PARSED_OTHERWISE (text Spark's parser
+refuses and sqlglot read: now checked by Spark's parser first) and
+test_what_may_be_evaluated_twice_is_not_pushed.
 """
 
 from __future__ import annotations
@@ -913,6 +914,8 @@ FOUND = [
 #: accepts text Spark's parser refuses (`k IS NULL = false`).
 PARSED_OTHERWISE = [
     "SELECT id FROM db.ga WHERE k IS NULL = false",
+    "SELECT array_agg(k ORDER BY k) FROM db.ga",
+    "SELECT id FROM db.ga WHERE k = 1 ORDER BY id LIMIT 2 OFFSET",
 ]
 
 
@@ -924,12 +927,17 @@ def test_found_wrong_answers(warehouse: Warehouse, spark: Any, monkeypatch: pyte
         assert outcome.kind in ("equal", "refused"), f"{outcome.kind}: {outcome.detail}"
 
 
-@pytest.mark.xfail(strict=True, reason="sqlglot's parse of the text (names.parse), not the pushdown")
 @pytest.mark.parametrize("text", PARSED_OTHERWISE)
-def test_text_sqlglot_parses_otherwise(warehouse: Warehouse, spark: Any, monkeypatch: pytest.MonkeyPatch,
-                                       text: str) -> None:
+def test_text_spark_refuses_is_refused_with_sparks_error(warehouse: Warehouse, spark: Any,
+                                                         monkeypatch: pytest.MonkeyPatch, text: str) -> None:
+    """sqlglot reads these; Spark's parser does not. They were answered (a strict xfail until
+    Spark's parser checked the text first); now refused with Spark's own ParseException."""
+    from pyspark.errors import ParseException
+
     outcome = run_both(warehouse, spark, text, spark_reader=False, monkeypatch=monkeypatch)
-    assert outcome.kind in ("equal", "refused"), f"{outcome.kind}: {outcome.detail}"
+    assert outcome.kind == "refused", f"{outcome.kind}: {outcome.detail}"
+    with pytest.raises(ParseException):
+        warehouse.paimon.sql(text)
 
 
 def _wheres(w: Warehouse, text: str) -> list[str | None]:

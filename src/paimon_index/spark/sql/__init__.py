@@ -14,7 +14,9 @@ statement                              runs in
 
 A statement that names no Paimon table (and is no ``CALL``) goes to ``spark.sql`` as written, so
 Spark's own tables, views and commands behave exactly as without us. Text sqlglot cannot parse
-goes to Spark too (Spark reports its own error; it cannot reach a Paimon table through it).
+goes to Spark too (Spark reports its own error; it cannot reach a Paimon table through it). Every
+other statement is first checked by Spark's own parser (:func:`.names.spark_parses`): what Spark
+refuses, we refuse with Spark's error, however sqlglot would have read it.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from paimon_index.errors import SqlError
-from paimon_index.spark.sql.names import DIALECT, Catalog, cte_names, names_paimon_table, parse
+from paimon_index.spark.sql.names import DIALECT, Catalog, cte_names, names_paimon_table, parse, spark_parses
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -51,6 +53,8 @@ def execute(catalog: Catalog, text: str) -> DataFrame:
     statement = parse(text)
     if statement is None:
         return catalog.spark.sql(text)
+    if isinstance(statement, (exp.Command, exp.Create, exp.Drop, exp.Alter, exp.Describe, exp.Use)):
+        spark_parses(catalog.spark, text)
     if isinstance(statement, exp.Command):
         keyword, rest = _command(statement)
         if keyword == "CALL":
@@ -64,6 +68,7 @@ def execute(catalog: Catalog, text: str) -> DataFrame:
     with catalog.one_statement():
         if not names_paimon_table(catalog, statement):
             return catalog.spark.sql(text)
+        spark_parses(catalog.spark, text)
         if isinstance(statement, exp.Query):
             return query.run(catalog, statement)
         if isinstance(statement, (exp.Insert, exp.Delete, exp.Update, exp.Merge, exp.TruncateTable)):

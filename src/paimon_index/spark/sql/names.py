@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 __all__ = ["DIALECT", "PAIMON_CATALOG", "SYSTEM_TABLE_SEPARATOR", "Catalog", "TableName", "cte_names",
-           "names_paimon_table", "parse", "resolve", "resolve_parts", "table_parts"]
+           "names_paimon_table", "parse", "resolve", "resolve_parts", "spark_parses", "table_parts"]
 
 
 class SparkText(Spark):
@@ -170,6 +170,29 @@ def parse(text: str) -> exp.Expr | None:
         raise SqlError(f"{len(statements)} statements in one sql() call; run one statement per call "
                        "(as spark.sql does)")
     return statements[0] if statements else None
+
+
+def spark_parses(spark: SparkSession, text: str) -> None:
+    """Raise Spark's own ``ParseException`` when Spark's parser refuses ``text``.
+
+    sqlglot reads more than Spark does (``k IS NULL = false``, ``array_agg(x ORDER BY x)``): without
+    this check such text was answered where ``spark.sql`` and Paimon's connector refuse it. Classic
+    Spark: the session's parser alone (nothing is analysed or run). Spark Connect has no parser on
+    the client: ``EXPLAIN <text>`` on the server parses the whole text and runs nothing (an analysis
+    error, e.g. a Paimon table Spark's catalog does not know, comes back as text, not raised).
+    """
+    jsession = getattr(spark, "_jsparkSession", None)
+    if jsession is None:
+        first = text.lstrip().split(None, 1)[:1]
+        spark.sql(text if first and first[0].upper() == "EXPLAIN" else f"EXPLAIN {text}").collect()
+        return
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors.exceptions.captured import convert_exception
+
+    try:
+        jsession.sessionState().sqlParser().parsePlan(text)
+    except Py4JJavaError as error:
+        raise convert_exception(error.java_exception) from None
 
 
 #: Spark's spellings of a time-travel clause sqlglot does not read, and the one it reads instead:
