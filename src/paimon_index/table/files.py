@@ -527,6 +527,14 @@ def bitmap_positions(bitmap: BitMap) -> np.ndarray:
     return np.frombuffer(bitmap.to_array(), dtype=np.uint32).astype(np.int64)
 
 
+def _sorted_member(sorted_values: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """For each of ``queries``, whether it is in ``sorted_values`` (ascending)."""
+    at = np.searchsorted(sorted_values, queries)
+    found = at < len(sorted_values)
+    found[found] = sorted_values[at[found]] == queries[found]
+    return found
+
+
 def resolve(io: TableIO, plan: FilePlan, bound: Predicate, schema: Mapping[str, DataType],
             report: ScanReport, *, vectors: SplitVectors | None = None, topn: TopN | None = None,
             use_index: bool = True, exact_answers: bool = False,
@@ -578,20 +586,22 @@ def _resolve(io: TableIO, plan: FilePlan, bound: Predicate, schema: Mapping[str,
             report.files_skipped_by_index += 1
             return None
         if isinstance(result, Rows):
-            bitmap = result.bitmap
+            kept = bitmap_positions(result.bitmap)
             exact = result.exact and topn is None
             if deleted is not None and topn is None:  # TopN candidates are live rows already
-                dropped = bitmap & BitMap(deleted.astype(np.uint32))
-                bitmap = bitmap - dropped
-                report.rows_removed_by_deletion_vectors += len(dropped)
+                # Sorted positions on both sides: a binary search per kept row (a bitmap of the
+                # whole vector cost ~5 ms a file for 20,000 deleted rows).
+                is_deleted = _sorted_member(deleted, kept)
+                kept_deleted = kept[is_deleted]
+                kept = kept[~is_deleted]
+                report.rows_removed_by_deletion_vectors += len(kept_deleted)
                 # Every row the query can match is a kept row: only the deleted ones among them count.
-                deletion_needed = bool(dropped)
-                kept_deleted = bitmap_positions(dropped)
-            report.rows_selected_by_index += len(bitmap)  # live rows: what a reader takes
-            if not bitmap:
+                deletion_needed = bool(len(kept_deleted))
+            report.rows_selected_by_index += len(kept)  # live rows: what a reader takes
+            if not len(kept):
                 report.files_skipped_by_index += 1
                 return None
-            selected = bitmap_positions(bitmap)
+            selected = kept
     if deleted is not None and selected is None:
         report.rows_removed_by_deletion_vectors += len(deleted)
         if len(deleted) >= plan.row_count:
