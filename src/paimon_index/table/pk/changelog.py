@@ -167,7 +167,9 @@ def input_changelog(table: Any, rows: pa.Table, first_sequence: int) -> pa.Table
     from paimon_index.table.pk.plan import ROW_KIND_COLUMN
 
     target = kv_schema(table)
-    kinds = np.array([_KIND_BYTES[k] for k in rows[ROW_KIND_COLUMN].to_pylist()], dtype=np.int8)
+    # Row kinds were checked on the way in (with_row_kinds): each is one of _KIND_BYTES.
+    at = pc.index_in(rows[ROW_KIND_COLUMN], value_set=pa.array(list(_KIND_BYTES)))
+    kinds = np.array(list(_KIND_BYTES.values()), dtype=np.int8)[at.to_numpy(zero_copy_only=False)]
     columns: dict[str, Any] = {KEY_PREFIX + k: rows[k] for k in trimmed_keys(table)}
     columns[SEQUENCE_COLUMN] = pa.array(np.arange(first_sequence, first_sequence + rows.num_rows,
                                                   dtype=np.int64))
