@@ -124,3 +124,45 @@ def test_input_producer_is_refused_on_the_driver_where_tasks_do_not_write_it(spa
     with pytest.raises(UnsupportedChangelogProducerError, match="'changelog-producer' = 'input'"):
         jobs.upsert(spark, _frame(spark, BATCHES[0]), "db.t", warehouse=warehouse)
     assert not list(tmp_path.glob("db.db/t/bucket-*/*"))
+
+
+@pytest.mark.parametrize("config", ["agg-last",
+                                    pytest.param("partial-remove-on-delete", marks=pytest.mark.slow)])
+def test_spark_upserts_of_a_merge_engine_table_write_the_input_changelog(
+        spark: Any, tmp_path: Path, changelog_reader: ChangelogReader, config: str) -> None:
+    """``input`` on a merge-engine table through the Spark job: each task writes the records of its
+    buckets before any merge (``prepare_merge``), as ``Table.upsert`` writes them -- and as Java's
+    writer does (``tests/table/test_changelog.py`` checks Table.upsert against Java). Refused before,
+    naming the option."""
+    from tests.table.test_merge_engines import CONFIGS, engine_of
+    from tests.table.test_merge_engines import SCHEMA as MERGE_SCHEMA
+    from tests.table.test_merge_engines import as_table as merge_rows
+
+    names = [f.name for f in MERGE_SCHEMA]
+
+    def row(k: int, **values: Any) -> dict[str, Any]:
+        return {"k": k, **{c: values.get(c) for c in names[1:]}}
+
+    steps = [
+        [("+I", row(k, s=k, lv="a", mn=k)) for k in range(4)],
+        [("+U", row(1, s=5, lv=None, mx=3)), ("-D", row(2, s=2, lv="a", mn=2)), ("+I", row(1, lv="b")),
+         ("-D", row(9))],
+        [("-U", row(3, s=3, lv="a", mn=3)), ("+U", row(3, s=7, lv="c")), ("+I", row(0, fn="x"))],
+    ]
+    options = {"deletion-vectors.enabled": "true", "changelog-producer": "input", "bucket": "2",
+               "merge-engine": engine_of(config), **CONFIGS[config][0]}
+    ours, theirs = str(tmp_path / "spark"), str(tmp_path / "local")
+    spark_table = paimon_index.create_table(ours, "db.t", MERGE_SCHEMA, primary_keys=["k"], options=options)
+    local_table = paimon_index.create_table(theirs, "db.t", MERGE_SCHEMA, primary_keys=["k"], options=options)
+    # coalesce(1): the records of a key reach their task in the order given (no shuffle between)
+    spark_steps = [lambda b=b: jobs.upsert(spark, spark.createDataFrame(merge_rows(b)).coalesce(1), "db.t",
+                                           warehouse=ours) for b in steps]
+    local_steps = [lambda b=b: local_table.upsert(merge_rows(b)) for b in steps]
+    spark_ranges, local_ranges = _ranges(spark_table, spark_steps), _ranges(local_table, local_steps)
+    got = changelog_reader.read([(ours, "db.t", a, b) for a, b in spark_ranges]
+                                + [(theirs, "db.t", a, b) for a, b in local_ranges])
+    mine, reference = got[:len(spark_ranges)], got[len(spark_ranges):]
+    assert [normal(c) for c in mine] == [normal(c) for c in reference]
+    assert [len(c) for c in reference] == [4, 4, 3]  # every record, unmerged
+    assert sorted(spark_table.read().to_pylist(), key=lambda r: r["k"]) == \
+        sorted(local_table.read().to_pylist(), key=lambda r: r["k"])

@@ -887,7 +887,7 @@ class PaimonIndexDataSource(DataSource):
 
             # 'input': written by the tasks of jobs' bucket-exclusive upserts (input_records).
             changelog_producer(table, input_ok=options.bucket_exclusive
-                               and tasks_write_input(table, delete_keys=options.delete_keys))
+                               and tasks_write_input(table))
         elif table.is_primary_key_table:  # merge-on-read: 'lookup' / 'full-compaction' write none
             from paimon_index.table.pk.changelog import check_merge_on_read
 

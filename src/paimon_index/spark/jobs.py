@@ -252,8 +252,8 @@ def _upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
     from paimon_index.table.pk.upsert import tasks_write_input
 
     # A merge engine's options are refused on the driver, before any task runs; so is an 'input'
-    # changelog the tasks do not write (dynamic buckets, a merge engine's upsert).
-    input_ok = tasks_write_input(paimon_table, delete_keys=delete_keys)
+    # changelog the tasks do not write (dynamic buckets).
+    input_ok = tasks_write_input(paimon_table)
     check_table(paimon_table, upsert=True, input_ok=input_ok)
     inputs = input_ok and producer(paimon_table, input_ok=True) == INPUT
     count = partitions or _connect.parallelism(spark)

@@ -165,11 +165,11 @@ def input_records(table: Any, data: pa.Table, *, delete_keys: bool = False, kind
     return conform(batch if delete_keys else written_records(options, batch), target)
 
 
-def tasks_write_input(table: Any, *, delete_keys: bool = False) -> bool:
+def tasks_write_input(table: Any) -> bool:
     """Whether the tasks of a bucket-exclusive Spark upsert write a ``changelog-producer`` =
-    ``input`` changelog of ``table`` (:func:`input_records` -> :func:`prepare_upsert`): fixed
-    buckets, and no merge engine merging the rows (a DELETE's key removal is none)."""
-    return bucket_number(table) > 0 and (delete_keys or merge_engine(table) is None)
+    ``input`` changelog of ``table`` (:func:`input_records` -> :func:`prepare_upsert`, or
+    :func:`prepare_merge` for a merge engine's rows): fixed buckets."""
+    return bucket_number(table) > 0
 
 
 #: ``_VALUE_KIND`` byte -> row kind (INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE).
@@ -349,12 +349,16 @@ def _conformed(table: Any, data: pa.Table) -> pa.Table:
 def prepare_merge(table: Any, data: pa.Table) -> PreparedUpsert:
     """An executor's upsert of a merge-engine table (fixed buckets; the task owns the buckets of
     its rows): merge the batch by key, look up and merge the old rows, write the results, mark the
-    old rows, place the new files. The driver commits the result (:func:`commit_prepared`)."""
-    options = check_table(table, upsert=True)
+    old rows, place the new files. The driver commits the result (:func:`commit_prepared`).
+    With ``changelog-producer`` = ``input`` the task's records, before any merge, are the changelog
+    of their buckets (as :func:`upsert_arrow` writes it)."""
+    options = check_table(table, upsert=True, input_ok=True)
     engine = merge_engine(table, options)
     assert engine is not None, "prepare_merge: the table's merge engine is deduplicate"
     plan = _executor_plan(table, LATEST)
-    batch = engine.fold(_conformed(table, data), single_as_is=True)
+    conformed = _conformed(table, data)
+    inputs = input_records(table, conformed, options=options)
+    batch = engine.fold(conformed, single_as_is=True)
     columns = user_columns(table)
     partitions, buckets = bucket_of_rows(table, batch.select(columns))
     scope = set(zip(partitions, buckets, strict=True))
@@ -363,7 +367,7 @@ def prepare_merge(table: Any, data: pa.Table) -> PreparedUpsert:
     messages = write_rows(table, merged.filter(pc.invert(deleting)).select(columns))
     try:
         return _prepare(table, plan, messages, merged.filter(deleting).select(list(table.primary_keys)),
-                        max_level(options), scope)
+                        max_level(options), scope, inputs=inputs)
     except BaseException:
         abandon(table, written_paths(messages, plan.index_dir), _UPSERT)
         raise
