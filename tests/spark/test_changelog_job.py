@@ -6,6 +6,7 @@ on the same sequence (``input``: the input records a model of the sequence gives
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -90,16 +91,19 @@ def test_a_merge_engine_table_through_spark(spark: Any, tmp_path: Path,
 
 @pytest.mark.parametrize("driver_rows", [0, pytest.param(jobs.SMALL_CHANGE_ROWS, marks=pytest.mark.slow)],
                          ids=["tasks", "small-on-driver"])  # the driver's path: Table's, Java-checked
+@pytest.mark.parametrize("layout", ["fixed", "dynamic"])
 def test_spark_jobs_write_the_input_changelog(spark: Any, tmp_path: Path, changelog_reader: ChangelogReader,
-                                              monkeypatch: pytest.MonkeyPatch, driver_rows: int) -> None:
+                                              monkeypatch: pytest.MonkeyPatch, driver_rows: int,
+                                              layout: str) -> None:
     """``changelog-producer`` = ``input`` through the jobs: every input record, unmerged, in the
     step's snapshot, as Java reads it -- an upsert's rows as given (a -D of a key never written
     too), a DELETE's -D rows with the full old values, an UPDATE's +U rows with the new ones (Java's
     row-level operations write those). ``tasks``: DELETE/UPDATE distributed as well (the small-change
-    threshold at 0). Refused on the driver before (no task wrote it)."""
+    threshold at 0). ``dynamic``: the assigners pass every record on to its key's bucket, whose
+    writer takes it as changelog (refused on the driver before, as here with a merge engine)."""
     monkeypatch.setattr(jobs, "SMALL_CHANGE_ROWS", driver_rows)
     warehouse = str(tmp_path)
-    table = create(warehouse, "fixed", {"changelog-producer": "input"})
+    table = create(warehouse, layout, {"changelog-producer": "input"})
     steps = [lambda b=b: jobs.upsert(spark, _frame(spark, b), "db.t", warehouse=warehouse) for b in BATCHES]
     steps += [lambda: jobs.delete(spark, "db.t", "k >= 10", warehouse=warehouse),
               lambda: jobs.update(spark, "db.t", {"v": "'u'"}, "k < 3", warehouse=warehouse)]
@@ -116,20 +120,21 @@ def test_spark_jobs_write_the_input_changelog(spark: Any, tmp_path: Path, change
 
 def test_input_producer_is_refused_on_the_driver_where_tasks_do_not_write_it(spark: Any,
                                                                             tmp_path: Path) -> None:
-    """Dynamic buckets (Paimon writes the input changelog for fixed buckets here only)."""
-    from paimon_index.errors import UnsupportedChangelogProducerError
-
+    """The source's writer used directly (``df.write.format("paimon_index")``): its tasks are not
+    bucket-exclusive, so none could write a bucket's whole input changelog."""
     warehouse = str(tmp_path)
-    create(warehouse, "dynamic", {"changelog-producer": "input"})
-    with pytest.raises(UnsupportedChangelogProducerError, match="'changelog-producer' = 'input'"):
-        jobs.upsert(spark, _frame(spark, BATCHES[0]), "db.t", warehouse=warehouse)
+    create(warehouse, "fixed", {"changelog-producer": "input"})
+    with pytest.raises(Exception, match="'changelog-producer' = 'input'"):
+        _frame(spark, BATCHES[0]).drop("_ROW_KIND").write.format("paimon_index") \
+            .option("warehouse", warehouse).mode("append").save("db.t")
     assert not list(tmp_path.glob("db.db/t/bucket-*/*"))
 
 
-@pytest.mark.parametrize("config", ["agg-last",
-                                    pytest.param("partial-remove-on-delete", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("config,bucket", [
+    ("agg-last", "2"), ("partial-remove-on-delete", "-1"),
+    pytest.param("partial-remove-on-delete", "2", marks=pytest.mark.slow)])
 def test_spark_upserts_of_a_merge_engine_table_write_the_input_changelog(
-        spark: Any, tmp_path: Path, changelog_reader: ChangelogReader, config: str) -> None:
+        spark: Any, tmp_path: Path, changelog_reader: ChangelogReader, config: str, bucket: str) -> None:
     """``input`` on a merge-engine table through the Spark job: each task writes the records of its
     buckets before any merge (``prepare_merge``), as ``Table.upsert`` writes them -- and as Java's
     writer does (``tests/table/test_changelog.py`` checks Table.upsert against Java). Refused before,
@@ -149,7 +154,7 @@ def test_spark_upserts_of_a_merge_engine_table_write_the_input_changelog(
          ("-D", row(9))],
         [("-U", row(3, s=3, lv="a", mn=3)), ("+U", row(3, s=7, lv="c")), ("+I", row(0, fn="x"))],
     ]
-    options = {"deletion-vectors.enabled": "true", "changelog-producer": "input", "bucket": "2",
+    options = {"deletion-vectors.enabled": "true", "changelog-producer": "input", "bucket": bucket,
                "merge-engine": engine_of(config), **CONFIGS[config][0]}
     ours, theirs = str(tmp_path / "spark"), str(tmp_path / "local")
     spark_table = paimon_index.create_table(ours, "db.t", MERGE_SCHEMA, primary_keys=["k"], options=options)
@@ -166,3 +171,60 @@ def test_spark_upserts_of_a_merge_engine_table_write_the_input_changelog(
     assert [len(c) for c in reference] == [4, 4, 3]  # every record, unmerged
     assert sorted(spark_table.read().to_pylist(), key=lambda r: r["k"]) == \
         sorted(local_table.read().to_pylist(), key=lambda r: r["k"])
+
+
+INPUT_SQL = [
+    "CREATE TABLE db.{name} (k BIGINT NOT NULL, v STRING, n BIGINT) TBLPROPERTIES ('primary-key' = 'k', "
+    "'bucket' = '{bucket}', 'dynamic-bucket.target-row-num' = '3', 'deletion-vectors.enabled' = 'true', "
+    "'changelog-producer' = 'input')",
+    "INSERT INTO db.{name} VALUES (1, 'a', 1), (2, 'a', 2), (3, 'a', 3), (4, 'a', 4), (5, 'a', 5)",
+    "INSERT INTO db.{name} VALUES (4, 'b', 40), (7, 'd', 7), (8, 'd', 8)",
+    "DELETE FROM db.{name} WHERE n >= 40 OR k = 2",
+    "UPDATE db.{name} SET v = 'u' WHERE k < 4",
+    "MERGE INTO db.{name} t USING (SELECT * FROM VALUES (3, 'm', 30), (9, 'm', 9) AS s(k, v, n)) s "
+    "ON t.k = s.k WHEN MATCHED THEN UPDATE SET v = s.v, n = s.n WHEN NOT MATCHED THEN INSERT *",
+]
+
+
+def test_sql_on_input_tables_writes_the_changelog_paimons_connector_writes(
+        spark: Any, tmp_path: Path, changelog_reader: ChangelogReader) -> None:
+    """The same statements through Paimon's own Spark connector and through ``paimon.sql`` on a
+    dynamic-bucket and a fixed-bucket table with ``changelog-producer`` = ``input``: Java's
+    incremental changelog read gives the same change rows on both sides, statement by statement
+    (the connector's own records: an INSERT's +I, a DELETE's -D with the old row, an UPDATE's +U,
+    a MERGE's +U for a matched row it updates and +I for a row it inserts -- ours wrote +I for
+    both before)."""
+    import paimonsql
+    from paimon_index.spark import attach
+
+    tables = {"dyn": "-1", "fix": "2"}
+    theirs_dir, ours_dir = tmp_path / "connector", tmp_path / "ours"
+    texts = {name: [s.format(name=name, bucket=bucket) for s in INPUT_SQL] for name, bucket in tables.items()}
+    latest_of = {name: f"SELECT max(snapshot_id) FROM db.`{name}$snapshots`" for name in tables}
+    # The connector may commit a statement as two snapshots (its data, then a compaction): each
+    # statement's range is read from the snapshots table after it.
+    program = ["CREATE DATABASE IF NOT EXISTS db"]
+    for name in tables:
+        program += [t for text in texts[name] for t in (text, latest_of[name])]
+        program.append(f"SELECT * FROM db.{name}")
+    results = paimonsql.run(theirs_dir, program)
+    for text, result in zip(program, results, strict=True):
+        assert result["ok"], (text, result)
+    paimon = attach(spark, warehouse=str(ours_dir))
+    paimon.sql("CREATE DATABASE db")
+    for name in tables:
+        connector_ids = [r["rows"][0][0] or 0 for text, r in zip(program, results, strict=True)
+                         if text == latest_of[name]]
+        our_ids = []
+        for text in texts[name]:
+            paimon.sql(text)
+            our_ids.append(paimon.sql(latest_of[name]).collect()[0][0] or 0)
+        ranges = [(theirs_dir, a, b) for a, b in itertools.pairwise(connector_ids)]
+        ranges += [(ours_dir, a, b) for a, b in itertools.pairwise(our_ids)]
+        got = changelog_reader.read([(str(d), f"db.{name}", a, b) for d, a, b in ranges])
+        steps = len(connector_ids) - 1
+        assert [normal(c) for c in got[steps:]] == [normal(c) for c in got[:steps]], name
+        their_rows = results[program.index(f"SELECT * FROM db.{name}")]["rows"]
+        ours = paimon_index.open_table(str(ours_dir), f"db.{name}")
+        assert sorted(tuple(r) for r in their_rows) == \
+            sorted(tuple(r.values()) for r in ours.read().to_pylist())

@@ -256,14 +256,18 @@ def bucket_owned(df: DataFrame, paimon_table: Any, warehouse: str, table: str,
 
 def dynamic_upsert_job(df: DataFrame, warehouse: str, table: str, catalog_options: CatalogOptions,
                        snapshot_id: int | None, assigners: int, partitions: int,
-                       partition_keys: Sequence[str], *, merge: bool = False) -> list[Any]:
+                       partition_keys: Sequence[str], *, merge: bool = False, records: bool = False,
+                       delete_keys: bool = False) -> list[Any]:
     """The upsert of a dynamic-bucket table as Paimon distributes it
     (:mod:`paimon_index.table.pk.dynamic`): tasks route each row by its key hash to an assigner,
     a shuffle brings each assigner's rows to one task which assigns buckets from the HASH index of
     ``snapshot_id``, a second shuffle by (partition, bucket) gives each bucket to one task which
     writes its rows, extends its HASH index and looks its keys up. Runs the job; returns every
     task's :class:`~paimon_index.table.pk.upsert.PreparedUpsert` (the driver commits them).
-    ``merge``: the table's merge engine merges each key's rows (assigners) and its old row (writers)."""
+    ``merge``: the table's merge engine merges each key's rows (assigners) and its old row (writers).
+    ``records`` (``changelog-producer`` = ``input``): the assigners pass every record on with its
+    key's bucket, unmerged; the writers take them as their buckets' changelog, then fold them
+    (``delete_keys``: a DELETE's rows)."""
     from paimon_index.table.pk import dynamic
 
     def routed(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -277,13 +281,15 @@ def dynamic_upsert_job(df: DataFrame, warehouse: str, table: str, catalog_option
         if kept:
             opened = open_table(warehouse, table, catalog_options=catalog_options)
             rows = pa.Table.from_batches(kept)
-            yield from dynamic.assign(opened, snapshot_id, rows, assigners, merge=merge).to_batches()
+            yield from dynamic.assign(opened, snapshot_id, rows, assigners, merge=merge,
+                                      records=records).to_batches()
 
     def prepared(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         kept = [b for b in batches if b.num_rows]
         if kept:
             opened = open_table(warehouse, table, catalog_options=catalog_options)
-            result = dynamic.prepare(opened, snapshot_id, pa.Table.from_batches(kept), merge=merge)
+            result = dynamic.prepare(opened, snapshot_id, pa.Table.from_batches(kept), merge=merge,
+                                     records=records, delete_keys=delete_keys)
             if result is not None:
                 pickled = pa.array([pickle.dumps(result)], pa.binary())
                 yield pa.RecordBatch.from_arrays([pickled], ["prepared"])

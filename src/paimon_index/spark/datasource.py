@@ -883,11 +883,9 @@ class PaimonIndexDataSource(DataSource):
                                      "supported: upsert (mode 'append') or delete by key")
         if dv_mode(table):  # 'changelog-producer' input / full-compaction: refused before any task
             from paimon_index.table.pk.plan import changelog_producer
-            from paimon_index.table.pk.upsert import tasks_write_input
 
             # 'input': written by the tasks of jobs' bucket-exclusive upserts (input_records).
-            changelog_producer(table, input_ok=options.bucket_exclusive
-                               and tasks_write_input(table))
+            changelog_producer(table, input_ok=options.bucket_exclusive)
         elif table.is_primary_key_table:  # merge-on-read: 'lookup' / 'full-compaction' write none
             from paimon_index.table.pk.changelog import check_merge_on_read
 

@@ -249,13 +249,11 @@ def _upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
     from paimon_index.table.pk.changelog import INPUT, producer
     from paimon_index.table.pk.merge import change_kind, merge_engine
     from paimon_index.table.pk.plan import check_table
-    from paimon_index.table.pk.upsert import tasks_write_input
 
-    # A merge engine's options are refused on the driver, before any task runs; so is an 'input'
-    # changelog the tasks do not write (dynamic buckets).
-    input_ok = tasks_write_input(paimon_table)
-    check_table(paimon_table, upsert=True, input_ok=input_ok)
-    inputs = input_ok and producer(paimon_table, input_ok=True) == INPUT
+    # A merge engine's options are refused on the driver, before any task runs. 'input': the tasks
+    # write each record into its bucket's changelog (fixed buckets, and dynamic ones' writers).
+    check_table(paimon_table, upsert=True, input_ok=True)
+    inputs = producer(paimon_table, input_ok=True) == INPUT
     count = partitions or _connect.parallelism(spark)
     before = latest_snapshot(paimon_table)
     # By name, cast as Spark's INSERT casts (the source's writer takes only exact Arrow casts).
@@ -287,7 +285,8 @@ def _upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
         merge = not delete_keys and merge_engine(paimon_table) is not None
         prepared = _tasks.dynamic_upsert_job(df, warehouse, table, catalog_options, planned,
                                              dynamic.assigner_count(paimon_table, count), count,
-                                             list(paimon_table.partition_keys), merge=merge)
+                                             list(paimon_table.partition_keys), merge=merge,
+                                             records=inputs, delete_keys=delete_keys)
         if not prepared:
             return None, 0
         snapshot = pk.commit_prepared(paimon_table, prepared)

@@ -530,8 +530,14 @@ def _merge(catalog: Catalog, statement: exp.Merge, node: exp.Table, name: TableN
         read, planned = _target_read(catalog, name)
         changes = joined(read)
         _check_keys_kept(changes, target, [i for i, c in enumerate(clauses, start=1) if c.action == "update"])
-        kind_column = F.when(F.col(_ACTION).isin(removing), F.lit("-D")).otherwise(F.lit("+I")) \
-            if removing else F.lit("+I")
+        # Row kinds as Paimon's connector writes a MERGE: -D deletes, +U updates, +I inserts (they
+        # show in an 'input' changelog; the data is the same for +U and +I).
+        updating = [i for i, a in by_action.items() if a == "update"]
+        kind_column = F.lit("+I")
+        if updating:
+            kind_column = F.when(F.col(_ACTION).isin(updating), F.lit("+U")).otherwise(kind_column)
+        if removing:
+            kind_column = F.when(F.col(_ACTION).isin(removing), F.lit("-D")).otherwise(kind_column)
         rows = _store_assigned(changes.select(*value_names, kind_column.alias(_ROW_KIND)), target)
         jobs.upsert_changes(catalog.spark, rows, name.identifier, operation="merge", planned=planned,
                             **_where(catalog))

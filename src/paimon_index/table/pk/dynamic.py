@@ -30,7 +30,8 @@ Everything is planned on one snapshot: assigners read its index, the tasks look 
 and the commit lands exactly as the next one (or ConcurrentChangeError, every written file deleted).
 
 Differences from Java, on purpose: a ``-D`` of a key the index does not hold is dropped at
-assignment (there is no row to delete; Java gives it a bucket and stores its hash); as many
+assignment (there is no row to delete; Java gives it a bucket and stores its hash; with an ``input``
+changelog it gets a bucket here too, for its changelog row, and its hash is not stored); as many
 channels as assigners (Java's Spark writer uses ``dynamic-bucket.assigner-parallelism`` channels
 and ``min(initial-buckets, parallelism)`` assigners: with channels not a multiple of assigners two
 of its channels can own the same buckets). A fresh table gets buckets the same way as a table with
@@ -67,7 +68,7 @@ from paimon_index.table.pk.plan import DELETING_KINDS, ROW_KIND_COLUMN, arrow_fi
 from paimon_index.table.write import conform
 
 __all__ = ["ASSIGNER_COLUMN", "BUCKET_COLUMN", "KEY_HASH_COLUMN", "assign", "assigner_count", "buckets_of",
-           "prepare", "route", "write_fresh"]
+           "groups_of", "prepare", "route", "write_fresh"]
 
 KEY_HASH_COLUMN = "__paimon_index_key_hash__"
 ASSIGNER_COLUMN = "__paimon_index_assigner__"
@@ -201,7 +202,7 @@ def _load_partition(table: Any, io: TableIO, entries: dict[int, Any]) -> _Partit
     return _PartitionIndex(distinct, all_buckets[first], counts, dict(entries))
 
 
-def _groups(rows: pa.Table, columns: list[str]) -> list[tuple[tuple[Any, ...], np.ndarray]]:
+def groups_of(rows: pa.Table, columns: list[str]) -> list[tuple[tuple[Any, ...], np.ndarray]]:
     """(values of ``columns``, row indices) of each distinct combination, in first-row order."""
     if not columns:
         return [((), np.arange(rows.num_rows))]
@@ -258,11 +259,16 @@ def _new_buckets(count: int, own: dict[int, int], assigners: int, assigner: int,
 
 
 def assign(table: Any, snapshot_id: int | None, rows: pa.Table, assigners: int, *,
-           io: TableIO | None = None, merge: bool = False) -> pa.Table:
+           io: TableIO | None = None, merge: bool = False, records: bool = False) -> pa.Table:
     """Stage 2: ``rows`` (routed, all rows of their assigners) deduplicated by key (the last row of
     a key decides; ``merge``: the key's rows merged in order by the table's merge engine) with each
     key's bucket in :data:`BUCKET_COLUMN`; a deleted key the index does not hold is dropped. Reads
-    the HASH index of ``snapshot_id``."""
+    the HASH index of ``snapshot_id``.
+
+    ``records`` (``changelog-producer`` = ``input``): every row is kept, in order, unmerged (the
+    writer of the bucket folds them, after taking them as its changelog), and a deleted key the
+    index does not hold gets a bucket as a new key does -- as Java's assigner gives every record
+    one, so the ``-D`` lands in that bucket's changelog."""
     bucket_type = pa.int32()
     if rows.num_rows == 0:
         return rows.append_column(BUCKET_COLUMN, pa.array([], bucket_type))
@@ -270,7 +276,10 @@ def assign(table: Any, snapshot_id: int | None, rows: pa.Table, assigners: int, 
     target = _int_option(options, TARGET_ROW_NUM, DEFAULT_TARGET_ROW_NUM, 1) or DEFAULT_TARGET_ROW_NUM
     max_buckets = _int_option(options, MAX_BUCKETS, -1) or -1
     io = io or TableIO.of(table)
-    if merge:
+    if records:
+        original = rows
+        rows = _conformed(table, rows)
+    elif merge:
         rows, original = _folded(table, rows, assigners)
     else:
         # Deduplicate on the table's types, hand back the rows as they came (Spark's types).
@@ -279,7 +288,7 @@ def assign(table: Any, snapshot_id: int | None, rows: pa.Table, assigners: int, 
         kept = last_per_key(numbered, list(table.primary_keys))
         original = rows.take(kept[_ROW])
         rows = kept.drop_columns([_ROW])
-    if ROW_KIND_COLUMN in rows.column_names:
+    if ROW_KIND_COLUMN in rows.column_names and not records:
         deleting = pc.is_in(rows[ROW_KIND_COLUMN], pa.array(DELETING_KINDS)).to_numpy(zero_copy_only=False)
     else:
         deleting = np.zeros(rows.num_rows, bool)
@@ -287,7 +296,7 @@ def assign(table: Any, snapshot_id: int | None, rows: pa.Table, assigners: int, 
     entries = _hash_entries(table, snapshot_id)
     buckets = np.full(rows.num_rows, -1, np.int32)
     indexes: dict[tuple[Any, ...], _PartitionIndex] = {}
-    for (values), idx in _groups(rows, [*table.partition_keys, ASSIGNER_COLUMN]):
+    for (values), idx in groups_of(rows, [*table.partition_keys, ASSIGNER_COLUMN]):
         partition, assigner = tuple(values[:-1]), int(values[-1])
         index = indexes.get(partition)
         if index is None:
@@ -388,7 +397,7 @@ def _write_at_buckets(table: Any, rows: pa.Table, columns: list[str]) -> list[An
 
     messages: list[Any] = []
     try:
-        for values, idx in _groups(rows, [*table.partition_keys, BUCKET_COLUMN]):
+        for values, idx in groups_of(rows, [*table.partition_keys, BUCKET_COLUMN]):
             messages += write_at(table, rows.take(pa.array(idx)).select(columns), tuple(values[:-1]),
                                  int(values[-1]))
     except BaseException:
@@ -420,7 +429,7 @@ def write_fresh(table: Any, rows: pa.Table, *, io: TableIO | None = None) -> lis
         messages = _write_at_buckets(table, assigned, user_columns(table))
         by_bucket = {(tuple(m.partition), m.bucket): m for m in messages}
         hashes = assigned[KEY_HASH_COLUMN].to_numpy().astype(np.int32)
-        for values, idx in _groups(assigned, [*table.partition_keys, BUCKET_COLUMN]):
+        for values, idx in groups_of(assigned, [*table.partition_keys, BUCKET_COLUMN]):
             partition, bucket = tuple(values[:-1]), int(values[-1])
             written.append(_index_bucket(table, io, by_bucket, partition, bucket, np.unique(hashes[idx])))
     except BaseException:
@@ -431,15 +440,19 @@ def write_fresh(table: Any, rows: pa.Table, *, io: TableIO | None = None) -> lis
 
 
 def prepare(table: Any, snapshot_id: int | None, rows: pa.Table, *, io: TableIO | None = None,
-            merge: bool = False) -> Any:
+            merge: bool = False, records: bool = False, delete_keys: bool = False) -> Any:
     """Stage 3: the task owning the buckets of ``rows`` (assigned, one row per key) writes the
     upserts at their buckets (``merge``: merged with their keys' old rows by the table's merge
     engine first), extends those buckets' HASH index files with the new key hashes, looks the keys
     up and marks the older rows; returns the
     :class:`~paimon_index.table.pk.upsert.PreparedUpsert` the driver commits (None: no rows).
-    On failure every file it wrote is deleted."""
+    On failure every file it wrote is deleted.
+
+    ``records`` (``changelog-producer`` = ``input``, rows from ``assign(records=True)``): the rows
+    are every input record, in order; they are the changelog of their buckets (``delete_keys``: a
+    DELETE's ``-D`` rows, all kept), then folded to one row per key here."""
     from paimon_index.table.pk.commit import abandon, written_paths
-    from paimon_index.table.pk.upsert import prepare_upsert
+    from paimon_index.table.pk.upsert import input_records, prepare_upsert
 
     if rows.num_rows == 0:
         return None
@@ -447,7 +460,13 @@ def prepare(table: Any, snapshot_id: int | None, rows: pa.Table, *, io: TableIO 
     rows = _conformed(table, rows)
     columns, keys = user_columns(table), list(table.primary_keys)
     scope = {(tuple(values[:-1]), int(values[-1]))
-             for values, _ in _groups(rows, [*table.partition_keys, BUCKET_COLUMN])}
+             for values, _ in groups_of(rows, [*table.partition_keys, BUCKET_COLUMN])}
+    inputs = None
+    if records:
+        inputs = input_records(table, rows.drop_columns([c for c in (KEY_HASH_COLUMN, ASSIGNER_COLUMN)
+                                                         if c in rows.column_names]),
+                               delete_keys=delete_keys)
+        rows = _folded_records(table, rows, merge)
     if merge:
         rows = _merged(table, snapshot_id, rows, scope)
     if ROW_KIND_COLUMN in rows.column_names:
@@ -462,7 +481,7 @@ def prepare(table: Any, snapshot_id: int | None, rows: pa.Table, *, io: TableIO 
         entries = _hash_entries(table, snapshot_id)
         by_bucket = {(tuple(m.partition), m.bucket): m for m in messages}
         hashes = upserts[KEY_HASH_COLUMN].to_numpy().astype(np.int32)
-        for values, idx in _groups(upserts, [*table.partition_keys, BUCKET_COLUMN]):
+        for values, idx in groups_of(upserts, [*table.partition_keys, BUCKET_COLUMN]):
             partition, bucket = tuple(values[:-1]), int(values[-1])
             existing = entries.get(partition, {}).get(bucket)
             old = np.empty(0, np.int32) if existing is None else _read_hashes(table, io, existing)
@@ -470,13 +489,34 @@ def prepare(table: Any, snapshot_id: int | None, rows: pa.Table, *, io: TableIO 
             if not len(new):
                 continue
             written.append(_index_bucket(table, io, by_bucket, partition, bucket, np.concatenate([old, new])))
-        prepared = prepare_upsert(table, messages, removed, scope, snapshot_id=snapshot_id)
+        prepared = prepare_upsert(table, messages, removed, scope, snapshot_id=snapshot_id, inputs=inputs)
     except BaseException:
         index_dir = str(table.path_factory().index_path())
         abandon(table, [*written, *written_paths(messages, index_dir)], "upsert")
         raise
     prepared.written += written
     return prepared
+
+
+def _folded_records(table: Any, rows: pa.Table, merge: bool) -> pa.Table:
+    """A writer's input records (table types, routing columns, in order) folded to one row per key:
+    the last record of a key decides (``merge``: its records merged in order by the merge engine),
+    with its key's hash and bucket."""
+    keys = list(table.primary_keys)
+    if not merge:
+        return last_per_key(rows, keys)
+    from paimon_index.table.pk.upsert import merge_batch
+
+    columns = user_columns(table)
+    kinds = [ROW_KIND_COLUMN] if ROW_KIND_COLUMN in rows.column_names else []
+    folded = merge_batch(table, rows.select([*columns, *kinds]))
+    if not kinds:
+        folded = folded.drop_columns([ROW_KIND_COLUMN])
+    placed = last_per_key(rows.select([*keys, KEY_HASH_COLUMN, BUCKET_COLUMN]), keys)
+    joined = folded.join(placed, keys, join_type="inner")
+    if joined.num_rows != folded.num_rows:
+        raise PrimaryKeyTableError("internal: a folded key lost its bucket")
+    return joined
 
 
 def buckets_of(table: Any, snapshot_id: int | None,
@@ -490,7 +530,7 @@ def buckets_of(table: Any, snapshot_id: int | None,
     io = TableIO.of(table)
     out: dict[tuple[Any, ...], int] = {}
     hashes = routed[KEY_HASH_COLUMN].to_numpy()
-    for values, idx in _groups(routed, list(table.partition_keys)):
+    for values, idx in groups_of(routed, list(table.partition_keys)):
         index = _load_partition(table, io, entries.get(tuple(values), {}))
         for i, bucket in zip(idx.tolist(), index.bucket_of(hashes[idx]).tolist(), strict=True):
             out[keys[i]] = bucket

@@ -118,8 +118,8 @@ CHANGELOG_PRODUCER = "changelog-producer"
 def changelog_producer(table: Any, options: Mapping[str, str] | None = None, *,
                        input_ok: bool = False) -> str:
     """The table's changelog producer for a write by key: ``none``, ``lookup``, or ``input`` when
-    the caller writes it (``input_ok``: ``Table.upsert``/``delete``/``update`` of a fixed-bucket
-    table; :mod:`~paimon_index.table.pk.changelog` writes the change rows).
+    the caller writes it (``input_ok``: ``Table.upsert``/``delete``/``update``, the Spark jobs;
+    :mod:`~paimon_index.table.pk.changelog` writes the change rows).
 
     Raises:
         UnsupportedChangelogProducerError: ``full-compaction``, or ``input`` on another write path
@@ -133,9 +133,9 @@ def changelog_producer(table: Any, options: Mapping[str, str] | None = None, *,
     if value == "input":
         raise UnsupportedChangelogProducerError(
             f"'{CHANGELOG_PRODUCER}' = 'input' on {table_name(table)}: this write path does not write the "
-            "input changelog yet (Table.upsert, delete and update of a fixed-bucket table in "
-            f"deletion-vectors mode do); write with those, set '{CHANGELOG_PRODUCER}' = 'lookup' (or "
-            "'none'), or write the table with Paimon's own connector")
+            "input changelog (Table.upsert/delete/update and the Spark jobs and SQL statements do); "
+            f"write with those, set '{CHANGELOG_PRODUCER}' = 'lookup' (or 'none'), or write the table "
+            "with Paimon's own connector")
     if value == "full-compaction":
         raise UnsupportedChangelogProducerError(
             f"'{CHANGELOG_PRODUCER}' = '{value}' on {table_name(table)}: this writer produces the changelog "

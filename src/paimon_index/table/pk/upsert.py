@@ -112,7 +112,7 @@ from paimon_index.table.write import conform
 
 __all__ = ["KeyedRows", "PreparedUpsert", "bucket_of_rows", "change_by_key", "commit_prepared",
            "commit_upsert", "input_records", "merge_batch", "merged_with_old", "owned_buckets",
-           "prepare_merge", "prepare_upsert", "split_batch", "tasks_write_input", "upsert_arrow",
+           "prepare_merge", "prepare_upsert", "split_batch", "upsert_arrow",
            "with_row_kinds"]
 
 _UPSERT = "upsert"
@@ -148,28 +148,27 @@ def input_records(table: Any, data: pa.Table, *, delete_keys: bool = False, kind
     unmerged, but for the kinds ``ignore-delete`` / ``ignore-update-before`` drop before the write
     (a DELETE's ``-D`` rows, ``delete_keys``, are all kept); None with another producer.
 
+    Dynamic buckets: ``data`` carries each record's assigned bucket (``dynamic.assign(records=True)``),
+    kept in the result for the writer to group by.
+
     Raises:
-        UnsupportedChangelogProducerError: ``input`` on a table without fixed buckets (nothing written).
+        UnsupportedChangelogProducerError: ``input`` on a dynamic-bucket table's rows without their
+            assigned bucket (nothing written).
     """
     options = table_options(table) if options is None else options
     if producer(table, options, input_ok=True) != INPUT:
         return None
-    if bucket_number(table) <= 0:
+    assigned = _BUCKET in data.column_names  # a dynamic-bucket writer's rows (dynamic.prepare)
+    if bucket_number(table) <= 0 and not assigned:
         raise UnsupportedChangelogProducerError(
             f"'changelog-producer' = 'input' on {table_name(table)} with 'bucket' = "
             f"{options.get('bucket', '-1')}: the input changelog is written for fixed-bucket tables "
             "only; set 'bucket' to a fixed count, use 'changelog-producer' = 'lookup', or write with "
             "Paimon's own connector")
     batch = with_row_kinds(table, data, kind)
-    target = pa.schema([*arrow_fields(table), pa.field(ROW_KIND_COLUMN, pa.string())])
+    target = pa.schema([*arrow_fields(table), pa.field(ROW_KIND_COLUMN, pa.string()),
+                        *([data.schema.field(_BUCKET)] if assigned else [])])
     return conform(batch if delete_keys else written_records(options, batch), target)
-
-
-def tasks_write_input(table: Any) -> bool:
-    """Whether the tasks of a bucket-exclusive Spark upsert write a ``changelog-producer`` =
-    ``input`` changelog of ``table`` (:func:`input_records` -> :func:`prepare_upsert`, or
-    :func:`prepare_merge` for a merge engine's rows): fixed buckets."""
-    return bucket_number(table) > 0
 
 
 #: ``_VALUE_KIND`` byte -> row kind (INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE).
@@ -262,9 +261,10 @@ def upsert_arrow(table: Any, data: pa.Table, *, planned: int | object | None = L
     Raises:
         NullKeyError: a primary-key column holds NULL (nothing is written).
         ConcurrentChangeError: another snapshot landed after this upsert planned; nothing applied.
-        UnsupportedChangelogProducerError: ``input`` on a dynamic-bucket table (nothing written).
     """
     options = check_table(table, upsert=True, input_ok=True)
+    if bucket_number(table) <= 0 and producer(table, options, input_ok=True) == INPUT:
+        return _dynamic_records_upsert(table, data, planned, delete_keys, kind, options)
     engine = None if delete_keys else merge_engine(table, options)
     batch = with_row_kinds(table, data, kind)
     keys = list(table.primary_keys)
@@ -408,7 +408,14 @@ def _prepare(table: Any, plan: Plan, messages: list[Any], removed_keys: pa.Table
     # Level-0 files (folded into the batch by upsert_arrow) go wherever they are.
     touched |= {k for k, b in plan.buckets.items() if any(m.level == 0 for m in b.files)}
     inputs_of: dict[BucketKey, pa.Table] = {}
-    if inputs is not None and inputs.num_rows:
+    if inputs is not None and inputs.num_rows and _BUCKET in inputs.column_names:
+        from paimon_index.table.pk.dynamic import groups_of
+
+        inputs_of = {(tuple(values[:-1]), int(values[-1])): inputs.take(pa.array(idx)).drop_columns(
+                     [_BUCKET]) for values, idx in groups_of(
+                     inputs, [*table.partition_keys, _BUCKET])}
+        touched |= set(inputs_of)
+    elif inputs is not None and inputs.num_rows:
         partitions, buckets = bucket_of_rows(table, inputs.select(user_columns(table)))
         rows_of: dict[BucketKey, list[int]] = {}
         for i, row_bucket in enumerate(zip(partitions, buckets, strict=True)):
@@ -484,6 +491,25 @@ def _prepare(table: Any, plan: Plan, messages: list[Any], removed_keys: pa.Table
                                                    index_deletes=index_deletes,
                                                    changelog_files=changelog_files))
     return prepared
+
+
+def _dynamic_records_upsert(table: Any, data: pa.Table, planned: int | object | None, delete_keys: bool,
+                            kind: str, options: Mapping[str, str]) -> int | None:
+    """:func:`upsert_arrow` of a dynamic-bucket table with an ``input`` changelog: the three stages
+    of the Spark job (:mod:`~paimon_index.table.pk.dynamic`) in this process, one assigner, so each
+    input record reaches the bucket its key is assigned to and lands in that bucket's changelog."""
+    from paimon_index.table.pk import dynamic
+
+    if planned is LATEST:
+        latest = latest_snapshot(table)
+        planned = None if latest is None else int(latest.id)
+    snapshot_id: int | None = planned  # type: ignore[assignment]
+    merge = not delete_keys and merge_engine(table, options) is not None
+    routed = dynamic.route(table, with_row_kinds(table, data, kind), 1)
+    assigned = dynamic.assign(table, snapshot_id, routed, 1, records=True)
+    prepared = dynamic.prepare(table, snapshot_id, assigned, merge=merge, records=True,
+                               delete_keys=delete_keys)
+    return None if prepared is None else commit_prepared(table, [prepared])
 
 
 def prepare_upsert(table: Any, messages: list[Any], removed_keys: pa.Table | None,
