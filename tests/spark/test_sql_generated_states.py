@@ -657,8 +657,6 @@ def test_many_generated_queries_in_more_states(worlds: dict[str, World], spark: 
 # ------------------------------------------------------------------------------------------------
 # Found while building the states
 # ------------------------------------------------------------------------------------------------
-@pytest.mark.xfail(strict=True, reason="DELETE on a partial-update table with sequence.field is refused as "
-                   "'sequence.field on a deduplicate table' (the upsert checks pk.plan.writable's copy)")
 def test_delete_from_a_partial_update_table_with_a_sequence_field(spark: Any, tmp_path: Path) -> None:
     """Paimon deletes the matching keys on every merge engine in deletion-vectors mode
     (docs/primary-key.md: "DELETE removes the matching keys on every engine"); INSERT, UPDATE and

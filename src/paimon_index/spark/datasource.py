@@ -497,7 +497,10 @@ class PaimonIndexWriter(DataSourceArrowWriter):
                     from paimon_index.table.pk import owned_buckets, prepare_upsert
 
                     scope = owned_buckets(table, written, removed)
-                    return PaimonCommitMessages([], None, prepare_upsert(table, written, removed, scope,
+                    # The table itself, not the writer's deduplicate copy: its checks and options
+                    # (a DELETE of a partial-update table with 'sequence.field' was refused as a
+                    # deduplicate table's).
+                    return PaimonCommitMessages([], None, prepare_upsert(original, written, removed, scope,
                                                                          inputs=inputs))
                 return PaimonCommitMessages(written, removed)
             for batch in iterator:
