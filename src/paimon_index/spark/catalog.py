@@ -21,10 +21,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from paimon_index.errors import TableNotFoundError
-from paimon_index.spark import jobs
 from paimon_index.table import catalog as _catalog
 
 if TYPE_CHECKING:
@@ -37,6 +37,15 @@ __all__ = ["DEFAULT_DATABASE", "Catalog", "SparkTable", "attach"]
 
 #: The database a one-part name means before ``USE`` (Paimon's default database).
 DEFAULT_DATABASE = "default"
+
+
+def _jobs() -> ModuleType:
+    """:mod:`paimon_index.spark.jobs`, imported on first use: it pulls in pypaimon, pandas and
+    pyarrow's datasets (~1 s), which :func:`~paimon_index.spark.session.local_session` imports while
+    the driver JVM starts, so ``from paimon_index.spark import attach`` stays cheap."""
+    from paimon_index.spark import jobs
+
+    return jobs
 
 
 def attach(spark: SparkSession, *, warehouse: str, catalog_options: Mapping[str, str] | None = None,
@@ -190,35 +199,35 @@ class SparkTable:
              snapshot_id: int | None = None, order_by: str | None = None, limit: int | None = None,
              use_index: bool = True) -> DataFrame:
         """The rows where ``where`` (Spark SQL) holds, read by the planned read."""
-        return jobs.read(self.catalog.spark, self.identifier, where, columns, snapshot_id=snapshot_id,
+        return _jobs().read(self.catalog.spark, self.identifier, where, columns, snapshot_id=snapshot_id,
                          order_by=order_by, limit=limit, use_index=use_index, **self._where)
 
     def write(self, df: DataFrame, mode: str = "append") -> CommitResult:
-        return jobs.write(df, self.identifier, mode, **self._where)
+        return _jobs().write(df, self.identifier, mode, **self._where)
 
     def upsert(self, df: DataFrame) -> CommitResult:
-        return jobs.upsert(self.catalog.spark, df, self.identifier, **self._where)
+        return _jobs().upsert(self.catalog.spark, df, self.identifier, **self._where)
 
     def delete(self, where: str) -> CommitResult:
-        return jobs.delete(self.catalog.spark, self.identifier, where, **self._where)
+        return _jobs().delete(self.catalog.spark, self.identifier, where, **self._where)
 
     def update(self, set: Mapping[str, Any], where: str | None = None) -> CommitResult:
-        return jobs.update(self.catalog.spark, self.identifier, set, where, **self._where)
+        return _jobs().update(self.catalog.spark, self.identifier, set, where, **self._where)
 
     def count(self, where: str | None = None, *, report: AggregateReport | None = None) -> int:
-        return jobs.count(self.catalog.spark, self.identifier, where, report=report, **self._where)
+        return _jobs().count(self.catalog.spark, self.identifier, where, report=report, **self._where)
 
     def compact(self, full: bool = False) -> CommitResult:
-        return jobs.compact(self.catalog.spark, self.identifier, full=full, **self._where)
+        return _jobs().compact(self.catalog.spark, self.identifier, full=full, **self._where)
 
     def rewrite_file_index(self, where: str | None = None) -> CommitResult:
-        return jobs.rewrite_file_index(self.catalog.spark, self.identifier, where, **self._where)
+        return _jobs().rewrite_file_index(self.catalog.spark, self.identifier, where, **self._where)
 
     def expire_snapshots(self, retain_last: int | None = None,
                          older_than: datetime | float | None = None) -> MaintenanceResult:
-        return jobs.expire_snapshots(self.catalog.spark, self.identifier, retain_last=retain_last,
+        return _jobs().expire_snapshots(self.catalog.spark, self.identifier, retain_last=retain_last,
                                      older_than=older_than, **self._where)
 
     def remove_orphan_files(self, older_than: datetime | float) -> MaintenanceResult:
-        return jobs.remove_orphan_files(self.catalog.spark, self.identifier, older_than=older_than,
+        return _jobs().remove_orphan_files(self.catalog.spark, self.identifier, older_than=older_than,
                                         **self._where)

@@ -119,6 +119,7 @@ def local_session(app_name: str = "paimon-index", *, master: str = DEFAULT_MASTE
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     settings = session_conf(sys.stderr.isatty(), conf)
+    _import_in_background()
     archive = class_archive.NO_ARCHIVE
     if _starts_a_driver(master):
         java = _java_executable()
@@ -145,6 +146,29 @@ def local_session(app_name: str = "paimon-index", *, master: str = DEFAULT_MASTE
     # this environment; a local master skips the check's job.
     configure(spark, check=not master.startswith(LOCAL_MASTER_PREFIX))
     return spark
+
+
+#: What the first statement needs and ``from paimon_index.spark import attach`` does not import:
+#: pypaimon, pandas and pyarrow's datasets (~1 s), sqlglot's dialects, the planned read.
+_FIRST_STATEMENT_MODULES = ("paimon_index.spark.jobs", "paimon_index.spark.sql.query",
+                            "paimon_index.spark.planned")
+
+
+def _import_in_background() -> None:
+    """Import :data:`_FIRST_STATEMENT_MODULES` in a daemon thread while the driver JVM starts (the
+    main thread then waits on a socket, not the interpreter): ~1 s less to the first answer.
+    Python's per-module import locks make a later import in the main thread wait for this one."""
+    import importlib
+    import threading
+
+    def run() -> None:
+        for name in _FIRST_STATEMENT_MODULES:
+            try:
+                importlib.import_module(name)
+            except Exception:  # the main thread's own import of it reports the error
+                return
+
+    threading.Thread(target=run, name="paimon-index-imports", daemon=True).start()
 
 
 def _get_or_create(session_class: type[SparkSession], master: str, app_name: str,
