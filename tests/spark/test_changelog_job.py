@@ -139,21 +139,11 @@ def test_spark_upserts_of_a_merge_engine_table_write_the_input_changelog(
     buckets before any merge (``prepare_merge``), as ``Table.upsert`` writes them -- and as Java's
     writer does (``tests/table/test_changelog.py`` checks Table.upsert against Java). Refused before,
     naming the option."""
+    from tests.table.test_changelog import INPUT_MERGE_STEPS as steps
     from tests.table.test_merge_engines import CONFIGS, engine_of
     from tests.table.test_merge_engines import SCHEMA as MERGE_SCHEMA
     from tests.table.test_merge_engines import as_table as merge_rows
 
-    names = [f.name for f in MERGE_SCHEMA]
-
-    def row(k: int, **values: Any) -> dict[str, Any]:
-        return {"k": k, **{c: values.get(c) for c in names[1:]}}
-
-    steps = [
-        [("+I", row(k, s=k, lv="a", mn=k)) for k in range(4)],
-        [("+U", row(1, s=5, lv=None, mx=3)), ("-D", row(2, s=2, lv="a", mn=2)), ("+I", row(1, lv="b")),
-         ("-D", row(9))],
-        [("-U", row(3, s=3, lv="a", mn=3)), ("+U", row(3, s=7, lv="c")), ("+I", row(0, fn="x"))],
-    ]
     options = {"deletion-vectors.enabled": "true", "changelog-producer": "input", "bucket": bucket,
                "merge-engine": engine_of(config), **CONFIGS[config][0]}
     ours, theirs = str(tmp_path / "spark"), str(tmp_path / "local")

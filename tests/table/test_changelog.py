@@ -603,6 +603,21 @@ def test_input_on_a_dynamic_bucket_table_lands_in_the_assigned_buckets(
                                                                      (4, "c"), (7, "d")}
 
 
+def _merge_row(k: int, **values: Any) -> dict[str, Any]:
+    return {"k": k, **{c: values.get(c) for c in MERGE_NAMES[1:]}}
+
+
+#: Upserts of a merge-engine table whose input records matter: two records of one key in one write,
+#: a -D of a key never written, -U/+U pairs.
+INPUT_MERGE_STEPS = [
+    [("+I", _merge_row(k, s=k, lv="a", mn=k)) for k in range(4)],
+    [("+U", _merge_row(1, s=5, lv=None, mx=3)), ("-D", _merge_row(2, s=2, lv="a", mn=2)),
+     ("+I", _merge_row(1, lv="b")), ("-D", _merge_row(9))],
+    [("-U", _merge_row(3, s=3, lv="a", mn=3)), ("+U", _merge_row(3, s=7, lv="c")),
+     ("+I", _merge_row(0, fn="x"))],
+]
+
+
 @pytest.mark.parametrize("config", [  # one in CI; the others (10 s of Java each) with -m slow
     pytest.param("partial-remove-on-delete", marks=pytest.mark.slow),
     pytest.param("partial-ignore-delete", marks=pytest.mark.slow), "agg-last"])
@@ -610,15 +625,7 @@ def test_input_with_merge_engines_java_writes_the_same_changelog(tmp_path: Path,
                                                                  changelog_reader: ChangelogReader) -> None:
     """The input records are written before any merge, whatever the merge engine (``ignore-delete``
     included: Java's merge function drops the delete, its changelog writer still gets it)."""
-    def row(k: int, **values: Any) -> dict[str, Any]:
-        return {"k": k, **{c: values.get(c) for c in MERGE_NAMES[1:]}}
-
-    steps = [
-        [("+I", row(k, s=k, lv="a", mn=k)) for k in range(4)],
-        [("+U", row(1, s=5, lv=None, mx=3)), ("-D", row(2, s=2, lv="a", mn=2)), ("+I", row(1, lv="b")),
-         ("-D", row(9))],
-        [("-U", row(3, s=3, lv="a", mn=3)), ("+U", row(3, s=7, lv="c")), ("+I", row(0, fn="x"))],
-    ]
+    steps = INPUT_MERGE_STEPS
     ours = str(tmp_path / "ours")
     # fixed buckets: the oracle's writer takes no dynamic-bucket table (its rows need a bucket each)
     options = {**DV, **INPUT, "bucket": "2", "merge-engine": engine_of(config), **CONFIGS[config][0]}

@@ -23,7 +23,8 @@ Modules, bottom up:
     levels.py      where a new file goes; rewriting a bucket's live rows
     commit.py      the exact commit (the project's Transaction) and the files to clean up
     upsert.py      upsert_arrow and the executor/driver halves of a distributed upsert
-    dynamic.py     dynamic-bucket assignment from the HASH index, Paimon's way
+    dynamic.py     dynamic-bucket assignment from the HASH index, Paimon's way (and the records
+                   path of an 'input' changelog, which :func:`upsert_arrow` here picks)
     overwrite.py   INSERT OVERWRITE: a task's half and the driver's exact commit
     compaction.py  compact, set_deletion_vectors
     read.py        read_primary_key (merge-free, or merge-on-read over level-0 files)
@@ -32,11 +33,17 @@ Partitioned tables: data files store the key *without* the partition fields (Pai
 primary key); lookups run per (partition, bucket) on that trimmed key.
 """
 
+from typing import Any
+
+import pyarrow as pa
+
 from paimon_index.errors import NullKeyError, PrimaryKeyTableError
+from paimon_index.table.pk import dynamic, upsert
 from paimon_index.table.pk.compaction import compact, set_deletion_vectors
 from paimon_index.table.pk.plan import DEFAULT_COMPACTION_THRESHOLD, ROW_KIND_COLUMN, dv_mode
 from paimon_index.table.pk.read import check_merge_free, read_primary_key
 from paimon_index.table.pk.upsert import (
+    LATEST,
     PreparedUpsert,
     bucket_of_rows,
     commit_prepared,
@@ -45,10 +52,20 @@ from paimon_index.table.pk.upsert import (
     owned_buckets,
     prepare_upsert,
     split_batch,
-    upsert_arrow,
 )
 
 __all__ = ["DEFAULT_COMPACTION_THRESHOLD", "ROW_KIND_COLUMN", "NullKeyError", "PreparedUpsert",
            "PrimaryKeyTableError", "bucket_of_rows", "check_merge_free", "commit_prepared", "commit_upsert",
            "compact", "dv_mode", "input_records", "owned_buckets", "prepare_upsert", "read_primary_key",
            "set_deletion_vectors", "split_batch", "upsert_arrow"]
+
+
+def upsert_arrow(table: Any, data: pa.Table, *, planned: int | object | None = LATEST,
+                 delete_keys: bool = False, kind: str = "+I") -> int | None:
+    """Insert or replace rows by key (``_ROW_KIND`` ``-D``/``-U`` deletes), one snapshot:
+    :func:`paimon_index.table.pk.upsert.upsert_arrow`, or, for a dynamic-bucket table with an
+    ``input`` changelog, :func:`paimon_index.table.pk.dynamic.upsert_records` (which reuses the
+    upsert's halves, so the choice is made here, above both)."""
+    if dynamic.writes_records(table):
+        return dynamic.upsert_records(table, data, planned=planned, delete_keys=delete_keys, kind=kind)
+    return upsert.upsert_arrow(table, data, planned=planned, delete_keys=delete_keys, kind=kind)

@@ -56,19 +56,21 @@ from paimon_index.fileindex.options import parse_int
 from paimon_index.table.fileio import TableIO
 from paimon_index.table.paimon import (
     HASH,
+    bucket_number,
     index_entries,
     index_file_path,
     index_manifest_entry,
+    latest_snapshot,
     snapshot_by_id,
     table_options,
 )
 from paimon_index.table.pk.levels import write_at
-from paimon_index.table.pk.lookup import last_per_key
+from paimon_index.table.pk.lookup import groups_of, last_per_key
 from paimon_index.table.pk.plan import DELETING_KINDS, ROW_KIND_COLUMN, arrow_fields, check_keys, user_columns
 from paimon_index.table.write import conform
 
 __all__ = ["ASSIGNER_COLUMN", "BUCKET_COLUMN", "KEY_HASH_COLUMN", "assign", "assigner_count", "buckets_of",
-           "groups_of", "prepare", "route", "write_fresh"]
+           "prepare", "route", "upsert_records", "write_fresh", "writes_records"]
 
 KEY_HASH_COLUMN = "__paimon_index_key_hash__"
 ASSIGNER_COLUMN = "__paimon_index_assigner__"
@@ -200,19 +202,6 @@ def _load_partition(table: Any, io: TableIO, entries: dict[int, Any]) -> _Partit
     all_hashes, all_buckets = np.concatenate(hashes), np.concatenate(buckets)
     distinct, first = np.unique(all_hashes, return_index=True)  # a hash in two buckets: the lower one
     return _PartitionIndex(distinct, all_buckets[first], counts, dict(entries))
-
-
-def groups_of(rows: pa.Table, columns: list[str]) -> list[tuple[tuple[Any, ...], np.ndarray]]:
-    """(values of ``columns``, row indices) of each distinct combination, in first-row order."""
-    if not columns:
-        return [((), np.arange(rows.num_rows))]
-    numbered = rows.select(columns).append_column(_ROW, pa.array(np.arange(rows.num_rows, dtype=np.int64)))
-    grouped = numbered.group_by(columns, use_threads=False).aggregate([(_ROW, "list")])
-    out = []
-    for i in range(grouped.num_rows):
-        values = tuple(grouped[c][i].as_py() for c in columns)
-        out.append((values, np.asarray(grouped[f"{_ROW}_list"][i].values.to_numpy(), dtype=np.int64)))
-    return sorted(out, key=lambda g: int(g[1][0]))
 
 
 def _new_buckets(count: int, own: dict[int, int], assigners: int, assigner: int, target: int,
@@ -517,6 +506,33 @@ def _folded_records(table: Any, rows: pa.Table, merge: bool) -> pa.Table:
     if joined.num_rows != folded.num_rows:
         raise PrimaryKeyTableError("internal: a folded key lost its bucket")
     return joined
+
+
+def writes_records(table: Any) -> bool:
+    """Whether a write by key of ``table`` goes through :func:`upsert_records`: dynamic buckets with
+    ``changelog-producer`` = ``input`` (each record must reach its key's bucket's changelog)."""
+    from paimon_index.table.pk.changelog import INPUT, producer
+
+    return bucket_number(table) <= 0 and producer(table, input_ok=True) == INPUT
+
+
+def upsert_records(table: Any, data: pa.Table, *, planned: int | object | None, delete_keys: bool = False,
+                   kind: str = "+I") -> int | None:
+    """:func:`~paimon_index.table.pk.upsert.upsert_arrow` of a :func:`writes_records` table: the
+    three stages of the Spark job in this process, one assigner, so each input record reaches the
+    bucket its key is assigned to and lands in that bucket's changelog. ``planned``: as
+    ``upsert_arrow``'s (``LATEST``: the latest snapshot); the commit lands exactly on it."""
+    from paimon_index.table.pk.merge import merge_engine
+    from paimon_index.table.pk.upsert import LATEST, commit_prepared, with_row_kinds
+
+    if planned is LATEST:
+        latest = latest_snapshot(table)
+        planned = None if latest is None else int(latest.id)
+    snapshot_id: int | None = planned  # type: ignore[assignment]
+    merge = not delete_keys and merge_engine(table) is not None
+    assigned = assign(table, snapshot_id, route(table, with_row_kinds(table, data, kind), 1), 1, records=True)
+    prepared = prepare(table, snapshot_id, assigned, merge=merge, records=True, delete_keys=delete_keys)
+    return None if prepared is None else commit_prepared(table, [prepared])
 
 
 def buckets_of(table: Any, snapshot_id: int | None,

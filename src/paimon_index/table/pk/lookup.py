@@ -56,6 +56,23 @@ def key_range(keys: pa.Table) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     return tuple(first.values()), tuple(last.values())
 
 
+_GROUP_ROW = "__paimon_index_group_row__"
+
+
+def groups_of(rows: pa.Table, columns: list[str]) -> list[tuple[tuple[Any, ...], np.ndarray]]:
+    """(values of ``columns``, row indices) of each distinct combination, in first-row order."""
+    if not columns:
+        return [((), np.arange(rows.num_rows))]
+    order = pa.array(np.arange(rows.num_rows, dtype=np.int64))
+    numbered = rows.select(columns).append_column(_GROUP_ROW, order)
+    grouped = numbered.group_by(columns, use_threads=False).aggregate([(_GROUP_ROW, "list")])
+    out = []
+    for i in range(grouped.num_rows):
+        values = tuple(grouped[c][i].as_py() for c in columns)
+        out.append((values, np.asarray(grouped[f"{_GROUP_ROW}_list"][i].values.to_numpy(), dtype=np.int64)))
+    return sorted(out, key=lambda g: int(g[1][0]))
+
+
 def last_per_key(data: pa.Table, keys: list[str]) -> pa.Table:
     """The last row of each key, in input order."""
     numbered = data.append_column(_ORDER, pa.array(np.arange(data.num_rows, dtype=np.int64)))

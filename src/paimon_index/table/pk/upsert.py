@@ -80,6 +80,7 @@ from paimon_index.table.pk.commit import abandon, begin, delete_discarded, on_sn
 from paimon_index.table.pk.levels import free_level, rewrite, write_rows
 from paimon_index.table.pk.lookup import (
     file_keys,
+    groups_of,
     keys_of_partition,
     last_per_key,
     lookup_rows,
@@ -159,12 +160,11 @@ def input_records(table: Any, data: pa.Table, *, delete_keys: bool = False, kind
     if producer(table, options, input_ok=True) != INPUT:
         return None
     assigned = _BUCKET in data.column_names  # a dynamic-bucket writer's rows (dynamic.prepare)
-    if bucket_number(table) <= 0 and not assigned:
+    if bucket_number(table) <= 0 and not assigned and data.num_rows:  # (no record: compaction's fold)
         raise UnsupportedChangelogProducerError(
             f"'changelog-producer' = 'input' on {table_name(table)} with 'bucket' = "
-            f"{options.get('bucket', '-1')}: the input changelog is written for fixed-bucket tables "
-            "only; set 'bucket' to a fixed count, use 'changelog-producer' = 'lookup', or write with "
-            "Paimon's own connector")
+            f"{options.get('bucket', '-1')}: a dynamic-bucket table's records need their assigned "
+            "buckets; write through paimon_index.table.pk.upsert_arrow (Table.upsert) or the Spark jobs")
     batch = with_row_kinds(table, data, kind)
     target = pa.schema([*arrow_fields(table), pa.field(ROW_KIND_COLUMN, pa.string()),
                         *([data.schema.field(_BUCKET)] if assigned else [])])
@@ -263,8 +263,6 @@ def upsert_arrow(table: Any, data: pa.Table, *, planned: int | object | None = L
         ConcurrentChangeError: another snapshot landed after this upsert planned; nothing applied.
     """
     options = check_table(table, upsert=True, input_ok=True)
-    if bucket_number(table) <= 0 and producer(table, options, input_ok=True) == INPUT:
-        return _dynamic_records_upsert(table, data, planned, delete_keys, kind, options)
     engine = None if delete_keys else merge_engine(table, options)
     batch = with_row_kinds(table, data, kind)
     keys = list(table.primary_keys)
@@ -409,8 +407,6 @@ def _prepare(table: Any, plan: Plan, messages: list[Any], removed_keys: pa.Table
     touched |= {k for k, b in plan.buckets.items() if any(m.level == 0 for m in b.files)}
     inputs_of: dict[BucketKey, pa.Table] = {}
     if inputs is not None and inputs.num_rows and _BUCKET in inputs.column_names:
-        from paimon_index.table.pk.dynamic import groups_of
-
         inputs_of = {(tuple(values[:-1]), int(values[-1])): inputs.take(pa.array(idx)).drop_columns(
                      [_BUCKET]) for values, idx in groups_of(
                      inputs, [*table.partition_keys, _BUCKET])}
@@ -425,7 +421,7 @@ def _prepare(table: Any, plan: Plan, messages: list[Any], removed_keys: pa.Table
     prepared = PreparedUpsert(plan.snapshot_id, [], [], written_paths(messages, plan.index_dir))
     schema = read_schema(table)
     options = table_options(table)
-    changelog = producer(table, options, input_ok=inputs is not None) == LOOKUP
+    changelog = producer(table, options, input_ok=True) == LOOKUP  # input: the callers checked it
     for key in sorted(touched, key=repr):
         produced = by_bucket.get(key, [])
         existing = plan.buckets.get(key)
@@ -493,25 +489,6 @@ def _prepare(table: Any, plan: Plan, messages: list[Any], removed_keys: pa.Table
     return prepared
 
 
-def _dynamic_records_upsert(table: Any, data: pa.Table, planned: int | object | None, delete_keys: bool,
-                            kind: str, options: Mapping[str, str]) -> int | None:
-    """:func:`upsert_arrow` of a dynamic-bucket table with an ``input`` changelog: the three stages
-    of the Spark job (:mod:`~paimon_index.table.pk.dynamic`) in this process, one assigner, so each
-    input record reaches the bucket its key is assigned to and lands in that bucket's changelog."""
-    from paimon_index.table.pk import dynamic
-
-    if planned is LATEST:
-        latest = latest_snapshot(table)
-        planned = None if latest is None else int(latest.id)
-    snapshot_id: int | None = planned  # type: ignore[assignment]
-    merge = not delete_keys and merge_engine(table, options) is not None
-    routed = dynamic.route(table, with_row_kinds(table, data, kind), 1)
-    assigned = dynamic.assign(table, snapshot_id, routed, 1, records=True)
-    prepared = dynamic.prepare(table, snapshot_id, assigned, merge=merge, records=True,
-                               delete_keys=delete_keys)
-    return None if prepared is None else commit_prepared(table, [prepared])
-
-
 def prepare_upsert(table: Any, messages: list[Any], removed_keys: pa.Table | None,
                    scope: set[BucketKey], *, snapshot_id: int | object | None = LATEST,
                    inputs: pa.Table | None = None) -> PreparedUpsert:
@@ -520,7 +497,8 @@ def prepare_upsert(table: Any, messages: list[Any], removed_keys: pa.Table | Non
     ``snapshot_id``: the snapshot to plan on (the one the rows' buckets were assigned on), default
     the latest. ``inputs``: the task's :func:`input_records` (``changelog-producer`` = ``input``),
     written as its buckets' changelog."""
-    options = check_table(table, upsert=True, input_ok=inputs is not None)
+    # 'input': the job's driver checked the producer; a task that got no record has no inputs.
+    options = check_table(table, upsert=True, input_ok=True)
     removed_keys = key_schema(table).empty_table() if removed_keys is None else removed_keys
     plan = _executor_plan(table, snapshot_id)
     return _prepare(table, plan, messages, removed_keys, max_level(options), scope, inputs=inputs)
