@@ -76,6 +76,7 @@ __all__ = [
     "deserialize_deletion_vector",
     "new_deletion_vector",
     "read_deletion_vector",
+    "sorted_contains",
     "vector_kind",
 ]
 
@@ -170,7 +171,13 @@ DENSE_LOOKUP_MIN = 1 << 16
 
 
 def _contains_mask(bitmap: BitMap, queries: np.ndarray) -> np.ndarray:
-    """``[q in bitmap for q in queries]`` without a Python loop.
+    """``[q in bitmap for q in queries]`` without a Python loop (:func:`sorted_contains`)."""
+    return sorted_contains(_bitmap_values(bitmap), queries)
+
+
+def sorted_contains(values: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """``[q in values for q in queries]`` for ascending ``values`` (a vector's positions), without a
+    Python loop.
 
     Queries spanning a bounded range (e.g. every row of a file) use a dense lookup table over that
     range, linear in its size; sparse queries over a wide range use a binary search per query.
@@ -178,7 +185,6 @@ def _contains_mask(bitmap: BitMap, queries: np.ndarray) -> np.ndarray:
     if queries.size == 0:
         return np.zeros(queries.shape, dtype=bool)
     lo, hi = int(queries.min()), int(queries.max())
-    values = _bitmap_values(bitmap)
     if hi - lo + 1 <= DENSE_LOOKUP_FACTOR * queries.size + DENSE_LOOKUP_MIN:
         inside = values[np.searchsorted(values, lo) : np.searchsorted(values, hi, side="right")]
         table = np.zeros(hi - lo + 1, dtype=bool)

@@ -69,7 +69,7 @@ from pyroaring import BitMap
 
 from paimon_index.arrow_filter import filter_rows
 from paimon_index.deletionvectors.index_file import prefetch_vectors, read_vector
-from paimon_index.deletionvectors.vector import DeletionVector
+from paimon_index.deletionvectors.vector import DeletionVector, sorted_contains
 from paimon_index.errors import CorruptFileError, TableError
 from paimon_index.fileindex.base import TopN
 from paimon_index.fileindex.evaluate import FileIndexEvaluator
@@ -527,14 +527,6 @@ def bitmap_positions(bitmap: BitMap) -> np.ndarray:
     return np.frombuffer(bitmap.to_array(), dtype=np.uint32).astype(np.int64)
 
 
-def _sorted_member(sorted_values: np.ndarray, queries: np.ndarray) -> np.ndarray:
-    """For each of ``queries``, whether it is in ``sorted_values`` (ascending)."""
-    at = np.searchsorted(sorted_values, queries)
-    found = at < len(sorted_values)
-    found[found] = sorted_values[at[found]] == queries[found]
-    return found
-
-
 def resolve(io: TableIO, plan: FilePlan, bound: Predicate, schema: Mapping[str, DataType],
             report: ScanReport, *, vectors: SplitVectors | None = None, topn: TopN | None = None,
             use_index: bool = True, exact_answers: bool = False,
@@ -591,7 +583,7 @@ def _resolve(io: TableIO, plan: FilePlan, bound: Predicate, schema: Mapping[str,
             if deleted is not None and topn is None:  # TopN candidates are live rows already
                 # Sorted positions on both sides: a binary search per kept row (a bitmap of the
                 # whole vector cost ~5 ms a file for 20,000 deleted rows).
-                is_deleted = _sorted_member(deleted, kept)
+                is_deleted = sorted_contains(deleted, kept)
                 kept_deleted = kept[is_deleted]
                 kept = kept[~is_deleted]
                 report.rows_removed_by_deletion_vectors += len(kept_deleted)
