@@ -3,6 +3,7 @@ the real JVM: what is published, what is refused, and that a fresh session maps 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -97,31 +98,81 @@ def test_an_archive_the_drivers_class_path_cannot_map_is_not_published(tmp_path:
 
 
 @needs_java
-def test_driver_options_record_then_map_and_keep_the_callers_own(tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_driver_options_train_record_then_map_and_keep_the_callers_own(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert JAVA is not None
     monkeypatch.setenv(class_archive.CACHE_DIR_VARIABLE, str(tmp_path))
     monkeypatch.delenv(class_archive.ARCHIVE_SWITCH, raising=False)
     conf = {class_archive.DRIVER_JAVA_OPTIONS: "-XX:TieredStopAtLevel=1"}
+    # No archive: a user's session starts as Spark would (nothing recorded), naming the one to train.
     first = class_archive.driver_options(JAVA, _version_text(JAVA), conf)
-    assert first.recording is not None and first.mapped is None
-    options = first.options[class_archive.DRIVER_JAVA_OPTIONS].split()
-    assert options == ["-XX:TieredStopAtLevel=1", f"-XX:ArchiveClassesAtExit={first.recording.tmp}", QUIET]
-    assert first.recording.tmp.name == f"{first.recording.final.name}.{os.getpid()}.tmp"
+    assert first.options == {} and first.recording is None and first.mapped is None
+    assert first.missing is not None and first.missing.parent == tmp_path and not first.missing.exists()
 
-    first.recording.final.write_bytes(b"an archive")
-    second = class_archive.driver_options(JAVA, _version_text(JAVA), conf)
-    assert second.mapped == first.recording.final and second.recording is None
-    mapped = second.options[class_archive.DRIVER_JAVA_OPTIONS]
-    assert f"-XX:SharedArchiveFile={first.recording.final}" in mapped
+    # The trainer's session (the switch set to record) records it.
+    monkeypatch.setenv(class_archive.ARCHIVE_SWITCH, class_archive.RECORD)
+    recording = class_archive.driver_options(JAVA, _version_text(JAVA), conf).recording
+    assert recording is not None and recording.final == first.missing
+    options = class_archive.driver_options(JAVA, _version_text(JAVA), conf).options
+    assert options[class_archive.DRIVER_JAVA_OPTIONS].split() == [
+        "-XX:TieredStopAtLevel=1", f"-XX:ArchiveClassesAtExit={recording.tmp}", QUIET]
+    assert recording.tmp.name == f"{recording.final.name}.{os.getpid()}.tmp"
+
+    recording.final.write_bytes(b"an archive")
+    for switch in (class_archive.RECORD, "on"):
+        monkeypatch.setenv(class_archive.ARCHIVE_SWITCH, switch)
+        second = class_archive.driver_options(JAVA, _version_text(JAVA), conf)
+        assert second.mapped == recording.final and second.recording is None and second.missing is None
+        assert f"-XX:SharedArchiveFile={recording.final}" in second.options[class_archive.DRIVER_JAVA_OPTIONS]
 
     # Another class path is another archive; the switch and the caller's own sharing choice turn it off.
     jars = class_archive.driver_options(JAVA, _version_text(JAVA), {**conf, "spark.jars": "/x/extra.jar"})
-    assert jars.recording is not None and jars.recording.final != first.recording.final
+    assert jars.missing is not None and jars.missing != recording.final
     own_choice = {class_archive.DRIVER_JAVA_OPTIONS: "-Xshare:off"}
     assert class_archive.driver_options(JAVA, _version_text(JAVA), own_choice) == class_archive.NO_ARCHIVE
     monkeypatch.setenv(class_archive.ARCHIVE_SWITCH, "off")
     assert class_archive.driver_options(JAVA, _version_text(JAVA), conf) == class_archive.NO_ARCHIVE
+
+
+def _wait_for(path: Path, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} was not written"
+        time.sleep(0.05)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX only")
+def test_one_trainer_per_archive_at_the_lowest_priority_until_its_lock_expires(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``train`` spawns the trainer module detached, at niceness 19, with the switch set to record
+    and the class path settings as its argument; a second call while the lock holds spawns none."""
+    (tmp_path / "fake_trainer.py").write_text(textwrap.dedent("""
+        import json, os, sys
+        out = os.path.join(os.path.dirname(__file__), "trainer-%d.json" % os.getpid())
+        with open(out + ".part", "w") as f:
+            json.dump({"argv": sys.argv[1:], "nice": os.nice(0), "sid": os.getsid(0) == os.getpid(),
+                       "switch": os.environ.get("PAIMON_INDEX_CLASS_ARCHIVE")}, f)
+        os.replace(out + ".part", out)
+    """))
+    monkeypatch.setattr(class_archive, "TRAINER_MODULE", "fake_trainer")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    missing = tmp_path / "spark-driver-k.jsa"
+    conf = {"spark.jars": "/x/a.jar", "spark.executor.memory": "1g"}
+    pid = class_archive.train(missing, conf)
+    assert pid is not None
+    report = tmp_path / f"trainer-{pid}.json"
+    _wait_for(report)
+    assert json.loads(report.read_text()) == {"argv": [json.dumps({"spark.jars": "/x/a.jar"})],
+                                              "nice": class_archive.TRAINER_NICENESS, "sid": True,
+                                              "switch": class_archive.RECORD}
+    lock = missing.with_name(missing.name + class_archive.TRAINING_SUFFIX)
+    assert lock.exists()
+    assert class_archive.train(missing, conf) is None  # the lock holds
+    old = time.time() - class_archive.TRAINING_LOCK_SECONDS - 1
+    os.utime(lock, (old, old))
+    again = class_archive.train(missing, conf)  # a trainer that failed is retried once it expired
+    assert again is not None and again != pid
+    _wait_for(tmp_path / f"trainer-{again}.json")
 
 
 @needs_java
@@ -139,14 +190,14 @@ def test_an_archive_another_user_could_replace_is_never_used(tmp_path: Path,
 
     own = tmp_path / "own" / "cache"
     monkeypatch.setenv(class_archive.CACHE_DIR_VARIABLE, str(own))
-    recording = class_archive.driver_options(JAVA, _version_text(JAVA), {}).recording
-    assert recording is not None
+    missing = class_archive.driver_options(JAVA, _version_text(JAVA), {}).missing
+    assert missing is not None
     assert (own.stat().st_mode & 0o777) == class_archive.PRIVATE_MODE  # created for this user alone
-    recording.final.write_bytes(b"an archive")
-    assert class_archive.driver_options(JAVA, _version_text(JAVA), {}).mapped == recording.final
+    missing.write_bytes(b"an archive")
+    assert class_archive.driver_options(JAVA, _version_text(JAVA), {}).mapped == missing
     if os.getuid() != 0:
         return  # only root can give the file to another user
-    os.chown(recording.final, 4242, -1)
+    os.chown(missing, 4242, -1)
     assert class_archive.driver_options(JAVA, _version_text(JAVA), {}) == class_archive.NO_ARCHIVE
 
 
@@ -169,14 +220,19 @@ def test_a_killed_recordings_leftover_is_removed_once_its_owner_is_gone(tmp_path
 
 @pytest.mark.spark
 def test_the_runs_session_started_with_the_archive(spark) -> None:
-    """The suite's own session went through local_session: its driver maps or records the archive
-    (unless the run switched it off)."""
+    """The suite's own session went through local_session: its driver maps the archive, or (none
+    yet on this machine) starts without one while a trainer records it (unless the run switched
+    it off)."""
     if os.environ.get(class_archive.ARCHIVE_SWITCH, "on").lower() in ("off", "0", "false", "no"):
         pytest.skip(f"{class_archive.ARCHIVE_SWITCH} is off")
     arguments = list(spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
     sharing = [a for a in arguments if a.startswith(("-XX:SharedArchiveFile=", "-XX:ArchiveClassesAtExit="))]
-    assert len(sharing) == 1 and QUIET in arguments
-    assert str(class_archive.archive_dir()) in sharing[0]
+    if sharing:
+        assert len(sharing) == 1 and sharing[0].startswith("-XX:SharedArchiveFile=") and QUIET in arguments
+        assert str(class_archive.archive_dir()) in sharing[0]
+    else:
+        locks = class_archive.archive_dir().glob(f"*{class_archive.SUFFIX}{class_archive.TRAINING_SUFFIX}")
+        assert list(locks), "a session without an archive spawns a trainer"
 
 
 FRESH_SESSION = textwrap.dedent("""
@@ -187,16 +243,19 @@ FRESH_SESSION = textwrap.dedent("""
     spark = local_session("archive-test", master="local[1]", conf=conf)
     assert spark.range(10).selectExpr("sum(id)").collect()[0][0] == 45
     print("answered", flush=True)
+    print("class path:" + spark._jvm.System.getProperty("java.class.path"), flush=True)
 """)
 
 
-def _fresh_session(cache: Path, class_log: str = "") -> None:
+def _fresh_session(cache: Path, class_log: str = "") -> str:
+    """A fresh process's local_session with ``cache`` as the archive directory; its driver's class path."""
     env = {**os.environ, class_archive.CACHE_DIR_VARIABLE: str(cache)}
     env.pop(class_archive.ARCHIVE_SWITCH, None)
     # In the cache's directory: a JVM that crashes on a damaged archive leaves its hs_err log in its cwd.
     done = subprocess.run([sys.executable, "-c", FRESH_SESSION, class_log], env=env, capture_output=True,
                           text=True, timeout=300, check=False, cwd=cache.parent)
     assert "answered" in done.stdout, done.stderr[-3000:]
+    return done.stdout.split("class path:", 1)[1].strip()
 
 
 def _published(cache: Path, timeout: float = 180.0) -> Path:
@@ -209,13 +268,32 @@ def _published(cache: Path, timeout: float = 180.0) -> Path:
     raise AssertionError(f"no archive published in {cache}: {sorted(p.name for p in cache.iterdir())}")
 
 
+def _archived_classes(archive: Path, class_path: str) -> str:
+    """The archive's class dictionary as the JVM prints it (one ``<n>: <class> <loader>`` per line;
+    nothing unless ``class_path`` is the recording driver's)."""
+    assert JAVA is not None
+    done = subprocess.run([JAVA, "-cp", class_path, f"-XX:SharedArchiveFile={archive}",
+                           "-XX:+PrintSharedArchiveAndExit", "-XX:+PrintSharedDictionary"],
+                          capture_output=True, text=True, check=False, timeout=120)
+    return done.stdout
+
+
 @needs_java
 @pytest.mark.slow
-def test_a_fresh_session_records_then_the_next_maps_and_a_damaged_archive_is_dropped(tmp_path: Path) -> None:
+def test_a_fresh_session_trains_then_the_next_maps_and_a_damaged_archive_is_dropped(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
-    _fresh_session(cache)  # records; the detached watcher publishes after the JVM's exit
-    archive = _published(cache)
     class_log = tmp_path / "classes.log"
+    # No archive: the session starts without one (nothing mapped, nothing recorded by it) and spawns
+    # the trainer, whose own session records while it runs the workload, then a watcher publishes.
+    class_path = _fresh_session(cache, str(class_log))
+    assert class_log.read_text().count(FROM_TOP_ARCHIVE) == 0
+    archive = _published(cache, timeout=600)
+    # The trainer's queries are in it: a broadcast join (the deletion vectors' words join) and
+    # the Python source's reader, which a session that only counted rows never loads.
+    archived = _archived_classes(archive, class_path)
+    for name in ("org.apache.spark.sql.execution.joins.BroadcastHashJoinExec ",
+                 "org.apache.spark.sql.execution.datasources.v2.python.PythonPartitionReaderFactory "):
+        assert name in archived, name
     _fresh_session(cache, str(class_log))
     assert class_log.read_text().count(FROM_TOP_ARCHIVE) > 5000  # Spark's classes, mapped
 

@@ -1,27 +1,36 @@
 """A class-data-sharing archive of the local Spark driver's classes: later fresh processes start
-their driver JVM in about half the time.
+their driver JVM in about half the time and answer their first query sooner.
 
-A local Spark driver loads some 18,000 classes before its first answer; the JVM parses and
-verifies each one. Java (13+) can save the classes a JVM loaded into an archive when it
-exits (``-XX:ArchiveClassesAtExit``) and map them at the next start (``-XX:SharedArchiveFile``).
-Measured here (2 cores): a plain PySpark session and its first tiny job 10-11 s -> 5-6 s.
+A local Spark driver loads some 18,000 classes before its first answer, and its first large query
+thousands more; the JVM parses and verifies each one. Java (13+) can save the classes a JVM loaded
+into an archive when it exits (``-XX:ArchiveClassesAtExit``) and map them at the next start
+(``-XX:SharedArchiveFile``). Measured here (2 cores): a plain PySpark session and its first tiny
+job 10-11 s -> 5-6 s.
 
 Lifecycle, per (Java build, Spark jars, class path settings) -- the archive's *key*::
 
-    no archive    the session records one: its JVM writes <key>.<pid>.tmp as it exits (when the
-                  Python driver ends, or is killed, and the JVM's stdin closes). A detached process
-                  of this file waits for that exit, checks the file maps (``java -cp <the driver's
-                  class path> -XX:SharedArchiveFile=<tmp> -Xshare:on -version``: a JVM fails to
-                  start with a truncated archive, or crashes) and renames it into place. Only a
-                  complete, checked archive ever has the final name; a JVM killed mid-dump leaves a
-                  .tmp, removed by a later recording.
+    no archive    the session starts without one and spawns a *trainer* (one per key at a time: a
+                  ``<archive>.training`` lock): a detached process at the lowest priority
+                  (:mod:`paimon_index.spark.archive_training`) whose own session records
+                  (this switch set to ``record``) while it runs a small workload of what users run
+                  -- SQL DDL and DML, planned reads with deletion vectors, joins, aggregates, a
+                  TopN, the Python source -- so the archive holds the classes of real queries,
+                  not only those of whichever program happened to start first. Its JVM writes
+                  <key>.<pid>.tmp as it exits; a detached process of this file waits for that
+                  exit, checks the file maps (``java -cp <the driver's class path>
+                  -XX:SharedArchiveFile=<tmp> -Xshare:on -version``: a JVM fails to start with a
+                  truncated archive, or crashes) and renames it into place. Only a complete,
+                  checked archive ever has the final name; a JVM killed mid-dump leaves a .tmp,
+                  removed by a later recording.
     archive       ``-XX:SharedArchiveFile``; the JVM itself checks that every jar on the class path
                   is the one recorded (size and time) and ignores an archive that is not, as it
                   ignores a file that is not an archive at all.
 
-The recording process pays for it once: its JVM starts slower (~15 s instead of ~10 here) and
-dumps for ~12 s after the interpreter has ended. A JVM that cannot start with an archive (a damaged
-file) makes :func:`~paimon_index.spark.session.local_session` drop it and start without.
+Nobody's program pays for the recording (a recording JVM starts slower, ~15 s instead of ~10 here,
+and dumps for ~12 s at exit): the trainer does, on cycles the user's programs leave idle. A
+trainer that fails leaves its lock; another is tried an hour later. A JVM that cannot start with
+an archive (a damaged file) makes :func:`~paimon_index.spark.session.local_session` drop it and
+start without.
 
 Archives live in ``$PAIMON_INDEX_CACHE_DIR``, else ``$XDG_CACHE_HOME/paimon-index``, else
 ``~/.cache/paimon-index`` (~150 MB each), a directory that must be the user's and writable by no
@@ -34,6 +43,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import stat
 import subprocess
@@ -43,11 +53,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ARCHIVE_SWITCH", "DRIVER_JAVA_OPTIONS", "NO_ARCHIVE", "DriverArchive", "Recording",
-           "archive_dir", "discard", "driver_options", "publish", "watch"]
+__all__ = ["ARCHIVE_SWITCH", "CLASS_PATH_SETTINGS", "DRIVER_JAVA_OPTIONS", "NO_ARCHIVE", "RECORD",
+           "DriverArchive", "Recording", "archive_dir", "discard", "driver_options", "publish", "train",
+           "watch"]
 
-#: Environment switch: ``off`` (or ``0``/``false``/``no``) starts every driver without an archive.
+#: Environment switch: ``off`` (or ``0``/``false``/``no``) starts every driver without an archive;
+#: ``record`` (the trainer's) makes a driver with no archive yet record one.
 ARCHIVE_SWITCH = "PAIMON_INDEX_CLASS_ARCHIVE"
+RECORD = "record"
 CACHE_DIR_VARIABLE = "PAIMON_INDEX_CACHE_DIR"
 DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 #: Settings that change the driver's class path, so the archive's key.
@@ -65,6 +78,14 @@ POLL_SECONDS = 0.5
 PRIVATE_MODE = 0o700
 #: A .tmp whose owner process is gone and is this old is a killed recording's leftover.
 STALE_SECONDS = 600.0
+#: A trainer's lock (``<archive>.training``) holds this long: the trainer's session, its workload
+#: and the dump take ~2 minutes here; a trainer that failed is retried after it.
+TRAINING_LOCK_SECONDS = 3600.0
+TRAINING_SUFFIX = ".training"
+#: The trainer's program (spawned by module name: this low module imports none of the layers it uses).
+TRAINER_MODULE = "paimon_index.spark.archive_training"
+#: The trainer's priority: the lowest, so it runs on the cycles the user's programs leave idle.
+TRAINER_NICENESS = 19
 
 
 @dataclass(frozen=True)
@@ -86,10 +107,13 @@ def archive_dir() -> Path:
     return Path(base) / "paimon-index"
 
 
+def _switch() -> str:
+    return os.environ.get(ARCHIVE_SWITCH, "on").strip().lower()
+
+
 def _enabled() -> bool:
     # POSIX only: the watcher polls the JVM with os.kill(pid, 0), which on Windows ends the process.
-    return os.name == "posix" and os.environ.get(ARCHIVE_SWITCH, "on").strip().lower() not in (
-        "off", "0", "false", "no")
+    return os.name == "posix" and _switch() not in ("off", "0", "false", "no")
 
 
 def _private(directory: Path) -> bool:
@@ -129,11 +153,13 @@ def _key(java: str, java_version_text: str, jars: Path, conf: Mapping[str, str])
 @dataclass(frozen=True)
 class DriverArchive:
     """What :func:`driver_options` chose: the settings to start the driver with, the archive they map
-    (``mapped``), or the recording they start (``recording``)."""
+    (``mapped``), the recording they start (``recording``, a trainer's session), or the archive
+    that does not exist yet and that :func:`train` should have a trainer record (``missing``)."""
 
     options: Mapping[str, str]
     mapped: Path | None = None
     recording: Recording | None = None
+    missing: Path | None = None
 
 
 NO_ARCHIVE = DriverArchive({})
@@ -160,9 +186,61 @@ def driver_options(java: str, java_version_text: str, conf: Mapping[str, str]) -
             return NO_ARCHIVE
         return DriverArchive(_merged(own, f"-XX:SharedArchiveFile={final}"), mapped=final)
     _remove_leftovers(directory)
+    if _switch() != RECORD:
+        return DriverArchive({}, missing=final)
     tmp = final.with_name(f"{final.name}.{os.getpid()}.tmp")
     return DriverArchive(_merged(own, f"-XX:ArchiveClassesAtExit={tmp}"),
                          recording=Recording(tmp, final, java))
+
+
+def train(missing: Path, conf: Mapping[str, str]) -> int | None:
+    """Spawn a detached trainer that records ``missing`` (see the module docstring) with ``conf``'s
+    class path settings; its pid, or None when another trainer holds the key's lock."""
+    lock = missing.with_name(missing.name + TRAINING_SUFFIX)
+    if not _lock(lock):
+        return None
+    package_root = str(Path(__file__).resolve().parents[2])  # for a caller that found it by sys.path
+    path = os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, ARCHIVE_SWITCH: RECORD, "PYTHONPATH": path}
+    settings = {key: conf[key] for key in CLASS_PATH_SETTINGS if conf.get(key)}
+    quiet = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
+    pid = os.posix_spawn(sys.executable, [sys.executable, "-m", TRAINER_MODULE, json.dumps(settings)], env,
+                         file_actions=quiet, setsid=True)
+    with contextlib.suppress(OSError):  # the trainer lowers itself too; this covers its first steps
+        os.setpriority(os.PRIO_PROCESS, pid, TRAINER_NICENESS)
+    _reap(pid)
+    return pid
+
+
+def _reap(pid: int) -> None:
+    """Collect the detached child ``pid`` when it ends (a child nobody waits for stays a zombie while
+    this interpreter runs); the thread does not hold the interpreter's exit."""
+    import threading
+
+    threading.Thread(target=lambda: _wait(pid), name=f"paimon-index-reap-{pid}", daemon=True).start()
+
+
+def _wait(pid: int) -> None:
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
+
+
+def _lock(lock: Path) -> bool:
+    """Take the training lock ``lock``: created, or replaced when older than TRAINING_LOCK_SECONDS."""
+    for _ in range(2):
+        try:
+            os.close(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+            return True
+        except FileExistsError:
+            try:
+                if time.time() - lock.stat().st_mtime < TRAINING_LOCK_SECONDS:
+                    return False
+                lock.unlink()
+            except OSError:
+                continue
+        except OSError:
+            return False
+    return False
 
 
 def _merged(own: str, option: str) -> dict[str, str]:
@@ -210,8 +288,8 @@ def watch(recording: Recording, jvm_pid: int | None) -> None:
     # process warns (ResourceWarning) when it is collected. Its own session: a terminal's Ctrl-C
     # does not end it; its stdio on /dev/null.
     quiet = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
-    os.posix_spawn(sys.executable, [sys.executable, __file__, *arguments], os.environ, file_actions=quiet,
-                   setsid=True)
+    _reap(os.posix_spawn(sys.executable, [sys.executable, __file__, *arguments], os.environ,
+                         file_actions=quiet, setsid=True))
 
 
 def publish(recording: Recording, jvm_pid: int, *, wait_seconds: float = DUMP_WAIT_SECONDS) -> bool:

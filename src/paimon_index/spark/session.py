@@ -135,6 +135,8 @@ def local_session(app_name: str = "paimon-index", *, master: str = DEFAULT_MASTE
         class_archive.discard(archive.mapped)
         archive = class_archive.NO_ARCHIVE
         spark = _get_or_create(SparkSession, master, app_name, settings)
+    if archive.missing is not None:
+        class_archive.train(archive.missing, settings)
     if archive.recording is not None:
         from pyspark import SparkContext
 
