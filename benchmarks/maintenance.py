@@ -17,6 +17,8 @@ its own copy of the seed warehouse and runs the same SQL text on it:
         'deletion-vectors.enabled' = 'true', 'file-index.bitmap.columns' = 'status')
     CREATE TABLE bench.app (...) TBLPROPERTIES ('deletion-vectors.enabled' = 'true',
         'file-index.bitmap.columns' = 'status')
+    CREATE TABLE bench.mor (...) TBLPROPERTIES ('primary-key' = 'id', 'bucket' = '4',
+        'file-index.bitmap.columns' = 'status')   (merge-on-read: no deletion vectors)
 
 Steps (``--only`` picks the steps printed; every earlier step of the same table still runs, untimed
 in the table, and a table none of whose steps is picked is skipped):
@@ -35,6 +37,12 @@ in the table, and a table none of whose steps is picked is skipped):
     append compact 30%   CALL sys.compact(table => 'bench.app') (files past
                          ``compaction.delete-ratio-threshold``, default 0.2, are rewritten)
     append read 30%      the append read again
+    mor load, mor upsert, mor read after upsert, mor delete, mor update, mor full compaction,
+    mor read after compact
+                         the primary-key steps on bench.mor, where every read merges the key's
+                         rows across files and levels and DELETE/UPDATE write by key (the
+                         distributed merge-on-read changes); ``mor update`` is
+                         UPDATE bench.mor SET amount = amount + 1, note = 'u' WHERE status = 'RETURNED'
 
 Before the steps each side runs an untimed warm-up (the same statements on a 1,000-row table).
 Paimon's connector (``paimon-sql.sh``: PySpark 4.1.2, ``local[2]``, its own JVM process) runs the whole
@@ -96,6 +104,12 @@ COLUMNS = "id BIGINT, status STRING, amount DOUBLE, customer BIGINT, note STRING
 PK_OPTIONS = ("'primary-key' = 'id', 'bucket' = '4', 'deletion-vectors.enabled' = 'true', "
               "'file-index.bitmap.columns' = 'status'")
 APPEND_OPTIONS = "'deletion-vectors.enabled' = 'true', 'file-index.bitmap.columns' = 'status'"
+MOR_OPTIONS = "'primary-key' = 'id', 'bucket' = '4', 'file-index.bitmap.columns' = 'status'"
+MOR_UPDATE = "UPDATE bench.mor SET amount = amount + 1, note = 'u' WHERE status = 'RETURNED'"
+#: Each merge-on-read step's row count is its primary-key twin's (the UPDATE keeps every row).
+MOR_TWINS = {"mor load": "load", "mor upsert": "upsert", "mor read after upsert": "read after upsert",
+             "mor delete": "delete", "mor update": "delete", "mor full compaction": "full compaction",
+             "mor read after compact": "read after compact"}
 READ_WHERE = "status = 'HELD'"
 PK_DELETE_WHERE = "status = 'REFUNDED' AND amount < 2"
 APPEND_DELETE_WHERE = "amount < 30"
@@ -152,6 +166,7 @@ def build(data: Path, rows: int) -> Built:
         model = expected_counts(base, upsert)
         marker.write_text(json.dumps({"seconds": time.perf_counter() - start, "model": model}))
     model = json.loads(marker.read_text())["model"]
+    model |= {mor: model[twin] for mor, twin in MOR_TWINS.items()}
     return Built(root, seed, rows, model)
 
 
@@ -179,7 +194,7 @@ def expected_counts(base: pa.Table, upsert: pa.Table) -> dict[str, int]:
 @dataclass
 class Step:
     name: str
-    table: str  # bench.pk or bench.app
+    table: str  # bench.pk, bench.app or bench.mor
     sql: str
     setup: list[str] = field(default_factory=list)  # untimed, before the step
     read: bool = False  # the result is the rows; else a check query follows
@@ -203,8 +218,9 @@ def small_inserts(rows: int, files: int) -> list[str]:
 
 
 def steps(rows: int, small_files: int) -> list[Step]:
-    pk, app = "bench.pk", "bench.app"
+    pk, app, mor = "bench.pk", "bench.app", "bench.mor"
     read_pk, read_app = f"SELECT * FROM {pk} WHERE {READ_WHERE}", f"SELECT * FROM {app} WHERE {READ_WHERE}"
+    read_mor = f"SELECT * FROM {mor} WHERE {READ_WHERE}"
     compact_app = f"CALL sys.compact(table => '{app}')"
     return [
         Step("load", pk, f"INSERT INTO {pk} SELECT * FROM bench.src",
@@ -222,6 +238,15 @@ def steps(rows: int, small_files: int) -> list[Step]:
         Step("append delete 30%", app, f"DELETE FROM {app} WHERE {APPEND_DELETE_WHERE}"),
         Step("append compact 30%", app, compact_app, compaction=True, refusable=True),
         Step("append read 30%", app, read_app, read=True),
+        Step("mor load", mor, f"INSERT INTO {mor} SELECT * FROM bench.src",
+             setup=[f"CREATE TABLE {mor} ({COLUMNS}) TBLPROPERTIES ({MOR_OPTIONS})"]),
+        Step("mor upsert", mor, f"INSERT INTO {mor} SELECT * FROM bench.src_upsert"),
+        Step("mor read after upsert", mor, read_mor, read=True),
+        Step("mor delete", mor, f"DELETE FROM {mor} WHERE {PK_DELETE_WHERE}"),
+        Step("mor update", mor, MOR_UPDATE),
+        Step("mor full compaction", mor, f"CALL sys.compact(table => '{mor}', compact_strategy => 'full')",
+             compaction=True),
+        Step("mor read after compact", mor, read_mor, read=True),
     ]
 
 
@@ -241,6 +266,13 @@ def warm_up() -> list[str]:
         f"DELETE FROM bench.warm_app WHERE {APPEND_DELETE_WHERE}",
         f"SELECT * FROM bench.warm_app WHERE {READ_WHERE}",
         check_sql("bench.warm_app"),
+        f"CREATE TABLE bench.warm_mor ({COLUMNS}) TBLPROPERTIES ({MOR_OPTIONS})",
+        f"INSERT INTO bench.warm_mor SELECT * FROM bench.src WHERE id < {WARM_ROWS}",
+        f"INSERT INTO bench.warm_mor SELECT * FROM bench.src WHERE id < {WARM_ROWS // 2}",
+        f"SELECT * FROM bench.warm_mor WHERE {READ_WHERE}",
+        f"DELETE FROM bench.warm_mor WHERE {PK_DELETE_WHERE}",
+        MOR_UPDATE.replace("bench.mor", "bench.warm_mor"),
+        check_sql("bench.warm_mor"),
     ]
 
 
@@ -398,8 +430,9 @@ def print_table(run_steps: list[Step], sides: dict[str, Outcome], connectors: li
         return "-" if x is None else f"{x:.2f}"
 
     print(f"\n{built.rows:,} rows (bench.pk: bucket 4, deletion vectors, bitmap on status; bench.app: "
-          f"deletion vectors, bitmap on status, {small_files} small inserts); seconds per statement")
-    cols = [f"{'step':<21}", *(f"{c:>10}" for c in connectors), *(f"{o:>12}" for o in ours),
+          f"deletion vectors, bitmap on status, {small_files} small inserts; bench.mor: bucket 4, "
+          "merge-on-read, bitmap on status); seconds per statement")
+    cols = [f"{'step':<22}", *(f"{c:>10}" for c in connectors), *(f"{o:>12}" for o in ours),
             f"{'ratio':>7}", f"{'goal':>6}", f"{'met?':>5}"]
     head = " ".join(cols)
     print(head)
@@ -411,7 +444,7 @@ def print_table(run_steps: list[Step], sides: dict[str, Outcome], connectors: li
         known = [c for c in conn if c is not None]
         mean = statistics.mean(known) if known else None
         mine = [sides[o].seconds.get(step.name) for o in ours]
-        cells = [f"{step.name:<21}", *(f"{s(c):>10}" for c in conn)]
+        cells = [f"{step.name:<22}", *(f"{s(c):>10}" for c in conn)]
         # A read after a compaction ours refused reads the uncompacted table: marked *.
         earlier = [p.name for p in run_steps[:run_steps.index(step)] if p.table == step.table]
         later = {o for o in ours if any(sides[o].refused.get(name) for name in earlier)}
@@ -441,10 +474,10 @@ def print_table(run_steps: list[Step], sides: dict[str, Outcome], connectors: li
                                                                zip(ours, t, strict=True)))
     print("\nrow counts (checked: equal to the pyarrow model and between the sides):")
     names = list(sides)
-    print(f"{'step':<21} {'model':>10} " + " ".join(f"{n:>12}" for n in names))
+    print(f"{'step':<22} {'model':>10} " + " ".join(f"{n:>12}" for n in names))
     for step in run_steps:
         counts = [row_count(step, sides[n]) for n in names]
-        print(f"{step.name:<21} {built.model[step.name]:>10,} "
+        print(f"{step.name:<22} {built.model[step.name]:>10,} "
               + " ".join(f"{('-' if c is None else f'{c:,}'):>12}" for c in counts))
     print("\n$files after compaction (before -> after; not compared: each side packs its own way):")
     for step in run_steps:
@@ -454,7 +487,7 @@ def print_table(run_steps: list[Step], sides: dict[str, Outcome], connectors: li
                 before = sides[n].files_before.get(step.name)
                 after = sides[n].files.get(step.name, "-")
                 cells.append(f"{n} {'' if before is None else f'{before} -> '}{after}")
-            print(f"{step.name:<21} " + "; ".join(cells))
+            print(f"{step.name:<22} " + "; ".join(cells))
     for n in names:
         for step_name, why in sides[n].refused.items():
             print(f"{n}: {step_name} not supported: {why}")

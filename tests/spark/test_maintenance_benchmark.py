@@ -20,6 +20,8 @@ def test_steps_pick_every_earlier_step_of_the_same_table_only() -> None:
     assert picked == ["load", "upsert", "read after upsert", "delete"]
     picked = [s.name for s in maintenance.selected(all_steps, {"append delete 30%"})]
     assert picked == ["append compact small", "append read small", "append delete 30%"]
+    picked = [s.name for s in maintenance.selected(all_steps, {"mor update"})]
+    assert picked == ["mor load", "mor upsert", "mor read after upsert", "mor delete", "mor update"]
     with pytest.raises(SystemExit, match="unknown steps"):
         maintenance.selected(all_steps, {"vacuum"})
     inserts = maintenance.small_inserts(1000, 7)
@@ -50,4 +52,8 @@ def test_our_side_runs_every_step_and_matches_the_model(spark, tmp_path: Path,
         assert step.name not in outcome.refused or step.refusable
     maintenance.print_table(run_steps, sides, [], ["ours[2]"], built, 4)
     out = capsys.readouterr().out
-    assert "full compaction" in out and "append read 30%" in out
+    assert "full compaction" in out and "append read 30%" in out and "mor read after compact" in out
+    # The UPDATE touched no 'HELD' row: the merge-on-read table's read equals the primary-key one's.
+    merged = outcome.result["mor read after compact"]["rows"]
+    vectors = outcome.result["read after compact"]["rows"]
+    assert merged and sorted(merged) == sorted(vectors)
