@@ -52,6 +52,14 @@ def _classes_from_archive(archive: Path, class_path: str = "") -> int:
 @needs_java
 def test_a_recording_is_published_once_its_jvm_has_exited_and_maps(tmp_path: Path) -> None:
     jar = str(_jar(tmp_path / "app.jar"))
+    # Archives of an earlier Java or Spark: one nobody mapped for over 30 days goes as this one
+    # is published, with its training lock; one a driver mapped recently stays.
+    unused, used = tmp_path / "spark-driver-old.jsa", tmp_path / "spark-driver-used.jsa"
+    for archive in (unused, used, unused.with_name(unused.name + class_archive.TRAINING_SUFFIX)):
+        archive.write_bytes(b"an archive")
+        old = time.time() - class_archive.UNUSED_SECONDS - 60
+        os.utime(archive, (old, old))
+    os.utime(used)
     recording, jvm = _record(tmp_path, jar)
     # The JVM is this process's child: once exited it is a zombie until reaped, which publish must
     # count as exited (it polls the pid, as the detached watcher polls a JVM that is not its child).
@@ -59,6 +67,7 @@ def test_a_recording_is_published_once_its_jvm_has_exited_and_maps(tmp_path: Pat
     jvm.wait()
     assert recording.final.is_file() and not recording.tmp.exists()
     assert _classes_from_archive(recording.final, jar) > 0
+    assert sorted(p.name for p in tmp_path.glob("spark-driver-*")) == [recording.final.name, used.name]
 
 
 @needs_java
@@ -119,11 +128,13 @@ def test_driver_options_train_record_then_map_and_keep_the_callers_own(
     assert recording.tmp.name == f"{recording.final.name}.{os.getpid()}.tmp"
 
     recording.final.write_bytes(b"an archive")
+    os.utime(recording.final, (1.0, 1.0))
     for switch in (class_archive.RECORD, "on"):
         monkeypatch.setenv(class_archive.ARCHIVE_SWITCH, switch)
         second = class_archive.driver_options(JAVA, _version_text(JAVA), conf)
         assert second.mapped == recording.final and second.recording is None and second.missing is None
         assert f"-XX:SharedArchiveFile={recording.final}" in second.options[class_archive.DRIVER_JAVA_OPTIONS]
+        assert time.time() - recording.final.stat().st_mtime < 60  # mapping it marked its use
 
     # Another class path is another archive; the switch and the caller's own sharing choice turn it off.
     jars = class_archive.driver_options(JAVA, _version_text(JAVA), {**conf, "spark.jars": "/x/extra.jar"})

@@ -33,10 +33,11 @@ an archive (a damaged file) makes :func:`~paimon_index.spark.session.local_sessi
 start without.
 
 Archives live in ``$PAIMON_INDEX_CACHE_DIR``, else ``$XDG_CACHE_HOME/paimon-index``, else
-``~/.cache/paimon-index`` (~150 MB each), a directory that must be the user's and writable by no
-one else (an archive is code the JVM maps); ``PAIMON_INDEX_CLASS_ARCHIVE=off`` turns this off, and
-so does a driver option of the caller's own that chooses sharing (``-Xshare``, an archive). POSIX
-only.
+``~/.cache/paimon-index`` (~150-200 MB each), a directory that must be the user's and writable by
+no one else (an archive is code the JVM maps); ``PAIMON_INDEX_CLASS_ARCHIVE=off`` turns this off,
+and so does a driver option of the caller's own that chooses sharing (``-Xshare``, an archive).
+Every mapping touches the archive; publishing one removes those no driver mapped for 30 days (an
+upgraded Java or Spark leaves its old archive unused for good). POSIX only.
 """
 
 from __future__ import annotations
@@ -54,8 +55,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["ARCHIVE_SWITCH", "CLASS_PATH_SETTINGS", "DRIVER_JAVA_OPTIONS", "NO_ARCHIVE", "RECORD",
-           "DriverArchive", "Recording", "archive_dir", "discard", "driver_options", "publish", "train",
-           "watch"]
+           "DriverArchive", "Recording", "archive_dir", "discard", "driver_options", "publish",
+           "remove_unused", "train", "watch"]
 
 #: Environment switch: ``off`` (or ``0``/``false``/``no``) starts every driver without an archive;
 #: ``record`` (the trainer's) makes a driver with no archive yet record one.
@@ -82,6 +83,9 @@ STALE_SECONDS = 600.0
 #: and the dump take ~2 minutes here; a trainer that failed is retried after it.
 TRAINING_LOCK_SECONDS = 3600.0
 TRAINING_SUFFIX = ".training"
+#: An archive no driver mapped for this long is removed when another is published (a mapping
+#: touches it): an upgraded Java or Spark leaves the old one unused for good.
+UNUSED_SECONDS = 30 * 24 * 3600.0
 #: The trainer's program (spawned by module name: this low module imports none of the layers it uses).
 TRAINER_MODULE = "paimon_index.spark.archive_training"
 #: The trainer's priority: the lowest, so it runs on the cycles the user's programs leave idle.
@@ -184,6 +188,8 @@ def driver_options(java: str, java_version_text: str, conf: Mapping[str, str]) -
     if final.is_file():
         if final.stat().st_uid != os.getuid():
             return NO_ARCHIVE
+        with contextlib.suppress(OSError):  # its last use: archives unused for long are removed
+            os.utime(final)
         return DriverArchive(_merged(own, f"-XX:SharedArchiveFile={final}"), mapped=final)
     _remove_leftovers(directory)
     if _switch() != RECORD:
@@ -307,7 +313,25 @@ def publish(recording: Recording, jvm_pid: int, *, wait_seconds: float = DUMP_WA
         tmp.unlink(missing_ok=True)
         return False
     os.replace(tmp, recording.final)
+    remove_unused(recording.final.parent)
     return True
+
+
+def remove_unused(directory: Path, *, now: float | None = None) -> list[Path]:
+    """Remove the archives (and their training locks) no driver mapped for UNUSED_SECONDS: those of
+    a Java or Spark since replaced, ~150-200 MB each. The archives removed."""
+    now = time.time() if now is None else now
+    removed = []
+    for archive in directory.glob(f"{PREFIX}*{SUFFIX}"):
+        try:
+            if now - archive.stat().st_mtime < UNUSED_SECONDS:
+                continue
+            archive.unlink()  # a JVM mapping it keeps its pages: the file goes with the last one
+            archive.with_name(archive.name + TRAINING_SUFFIX).unlink(missing_ok=True)
+        except OSError:
+            continue
+        removed.append(archive)
+    return removed
 
 
 def _running_session(pid: int) -> bool:
