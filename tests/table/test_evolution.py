@@ -636,3 +636,26 @@ def test_primary_key_upsert_folds_old_level0_files_by_field_id(tmp_path: Path) -
     table.upsert(_pk_rows([2], [21], [BIG], renamed=True))
     assert sorted(table.read().to_pylist(), key=lambda r: r["id"]) == [
         {"id": 1, "u2": 10, "v": 1}, {"id": 2, "u2": 21, "v": BIG}]
+
+
+def test_a_merge_on_read_of_level0_files_maps_older_files_to_the_current_columns(tmp_path: Path) -> None:
+    """A deletion-vectors table with level-0 files (a plain pypaimon write) and
+    ``deletion-vectors.merge-on-read`` merges every file's versions: after a RENAME and an ADD
+    COLUMN the older files hold ``v`` and no ``note`` (read raised a raw ``KeyError: 'Field "w" does
+    not exist'`` until session 19)."""
+    import paimon_index
+    from paimon_index.table.catalog import alter_columns
+
+    schema = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.int64())])
+    table = paimon_index.create_table(str(tmp_path), "db.t", schema, primary_keys=["k"], options={
+        "bucket": "1", "deletion-vectors.enabled": "true", "deletion-vectors.merge-on-read": "true"})
+    table.upsert(pa.table({"k": [1, 2, 3], "v": [10, 20, 30]}, schema=schema))
+    builder = table.paimon_table.new_batch_write_builder()
+    write = builder.new_write()
+    write.write_arrow(pa.table({"k": [2], "v": [21]}, schema=schema))
+    builder.new_commit().commit(write.prepare_commit())
+    alter_columns(str(tmp_path), "db.t", [SchemaChange.rename_column("v", "w"),
+                                          SchemaChange.add_column("note", AtomicType("STRING"))])
+    rows = paimon_index.open_table(str(tmp_path), "db.t").read()
+    assert sorted(rows.to_pylist(), key=lambda r: r["k"]) == [
+        {"k": 1, "w": 10, "note": None}, {"k": 2, "w": 21, "note": None}, {"k": 3, "w": 30, "note": None}]

@@ -26,13 +26,12 @@ from paimon_index.table.pk.lookup import last_per_key
 from paimon_index.table.pk.merge import ROW_KIND_COLUMN, merge_engine
 from paimon_index.table.pk.plan import (
     DELETING_VALUE_KINDS,
-    POSITION,
     SEQUENCE_COLUMN,
     VALUE_KIND_COLUMN,
     Plan,
     arrow_fields,
     check_merge_free,
-    live_rows,
+    live_current_rows,
     maintainer,
     merge_free,
     plan_snapshot,
@@ -76,8 +75,9 @@ def _merge_read(table: Any, plan: Plan, bound: Predicate, schema: Mapping[str, A
         for meta in bucket.files:
             report.files_planned += 1
             report.rows_planned += meta.row_count
-            parts.append(live_rows(meta, dvs, [SEQUENCE_COLUMN, VALUE_KIND_COLUMN, *columns], io=plan.io)
-                         .drop_columns([POSITION]))
+            # A file of an older schema holds a renamed column under its old name, lacks an added one.
+            parts.append(live_current_rows(table, meta, dvs, columns, [SEQUENCE_COLUMN, VALUE_KIND_COLUMN],
+                                           io=plan.io, schema=schema))
     if not parts:
         return pa.schema(arrow_fields(table)).empty_table(), report
     rows = pa.concat_tables(parts, promote_options="permissive").sort_by([(SEQUENCE_COLUMN, "ascending")])
