@@ -586,15 +586,15 @@ def spark_sort_indices(rows: pa.Table, orders: Iterable[SortOrder]) -> pa.Array:
 
 
 def _merged_read(table: Any, predicate: Predicate | str) -> tuple[pa.Table, ScanReport]:
-    """A primary-key table without deletion vectors: pypaimon merges by key, then the exact filter."""
+    """A primary-key table without deletion vectors: merged by key, then the exact filter."""
     from paimon_index.arrow_filter import filter_rows
+    from paimon_index.table.pk.merge_on_read import merged_splits
     from paimon_index.table.scan import bind_where
     from paimon_index.table.schemas import read_schema
 
     schema = read_schema(table)
     bound = bind_where(predicate, schema)
-    builder = table.new_read_builder()
-    merged = builder.new_read().to_arrow(builder.new_scan().plan().splits())
+    merged = merged_splits(table, table.new_read_builder().new_scan().plan().splits())
     report = ScanReport()
     report.rows_read = merged.num_rows
     rows = filter_rows(merged, bound, schema)

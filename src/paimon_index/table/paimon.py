@@ -590,7 +590,7 @@ def write_changelog_file(table: Any, partition: Sequence[Any], bucket: int, rows
         options.set(CoreOptions.FILE_FORMAT, raw["changelog-file.format"])
     if raw.get("changelog-file.compression"):
         options.set(CoreOptions.FILE_COMPRESSION, raw["changelog-file.compression"])
-    writer = KeyValueDataWriter(table, tuple(partition), int(bucket), -1, options=options)
+    writer = count_deleted_rows(KeyValueDataWriter(table, tuple(partition), int(bucket), -1, options=options))
     writer._write_data_to_file(rows)
     (meta,) = writer.committed_files
     return dataclasses.replace(meta, level=level)
@@ -758,12 +758,49 @@ def value_kinds_from(writer: Any, column: str) -> None:
             return enhanced.set_column(at, enhanced.schema.field(at), values)
 
         data_writer._add_system_fields = with_kinds
-        return data_writer
+        return count_deleted_rows(data_writer)
 
     store._create_data_writer = kinded
     validate = writer._validate_pyarrow_schema
     writer._validate_pyarrow_schema = \
         lambda schema: validate(pa.schema([f for f in schema if f.name != column]))
+
+
+#: ``_VALUE_KIND`` bytes of retractions (``-U`` 1, ``-D`` 3): Java's ``RowKind.isAdd`` is false.
+RETRACT_VALUE_KINDS = (1, 3)
+
+
+def count_deleted_rows(data_writer: Any) -> Any:
+    """Have one pypaimon key-value data writer record each file's ``deleteRowCount`` (its ``-U`` and
+    ``-D`` rows), as Java's ``KeyValueDataFileWriter`` counts them; pypaimon records 0.
+
+    The count decides how Java reads the file: a section of one file whose count is 0 is read raw
+    (``MergeTreeSplitGenerator``: raw-convertible, no merge, no dropping of deletes), so a ``-D``
+    row of a merge-on-read change counted as 0 came back from Java Paimon, and from pypaimon,
+    which splits the same way, as a live row."""
+    write, create = data_writer._write_data_to_file, data_writer._create_data_file_meta
+    counts: list[int] = []
+
+    def writing(data: pa.Table) -> Any:
+        deleted = 0
+        if "_VALUE_KIND" in data.schema.names:
+            retract = pc.is_in(data.column("_VALUE_KIND"), pa.array(RETRACT_VALUE_KINDS, pa.int8()))
+            deleted = int(pc.sum(pc.cast(retract, pa.int64())).as_py() or 0)
+        counts.append(deleted)
+        try:
+            return write(data)
+        finally:
+            counts.pop()
+
+    def meta(*args: Any, **kwargs: Any) -> Any:
+        created = create(*args, **kwargs)
+        if counts:
+            created.delete_row_count = counts[-1]
+        return created
+
+    data_writer._write_data_to_file = writing
+    data_writer._create_data_file_meta = meta
+    return data_writer
 
 
 def row_key_extractor(table: Any) -> Any:

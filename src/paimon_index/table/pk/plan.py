@@ -301,8 +301,8 @@ def maintainer(plan: Plan, bucket: Bucket) -> BucketDvMaintainer:
             source.close()
 
 
-def live_current_rows(table: Any, meta: Any, dvs: BucketDvMaintainer, columns: list[str], system: list[str],
-                      *, io: TableIO, schema: Any = None) -> pa.Table:
+def live_current_rows(table: Any, meta: Any, dvs: BucketDvMaintainer | None, columns: list[str],
+                      system: list[str], *, io: TableIO, schema: Any = None) -> pa.Table:
     """:func:`live_rows` of the ``system`` columns (``_SEQUENCE_NUMBER``, ``_VALUE_KIND``) and of the
     current schema's ``columns``, the file's own columns mapped to them by field id (a file written
     before a rename holds the column under its old name; one written before ``ADD COLUMN`` lacks
@@ -318,13 +318,14 @@ def live_current_rows(table: Any, meta: Any, dvs: BucketDvMaintainer, columns: l
     return current
 
 
-def live_rows(meta: Any, dvs: BucketDvMaintainer, columns: list[str] | None = None, *,
+def live_rows(meta: Any, dvs: BucketDvMaintainer | None, columns: list[str] | None = None, *,
               io: TableIO) -> pa.Table:
-    """A data file's rows not deleted by its vector, with their positions (column ``POSITION``)."""
+    """A data file's rows not deleted by its vector (``dvs`` None: a table without vectors), with
+    their positions (column ``POSITION``)."""
     with io.parquet(meta.file_path) as parquet:
         rows = parquet.read(columns=columns)
     rows = rows.append_column(POSITION, pa.array(np.arange(rows.num_rows, dtype=np.int64)))
-    vector = dvs.deletion_vector_of(meta.file_name)
+    vector = None if dvs is None else dvs.deletion_vector_of(meta.file_name)
     if vector is not None:
         deleted = vector.positions()
         keep = np.ones(rows.num_rows, dtype=bool)
