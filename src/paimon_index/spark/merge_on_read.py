@@ -75,16 +75,36 @@ def write_frame(rows: DataFrame, paimon_table: Any, planned: int | object | None
     dynamic-bucket table's rows in one task (its HASH index assigns new keys to buckets). The
     driver commits the tasks' messages. A DELETE/UPDATE of at most ``small_rows`` rows is written
     on the driver instead (its rows come from the table's own read: fetching a few is cheap)."""
-    from paimon_index.spark import _tasks
     from paimon_index.table.pk.merge import change_kind
-    from paimon_index.table.pk.merge_on_read import check_changes, commit_changes, write_changes
+    from paimon_index.table.pk.merge_on_read import write_changes
 
     kind = change_kind(operation)
-    if operation in ("delete", "update") and small_rows > 0:
-        head = rows.limit(small_rows + 1).toArrow()
-        if head.num_rows <= small_rows:
-            snapshot = write_changes(paimon_table, head, planned=planned, kind=kind, operation=operation)
-            return (None, 0) if snapshot is None else (snapshot, head.num_rows)
+    if operation not in ("delete", "update") or small_rows <= 0:
+        return _write_by_tasks(rows, paimon_table, planned, operation, kind, warehouse=warehouse, table=table,
+                               catalog_options=catalog_options, partitions=partitions)
+    # Counted and written from one evaluation: every bucket's merge (the source's read of the
+    # rows) would otherwise run twice, for the count and for the write (a 2M-row UPDATE of 5% of
+    # the rows: 2.1 s of its 6.5 s went to the count's merge alone).
+    from pyspark import StorageLevel
+
+    rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        if rows.count() <= small_rows:
+            changed = rows.toArrow()
+            snapshot = write_changes(paimon_table, changed, planned=planned, kind=kind, operation=operation)
+            return (None, 0) if snapshot is None else (snapshot, changed.num_rows)
+        return _write_by_tasks(rows, paimon_table, planned, operation, kind, warehouse=warehouse, table=table,
+                               catalog_options=catalog_options, partitions=partitions)
+    finally:
+        rows.unpersist()
+
+
+def _write_by_tasks(rows: DataFrame, paimon_table: Any, planned: int | object | None, operation: str,
+                    kind: str, *, warehouse: str, table: str, catalog_options: Mapping[str, str] | None,
+                    partitions: int) -> tuple[int | None, int]:
+    """:func:`write_frame`'s Spark job: the rows shuffled to bucket-owning tasks, which write them."""
+    from paimon_index.spark import _tasks
+    from paimon_index.table.pk.merge_on_read import check_changes, commit_changes
 
     # Refusals before any job writes: a DELETE deletes; a MERGE or upsert deletes when a row says so.
     try:
