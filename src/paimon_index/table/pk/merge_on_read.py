@@ -242,7 +242,8 @@ def _newest_versions(table: Any, metas: list[Any]) -> pa.Table | None:
     ``-D``. pypaimon's merge read, which :func:`merged_bucket_rows` used for every bucket, compares
     and copies rows one at a time in Python (~11 s for a 550,000-row bucket here; this ~0.2 s).
     None when two versions of a key share a sequence number (written by concurrent writers): their
-    order is the merge reader's own, so that bucket is left to it."""
+    order is the merge reader's own, so that bucket is left to it; None too for a key column holding
+    a NULL or of a floating type, whose equality is the key comparator's, not Arrow's."""
     io, schema, columns = TableIO.of(table), read_schema(table), user_columns(table)
     fields = arrow_fields(table)
     parts = [live_current_rows(table, meta, None, columns, [SEQUENCE_COLUMN, VALUE_KIND_COLUMN], io=io,
@@ -257,6 +258,8 @@ def _newest_versions(table: Any, metas: list[Any]) -> pa.Table | None:
     same_key = np.ones(rows.num_rows - 1, dtype=bool)  # row i and row i + 1 hold one key
     for key in keys:
         column = rows[key].combine_chunks()
+        if column.null_count or pa.types.is_floating(column.type):
+            return None  # equality is not Arrow's here (NULL keys, NaN and -0.0): the reader's own
         same_key &= pc.equal(column[1:], column[:-1]).to_numpy(zero_copy_only=False)
     sequence = rows[SEQUENCE_COLUMN].to_numpy()
     if np.any(same_key & (sequence[1:] == sequence[:-1])):
