@@ -370,3 +370,32 @@ def test_partial_update_without_vectors_through_paimons_connector_both_ways(spar
     assert _rows(paimon, "r.pu") == ours  # we read the connector's
     # NULL SET values kept the old ones (partial-update), new values landed.
     assert all(r[1] is not None for r in ours if r[0] % 3 == 0)
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_a_fully_compacted_merge_on_read_table_takes_the_planned_read(spark, tmp_path: Path,
+                                                                       kind: str) -> None:
+    """After a full compaction every bucket is one top-level file without a retraction: no key has
+    two versions, so the read is planned (indexes asked, Spark's Parquet reader), as Java reads such
+    a bucket raw (``MergeTreeSplitGenerator``). With level-0 files the planned read refuses and the
+    read merges. The rows are the merged ones either way, and the model's."""
+    warehouse = str(tmp_path)
+    _create(warehouse, "o.t", kind)
+    paimon = paimon_index.spark.attach(spark, warehouse=warehouse)
+    model = _run(spark, warehouse, "o.t")
+    with pytest.raises(paimon_index.errors.UnsupportedTableError, match="need a merge by key"):
+        jobs.read_planned(spark, "o.t", warehouse=warehouse)
+    merged = _rows(paimon, "o.t")
+    assert merged == sorted(model.values())
+    paimon.sql("CALL sys.compact(table => 'o.t', compact_strategy => 'full')")
+    planned = jobs.read_planned(spark, "o.t", "v > 3", warehouse=warehouse, small_read_bytes=0)
+    assert planned.fallback is None and planned.plan.files
+    assert sorted(tuple(r) for r in planned.dataframe.select("id", "s", "v", "p").collect()) == \
+        sorted(r for r in model.values() if r[2] > 3)
+    assert _rows(paimon, "o.t") == merged
+    assert jobs.count(spark, "o.t", warehouse=warehouse) == len(model)
+    # A change makes level-0 files again: merged once more.
+    paimon.sql("DELETE FROM o.t WHERE v > 10")
+    with pytest.raises(paimon_index.errors.UnsupportedTableError, match="need a merge by key"):
+        jobs.read_planned(spark, "o.t", warehouse=warehouse)
+    assert _rows(paimon, "o.t") == sorted(r for r in model.values() if r[2] <= 10)

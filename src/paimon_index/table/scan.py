@@ -221,12 +221,6 @@ def plan_read(table: Any, where: str | Predicate | None = None, *, snapshot_id: 
             bound, exact = wide, exact and wide == bound
     use_index = use_index and FileIndexOptions.from_table_options(table_options(table)).read_enabled
     primary_key = bool(table.is_primary_key_table)
-    if primary_key:
-        from paimon_index.table.pk.plan import dv_mode
-
-        if not dv_mode(table):
-            raise UnsupportedTableError("primary-key tables without deletion vectors need a merge by key: "
-                                        "read them with Table.read")
     report = ScanReport()
     snapshot = read_snapshot(table)  # the pinned one (time travel), else the latest; read once
     if snapshot is None:
@@ -235,9 +229,15 @@ def plan_read(table: Any, where: str | Predicate | None = None, *, snapshot_id: 
     # commits none), and its files are read under today's columns.
     pinned = table if snapshot_id is not None else pinned_current(table, snapshot.id)
     if primary_key:
-        from paimon_index.table.pk.plan import check_merge_free
+        from paimon_index.table.pk.plan import check_merge_free, dv_mode, raw_readable
 
-        if not check_merge_free(pinned):
+        if not dv_mode(pinned):
+            # Without deletion vectors: read as it is only where no key has two versions.
+            if not raw_readable(pinned, snapshot):
+                raise UnsupportedTableError("primary-key tables without deletion vectors need a merge by "
+                                            "key (this snapshot has level-0 files or more than one level): "
+                                            "read them with Table.read, or compact them fully")
+        elif not check_merge_free(pinned):
             raise UnsupportedTableError("this primary-key table has level-0 files that need a merge "
                                         "(deletion-vectors.merge-on-read): compact it first, or read it "
                                         "with Table.read")

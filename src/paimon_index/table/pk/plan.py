@@ -271,6 +271,19 @@ def merge_free(table: Any, plan: Plan) -> bool:
                                f"'{MERGE_ON_READ}' = 'true'")
 
 
+def raw_readable(table: Any, snapshot: Any) -> bool:
+    """Whether a merge-on-read table (no deletion vectors) needs no merge at ``snapshot``: in every
+    bucket every file sits at one level above 0 and holds no ``-U``/``-D`` row (``deleteRowCount``
+    0, or unknown, which Java takes as 0). One level above 0 is one sorted run, one version per key;
+    Java's ``MergeTreeSplitGenerator`` reads such a bucket raw too (after a full compaction, every
+    bucket)."""
+    for bucket in plan_snapshot(table, snapshot, vectors=False).buckets.values():
+        levels = {int(m.level) for m in bucket.files}
+        if 0 in levels or len(levels) > 1 or any(m.delete_row_count for m in bucket.files):
+            return False
+    return True
+
+
 def check_merge_free(table: Any) -> bool:
     """True when a merge-free read sees everything; False when level-0 files need merge-on-read.
 
