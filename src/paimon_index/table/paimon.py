@@ -90,6 +90,7 @@ from paimon_index.table.metacache import MANIFEST_WEIGHT_FACTOR, metadata_cache
 
 __all__ = [
     "BATCH_COMMIT_IDENTIFIER",
+    "DELETING_VALUE_KINDS",
     "DELETION_VECTORS",
     "HASH",
     "JSON",
@@ -121,6 +122,7 @@ __all__ = [
     "canonical_data_file_path",
     "check_snapshot_store",
     "commit_compact",
+    "count_deleted_rows",
     "deleted_entries",
     "delta_file_counts",
     "index_entries",
@@ -766,8 +768,9 @@ def value_kinds_from(writer: Any, column: str) -> None:
         lambda schema: validate(pa.schema([f for f in schema if f.name != column]))
 
 
-#: ``_VALUE_KIND`` bytes of retractions (``-U`` 1, ``-D`` 3): Java's ``RowKind.isAdd`` is false.
-RETRACT_VALUE_KINDS = (1, 3)
+#: ``_VALUE_KIND`` bytes of rows that delete their key (``-U`` 1, ``-D`` 3): Java's ``RowKind.isAdd``
+#: is false for them.
+DELETING_VALUE_KINDS = (1, 3)
 
 
 def count_deleted_rows(data_writer: Any) -> Any:
@@ -784,7 +787,7 @@ def count_deleted_rows(data_writer: Any) -> Any:
     def writing(data: pa.Table) -> Any:
         deleted = 0
         if "_VALUE_KIND" in data.schema.names:
-            retract = pc.is_in(data.column("_VALUE_KIND"), pa.array(RETRACT_VALUE_KINDS, pa.int8()))
+            retract = pc.is_in(data.column("_VALUE_KIND"), pa.array(DELETING_VALUE_KINDS, pa.int8()))
             deleted = int(pc.sum(pc.cast(retract, pa.int64())).as_py() or 0)
         counts.append(deleted)
         try:

@@ -40,12 +40,13 @@ from paimon_index.errors import (
 )
 from paimon_index.fileindex.options import parse_bool, parse_int
 from paimon_index.table.fileio import FileIOSource, TableIO
-from paimon_index.table.paimon import table_name, table_options
+from paimon_index.table.paimon import DELETING_VALUE_KINDS, table_name, table_options
 from paimon_index.table.pk.merge import MERGE_ENGINE, ROW_KIND_COLUMN, SEQUENCE_FIELD, merge_engine
 from paimon_index.table.plan import DV_BITMAP64, DV_ENABLED
 
 __all__ = [
     "DEFAULT_COMPACTION_THRESHOLD",
+    "DELETING_VALUE_KINDS",
     "ROW_KIND_COLUMN",
     "Bucket",
     "BucketKey",
@@ -66,8 +67,6 @@ DELETING_KINDS = ("-D", "-U")
 KEY_PREFIX = "_KEY_"
 SEQUENCE_COLUMN = "_SEQUENCE_NUMBER"
 VALUE_KIND_COLUMN = "_VALUE_KIND"
-#: ``_VALUE_KIND`` bytes of rows that delete their key (UPDATE_BEFORE, DELETE).
-DELETING_VALUE_KINDS = (1, 3)
 NUM_LEVELS = "num-levels"
 SORTED_RUN_TRIGGER = "num-sorted-run.compaction-trigger"
 DEFAULT_SORTED_RUN_TRIGGER = 5
