@@ -209,21 +209,24 @@ def train(missing: Path, conf: Mapping[str, str]) -> int | None:
     path = os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH", "")) if p)
     env = {**os.environ, ARCHIVE_SWITCH: RECORD, "PYTHONPATH": path}
     settings = {key: conf[key] for key in CLASS_PATH_SETTINGS if conf.get(key)}
-    quiet = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
-    pid = os.posix_spawn(sys.executable, [sys.executable, "-m", TRAINER_MODULE, json.dumps(settings)], env,
-                         file_actions=quiet, setsid=True)
+    pid = _spawn_detached(["-m", TRAINER_MODULE, json.dumps(settings)], env)
     with contextlib.suppress(OSError):  # the trainer lowers itself too; this covers its first steps
         os.setpriority(os.PRIO_PROCESS, pid, TRAINER_NICENESS)
-    _reap(pid)
     return pid
 
 
-def _reap(pid: int) -> None:
-    """Collect the detached child ``pid`` when it ends (a child nobody waits for stays a zombie while
-    this interpreter runs); the thread does not hold the interpreter's exit."""
+def _spawn_detached(arguments: list[str], env: Mapping[str, str]) -> int:
+    """This Python run with ``arguments``, detached: posix_spawn, not Popen (it outlives this
+    interpreter, and a Popen object of a running process warns, ResourceWarning, when collected);
+    its own session (a terminal's Ctrl-C does not end it); its stdio on /dev/null. A daemon thread
+    collects it when it ends (a child nobody waits for stays a zombie while this interpreter runs);
+    its pid."""
     import threading
 
+    quiet = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
+    pid = os.posix_spawn(sys.executable, [sys.executable, *arguments], env, file_actions=quiet, setsid=True)
     threading.Thread(target=lambda: _wait(pid), name=f"paimon-index-reap-{pid}", daemon=True).start()
+    return pid
 
 
 def _wait(pid: int) -> None:
@@ -290,12 +293,7 @@ def watch(recording: Recording, jvm_pid: int | None) -> None:
     if jvm_pid is None:
         return
     arguments = [str(jvm_pid), str(recording.tmp), str(recording.final), recording.java, recording.class_path]
-    # posix_spawn, not Popen: the watcher outlives this interpreter, and a Popen object of a running
-    # process warns (ResourceWarning) when it is collected. Its own session: a terminal's Ctrl-C
-    # does not end it; its stdio on /dev/null.
-    quiet = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
-    _reap(os.posix_spawn(sys.executable, [sys.executable, __file__, *arguments], os.environ,
-                         file_actions=quiet, setsid=True))
+    _spawn_detached([__file__, *arguments], os.environ)
 
 
 def publish(recording: Recording, jvm_pid: int, *, wait_seconds: float = DUMP_WAIT_SECONDS) -> bool:
