@@ -197,3 +197,36 @@ def test_orphan_removal_keeps_what_kept_changelogs_name_and_removes_a_stray(tmp_
     removed = table.remove_orphan_files(older_than=time.time() - 5)
     assert list(removed.deleted_files) == [str(stray)]
     assert all(p.exists() for p in changelogs)
+
+
+@pytest.mark.parametrize("how", ["rewrite_file_index"])
+def test_javas_expiry_keeps_a_data_file_committed_again_under_its_name(
+        tmp_path: Path, changelog_reader: ChangelogReader, how: str) -> None:
+    """A snapshot that deletes a data file and adds it again under the same name (an upsert's
+    compaction moving its level-0 file up a level; a file index rewritten) lists the DELETE entry
+    first, as Java's ``FileStoreCommitImpl`` lists a compaction's before/after files: Java's expiry
+    nets a delta's entries by path in that order (``planDeletedInDeltaManifest``), so an ADD listed
+    before its DELETE made Java's expiry delete a file the retained snapshot still reads."""
+    warehouse = str(tmp_path)
+    expire_all = {"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1",
+                  "snapshot.time-retained": "1 ms"}
+    if how == "upsert":
+        table = create(warehouse, {"deletion-vectors.enabled": "true", **expire_all})
+        table.upsert(rows("a"))
+        table.upsert(rows("b", (0,)))  # APPEND (level 0), COMPACT (the same file at level >= 1)
+        table.upsert(rows("c", (1,)))
+        want = [(0, 0, "b", 0), (0, 1, "c", 1), (0, 2, "a", 2)]
+    else:
+        schema = pa.schema([("k", pa.int64()), ("v", pa.string())])
+        table = paimon_index.create_table(warehouse, "db.t", schema, options=expire_all)
+        table.write(pa.table({"k": [1, 2], "v": ["x", "y"]}, schema=schema))
+        table = table.alter_options(set={"file-index.bloom-filter.columns": "v"})
+        table.rewrite_file_index()  # DELETE + ADD of the one data file, a new index
+        table.write(pa.table({"k": [3], "v": ["z"]}, schema=schema))
+        want = [(1, "x"), (2, "y"), (3, "z")]
+    time.sleep(0.01)
+    out = java_expire(changelog_reader, warehouse)
+    assert out["expired"] >= 2
+    assert sorted(tuple(r.values()) for r in table.read().to_pylist()) == want
+    read = changelog_reader.oracle.run("read", "--warehouse", warehouse, "--table", "db.t")
+    assert read["rows"] == len(want)  # Java reads every file the latest snapshot names

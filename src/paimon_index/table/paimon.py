@@ -460,6 +460,7 @@ def new_file_store_commit(table: Any, snapshot_commit: ExclusiveSnapshotCommit, 
                                        snapshot.changelog_manifest_list, new_index)
 
     snapshot_commit.on_refused = clean_refused
+    commit._collect_manifest_entries = _deletes_first(commit._collect_manifest_entries)
     if overwrite:
         hash_deletes = commit._overwrite_hash_index_deletes
 
@@ -469,6 +470,25 @@ def new_file_store_commit(table: Any, snapshot_commit: ExclusiveSnapshotCommit, 
 
         commit._overwrite_hash_index_deletes = index_deletes
     return commit
+
+
+def _deletes_first(collect: Any) -> Any:
+    """pypaimon's ``_collect_manifest_entries`` with each message's DELETE entries before its ADD
+    entries, as Java's ``FileStoreCommitImpl`` lists a compaction's files (before, then after).
+
+    Java's expiry nets a delta's entries by path in their order (``planDeletedInDeltaManifest``:
+    ADD forgets a path, DELETE marks it): a file deleted and added again under its name (moved up a
+    level, its file index rewritten) listed ADD first was deleted by Java's expiry while the
+    retained snapshot still read it."""
+
+    def collected(messages: list[CommitMessage]) -> list[Any]:
+        entries: list[Any] = []
+        for message in messages:
+            made = collect([message])
+            entries += [e for e in made if e.kind == KIND_DELETE] + [e for e in made if e.kind != KIND_DELETE]
+        return entries
+
+    return collected
 
 
 #: ``Snapshot.commit_kind`` of a compaction (Java's ``CommitKind.COMPACT``).
