@@ -13,6 +13,8 @@
  * (DataTableStreamScan from snapshot a+1, plan after plan until the next snapshot is past b): it
  * reads a snapshot's changelog from changelog/changelog-N once the snapshot has expired under a
  * decoupled changelog lifecycle (NextSnapshotFetcher), which the batch incremental read does not.
+ * "scan": "delta" reads the batch incremental read's delta instead (incremental-between-scan-mode
+ * = delta: the files APPEND snapshots add, with their row kinds; COMPACT and OVERWRITE skipped).
  * With "mode": "expire" it runs what Java runs after a commit (AbstractFileStoreTable
  * .newExpireRunnable): ExpireSnapshots with the table's ExpireConfig, then ExpireChangelog when
  * the changelog lifecycle is decoupled, and prints {"expired": n, "changelogs_expired": m}.
@@ -62,7 +64,9 @@ public class ChangelogOracle {
                 } else if (mode.equals("stream")) {
                     out.set("rows", stream(base, request.get("from").asLong(), request.get("to").asLong()));
                 } else {
-                    out.set("rows", changelog(base, request.get("from").asText(), request.get("to").asText()));
+                    String scan = request.has("scan") ? request.get("scan").asText() : "changelog";
+                    out.set("rows", changelog(base, request.get("from").asText(), request.get("to").asText(),
+                            scan));
                 }
             } catch (Exception e) {
                 out.put("error", e.toString());
@@ -113,10 +117,10 @@ public class ChangelogOracle {
         }
     }
 
-    static ArrayNode changelog(FileStoreTable base, String from, String to) throws Exception {
+    static ArrayNode changelog(FileStoreTable base, String from, String to, String scan) throws Exception {
         Map<String, String> dyn = new HashMap<>();
         dyn.put("incremental-between", from + "," + to);
-        dyn.put("incremental-between-scan-mode", "changelog");
+        dyn.put("incremental-between-scan-mode", scan);
         FileStoreTable t = base.copy(dyn);
         RowType rowType = t.rowType();
         List<DataField> fields = rowType.getFields();

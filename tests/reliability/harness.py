@@ -6,10 +6,14 @@ snapshot it committed, nothing, a refusal (``ConcurrentChangeError``) or any oth
 ``check_history`` then proves from the log and the table alone:
 
 * no two operations claim one snapshot, and every snapshot that exists was claimed by exactly one
-  operation that reported success (nothing committed behind a reported failure);
+  operation that reported success (nothing committed behind a reported failure) — an operation
+  claims the snapshot it reported and every other one its commit user committed (a primary-key
+  write commits Java's two, APPEND and COMPACT, after a COMPACT of level-0 files it folded first);
+  a COMPACT of an operation that was then refused changes no row and needs no claim;
 * replaying the successful operations in snapshot order through the model gives, for every snapshot
   still retained, exactly the rows the project's reader and pypaimon's reader return (no duplicate
-  key, nothing lost, no partial operation);
+  key, nothing lost, no partial operation) — at a snapshot that holds level-0 files (a write whose
+  compaction has not landed) the write is not visible yet, as Java reads it;
 * no error other than a refusal was reported.
 
 ``crash_once`` runs one operation in a child process that SIGKILLs itself at a chosen point of the
@@ -31,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from paimon_index.table.transaction import committing_as
 from reliability import ops
 
 #: What an operation reported.
@@ -61,10 +66,14 @@ def _worker(warehouse: str, kind_name: str, worker: int, seed: int, count: int, 
     with open(log, "a", encoding="utf-8") as out:
         for counter in range(count):
             op = ops.random_op(rng, kind, worker, counter, allowed)
-            entry: dict[str, Any] = {"worker": worker, "counter": counter, "op": op}
+            user = f"harness-{worker}-{counter}-{seed}"
+            entry: dict[str, Any] = {"worker": worker, "counter": counter, "op": op, "user": user}
             try:
-                snapshot = ops.run(warehouse, op)
-                entry.update(status=COMMITTED if snapshot is not None else NOTHING, snapshot=snapshot)
+                first = (existing_snapshots(warehouse) or [0])[-1]
+                with committing_as(user):
+                    snapshot = ops.run(warehouse, op)
+                entry.update(status=COMMITTED if snapshot is not None else NOTHING, snapshot=snapshot,
+                             also=committed_by(warehouse, user, first))
             except Exception as e:
                 status = REFUSED if type(e).__name__ == REFUSAL_ERROR else FAILED
                 entry.update(status=status, error=f"{type(e).__name__}: {e}",
@@ -96,6 +105,37 @@ def run_concurrently(warehouse: str, kind_name: str, *, workers: int, ops_per_wo
     return entries
 
 
+def committed_by(warehouse: str, user: str, after: int) -> list[int]:
+    """Ids of the snapshots after ``after`` that ``user`` committed (those not expired yet)."""
+    found = []
+    for snapshot_id in existing_snapshots(warehouse):
+        if snapshot_id > after and _snapshot_json(warehouse, snapshot_id).get("commitUser") == user:
+            found.append(snapshot_id)
+    return found
+
+
+def _snapshot_json(warehouse: str, snapshot_id: int) -> dict[str, Any]:
+    try:
+        path = Path(warehouse) / "db.db" / "t" / "snapshot" / f"snapshot-{snapshot_id}"
+        return json.loads(path.read_text())
+    except FileNotFoundError:  # expired meanwhile
+        return {}
+
+
+def pending(warehouse: str, snapshot_id: int | None = None) -> bool:
+    """Whether a primary-key table's snapshot (default the latest) holds level-0 files: a write
+    whose compaction has not landed, which deletion-vectors readers do not see yet."""
+    from paimon_index.table.catalog import open_table
+    from paimon_index.table.paimon import latest_snapshot, snapshot_by_id
+    from paimon_index.table.pk.plan import dv_mode, plan_snapshot
+
+    table = open_table(warehouse, ops.IDENTIFIER)
+    if not table.is_primary_key_table or not dv_mode(table):
+        return False
+    snapshot = latest_snapshot(table) if snapshot_id is None else snapshot_by_id(table, snapshot_id)
+    return snapshot is not None and bool(plan_snapshot(table, snapshot, vectors=False).level0())
+
+
 def existing_snapshots(warehouse: str) -> list[int]:
     """Ids of the snapshot files of the table (listed from its directory, not from a hint)."""
     directory = Path(warehouse) / "db.db" / "t" / "snapshot"
@@ -114,32 +154,45 @@ def check_history(warehouse: str, entries: list[dict[str, Any]], *, base: ops.Mo
     failures = [e for e in entries if e["status"] == FAILED]
     assert not failures, "operations failed with errors other than a refusal:\n" + \
         "\n".join(f"{e['op']['op']}: {e['error']}\n{e['trace']}" for e in failures[:3])
-    by_snapshot: dict[int, dict[str, Any]] = {}
+    by_snapshot: dict[int, dict[str, Any]] = {}  # the snapshot an operation reported: its effect
+    part_of: dict[int, dict[str, Any]] = {}  # the other snapshots its commit user committed
     for e in entries:
         if e["status"] != COMMITTED:
             continue
         s = e["snapshot"]
-        assert s not in by_snapshot, \
-            f"two operations claim snapshot {s}: {by_snapshot[s]['op']} and {e['op']}"
+        assert s not in by_snapshot and s not in part_of, \
+            f"two operations claim snapshot {s}: {(by_snapshot.get(s) or part_of[s])['op']} and {e['op']}"
         by_snapshot[s] = e
+    for e in entries:
+        for s in e.get("also", ()):
+            if s in by_snapshot and by_snapshot[s] is e:
+                continue
+            assert e["status"] == COMMITTED or _snapshot_json(warehouse, s).get("commitKind") == "COMPACT", \
+                f"snapshot {s} was committed by {e['op']}, which reported {e['status']}"
+            assert s not in by_snapshot and s not in part_of, f"two operations claim snapshot {s}"
+            part_of[s] = e
     on_disk = existing_snapshots(warehouse)
     latest = max([base_snapshot, *on_disk, *by_snapshot])
-    unclaimed = [s for s in range(base_snapshot + 1, latest + 1) if s not in by_snapshot]
+    unclaimed = [s for s in range(base_snapshot + 1, latest + 1) if s not in by_snapshot and s not in part_of]
     assert not unclaimed, f"snapshots {unclaimed} were committed by no operation that reported success"
     models: dict[int, ops.Model] = {}
     model = dict(base or {})
     for s in range(base_snapshot + 1, latest + 1):
-        model = ops.apply_to_model(model, by_snapshot[s]["op"])
+        if s in by_snapshot:
+            model = ops.apply_to_model(model, by_snapshot[s]["op"])
         models[s] = model
     for s in on_disk:
         if s <= base_snapshot:
             continue
+        # A write whose compaction has not landed is not visible at its own APPEND snapshot.
+        hidden = s in by_snapshot and pending(warehouse, s)
+        want = models.get(s - 1, dict(base or {})) if hidden else models[s]
+        op = (by_snapshot.get(s) or part_of[s])["op"]
         ours = ops.read_rows(warehouse, s)
-        assert ours == models[s], _diff(f"snapshot {s} (ours)", models[s], ours, by_snapshot[s]["op"])
+        assert ours == want, _diff(f"snapshot {s} (ours)", want, ours, op)
         if read_pypaimon:
             theirs = ops.read_rows_pypaimon(warehouse, s)
-            assert theirs == models[s], \
-                _diff(f"snapshot {s} (pypaimon)", models[s], theirs, by_snapshot[s]["op"])
+            assert theirs == want, _diff(f"snapshot {s} (pypaimon)", want, theirs, op)
     return History(entries, by_snapshot, models)
 
 

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pytest
 
 import paimon_index
+from commits import assert_one_commit
 from paimon_index.spark import attach, jobs
 from paimon_index.table import pk
 
@@ -81,11 +82,13 @@ def test_small_changes_on_the_driver_equal_the_distributed_upsert(spark, tmp_pat
 
     monkeypatch.setattr(pk, "upsert_arrow", counted)
     for statement in STATEMENTS:
+        kinds = []
         for name, rows in ((small, 10_000), (dist, 0)):
             monkeypatch.setattr(jobs, "SMALL_CHANGE_ROWS", rows)
             before = _snapshots(name)
             paimon.sql(statement.format(t=name.identifier.split(".")[1])).collect()
-            assert _snapshots(name) == before + 1, statement
+            kinds.append(assert_one_commit(name.paimon_table, before, statement))
+        assert kinds[0] == kinds[1], statement  # the driver's path commits as the tasks' path
     assert len(driver_upserts) == len(STATEMENTS) and all(driver_upserts)
     assert small.read().sort_by("id").equals(dist.read().sort_by("id"))
 

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pytest
 
 import paimon_index.spark
+from commits import assert_one_commit
 from paimon_index.errors import PaimonIndexError
 from paimon_index.table.api import open_table
 from paimon_index.table.catalog import create_table
@@ -206,8 +207,8 @@ def seeded(spark, tmp_path_factory) -> tuple[str, str, Model]:
 
 def _run_steps(paimon: Any, warehouse: str, model: Model,
                steps: list[tuple[str, str, Callable[[Model], None]]]) -> None:
-    """Run ``steps`` through paimon.sql, each checked: the rows against the model, exactly one new
-    snapshot, an empty result (as Spark's DML)."""
+    """Run ``steps`` through paimon.sql, each checked: the rows against the model, exactly one
+    commit (:func:`commits.assert_one_commit`), an empty result (as Spark's DML)."""
     for table, text, step in steps:
         before = _snapshot(warehouse, table) if table else None
         result = paimon.sql(text)
@@ -216,7 +217,7 @@ def _run_steps(paimon: Any, warehouse: str, model: Model,
             continue
         assert result.columns == [] and result.collect() == [], text
         assert _rows(paimon, table) == sorted(model[table]), text
-        assert _snapshot(warehouse, table) == (before or 0) + 1, f"not one snapshot: {text}"
+        assert_one_commit(open_table(warehouse, f"db.{table}").paimon_table, before, text)
 
 
 def _run_failing(paimon: Any, warehouse: str, failing: list[tuple[str, str]]) -> list[str]:

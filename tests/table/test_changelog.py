@@ -53,11 +53,13 @@ class ChangelogReader:
         self.classpath = f"{classes}:{oracle.script.parent / 'paimon-oracle.jar'}:{jars}/*"
         self.oracle = oracle
 
-    def read(self, requests: list[tuple[str, str, int, int]], mode: str = "batch") -> list[list[Change]]:
+    def read(self, requests: list[tuple[str, str, int, int]], mode: str = "batch",
+             scan: str = "changelog") -> list[list[Change]]:
         """Java's changelog rows of each (warehouse, table, from, to), one JVM for all
-        (``mode``: ``batch`` incremental read, ``stream`` streaming read)."""
-        out = self.run([{"warehouse": warehouse, "table": table, "from": low, "to": high, "mode": mode}
-                        for warehouse, table, low, high in requests])
+        (``mode``: ``batch`` incremental read, ``stream`` streaming read; ``scan``: the batch
+        read's ``incremental-between-scan-mode``, ``changelog`` or ``delta``)."""
+        out = self.run([{"warehouse": warehouse, "table": table, "from": low, "to": high, "mode": mode,
+                         "scan": scan} for warehouse, table, low, high in requests])
         return [[tuple(r) for r in o["rows"]] for o in out]
 
     def run(self, requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -406,11 +408,12 @@ def test_an_overwrite_writes_no_changelog_as_java_commits_none(tmp_path: Path) -
 
 # Java writes the same sequence ----------------------------------------------------------------------
 def _ours_and_javas_changelog(tmp_path: Path, steps: list, producer: str,
-                              changelog_reader: ChangelogReader) -> tuple[list, list]:
+                              changelog_reader: ChangelogReader, mode: str = "batch",
+                              scan: str = "changelog") -> tuple[list, list]:
     """The same upsert steps through our writer and Java's (``changelog-producer`` = ``producer``,
-    fixed buckets): each side's whole changelog, read by Java."""
+    fixed buckets): each side's whole changelog (``scan`` = ``delta``: its delta), read by Java."""
     ours = str(tmp_path / "ours")
-    table = create(ours, "fixed", INPUT) if producer == "input" else create(ours, "fixed")
+    table = create(ours, "fixed", {"changelog-producer": producer})
     for batch in steps:
         table.upsert(dedup_table(batch))
     theirs = str(tmp_path / "java")
@@ -427,7 +430,7 @@ def _ours_and_javas_changelog(tmp_path: Path, steps: list, producer: str,
         commands.append(command)
     java_snapshot = changelog_reader.oracle.batch(commands)[-1]["snapshot"]
     mine, java = changelog_reader.read([(ours, "db.t", 0, latest(table)),
-                                        (theirs, "db.t", 0, int(java_snapshot))])
+                                        (theirs, "db.t", 0, int(java_snapshot))], mode=mode, scan=scan)
     return mine, java
 
 
@@ -454,7 +457,28 @@ def test_java_writing_the_same_sequence_produces_the_same_changelog(
     assert len(java) == rows
 
 
-# Spark connector ------------------------------------------------------------------------------------
+def _as_upserts(changes: list[Change]) -> list[Change]:
+    """``+U`` read as ``+I``: Java's writer keeps the ``+U`` it was given, ours writes every upsert
+    as ``+I`` (both add the row)."""
+    return [("+I", *c[1:]) if c[0] == "+U" else c for c in changes]
+
+
+@pytest.mark.parametrize(("mode", "scan"), [("stream", "changelog"), ("batch", "delta")])
+def test_javas_delta_readers_see_our_upserts_as_they_see_javas(
+        tmp_path: Path, changelog_reader: ChangelogReader, mode: str, scan: str) -> None:
+    """``changelog-producer`` = ``none``: Java's streaming read and its incremental ``delta`` read
+    take the files of ``APPEND`` snapshots only (``DeltaFollowUpScanner``,
+    ``IncrementalDeltaStartingScanner``: ``COMPACT`` and ``OVERWRITE`` skipped). Java commits a
+    write as ``APPEND`` (its level-0 rows, ``-D`` included) and then ``COMPACT`` (the vectors); an
+    upsert committed as one snapshot that changes vectors is ``OVERWRITE``, and a consumer missed
+    every update and delete in it. Both tables give the same change rows."""
+    mine, java = _ours_and_javas_changelog(tmp_path, SAME_SEQUENCE, "none", changelog_reader, mode, scan)
+    # +I x5; +U(1) -D(2) +I(7); -D(9) +I(2) -U(3). Java writes the -D of key 9, never written, as
+    # given; here the delete of a key the table does not hold is a no-op, written nowhere.
+    never_written = ("-D", 0, 9, None, None)
+    assert len(java) == 5 + 3 + 3 and never_written in java
+    assert normal(_as_upserts(mine)) == normal(_as_upserts([c for c in java if c != never_written]))
+
 @pytest.mark.slow
 def test_paimons_spark_connector_reads_our_changelog(tmp_path: Path) -> None:
     """Paimon's own Spark connector reads the changelog of our table (``paimon_incremental_query``
@@ -491,7 +515,8 @@ def test_expiry_deletes_the_changelog_files_of_expired_snapshots_and_orphan_remo
     assert len(changelogs) == 3
     stray = bucket / "changelog-00000000-0000-0000-0000-000000000000-0.parquet"
     shutil.copy(changelogs[0], stray)  # written by a commit that failed: no snapshot lists it
-    result = table.expire_snapshots(retain_last=1)
+    # The last upsert: its write (APPEND) and its lookup compaction (COMPACT, the changelog).
+    result = table.expire_snapshots(retain_last=2)
     assert sorted(map(str, changelogs[:2])) == sorted(p for p in map(str, result.deleted_files)
                                                        if "/changelog-" in p)
     assert [p.exists() for p in changelogs] == [False, False, True]
@@ -499,7 +524,7 @@ def test_expiry_deletes_the_changelog_files_of_expired_snapshots_and_orphan_remo
     orphans = table.remove_orphan_files(older_than=time.time() - 5)
     assert [str(stray)] == [p for p in map(str, orphans.deleted_files) if "/changelog-" in p]
     assert changelogs[2].exists()
-    (got,) = changelog_reader.read([(warehouse, "db.t", 2, 3)])
+    (got,) = changelog_reader.read([(warehouse, "db.t", latest(table) - 1, latest(table))])
     assert normal(got) == normal([c for k in range(3) for c in (("-U", 0, k, "b", k), ("+U", 0, k, "c", k))])
 
 
@@ -553,8 +578,13 @@ def test_input_changelog_holds_every_input_record_with_its_own_sequence(tmp_path
                               ("+U", {"p": 0, "k": 1, "v": "c", "n": 1}),
                               ("-D", {"p": 0, "k": 7, "v": None, "n": None}),
                               ("+U", {"p": 0, "k": 1, "v": "d", "n": 1})]))
-    snapshot = table._paimon.snapshot_manager().get_latest_snapshot()
-    assert snapshot.changelog_manifest_list is not None and snapshot.changelog_record_count == 4
+    from paimon_index.table.paimon import snapshot_by_id
+
+    # As Java commits it: the input changelog with the write (APPEND), none with its compaction.
+    write, compaction = snapshot_by_id(table._paimon, latest(table) - 1), snapshot_by_id(table._paimon,
+                                                                                         latest(table))
+    assert write.commit_kind == "APPEND" and write.changelog_record_count == 4
+    assert compaction.commit_kind == "COMPACT" and compaction.changelog_manifest_list is None
     files = sorted(tmp_path.glob("db.db/t/bucket-0/changelog-*.parquet"), key=os.path.getmtime)
     assert len(files) == 2
     rows = pq.read_table(files[-1]).to_pylist()

@@ -61,11 +61,13 @@ def updates(old: str, new: str, keys: range | tuple[int, ...] = range(3)) -> lis
 
 
 def write_four(warehouse: str, options: dict[str, str]) -> Any:
-    """Four upserts of keys 0..2 (values a, b, c, d): snapshots 1..4, each with a changelog."""
+    """Four upserts of keys 0..2 (values a, b, c, d), committed as Java commits them: snapshot 1
+    (APPEND: new keys, at their levels), then each update an APPEND (its level-0 files) and a
+    COMPACT (its vectors and, with a lookup producer, its changelog): 2-3, 4-5, 6-7."""
     table = create(warehouse, options)
     for v in "abcd":
         table.upsert(rows(v))
-    assert latest(table) == 4
+    assert latest(table) == 7
     return table
 
 
@@ -109,27 +111,29 @@ def test_without_decoupling_expiry_deletes_the_changelog_and_writes_no_changelog
 
 def test_decoupled_expiry_keeps_changelogs_as_java_does(tmp_path: Path,
                                                         changelog_reader: ChangelogReader) -> None:
-    """Expiring snapshots 1..3 keeps them as changelog-1..3; the changelog bound (2, counted from
-    the latest snapshot) then expires changelog-1 and -2. Java's expiry on a copy of the same
-    table leaves the same files; Java's streaming read from snapshot 3 reads changelog-3 and
-    snapshot 4; orphan removal then finds nothing to remove."""
-    options = {"changelog-producer": "lookup", "deletion-vectors.enabled": "true", **DECOUPLED}
+    """Expiring snapshots 1..6 keeps them as changelog-1..6; the changelog bounds (3, counted from
+    the latest snapshot) then expire changelog-1..4. Java's expiry on a copy of the same table
+    leaves the same files; Java's streaming read from snapshot 5 reads changelog-5 (the update to
+    c), changelog-6 (d's write: no changelog) and snapshot 7 (the update to d); orphan removal
+    then finds nothing to remove."""
+    options = {"changelog-producer": "lookup", "deletion-vectors.enabled": "true", **DECOUPLED,
+               "changelog.num-retained.min": "3", "changelog.num-retained.max": "3"}
     ours, theirs = tmp_path / "ours", tmp_path / "java"
     table = write_four(str(ours), options)
     shutil.copytree(ours, theirs)
     time.sleep(0.01)
     result = expire_snapshots_as_paimon(table._paimon, retain_max=1, retain_min=1,
                                         older_than_ms=time.time() * 1000 - 1, max_deletes=50)
-    assert result.expired_snapshots == [1, 2, 3] and result.expired_changelogs == [1, 2]
+    assert result.expired_snapshots == [1, 2, 3, 4, 5, 6] and result.expired_changelogs == [1, 2, 3, 4]
     out = java_expire(changelog_reader, str(theirs))
-    assert (out["expired"], out["changelogs_expired"]) == (3, 2)
+    assert (out["expired"], out["changelogs_expired"]) == (6, 4)
     root = Path("db.db") / "t"
     mine, java = files(ours / root), files(theirs / root)
     assert mine == java, (sorted(mine - java), sorted(java - mine))
-    assert sorted(p for p in mine if p.startswith("changelog/")) == ["changelog/EARLIEST", "changelog/LATEST",
-                                                                     "changelog/changelog-3"]
-    assert len([p for p in mine if p.startswith("bucket-0/changelog-")]) == 2  # snapshots 3 and 4
-    (streamed,) = changelog_reader.read([(str(ours), "db.t", 2, 4)], mode="stream")
+    assert sorted(p for p in mine if p.startswith("changelog/")) == [
+        "changelog/EARLIEST", "changelog/LATEST", "changelog/changelog-5", "changelog/changelog-6"]
+    assert len([p for p in mine if p.startswith("bucket-0/changelog-")]) == 2  # snapshots 5 and 7
+    (streamed,) = changelog_reader.read([(str(ours), "db.t", 4, 7)], mode="stream")
     assert normal(streamed) == normal(updates("b", "c") + updates("c", "d"))
     assert table.remove_orphan_files(older_than=time.time()).deleted_files == ()
     assert files(ours / root) == mine
@@ -144,17 +148,18 @@ def test_changelogs_expire_by_time_on_their_own(tmp_path: Path, changelog_reader
     table = write_four(str(tmp_path), options)
     time.sleep(0.01)
     first = table.expire_snapshots(retain_last=1)
-    assert list(first.expired_snapshots) == [1, 2, 3] and first.details.expired_changelogs == []
-    assert len(list(tmp_path.glob("db.db/t/bucket-0/changelog-*"))) == 4
-    (streamed,) = changelog_reader.read([(str(tmp_path), "db.t", 0, 4)], mode="stream")
+    assert list(first.expired_snapshots) == [1, 2, 3, 4, 5, 6] and first.details.expired_changelogs == []
+    assert len(list(tmp_path.glob("db.db/t/bucket-0/changelog-*"))) == 4  # snapshots 1, 3, 5, 7
+    (streamed,) = changelog_reader.read([(str(tmp_path), "db.t", 0, 7)], mode="stream")
     assert normal(streamed) == normal([("+I", 0, k, "a", k) for k in range(3)] + updates("a", "b")
                                       + updates("b", "c") + updates("c", "d"))
     table = table.alter_options(set={"changelog.time-retained": "2 ms"})  # still decoupled: 2 ms > 1 ms
     time.sleep(0.01)
     second = table.expire_snapshots(retain_last=1)
-    # latest changelog (3) stays: Java never expires it (its skipping set needs it)
-    assert second.details.expired_changelogs == [1, 2]
-    assert len(list(tmp_path.glob("db.db/t/bucket-0/changelog-*"))) == 2
+    # latest changelog (6: d's write, no changelog file) stays: Java never expires it (its
+    # skipping set needs it); snapshot 7 holds the one changelog file left
+    assert second.details.expired_changelogs == [1, 2, 3, 4, 5]
+    assert len(list(tmp_path.glob("db.db/t/bucket-0/changelog-*"))) == 1
 
 
 @pytest.mark.parametrize("after", [pytest.param(1, marks=pytest.mark.slow), 3])
@@ -163,17 +168,18 @@ def test_without_a_producer_the_delta_is_the_changelog_as_java_keeps_it(
     """``changelog-producer`` = none, decoupled: an expired snapshot's delta (its manifests, the
     written data files it adds or deletes) stays with its changelog; Java's expiry leaves the same
     files — with ``after`` = 1 the compaction's changelog (which deleted the written files) is
-    kept, with 3 it expires and takes them."""
+    kept, with 3 it expires and takes them (``after`` upserts of a new key: one snapshot each)."""
     ours, theirs = tmp_path / "ours", tmp_path / "java"
     table = write_four(str(ours), {"deletion-vectors.enabled": "true", **DECOUPLED})
     table.compact(full=True)
-    for v in "efg"[:after]:
-        table.upsert(rows(v, (0,)))
+    compaction = latest(table)
+    for i, v in enumerate("efg"[:after]):
+        table.upsert(rows(v, (10 + i,)))
     shutil.copytree(ours, theirs)
     time.sleep(0.01)
     result = expire_snapshots_as_paimon(table._paimon, retain_max=1, retain_min=1,
                                         older_than_ms=time.time() * 1000 - 1, max_deletes=50)
-    assert (5 in result.expired_changelogs) == (after == 3)
+    assert (compaction in result.expired_changelogs) == (after == 3)
     out = java_expire(changelog_reader, str(theirs))
     assert (out["expired"], out["changelogs_expired"]) == (len(result.expired_snapshots),
                                                           len(result.expired_changelogs))
@@ -199,7 +205,7 @@ def test_orphan_removal_keeps_what_kept_changelogs_name_and_removes_a_stray(tmp_
     assert all(p.exists() for p in changelogs)
 
 
-@pytest.mark.parametrize("how", ["rewrite_file_index"])
+@pytest.mark.parametrize("how", ["upsert", "rewrite_file_index"])
 def test_javas_expiry_keeps_a_data_file_committed_again_under_its_name(
         tmp_path: Path, changelog_reader: ChangelogReader, how: str) -> None:
     """A snapshot that deletes a data file and adds it again under the same name (an upsert's

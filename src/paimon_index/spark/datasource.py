@@ -587,7 +587,9 @@ def _may_have_landed(table: Any, parts: Sequence[PaimonCommitMessages]) -> bool:
     from paimon_index.table.paimon import index_entries, latest_snapshot, snapshot_by_id
 
     messages = [m for part in parts for m in
-                [*part.messages, *(part.prepared.messages if part.prepared is not None else ())]]
+                [*part.messages, *(part.prepared.messages if part.prepared is not None else ()),
+                 *(part.prepared.writes if part.prepared is not None else ()),
+                 *(part.prepared.compacts if part.prepared is not None else ())]]
     data = {meta.file_name for m in messages for meta in m.new_files}
     index = {entry.index_file.file_name for m in messages for entry in m.index_adds}
     if not data and not index:

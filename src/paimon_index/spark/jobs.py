@@ -229,7 +229,7 @@ def _upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
             partitions: int | None = None, catalog_options: CatalogOptions = None,
             delete_keys: bool = False, operation: str | None = None,
             planned: object = LATEST) -> tuple[int | None, int]:
-    """Upsert ``df`` into the primary-key table ``table`` in one snapshot: the new snapshot id (None
+    """Upsert ``df`` into the primary-key table ``table`` in one commit: the last snapshot id (None
     when nothing was committed) and the number of rows of ``df`` written. ``delete_keys``: ``df``
     holds a DELETE's ``-D`` rows, which remove their keys whatever the table's merge engine.
     A merge-on-read table (no deletion vectors): ``df``'s rows as level-0 key-value rows, exactly on
@@ -255,7 +255,9 @@ def _upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
     check_table(paimon_table, upsert=True, input_ok=True)
     inputs = producer(paimon_table, input_ok=True) == INPUT
     count = partitions or _connect.parallelism(spark)
-    before = latest_snapshot(paimon_table)
+    # Level-0 files (a crash between an upsert's two commits, a plain pypaimon write) are folded on
+    # the driver first, their own COMPACT snapshot; the tasks plan on the result.
+    before = pk.folded_latest(paimon_table)
     # By name, cast as Spark's INSERT casts (the source's writer takes only exact Arrow casts).
     df = store_assigned(df, target_schema(paimon_table), by_name=True, case_sensitive=None, table=table,
                         passthrough=(ROW_KIND_COLUMN,))
@@ -416,7 +418,7 @@ def _update_by_position(spark: SparkSession, table: str, assignments: Mapping[st
 
 def delete(spark: SparkSession, table: str, where: str, *, warehouse: str,
            catalog_options: CatalogOptions = None) -> CommitResult:
-    """``DELETE FROM table WHERE where`` (Spark SQL condition) in one snapshot.
+    """``DELETE FROM table WHERE where`` (Spark SQL condition) in one commit (as ``Table.delete``).
 
     Append tables: deletion vectors, exactly on the snapshot read. Primary-key tables: the matching
     keys are upserted as deletes. See the module docstring.
@@ -436,7 +438,7 @@ def delete(spark: SparkSession, table: str, where: str, *, warehouse: str,
 
 def update(spark: SparkSession, table: str, set: Mapping[str, Any], where: str | None = None, *,
            warehouse: str, catalog_options: CatalogOptions = None) -> CommitResult:
-    """``UPDATE table SET col = value, ... WHERE where`` in one snapshot (``where`` None: every row).
+    """``UPDATE table SET col = value, ... WHERE where`` in one commit (``where`` None: every row).
 
     Raises:
         InvalidOptionError: an unknown column, a primary-key column, or (append table) no
@@ -705,7 +707,7 @@ def change_matched(spark: SparkSession, table: str, build: MatchedRows, *, opera
 def upsert_changes(spark: SparkSession, rows: DataFrame, table: str, *, operation: str, warehouse: str,
                    catalog_options: CatalogOptions = None, planned: object = LATEST) -> CommitResult:
     """DELETE / UPDATE / MERGE of a primary-key table: ``rows`` (the table's columns and
-    ``_ROW_KIND``, '-D' deleting its key) upserted in one snapshot by the :func:`upsert` job.
+    ``_ROW_KIND``, '-D' deleting its key) upserted in one commit by the :func:`upsert` job.
     UPDATE / MERGE of an ``aggregation`` table are refused as Paimon's connector refuses them; a
     DELETE removes the keys on every merge engine. ``planned``: the snapshot ``rows`` were read on,
     which a merge-on-read table (no deletion vectors) commits exactly on."""

@@ -284,7 +284,8 @@ class Table:
             raise DataError(f"upsert into {self.identifier}: {e}") from e
 
     def delete(self, where: Predicate | str) -> CommitResult:
-        """``DELETE FROM t WHERE where`` in one snapshot (deletion vectors; keys on primary-key tables).
+        """``DELETE FROM t WHERE where`` in one commit (deletion vectors; keys on primary-key tables:
+        Java's APPEND + COMPACT snapshots, :func:`paimon_index.table.pk.commit.commit_in_two`).
 
         Raises:
             InvalidOptionError: an append table without ``deletion-vectors.enabled``.
@@ -299,7 +300,7 @@ class Table:
         return commit_result(self._paimon, "delete", change.snapshot_id, change.rows)
 
     def update(self, set: Mapping[str, Any], where: Predicate | str | None = None) -> CommitResult:
-        """``UPDATE t SET col = value-or-expression, ... WHERE where`` in one snapshot.
+        """``UPDATE t SET col = value-or-expression, ... WHERE where`` in one commit (as ``delete``).
 
         Raises:
             InvalidOptionError: an unknown column, or (append table) no deletion vectors.

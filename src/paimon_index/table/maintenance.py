@@ -401,11 +401,19 @@ def referenced_files(table: Any, snapshot: Any, *, missing_ok: bool = False,
         return files
     if kept_as == "delta":
         entries(snapshot.base_manifest_list)
+        # The written files (APPEND source) its delta deletes: what Java's snapshot expiry skips
+        # and the changelog's own expiry deletes (planDeletedInDeltaManifest with the APPEND
+        # skipper). By path, as Java nets them: a file deleted at level 0 and added at a higher
+        # one (an upgrade, one name) is not deleted.
+        deleted: dict[str, Any] = {}
         for entry in entries(snapshot.delta_manifest_list):
-            # Added: what the changelog reads; deleted: what Java's snapshot expiry skips and the
-            # changelog's own expiry deletes (planDeletedInDeltaManifest with the APPEND skipper).
-            if (entry.file.file_source or _APPEND_SOURCE) == _APPEND_SOURCE:
-                files.update(_with_extras(_data_file_path(table, entry, memo), entry.file))
+            path = _data_file_path(table, entry, memo)
+            if entry.kind == _ADD:
+                deleted.pop(path, None)
+            elif (entry.file.file_source or _APPEND_SOURCE) == _APPEND_SOURCE:
+                deleted[path] = entry
+        for path, entry in deleted.items():
+            files.update(_with_extras(path, entry.file))
         return files
     added: dict[tuple, Any] = {}
     for entry in entries(snapshot.base_manifest_list) + entries(snapshot.delta_manifest_list):

@@ -48,6 +48,8 @@ from paimon_index.table.pk.upsert import (
     bucket_of_rows,
     commit_prepared,
     commit_upsert,
+    fold_level0,
+    folded_latest,
     input_records,
     owned_buckets,
     prepare_upsert,
@@ -55,14 +57,15 @@ from paimon_index.table.pk.upsert import (
 )
 
 __all__ = ["DEFAULT_COMPACTION_THRESHOLD", "ROW_KIND_COLUMN", "NullKeyError", "PreparedUpsert",
-           "PrimaryKeyTableError", "bucket_of_rows", "check_merge_free", "commit_prepared", "commit_upsert",
-           "compact", "dv_mode", "input_records", "owned_buckets", "prepare_upsert", "read_primary_key",
-           "set_deletion_vectors", "split_batch", "upsert_arrow"]
+           "PrimaryKeyTableError", "bucket_of_rows", "check_merge_free", "commit_prepared",
+           "commit_upsert", "compact", "dv_mode", "fold_level0", "folded_latest", "input_records",
+           "owned_buckets", "prepare_upsert", "read_primary_key", "set_deletion_vectors", "split_batch",
+           "upsert_arrow"]
 
 
 def upsert_arrow(table: Any, data: pa.Table, *, planned: int | object | None = LATEST,
                  delete_keys: bool = False, kind: str = "+I") -> int | None:
-    """Insert or replace rows by key (``_ROW_KIND`` ``-D``/``-U`` deletes), one snapshot:
+    """Insert or replace rows by key (``_ROW_KIND`` ``-D``/``-U`` deletes), one commit:
     :func:`paimon_index.table.pk.upsert.upsert_arrow`, or, for a dynamic-bucket table with an
     ``input`` changelog, :func:`paimon_index.table.pk.dynamic.upsert_records` (which reuses the
     upsert's halves, so the choice is made here, above both)."""

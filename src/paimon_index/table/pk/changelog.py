@@ -33,8 +33,9 @@ bucket, before it marks the old rows in deletion vectors, the old rows of the bu
 and deleted keys are read (values and ``_SEQUENCE_NUMBER``), joined with the rows of the bucket's
 new data files (the merged results, as written), and the change rows written as one changelog file
 of the bucket, listed in the same snapshot's changelog manifest list (pypaimon's ``CommitMessage
-.changelog_files``; the snapshot's ``changelogRecordCount`` counts them). Java commits the same
-rows in the ``COMPACT`` snapshot right after its ``APPEND`` one; here there is one snapshot.
+.changelog_files``; the snapshot's ``changelogRecordCount`` counts them): the upsert's ``COMPACT``
+snapshot right after its ``APPEND`` one, as Java commits them (one ``APPEND`` snapshot when the
+upsert only adds new keys; one snapshot for a merge engine's).
 
 A changelog file is a Parquet (``changelog-file.format``) data file in the bucket directory, named
 ``changelog-<uuid>-0.parquet`` (``changelog-file.prefix``), in Paimon's key-value layout::

@@ -54,7 +54,6 @@ from paimon_index.table.pk.plan import (
     DEFAULT_COMPACTION_THRESHOLD,
     Bucket,
     Plan,
-    arrow_fields,
     check_table,
     dv_mode,
     max_level,
@@ -139,7 +138,7 @@ def compact(table: Any, *, full: bool = False, threshold: float = DEFAULT_COMPAC
     Raises:
         ConcurrentChangeError: another snapshot landed after the compaction planned; nothing applied.
     """
-    from paimon_index.table.pk.upsert import upsert_arrow
+    from paimon_index.table.pk.upsert import fold_level0
 
     if table.is_primary_key_table and not dv_mode(table):
         return _compact_merge_on_read(table, run)
@@ -151,10 +150,7 @@ def compact(table: Any, *, full: bool = False, threshold: float = DEFAULT_COMPAC
         plan = plan_snapshot(table, txn.snapshot)
         if not plan.level0():
             return _compact_on(txn, plan, plan_buckets(plan, full, threshold, max_level(options)), runner)
-    # Fold level-0 files first: an empty upsert does exactly that.
-    import pyarrow as pa
-
-    upsert_arrow(table, pa.schema(arrow_fields(table)).empty_table())
+    fold_level0(table)  # their own COMPACT snapshot first
     with begin(table, _COMPACT, compact=True) as txn:
         plan = plan_snapshot(table, txn.snapshot)
         if plan.level0():

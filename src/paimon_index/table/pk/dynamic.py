@@ -60,7 +60,6 @@ from paimon_index.table.paimon import (
     index_entries,
     index_file_path,
     index_manifest_entry,
-    latest_snapshot,
     snapshot_by_id,
     table_options,
 )
@@ -447,7 +446,7 @@ def prepare(table: Any, snapshot_id: int | None, rows: pa.Table, *, io: TableIO 
         return None
     io = io or TableIO.of(table)
     rows = _conformed(table, rows)
-    columns, keys = user_columns(table), list(table.primary_keys)
+    columns = user_columns(table)
     scope = {(tuple(values[:-1]), int(values[-1]))
              for values, _ in groups_of(rows, [*table.partition_keys, BUCKET_COLUMN])}
     inputs = None
@@ -460,7 +459,9 @@ def prepare(table: Any, snapshot_id: int | None, rows: pa.Table, *, io: TableIO 
         rows = _merged(table, snapshot_id, rows, scope)
     if ROW_KIND_COLUMN in rows.column_names:
         deleting = pc.is_in(rows[ROW_KIND_COLUMN], pa.array(DELETING_KINDS))
-        upserts, removed = rows.filter(pc.invert(deleting)), rows.filter(deleting).select(keys)
+        # The deleting rows whole: their -U/-D rows are written (pk.upsert's _write_retractions).
+        upserts, removed = rows.filter(pc.invert(deleting)), rows.filter(deleting).select([*columns,
+                                                                                           ROW_KIND_COLUMN])
     else:
         upserts, removed = rows, None
     messages: list[Any] = []
@@ -523,11 +524,21 @@ def upsert_records(table: Any, data: pa.Table, *, planned: int | object | None, 
     bucket its key is assigned to and lands in that bucket's changelog. ``planned``: as
     ``upsert_arrow``'s (``LATEST``: the latest snapshot); the commit lands exactly on it."""
     from paimon_index.table.pk.merge import merge_engine
-    from paimon_index.table.pk.upsert import LATEST, commit_prepared, with_row_kinds
+    from paimon_index.table.pk.plan import plan_snapshot
+    from paimon_index.table.pk.upsert import (
+        LATEST,
+        commit_prepared,
+        fold_level0,
+        folded_latest,
+        with_row_kinds,
+    )
 
     if planned is LATEST:
-        latest = latest_snapshot(table)
+        latest = folded_latest(table)  # the tasks' half cannot fold level-0 files
         planned = None if latest is None else int(latest.id)
+    elif planned is not None and plan_snapshot(table, snapshot_by_id(table, planned),  # type: ignore[arg-type]
+                                               vectors=False).level0():
+        planned = fold_level0(table, planned)
     snapshot_id: int | None = planned  # type: ignore[assignment]
     merge = not delete_keys and merge_engine(table) is not None
     assigned = assign(table, snapshot_id, route(table, with_row_kinds(table, data, kind), 1), 1, records=True)

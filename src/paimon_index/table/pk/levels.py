@@ -3,6 +3,7 @@
     free_level(files, new, max_level) -> level | None
     write_rows(table, rows) -> commit messages      pypaimon's key-value writer + file indexes
     write_at(table, rows, partition, bucket) -> commit messages   the same, at a given bucket
+    write_retractions(table, rows, kinds, partition, bucket) -> level-0 files of -U/-D rows
     rewrite(table, dvs, files, level) -> (new files, removed files)
     rewrite_merged(table, rows, partition, bucket, level) -> new files    rows already merged
 
@@ -35,6 +36,7 @@ import pyarrow.parquet as pq
 
 from paimon_index.deletionvectors.maintainer import BucketDvMaintainer
 from paimon_index.table.fileio import TableIO
+from paimon_index.table.paimon import value_kinds_from
 from paimon_index.table.parquet_layout import dictionary_columns
 from paimon_index.table.pk.lookup import key_tuple, overlaps
 from paimon_index.table.pk.plan import (
@@ -48,7 +50,7 @@ from paimon_index.table.schemas import read_schema
 from paimon_index.table.write import attach_file_indexes, conform, write_with, writing
 
 __all__ = ["encoded_bytes_per_row", "estimated_bytes_per_row", "free_level", "rewrite", "rewrite_merged",
-           "rolled_on_encoded_bytes", "write_at", "write_rows"]
+           "rolled_on_encoded_bytes", "write_at", "write_retractions", "write_rows"]
 
 #: Arrow bytes a key-value writer buffers per row besides the user's columns and the key's copy:
 #: ``_SEQUENCE_NUMBER`` (8) and ``_VALUE_KIND`` (1).
@@ -153,6 +155,24 @@ def write_at(table: Any, rows: pa.Table, partition: tuple[Any, ...], bucket: int
             for batch in data.to_batches():
                 writer.file_store_write.write(tuple(partition), int(bucket), batch)
         return attach_file_indexes(table, writer.prepare_commit())
+
+
+def write_retractions(table: Any, rows: pa.Table, kinds: pa.Array, partition: tuple[Any, ...],
+                      bucket: int) -> list[Any]:
+    """``rows`` (the table's columns, one row per key, all of one partition) written into ``bucket``
+    as level-0 key-value files whose ``_VALUE_KIND`` is ``kinds`` (int8: ``-U`` 1, ``-D`` 3), file
+    indexes attached, ``deleteRowCount`` counted: the deletes of an upsert as Java's writer writes
+    them before its compaction applies them (what Java's delta readers return). No HASH index is
+    touched (a deleted key adds none)."""
+    table = writable(table)
+    kind_column = "__paimon_index_value_kind__"
+    with writing(table) as writer:
+        value_kinds_from(writer, kind_column)
+        data = conform(rows, writer.table_pyarrow_schema)
+        data = data.append_column(pa.field(kind_column, pa.int8(), nullable=False), kinds)
+        for batch in data.to_batches():
+            writer.file_store_write.write(tuple(partition), int(bucket), batch)
+        return [f for m in attach_file_indexes(table, writer.prepare_commit()) for f in m.new_files]
 
 
 def rewrite(table: Any, dvs: BucketDvMaintainer, files: list[Any], level: int) -> tuple[list[Any], list[Any]]:

@@ -116,12 +116,13 @@ def index_rules_out(meta: Any, keys: pa.Table, schema: Mapping[str, Any], io: Ta
 
 
 def mark_keys(bucket: Bucket, dvs: BucketDvMaintainer, keys: pa.Table, skip: set[str],
-              schema: Mapping[str, Any] | None = None, *, io: TableIO) -> int:
+              schema: Mapping[str, Any] | None = None, *, io: TableIO,
+              found: list[pa.Table] | None = None) -> int:
     """Mark every live row of ``keys`` (columns = trimmed primary keys) in the bucket's files.
 
     Files are read only when their key range can hold a key and, for a single-column key with a
     file index on it (and at most :data:`LOOKUP_INDEX_MAX_KEYS` keys), when the index cannot rule
-    the keys out. Returns the number of rows marked.
+    the keys out. Returns the number of rows marked; ``found`` (optional) gets the keys marked.
     """
     if keys.num_rows == 0:
         return 0
@@ -138,6 +139,8 @@ def mark_keys(bucket: Bucket, dvs: BucketDvMaintainer, keys: pa.Table, skip: set
         hits = existing.join(probe, keys=key_columns, join_type="inner")
         if hits.num_rows:
             marked += dvs.notify_new_deletions(meta.file_name, np.sort(hits[POSITION].to_numpy()))
+            if found is not None:
+                found.append(hits.select(key_columns).rename_columns(keys.column_names))
     return marked
 
 

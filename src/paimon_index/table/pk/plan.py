@@ -259,15 +259,14 @@ def plan_snapshot(table: Any, snapshot: Any | None, *, vectors: bool = True) -> 
 
 
 def merge_free(table: Any, plan: Plan) -> bool:
+    """Whether a deletion-vectors table reads merge-free at ``plan``'s snapshot: its files of levels
+    >= 1 minus their vectors. Level-0 files are not read, as Java and pypaimon do not read them:
+    they are a write whose compaction has not committed (between the two snapshots of an upsert,
+    :func:`~paimon_index.table.pk.commit.commit_in_two`; left by a crash or a plain pypaimon write),
+    seen once a compaction or the next upsert folds them. False only when level-0 files exist and
+    ``deletion-vectors.merge-on-read`` is on: they are merged in."""
     options = check_table(table)
-    level0 = plan.level0()
-    if not level0:
-        return True
-    if parse_bool(options.get(MERGE_ON_READ, "false"), MERGE_ON_READ):
-        return False
-    raise PrimaryKeyTableError(f"the table has {len(level0)} level-0 files, which a merge-free read does "
-                               f"not see: write through upsert_arrow, run compact(), or set "
-                               f"'{MERGE_ON_READ}' = 'true'")
+    return not (plan.level0() and parse_bool(options.get(MERGE_ON_READ, "false"), MERGE_ON_READ))
 
 
 def raw_readable(table: Any, snapshot: Any) -> bool:
@@ -284,10 +283,7 @@ def raw_readable(table: Any, snapshot: Any) -> bool:
 
 
 def check_merge_free(table: Any) -> bool:
-    """True when a merge-free read sees everything; False when level-0 files need merge-on-read.
-
-    Raises PrimaryKeyTableError when level-0 files exist and merge-on-read is not enabled.
-    """
+    """:func:`merge_free` of the snapshot the table reads (the pinned one, else the latest)."""
     from paimon_index.table.paimon import read_snapshot
 
     return merge_free(table, plan_snapshot(table, read_snapshot(table), vectors=False))

@@ -1,4 +1,4 @@
-"""Upserts by key: one snapshot, at most one live row per key in levels >= 1.
+"""Upserts by key: one commit, at most one live row per key in levels >= 1.
 
     upsert_arrow(table, data) -> snapshot id        rows with a ``_ROW_KIND`` column ('+I', '+U',
                                                     '-U', '-D') or without (all upserts)
@@ -33,12 +33,18 @@ An upsert:
    ``COMPACT``, never ``OVERWRITE``, so Java's changelog readers see it).
 5. **Level** (:mod:`~paimon_index.table.pk.levels`): each new file to the lowest free level; with
    none free, the bucket is rewritten into the top level.
-6. **Commit** exactly as N + 1, or ConcurrentChangeError with every file written deleted.
+6. **Commit** exactly on N, or ConcurrentChangeError with every file written deleted. A change of
+   older rows commits as Java's writer commits it (:func:`~paimon_index.table.pk.commit.commit_in_two`):
+   ``APPEND`` N + 1 of the write's level-0 files (its rows, and its ``-U``/``-D`` rows of the keys
+   it deletes) and ``COMPACT`` N + 2 of its lookup compaction (the same files at their levels, the
+   vectors, rewritten buckets, a lookup changelog) — Java's delta and streaming readers read
+   ``APPEND`` snapshots only. An upsert that only adds new keys is one ``APPEND`` snapshot, its
+   files at their levels. Level-0 files already in N (a crash between the two, a plain pypaimon
+   write) are folded first by a ``COMPACT`` of their own (:func:`fold_level0`).
 
-Differences from Java, on purpose: Java commits an APPEND snapshot (level-0 files) and then a
-COMPACT one; here one snapshot carries the final state (new files already at their level). Java's
-universal compaction merges sorted runs by size ratios; here a bucket is rewritten only when no
-level is free.
+Differences from Java, on purpose: Java's universal compaction merges sorted runs by size ratios;
+here a bucket is rewritten only when no level is free. A merge engine's change of older rows is one
+snapshot (its level-0 rows would be merged results, merged again by a fold after a crash).
 """
 
 from __future__ import annotations
@@ -76,8 +82,15 @@ from paimon_index.table.pk.changelog import (
     write_changelog,
     written_records,
 )
-from paimon_index.table.pk.commit import abandon, begin, delete_discarded, on_snapshot, written_paths
-from paimon_index.table.pk.levels import free_level, rewrite, write_rows
+from paimon_index.table.pk.commit import (
+    abandon,
+    begin,
+    commit_in_two,
+    delete_discarded,
+    on_snapshot,
+    written_paths,
+)
+from paimon_index.table.pk.levels import free_level, rewrite, write_retractions, write_rows
 from paimon_index.table.pk.lookup import (
     file_keys,
     groups_of,
@@ -91,6 +104,7 @@ from paimon_index.table.pk.merge import MergeEngine, merge_engine
 from paimon_index.table.pk.plan import (
     DELETING_KINDS,
     DELETING_VALUE_KINDS,
+    KEY_PREFIX,
     ROW_KIND_COLUMN,
     SEQUENCE_COLUMN,
     VALUE_KIND_COLUMN,
@@ -111,12 +125,16 @@ from paimon_index.table.pk.plan import (
 from paimon_index.table.schemas import read_schema
 from paimon_index.table.write import conform
 
-__all__ = ["KeyedRows", "PreparedUpsert", "bucket_of_rows", "change_by_key", "commit_prepared",
-           "commit_upsert", "input_records", "merge_batch", "merged_with_old", "owned_buckets",
-           "prepare_merge", "prepare_upsert", "split_batch", "upsert_arrow",
-           "with_row_kinds"]
+__all__ = ["KeyedRows", "PreparedUpsert", "bucket_of_rows", "change_by_key",
+           "commit_prepared", "commit_upsert", "fold_level0", "folded_latest", "input_records",
+           "merge_batch", "merged_with_old", "owned_buckets", "prepare_merge", "prepare_upsert",
+           "split_batch", "upsert_arrow", "with_row_kinds"]
 
 _UPSERT = "upsert"
+#: Tasks cannot fold level-0 files: the write's driver folds them first (fold_level0).
+_LEVEL0_REFUSAL = ("the table's snapshot has level-0 files (a write whose compaction has not committed "
+                   "yet, or one left by a crash or a plain pypaimon write); nothing was applied: run it "
+                   "again, and run compact() if this persists")
 #: pypaimon skips a commit without data files; one of changelog files only is a change too.
 IGNORE_EMPTY_COMMIT = "snapshot.ignore-empty-commit"
 
@@ -126,9 +144,29 @@ class PreparedUpsert:
     """The outcome of an upsert's lookup, ready to commit (what an executor sends the driver)."""
 
     snapshot_id: int | None
-    messages: list[Any]
+    messages: list[Any]  # the change as one snapshot
     discarded: list[Any]  # files written by this upsert, then rewritten away before the commit
     written: list[str] = field(default_factory=list)  # every file written (deleted if not committed)
+    # The same change as Java commits it (commit_in_two): its write (APPEND: level-0 files) and its
+    # lookup compaction (COMPACT); taken when ``in_two`` (older rows change) for any task.
+    writes: list[Any] = field(default_factory=list)
+    compacts: list[Any] = field(default_factory=list)
+    in_two: bool = False
+
+
+def _commit(txn: Any, table: Any, index_dir: str, prepared: list[PreparedUpsert]) -> int | None:
+    """Commit what was prepared (by one process or many tasks, all on ``txn``'s snapshot): Java's
+    two snapshots when any part changes older rows, else one; the files rewritten away deleted
+    after a single snapshot (the two-part form commits them in its APPEND)."""
+    if any(p.in_two for p in prepared):
+        return commit_in_two(txn, [m for p in prepared for m in p.writes],
+                             [m for p in prepared for m in p.compacts])
+    messages = [m for p in prepared for m in p.messages]
+    txn.stage(messages)
+    _changelog_kind(txn, messages)
+    snapshot_id = txn.commit()
+    delete_discarded(table, index_dir, [m for p in prepared for m in p.discarded])
+    return snapshot_id
 
 
 def with_row_kinds(table: Any, data: pa.Table, kind: str = "+I") -> pa.Table:
@@ -173,6 +211,8 @@ def input_records(table: Any, data: pa.Table, *, delete_keys: bool = False, kind
 
 #: ``_VALUE_KIND`` byte -> row kind (INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE).
 _ROW_KINDS = np.array(["+I", "-U", "+U", "-D"], dtype=object)
+#: ``_VALUE_KIND`` of ``-D``.
+DELETE_VALUE_KIND = 3
 
 
 def _level0_rows(table: Any, bucket: Bucket, plan: Plan, columns: list[str]) -> pa.Table | None:
@@ -243,7 +283,7 @@ _BUCKET = "__paimon_index_bucket__"
 
 def upsert_arrow(table: Any, data: pa.Table, *, planned: int | object | None = LATEST,
                  delete_keys: bool = False, kind: str = "+I") -> int | None:
-    """Insert or replace rows by key (and delete keys with row kind ``-D``/``-U``), one snapshot.
+    """Insert or replace rows by key (and delete keys with row kind ``-D``/``-U``), one commit.
 
     With a merge engine (``partial-update``, ``aggregation``) the rows of a key are merged in order,
     then with the key's old live row (:mod:`~paimon_index.table.pk.merge`). ``delete_keys``: the
@@ -256,7 +296,7 @@ def upsert_arrow(table: Any, data: pa.Table, *, planned: int | object | None = L
     With ``changelog-producer`` = ``input`` (fixed buckets) the rows themselves, unmerged, are the
     changelog (:func:`~paimon_index.table.pk.changelog.input_changelog`), in the same snapshot.
 
-    Returns the new snapshot's id (None when there was nothing to do).
+    Returns the id of the last snapshot it committed (None when there was nothing to do).
 
     Raises:
         NullKeyError: a primary-key column holds NULL (nothing is written).
@@ -279,7 +319,16 @@ def upsert_arrow(table: Any, data: pa.Table, *, planned: int | object | None = L
         on_snapshot(committing, planned, _UPSERT)  # type: ignore[arg-type]
     with txn:
         plan = plan_snapshot(table, txn.snapshot)
-        # Level-0 files (plain pypaimon writes) are older than this batch: folded in first.
+        folding = data.num_rows == 0
+        if plan.level0() and not folding and merge_engine(table, options) is None:
+            # Level-0 files (a crash between an upsert's two commits, a plain pypaimon write) are
+            # folded by a compaction of their own first: folded into this write, their rows would
+            # be written at level 0 again, and Java's delta readers would read them twice.
+            txn.abort()
+            folded = fold_level0(table, planned)
+            return upsert_arrow(table, data, planned=LATEST if planned is LATEST else folded,
+                                delete_keys=delete_keys, kind=kind)
+        # Level-0 files are older than this batch: folded in first (merge engines: with the batch).
         older = [t for t in (_level0_rows(table, b, plan, columns) for b in plan.buckets.values())
                  if t is not None]
         if delete_keys and older and merge_engine(table, options) is not None:
@@ -292,21 +341,47 @@ def upsert_arrow(table: Any, data: pa.Table, *, planned: int | object | None = L
             batch = _merged_with_old(table, plan, engine, engine.fold(batch, single_as_is=True))
         deleting = pc.is_in(batch[ROW_KIND_COLUMN], pa.array(DELETING_KINDS))
         upserts = batch.filter(pc.invert(deleting)).select(columns)
-        removed_keys = batch.filter(deleting).select(keys)
+        removed = batch.filter(deleting)
         messages = write_rows(table, upserts)
         txn.track(*written_paths(messages, plan.index_dir))
-        prepared = _prepare(table, plan, messages, removed_keys, max_level(options), inputs=inputs)
+        prepared = _prepare(table, plan, messages, removed, max_level(options), inputs=inputs,
+                            in_two=not folding)
         txn.track(*prepared.written)
-        txn.stage(prepared.messages)
-        _changelog_kind(txn, prepared.messages)
-        snapshot_id = txn.commit()
-    delete_discarded(table, plan.index_dir, prepared.discarded)
-    return snapshot_id
+        if folding and older:
+            txn.compact = True  # only level-0 files folded: a compaction, as Java commits it
+        return _commit(txn, table, plan.index_dir, [prepared])
+
+
+def folded_latest(table: Any) -> Any:
+    """The snapshot a distributed write plans on (its tasks cannot fold level-0 files): the latest,
+    after its level-0 files are folded by a compaction of their own (:func:`fold_level0`)."""
+    latest = latest_snapshot(table)
+    if latest is not None and plan_snapshot(table, latest, vectors=False).level0():
+        fold_level0(table, int(latest.id))
+        latest = latest_snapshot(table)
+    return latest
+
+
+def fold_level0(table: Any, planned: int | object | None = LATEST) -> int | None:
+    """Fold the level-0 files of snapshot ``planned`` (default the latest) into the levels, one
+    ``COMPACT`` snapshot exactly on it (what a crash between an upsert's two commits, or a plain
+    pypaimon write, left behind); its id, or ``planned``'s when there was nothing to fold.
+
+    Raises:
+        ConcurrentChangeError: another snapshot landed meanwhile; nothing applied.
+    """
+    folded = upsert_arrow(table, pa.schema(arrow_fields(table)).empty_table(), planned=planned)
+    if folded is not None:
+        return folded
+    if planned is LATEST:
+        latest = latest_snapshot(table)
+        return None if latest is None else int(latest.id)
+    return planned  # type: ignore[return-value]
 
 
 def _changelog_kind(txn: Any, messages: list[Any]) -> None:
-    """A snapshot with changelog files that also removes files or changes vectors commits as
-    ``COMPACT``.
+    """A single snapshot (a merge engine's change) with changelog files that also removes files or
+    changes vectors commits as ``COMPACT``.
 
     pypaimon would make it ``OVERWRITE``, and Java's changelog readers (incremental
     ``changelog`` scans, streaming reads) skip ``OVERWRITE`` snapshots: the changelog would be
@@ -327,7 +402,7 @@ def split_batch(table: Any, data: pa.Table) -> tuple[pa.Table, pa.Table]:
     batch = last_per_key(with_row_kinds(table, data), keys)
     deleting = pc.is_in(batch[ROW_KIND_COLUMN], pa.array(DELETING_KINDS))
     upserts = batch.filter(pc.invert(deleting)).drop_columns([ROW_KIND_COLUMN])
-    return upserts, batch.filter(deleting).select(keys)
+    return upserts, batch.filter(deleting)
 
 
 def merge_batch(table: Any, data: pa.Table) -> pa.Table:
@@ -383,20 +458,30 @@ def merged_with_old(table: Any, snapshot_id: int | None, batch: pa.Table, scope:
     return _merged_with_old(table, plan, engine, _conformed(table, batch), scope)
 
 
-def _prepare(table: Any, plan: Plan, messages: list[Any], removed_keys: pa.Table, top: int,
-             scope: set[BucketKey] | None = None, *, inputs: pa.Table | None = None) -> PreparedUpsert:
+def _prepare(table: Any, plan: Plan, messages: list[Any], removed: pa.Table, top: int,
+             scope: set[BucketKey] | None = None, *, inputs: pa.Table | None = None,
+             in_two: bool = True) -> PreparedUpsert:
     """Look up, mark and place the new files of ``messages``; nothing is committed.
 
     Each bucket looks up the keys of its own new files (an existing key stays in its bucket, fixed
     or dynamic) and the deleted keys of its partition; ``scope`` limits the buckets searched for
-    deleted keys (the buckets an executor owns), default all. ``inputs``: the write's rows (with
-    ``_ROW_KIND``) of a ``changelog-producer`` = ``input`` table, written as each bucket's changelog.
+    deleted keys (the buckets an executor owns), default all. ``removed``: the rows that delete
+    their keys (the primary key, the table's other columns and ``_ROW_KIND`` where known).
+    ``inputs``: the write's rows (with ``_ROW_KIND``) of a ``changelog-producer`` = ``input``
+    table, written as each bucket's changelog.
+
+    With ``in_two`` (a write, not a fold of level-0 files alone), a bucket whose older rows
+    change (vectors, removed files) is prepared as Java commits it, in two parts
+    (:func:`~paimon_index.table.pk.commit.commit_in_two`): ``messages`` the write (level-0 files:
+    the new rows, the deleted keys' ``-U``/``-D`` rows), ``compacts`` its lookup compaction (the
+    new files at their levels, the vectors, the level-0 files removed). A bucket that only gains
+    new keys is one message at its final levels.
     """
     by_bucket: dict[BucketKey, list[Any]] = {}
     for message in messages:
         by_bucket.setdefault((tuple(message.partition), message.bucket), []).append(message)
     trimmed_target = key_schema(table, trimmed_keys(table))
-    removed_keys = conform(removed_keys, key_schema(table))
+    removed_keys = conform(removed.select(list(table.primary_keys)), key_schema(table))
     searched = set(plan.buckets) if scope is None else set(plan.buckets) & scope
     removed_of: dict[tuple[Any, ...], pa.Table] = {}
     if removed_keys.num_rows:
@@ -422,6 +507,9 @@ def _prepare(table: Any, plan: Plan, messages: list[Any], removed_keys: pa.Table
     schema = read_schema(table)
     options = table_options(table)
     changelog = producer(table, options, input_ok=True) == LOOKUP  # input: the callers checked it
+    # Merge engines keep one snapshot: their level-0 rows would be merged results, which a fold
+    # after a crash between the two commits would merge into the old rows a second time.
+    in_two = in_two and merge_engine(table, options) is None
     for key in sorted(touched, key=repr):
         produced = by_bucket.get(key, [])
         existing = plan.buckets.get(key)
@@ -430,35 +518,47 @@ def _prepare(table: Any, plan: Plan, messages: list[Any], removed_keys: pa.Table
             # index entry (which would need pypaimon's partition row): the plain values do.
             existing = Bucket(key[0], key[1])
         dvs = maintainer(plan, existing)
-        new_files = [f for m in produced for f in m.new_files]
+        new_files = [replace(f, level=0) for m in produced for f in m.new_files]
         new_names = {f.file_name for f in new_files}
-        removed = [m for m in existing.files if m.level == 0]
-        for meta in removed:
+        removed_files = [m for m in existing.files if m.level == 0]
+        for meta in removed_files:
             dvs.remove_deletion_vector_of(meta.file_name)
         deleted_here = removed_of.get(key[0]) if key in searched else None
         changes = None
+        found: list[pa.Table] = []
         if changelog:
             # One read finds the old rows: the changelog's before rows, and the rows to mark.
-            changes, found = bucket_changelog(table, existing, dvs, new_files, deleted_here, io=plan.io,
-                                              schema=schema, skip=new_names | {m.file_name for m in removed},
-                                              options=options)
-            for file_name, positions in found.items():
-                dvs.notify_new_deletions(file_name, positions)
+            changes, positions = bucket_changelog(table, existing, dvs, new_files, deleted_here, io=plan.io,
+                                                  schema=schema, skip=new_names | {m.file_name for m in
+                                                                                   removed_files},
+                                                  options=options)
+            for file_name, marked in positions.items():
+                dvs.notify_new_deletions(file_name, marked)
+            if changes is not None and deleted_here is not None:
+                trimmed = trimmed_keys(table)
+                gone = changes.filter(pc.equal(changes[VALUE_KIND_COLUMN], pa.scalar(DELETE_VALUE_KIND,
+                                                                                     pa.int8())))
+                found.append(gone.select([KEY_PREFIX + k for k in trimmed]).rename_columns(trimmed))
         else:
             lookup = pa.concat_tables([file_keys(new_files, trimmed_target, io=plan.io), conform(
                 trimmed_target.empty_table() if deleted_here is None else deleted_here, trimmed_target)])
-            mark_keys(existing, dvs, lookup, skip=new_names | {m.file_name for m in removed}, schema=schema,
-                      io=plan.io)
+            mark_keys(existing, dvs, lookup, skip=new_names | {m.file_name for m in removed_files},
+                      schema=schema, io=plan.io, found=found)
+        retractions: list[Any] = []
+        if in_two and deleted_here is not None and deleted_here.num_rows and found:
+            retractions = _write_retractions(table, removed, key, deleted_here, found)
+            prepared.written += written_paths([], plan.index_dir, retractions)
         remaining = [m for m in existing.files if m.level > 0]
         placed: list[Any] = []
         for new in new_files:
             level = free_level([*remaining, *placed], new, top)
             placed.append(replace(new, level=0 if level is None else level))  # 0: rewritten below
+        rewritten_away: list[Any] = []
         if any(m.level == 0 for m in placed):
-            rewritten, gone = rewrite(table, dvs, remaining + placed, top)
+            rewritten, gone_files = rewrite(table, dvs, remaining + placed, top)
             prepared.written += written_paths([], plan.index_dir, rewritten)
-            removed += [m for m in gone if m.file_name not in new_names]
-            prepared.discarded += [m for m in gone if m.file_name in new_names]
+            removed_files += [m for m in gone_files if m.file_name not in new_names]
+            rewritten_away = [m for m in gone_files if m.file_name in new_names]
             placed = rewritten
         dv = dvs.prepare_commit()
         if key not in plan.buckets and not dv.is_empty:
@@ -466,27 +566,64 @@ def _prepare(table: Any, plan: Plan, messages: list[Any], removed_keys: pa.Table
         stored = dv.write_to(plan.index_dir, write=plan.io.write_new)
         if stored is not None:
             prepared.written.append(stored)
-        index_adds = [e for m in produced for e in m.index_adds] + list(dv.added)
-        index_deletes = [e for m in produced for e in m.index_deletes] + list(dv.deleted)
-        changelog_files = []
+        index_adds = [e for m in produced for e in m.index_adds]  # the HASH index of new keys
+        index_deletes = [e for m in produced for e in m.index_deletes]
+        input_files: list[Any] = []
+        lookup_files: list[Any] = []
         if key in inputs_of:
             # Java's writer: the input records with the bucket's next sequence numbers, at level 0.
             first = max((m.max_sequence_number for m in existing.files), default=-1) + 1
             changes = input_changelog(table, inputs_of[key], first)
-            meta = write_changelog(table, key[0], key[1], changes, 0)
-            prepared.written += written_paths([], plan.index_dir, [meta])
-            changelog_files.append(meta)
+            input_files.append(write_changelog(table, key[0], key[1], changes, 0))
         elif changes is not None:
             # Java writes it at the compaction's output level: the level the new rows went to.
-            meta = write_changelog(table, key[0], key[1], changes, max((m.level for m in placed), default=0))
-            prepared.written += written_paths([], plan.index_dir, [meta])
-            changelog_files.append(meta)
-        if placed or removed or index_adds or index_deletes or changelog_files:
-            prepared.messages.append(CommitMessage(partition=key[0], bucket=key[1], new_files=placed,
-                                                   deleted_files=removed, index_adds=index_adds,
-                                                   index_deletes=index_deletes,
-                                                   changelog_files=changelog_files))
+            lookup_files.append(write_changelog(table, key[0], key[1], changes,
+                                                max((m.level for m in placed), default=0)))
+        prepared.written += written_paths([], plan.index_dir, [*input_files, *lookup_files])
+        # Both forms of the bucket's change; the commit takes the two-part one for every bucket
+        # when any bucket needs it (the write then shows no row until its compaction lands, as
+        # Java's does), else the single one.
+        if in_two and (removed_files or retractions or dv.added or dv.deleted):
+            prepared.in_two = True
+        for form, message in (
+                (prepared.writes, CommitMessage(partition=key[0], bucket=key[1],
+                                                new_files=[*new_files, *retractions], index_adds=index_adds,
+                                                index_deletes=index_deletes, changelog_files=input_files)),
+                (prepared.compacts, CommitMessage(partition=key[0], bucket=key[1], new_files=placed,
+                                                  deleted_files=[*removed_files, *new_files, *retractions],
+                                                  index_adds=list(dv.added), index_deletes=list(dv.deleted),
+                                                  changelog_files=lookup_files)),
+                (prepared.messages, CommitMessage(partition=key[0], bucket=key[1], new_files=placed,
+                                                  deleted_files=removed_files,
+                                                  index_adds=index_adds + list(dv.added),
+                                                  index_deletes=index_deletes + list(dv.deleted),
+                                                  changelog_files=[*input_files, *lookup_files]))):
+            if not message.is_empty():
+                form.append(message)
+        prepared.discarded += rewritten_away  # in the single form only: the two-part one commits them
     return prepared
+
+
+def _write_retractions(table: Any, removed: pa.Table, key: BucketKey, deleted_here: pa.Table,
+                       found: list[pa.Table]) -> list[Any]:
+    """The level-0 files of the rows of ``removed`` that delete a key the bucket ``key`` held
+    (``found``: the trimmed keys its lookup marked), each with its ``-U``/``-D`` kind."""
+    trimmed = trimmed_keys(table)
+    hit = pa.concat_tables([conform(f, deleted_here.schema) for f in found]).group_by(trimmed).aggregate([])
+    rows = rows_of_partition(removed, table, key[0])
+    rows = rows.join(conform(hit, key_schema(table, trimmed)), keys=trimmed, join_type="left semi")
+    if rows.num_rows == 0:
+        return []
+    kinds = rows[ROW_KIND_COLUMN] if ROW_KIND_COLUMN in rows.column_names else \
+        pa.array([DELETE_KIND] * rows.num_rows, pa.string())
+    codes = pc.cast(pc.index_in(kinds, pa.array(list(_ROW_KINDS))), pa.int8())
+    fields = arrow_fields(table)
+    columns = [rows[f.name] if f.name in rows.column_names else pa.nulls(rows.num_rows, f.type)
+               for f in fields]
+    data = pa.Table.from_arrays(columns, schema=pa.schema([f.with_nullable(True) for f in fields]))
+    data = data.sort_by([(k, "ascending") for k in trimmed])
+    return write_retractions(table, data, codes.combine_chunks() if isinstance(codes, pa.ChunkedArray)
+                             else codes, key[0], key[1])
 
 
 def prepare_upsert(table: Any, messages: list[Any], removed_keys: pa.Table | None,
@@ -513,7 +650,7 @@ def _executor_plan(table: Any, snapshot_id: int | object | None) -> Plan:
         snapshot = None if snapshot_id is None else _snapshot(table, snapshot_id)  # type: ignore[arg-type]
     plan = plan_snapshot(table, snapshot)
     if plan.level0():
-        raise PrimaryKeyTableError("the table has level-0 files: run compact(table) (or upsert_arrow) first")
+        raise ConcurrentChangeError(_LEVEL0_REFUSAL)
     return plan
 
 
@@ -557,13 +694,7 @@ def commit_prepared(table: Any, prepared: list[PreparedUpsert]) -> int | None:
         # An input changelog alone (a -D of a key never written) is a change: Java commits it.
         table = table.copy({IGNORE_EMPTY_COMMIT: "false"})
     with on_snapshot(table, planned.pop() if planned else None, _UPSERT, written) as txn:
-        for p in prepared:
-            txn.stage(p.messages)
-        _changelog_kind(txn, [m for p in prepared for m in p.messages])
-        snapshot_id = txn.commit()
-    index_dir = str(table.path_factory().index_path())
-    delete_discarded(table, index_dir, [m for p in prepared for m in p.discarded])
-    return snapshot_id
+        return _commit(txn, table, str(table.path_factory().index_path()), prepared)
 
 
 def commit_upsert(table: Any, messages: list[Any], removed_keys: list[pa.Table]) -> int | None:
@@ -578,8 +709,7 @@ def commit_upsert(table: Any, messages: list[Any], removed_keys: list[pa.Table])
         plan = plan_snapshot(table, txn.snapshot)
         txn.track(*written_paths(messages, plan.index_dir))
         if plan.level0():
-            raise PrimaryKeyTableError("the table has level-0 files: run compact(table) (or upsert_arrow) "
-                                       "first")
+            raise ConcurrentChangeError(_LEVEL0_REFUSAL)
         trimmed = trimmed_keys(table)
         trimmed_target = key_schema(table, trimmed)
         per_bucket: dict[BucketKey, list[Any]] = {}
@@ -591,16 +721,12 @@ def commit_upsert(table: Any, messages: list[Any], removed_keys: list[pa.Table])
                 raise PrimaryKeyTableError(
                     f"a key was written by two tasks into bucket {bucket}: repartition the data by the "
                     f"primary key {list(table.primary_keys)} (paimon_index.spark.jobs.upsert does)")
-        target = key_schema(table)
-        removed = pa.concat_tables([conform(t, target) for t in removed_keys]) if removed_keys else \
-            target.empty_table()
+        # The tasks' deleting rows (keys, other columns, _ROW_KIND): their -U/-D rows are written.
+        removed = pa.concat_tables(removed_keys, promote_options="permissive") if removed_keys else \
+            key_schema(table).empty_table()
         prepared = _prepare(table, plan, messages, removed, max_level(options))
         txn.track(*prepared.written)
-        txn.stage(prepared.messages)
-        _changelog_kind(txn, prepared.messages)
-        snapshot_id = txn.commit()
-    delete_discarded(table, plan.index_dir, prepared.discarded)
-    return snapshot_id
+        return _commit(txn, table, plan.index_dir, [prepared])
 
 
 Rows = TypeVar("Rows")
