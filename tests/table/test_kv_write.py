@@ -155,8 +155,10 @@ def table_schema(table) -> pa.Schema:
 
 
 def test_the_buckets_spark_tasks_assign_equal_pypaimons(tmp_path: Path) -> None:
-    """``bucket_of_rows`` (the upsert job's routing of rows to tasks) on a partitioned table."""
-    from paimon_index.table.pk import bucket_of_rows
+    """``bucket_of_rows``, ``buckets_of`` (the upsert job's routing of rows to tasks) and
+    ``bucket_groups`` (a task's rows per bucket) on a partitioned table: pypaimon's own answer."""
+    from paimon_index.table.pk import bucket_of_rows, buckets_of
+    from paimon_index.table.pk.upsert import bucket_groups
 
     schema = pa.schema([pa.field("p", pa.string(), nullable=False), pa.field("k", pa.int64(), nullable=False),
                         ("v", pa.string())])
@@ -167,6 +169,12 @@ def test_the_buckets_spark_tasks_assign_equal_pypaimons(tmp_path: Path) -> None:
     extractor = table.create_row_key_extractor()
     partitions, buckets = extractor.extract_partition_bucket_batch(rows.to_batches()[0])
     assert bucket_of_rows(table, rows) == ([tuple(p) for p in partitions], list(buckets))
+    assert buckets_of(table, rows).to_pylist() == list(buckets)
+    groups = {key: sorted(idx.to_pylist()) for key, idx in bucket_groups(table, rows)}
+    want: dict[tuple, list[int]] = {}
+    for i, key in enumerate(zip((tuple(p) for p in partitions), buckets, strict=True)):
+        want.setdefault(key, []).append(i)
+    assert groups == want
 
 
 def test_keys_of_several_strings_hash_as_pypaimon(tmp_path: Path) -> None:

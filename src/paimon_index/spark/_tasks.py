@@ -232,8 +232,8 @@ def with_bucket(df: DataFrame, warehouse: str, table: str, catalog_options: Cata
     def add(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         opened = open_table(warehouse, table, catalog_options=catalog_options)
         for batch in batches:
-            _, buckets = pk.bucket_of_rows(opened, pa.Table.from_batches([batch]))
-            yield batch.append_column(UPSERT_BUCKET_COLUMN, pa.array(buckets, pa.int32()))
+            buckets = pk.buckets_of(opened, pa.Table.from_batches([batch]))
+            yield batch.append_column(UPSERT_BUCKET_COLUMN, buckets)
 
     schema = StructType([*df.schema.fields, StructField(UPSERT_BUCKET_COLUMN, IntegerType())])
     return df.mapInArrow(add, schema)

@@ -125,7 +125,7 @@ from paimon_index.table.pk.plan import (
 from paimon_index.table.schemas import read_schema
 from paimon_index.table.write import conform
 
-__all__ = ["KeyedRows", "PreparedUpsert", "bucket_of_rows", "change_by_key",
+__all__ = ["KeyedRows", "PreparedUpsert", "bucket_groups", "bucket_of_rows", "buckets_of", "change_by_key",
            "commit_prepared", "commit_upsert", "fold_level0", "folded_latest", "input_records",
            "merge_batch", "merged_with_old", "owned_buckets", "prepare_merge", "prepare_upsert",
            "split_batch", "upsert_arrow", "with_row_kinds"]
@@ -247,8 +247,7 @@ def _merged_with_old(table: Any, plan: Plan, engine: MergeEngine, batch: pa.Tabl
     fixed = bucket_number(table) > 0
     rows = batch
     if fixed:
-        _, buckets = bucket_of_rows(table, batch.select(columns))
-        rows = batch.append_column(_BUCKET, pa.array(buckets, pa.int32()))
+        rows = batch.append_column(_BUCKET, buckets_of(table, batch.select(columns)))
     old: list[pa.Table] = []
     partitions: dict[tuple[Any, ...], pa.Table] = {}
     for key in searched:
@@ -433,8 +432,7 @@ def prepare_merge(table: Any, data: pa.Table) -> PreparedUpsert:
     inputs = input_records(table, conformed, options=options)
     batch = engine.fold(conformed, single_as_is=True)
     columns = user_columns(table)
-    partitions, buckets = bucket_of_rows(table, batch.select(columns))
-    scope = set(zip(partitions, buckets, strict=True))
+    scope = {key for key, _ in bucket_groups(table, batch.select(columns))}
     merged = _merged_with_old(table, plan, engine, batch, scope)
     deleting = pc.is_in(merged[ROW_KIND_COLUMN], pa.array(DELETING_KINDS))
     messages = write_rows(table, merged.filter(pc.invert(deleting)).select(columns))
@@ -497,11 +495,8 @@ def _prepare(table: Any, plan: Plan, messages: list[Any], removed: pa.Table, top
                      inputs, [*table.partition_keys, _BUCKET])}
         touched |= set(inputs_of)
     elif inputs is not None and inputs.num_rows:
-        partitions, buckets = bucket_of_rows(table, inputs.select(user_columns(table)))
-        rows_of: dict[BucketKey, list[int]] = {}
-        for i, row_bucket in enumerate(zip(partitions, buckets, strict=True)):
-            rows_of.setdefault(row_bucket, []).append(i)
-        inputs_of = {k: inputs.take(pa.array(rows, pa.int64())) for k, rows in rows_of.items()}
+        inputs_of = {key: inputs if rows is None else inputs.take(rows)
+                     for key, rows in bucket_groups(table, inputs.select(user_columns(table)))}
         touched |= set(inputs_of)
     prepared = PreparedUpsert(plan.snapshot_id, [], [], written_paths(messages, plan.index_dir))
     schema = read_schema(table)
@@ -673,12 +668,30 @@ def bucket_of_rows(table: Any, rows: pa.Table) -> tuple[list[tuple[Any, ...]], l
     return [tuple(p) for p in partitions], list(buckets)
 
 
+def buckets_of(table: Any, rows: pa.Table) -> pa.Array:
+    """Each row's bucket (int32), as pypaimon's writer assigns it (fixed-bucket tables): the
+    vectorized hash, without :func:`bucket_of_rows`' partition tuple per row."""
+    if rows.num_rows == 0:
+        return pa.array([], pa.int32())
+    batch = rows.combine_chunks().to_batches()[0]
+    return pa.array(row_key_extractor(table)._extract_buckets_batch(batch), pa.int32())
+
+
+def bucket_groups(table: Any, rows: pa.Table) -> list[tuple[BucketKey, pa.Array | None]]:
+    """The rows of each (partition, bucket), as pypaimon's writer assigns them (fixed-bucket
+    tables): their indices (None: all of ``rows``), grouped in Arrow, no loop per row."""
+    if rows.num_rows == 0:
+        return []
+    batch = rows.combine_chunks().to_batches()[0]
+    return [((tuple(partition), int(bucket)), indices)
+            for partition, bucket, indices in row_key_extractor(table).extract_partition_bucket_groups(batch)]
+
+
 def owned_buckets(table: Any, messages: list[Any], removed_keys: pa.Table | None) -> set[BucketKey]:
     """The buckets a task wrote to or deleted keys from (all of them exclusively its own)."""
     scope = {(tuple(m.partition), m.bucket) for m in messages}
     if removed_keys is not None and removed_keys.num_rows:
-        partitions, buckets = bucket_of_rows(table, removed_keys)
-        scope |= set(zip(partitions, buckets, strict=True))
+        scope |= {key for key, _ in bucket_groups(table, removed_keys)}
     return scope
 
 
