@@ -479,6 +479,23 @@ def test_javas_delta_readers_see_our_upserts_as_they_see_javas(
     assert len(java) == 5 + 3 + 3 and never_written in java
     assert normal(_as_upserts(mine)) == normal(_as_upserts([c for c in java if c != never_written]))
 
+
+def test_javas_delta_read_of_our_deletes_keeps_each_rows_kind(tmp_path: Path,
+                                                               changelog_reader: ChangelogReader) -> None:
+    """The ``-U``/``-D`` rows an upsert writes for the keys it deletes are sorted by key; each keeps
+    its own kind (given in descending key order, the kinds once stayed in input order)."""
+    warehouse = str(tmp_path)
+    table = create(warehouse, "fixed", {"changelog-producer": "none", "bucket": "1"})
+    table.upsert(pa.Table.from_pylist([{"p": 0, "k": k, "v": "a", "n": k} for k in range(6)], schema=SCHEMA))
+    low = latest(table)
+    table.upsert(dedup_table([("-D", {"p": 0, "k": 5, "v": "x", "n": 5}),
+                              ("-U", {"p": 0, "k": 1, "v": "y", "n": 1}),
+                              ("-D", {"p": 0, "k": 3, "v": "z", "n": 3})]))
+    (got,) = changelog_reader.read([(warehouse, "db.t", low, latest(table))], scan="delta")
+    want = [("-U", 0, 1, "y", 1), ("-D", 0, 3, "z", 3), ("-D", 0, 5, "x", 5)]
+    assert sorted(got, key=lambda c: c[2]) == want
+    assert sorted(r["k"] for r in table.read().to_pylist()) == [0, 2, 4]
+
 @pytest.mark.slow
 def test_paimons_spark_connector_reads_our_changelog(tmp_path: Path) -> None:
     """Paimon's own Spark connector reads the changelog of our table (``paimon_incremental_query``

@@ -3,7 +3,7 @@
     free_level(files, new, max_level) -> level | None
     write_rows(table, rows) -> commit messages      pypaimon's key-value writer + file indexes
     write_at(table, rows, partition, bucket) -> commit messages   the same, at a given bucket
-    write_retractions(table, rows, kinds, partition, bucket) -> level-0 files of -U/-D rows
+    write_retractions(table, {bucket: rows}) -> {bucket: level-0 files of -U/-D rows}
     rewrite(table, dvs, files, level) -> (new files, removed files)
     rewrite_merged(table, rows, partition, bucket, level) -> new files    rows already merged
 
@@ -157,22 +157,30 @@ def write_at(table: Any, rows: pa.Table, partition: tuple[Any, ...], bucket: int
         return attach_file_indexes(table, writer.prepare_commit())
 
 
-def write_retractions(table: Any, rows: pa.Table, kinds: pa.Array, partition: tuple[Any, ...],
-                      bucket: int) -> list[Any]:
-    """``rows`` (the table's columns, one row per key, all of one partition) written into ``bucket``
-    as level-0 key-value files whose ``_VALUE_KIND`` is ``kinds`` (int8: ``-U`` 1, ``-D`` 3), file
-    indexes attached, ``deleteRowCount`` counted: the deletes of an upsert as Java's writer writes
-    them before its compaction applies them (what Java's delta readers return). No HASH index is
-    touched (a deleted key adds none)."""
+def write_retractions(table: Any, rows: dict[tuple[tuple[Any, ...], int], pa.Table]) -> dict[
+        tuple[tuple[Any, ...], int], list[Any]]:
+    """Each (partition, bucket)'s ``rows`` (the table's columns and :data:`VALUE_KIND_COLUMN`, int8
+    ``-U`` 1 / ``-D`` 3; one row per key) written as level-0 key-value files of that bucket, in one
+    writer (one restore of the buckets' sequence numbers for all of them), file indexes attached,
+    ``deleteRowCount`` counted: an upsert's deletes as Java's writer writes them before its
+    compaction applies them (what Java's delta readers return); the new files per bucket. No HASH
+    index is touched (a deleted key adds none)."""
+    if not rows:
+        return {}
     table = writable(table)
     kind_column = "__paimon_index_value_kind__"
     with writing(table) as writer:
         value_kinds_from(writer, kind_column)
-        data = conform(rows, writer.table_pyarrow_schema)
-        data = data.append_column(pa.field(kind_column, pa.int8(), nullable=False), kinds)
-        for batch in data.to_batches():
-            writer.file_store_write.write(tuple(partition), int(bucket), batch)
-        return [f for m in attach_file_indexes(table, writer.prepare_commit()) for f in m.new_files]
+        for (partition, bucket), part in rows.items():
+            kinds = part[VALUE_KIND_COLUMN].combine_chunks()
+            data = conform(part.drop_columns([VALUE_KIND_COLUMN]), writer.table_pyarrow_schema)
+            data = data.append_column(pa.field(kind_column, pa.int8(), nullable=False), kinds)
+            for batch in data.to_batches():
+                writer.file_store_write.write(tuple(partition), int(bucket), batch)
+        written: dict[tuple[tuple[Any, ...], int], list[Any]] = {}
+        for message in attach_file_indexes(table, writer.prepare_commit()):
+            written.setdefault((tuple(message.partition), int(message.bucket)), []).extend(message.new_files)
+        return written
 
 
 def rewrite(table: Any, dvs: BucketDvMaintainer, files: list[Any], level: int) -> tuple[list[Any], list[Any]]:

@@ -505,6 +505,8 @@ def _prepare(table: Any, plan: Plan, messages: list[Any], removed: pa.Table, top
     # Merge engines keep one snapshot: their level-0 rows would be merged results, which a fold
     # after a crash between the two commits would merge into the old rows a second time.
     in_two = in_two and merge_engine(table, options) is None
+    retractions_of: dict[BucketKey, pa.Table] = {}
+    changes_of: list[_BucketChange] = []
     for key in sorted(touched, key=repr):
         produced = by_bucket.get(key, [])
         existing = plan.buckets.get(key)
@@ -539,10 +541,10 @@ def _prepare(table: Any, plan: Plan, messages: list[Any], removed: pa.Table, top
                 trimmed_target.empty_table() if deleted_here is None else deleted_here, trimmed_target)])
             mark_keys(existing, dvs, lookup, skip=new_names | {m.file_name for m in removed_files},
                       schema=schema, io=plan.io, found=found)
-        retractions: list[Any] = []
         if in_two and deleted_here is not None and deleted_here.num_rows and found:
-            retractions = _write_retractions(table, removed, key, deleted_here, found)
-            prepared.written += written_paths([], plan.index_dir, retractions)
+            retracted = _retraction_rows(table, removed, key, deleted_here, found)
+            if retracted is not None:
+                retractions_of[key] = retracted
         remaining = [m for m in existing.files if m.level > 0]
         placed: list[Any] = []
         for new in new_files:
@@ -575,50 +577,81 @@ def _prepare(table: Any, plan: Plan, messages: list[Any], removed: pa.Table, top
             lookup_files.append(write_changelog(table, key[0], key[1], changes,
                                                 max((m.level for m in placed), default=0)))
         prepared.written += written_paths([], plan.index_dir, [*input_files, *lookup_files])
-        # Both forms of the bucket's change; the commit takes the two-part one for every bucket
-        # when any bucket needs it (the write then shows no row until its compaction lands, as
-        # Java's does), else the single one.
-        if in_two and (removed_files or retractions or dv.added or dv.deleted):
-            prepared.in_two = True
-        for form, message in (
+        changes_of.append(_BucketChange(key, new_files, placed, removed_files, rewritten_away,
+                                        list(dv.added), list(dv.deleted), index_adds, index_deletes,
+                                        input_files, lookup_files))
+    # Every bucket's -U/-D rows in one writer (a writer per bucket restores sequence numbers each).
+    retractions = write_retractions(table, retractions_of)
+    prepared.written += written_paths([], plan.index_dir, [f for fs in retractions.values() for f in fs])
+    for change in changes_of:
+        _add_forms(prepared, change, retractions.get(change.key, []), in_two)
+    return prepared
+
+
+@dataclass
+class _BucketChange:
+    """What ``_prepare`` decided for one bucket, before its commit messages are built."""
+
+    key: BucketKey
+    new_files: list[Any]  # as written, level 0
+    placed: list[Any]  # at their levels (or the bucket's rewritten files)
+    removed_files: list[Any]
+    rewritten_away: list[Any]  # new files a rewrite took in
+    dv_added: list[Any]
+    dv_deleted: list[Any]
+    index_adds: list[Any]  # the HASH index of new keys
+    index_deletes: list[Any]
+    input_files: list[Any]  # an input changelog
+    lookup_files: list[Any]  # a lookup changelog
+
+
+def _add_forms(prepared: PreparedUpsert, change: _BucketChange, retractions: list[Any], in_two: bool) -> None:
+    """Both forms of a bucket's change; the commit takes the two-part one for every bucket when any
+    bucket needs it (the write then shows no row until its compaction lands, as Java's does), else
+    the single one."""
+    key, new_files, placed, removed_files = change.key, change.new_files, change.placed, change.removed_files
+    if in_two and (removed_files or retractions or change.dv_added or change.dv_deleted):
+        prepared.in_two = True
+    index_adds, index_deletes = change.index_adds, change.index_deletes
+    input_files, lookup_files = change.input_files, change.lookup_files
+    for form, message in (
                 (prepared.writes, CommitMessage(partition=key[0], bucket=key[1],
                                                 new_files=[*new_files, *retractions], index_adds=index_adds,
                                                 index_deletes=index_deletes, changelog_files=input_files)),
                 (prepared.compacts, CommitMessage(partition=key[0], bucket=key[1], new_files=placed,
                                                   deleted_files=[*removed_files, *new_files, *retractions],
-                                                  index_adds=list(dv.added), index_deletes=list(dv.deleted),
+                                                  index_adds=change.dv_added, index_deletes=change.dv_deleted,
                                                   changelog_files=lookup_files)),
                 (prepared.messages, CommitMessage(partition=key[0], bucket=key[1], new_files=placed,
                                                   deleted_files=removed_files,
-                                                  index_adds=index_adds + list(dv.added),
-                                                  index_deletes=index_deletes + list(dv.deleted),
+                                                  index_adds=index_adds + change.dv_added,
+                                                  index_deletes=index_deletes + change.dv_deleted,
                                                   changelog_files=[*input_files, *lookup_files]))):
-            if not message.is_empty():
-                form.append(message)
-        prepared.discarded += rewritten_away  # in the single form only: the two-part one commits them
-    return prepared
+        if not message.is_empty():
+            form.append(message)
+    prepared.discarded += change.rewritten_away  # in the single form only: the two-part one commits them
 
 
-def _write_retractions(table: Any, removed: pa.Table, key: BucketKey, deleted_here: pa.Table,
-                       found: list[pa.Table]) -> list[Any]:
-    """The level-0 files of the rows of ``removed`` that delete a key the bucket ``key`` held
-    (``found``: the trimmed keys its lookup marked), each with its ``-U``/``-D`` kind."""
+def _retraction_rows(table: Any, removed: pa.Table, key: BucketKey, deleted_here: pa.Table,
+                     found: list[pa.Table]) -> pa.Table | None:
+    """The rows of ``removed`` that delete a key the bucket ``key`` held (``found``: the trimmed keys
+    its lookup marked), in the table's columns with their ``_VALUE_KIND`` (``-U``/``-D``), in key
+    order; None when there is none."""
     trimmed = trimmed_keys(table)
     hit = pa.concat_tables([conform(f, deleted_here.schema) for f in found]).group_by(trimmed).aggregate([])
     rows = rows_of_partition(removed, table, key[0])
     rows = rows.join(conform(hit, key_schema(table, trimmed)), keys=trimmed, join_type="left semi")
     if rows.num_rows == 0:
-        return []
+        return None
     kinds = rows[ROW_KIND_COLUMN] if ROW_KIND_COLUMN in rows.column_names else \
         pa.array([DELETE_KIND] * rows.num_rows, pa.string())
     codes = pc.cast(pc.index_in(kinds, pa.array(list(_ROW_KINDS))), pa.int8())
     fields = arrow_fields(table)
     columns = [rows[f.name] if f.name in rows.column_names else pa.nulls(rows.num_rows, f.type)
                for f in fields]
-    data = pa.Table.from_arrays(columns, schema=pa.schema([f.with_nullable(True) for f in fields]))
-    data = data.sort_by([(k, "ascending") for k in trimmed])
-    return write_retractions(table, data, codes.combine_chunks() if isinstance(codes, pa.ChunkedArray)
-                             else codes, key[0], key[1])
+    data = pa.Table.from_arrays([*columns, codes], schema=pa.schema(
+        [*(f.with_nullable(True) for f in fields), pa.field(VALUE_KIND_COLUMN, pa.int8())]))
+    return data.sort_by([(k, "ascending") for k in trimmed])  # each row keeps its own kind
 
 
 def prepare_upsert(table: Any, messages: list[Any], removed_keys: pa.Table | None,
