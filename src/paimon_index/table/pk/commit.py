@@ -18,8 +18,8 @@ An upsert that changes older rows commits as Java's writer commits it (:func:`co
 vectors). Java's delta readers — streaming reads and ``incremental-between-scan-mode`` = ``delta``
 of a table without a changelog producer — read ``APPEND`` snapshots only: a single snapshot that
 changes vectors is ``OVERWRITE``, and they would never see its updates and deletes. Between the two
-commits the rows are in level-0 files, which deletion-vectors readers skip (Java) or refuse
-(:func:`~paimon_index.table.pk.plan.merge_free`) until a compaction or the next upsert folds them.
+commits the rows are in level-0 files, which deletion-vectors readers do not read (Java, pypaimon,
+:func:`~paimon_index.table.pk.plan.merge_free`) until a compaction or the next upsert folds them.
 """
 
 from __future__ import annotations
