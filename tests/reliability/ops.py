@@ -325,7 +325,7 @@ def _dist_upsert_fixed(warehouse: str, table: Any, op: Mapping[str, Any]) -> int
     commits what they prepared (``PaimonIndexWriter.commit``: ``commit_prepared``)."""
     from paimon_index.table import pk
 
-    pk.folded_latest(table)  # the driver folds level-0 files first
+    pk.folded_snapshot_id(table)  # the driver folds level-0 files first
     rows = _rows(op, with_kind=True)
     _, buckets = pk.bucket_of_rows(table, rows)  # what _tasks.with_bucket adds to each row
     writer = _source_writer(warehouse, exclusive=True)
@@ -380,8 +380,7 @@ def _dist_upsert_dynamic(warehouse: str, table: Any, op: Mapping[str, Any]) -> i
     from paimon_index.table import pk
     from paimon_index.table.pk import dynamic
 
-    before = pk.folded_latest(table)  # level-0 files folded first, as jobs.upsert's driver does
-    planned = None if before is None else int(before.id)
+    planned = pk.folded_snapshot_id(table)  # level-0 files folded first, as jobs.upsert's driver does
     tasks = op["tasks"]
     assigners = dynamic.assigner_count(table, tasks)
     rows = _rows(op, with_kind=True)

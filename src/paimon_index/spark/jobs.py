@@ -257,7 +257,7 @@ def _upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
     count = partitions or _connect.parallelism(spark)
     # Level-0 files (a crash between an upsert's two commits, a plain pypaimon write) are folded on
     # the driver first, their own COMPACT snapshot; the tasks plan on the result.
-    before = pk.folded_latest(paimon_table)
+    planned_id = pk.folded_snapshot_id(paimon_table)
     # By name, cast as Spark's INSERT casts (the source's writer takes only exact Arrow casts).
     df = store_assigned(df, target_schema(paimon_table), by_name=True, case_sensitive=None, table=table,
                         passthrough=(ROW_KIND_COLUMN,))
@@ -283,9 +283,8 @@ def _upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
         # merge engine the assigner merges each key's rows, the bucket's task merges in the old row.
         from paimon_index.table.pk import dynamic
 
-        planned = None if before is None else int(before.id)
         merge = not delete_keys and merge_engine(paimon_table) is not None
-        prepared = _tasks.dynamic_upsert_job(df, warehouse, table, catalog_options, planned,
+        prepared = _tasks.dynamic_upsert_job(df, warehouse, table, catalog_options, planned_id,
                                              dynamic.assigner_count(paimon_table, count), count,
                                              list(paimon_table.partition_keys), merge=merge,
                                              records=inputs, delete_keys=delete_keys)
@@ -299,8 +298,7 @@ def _upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
     user = new_commit_user()  # the snapshot is found by its commit user: others may commit meanwhile
     shuffled.write.format(SOURCE_NAME).options(**writer_options).option(COMMIT_USER, user) \
         .mode("append").save(table)
-    snapshot = snapshot_of_user(_opened(warehouse, table, catalog_options), user,
-                                None if before is None else int(before.id))
+    snapshot = snapshot_of_user(_opened(warehouse, table, catalog_options), user, planned_id)
     if snapshot is None:
         return None, 0
     return snapshot, int(written.value)

@@ -94,6 +94,7 @@ __all__ = [
     "DELETION_VECTORS",
     "HASH",
     "JSON",
+    "VALUE_KIND_INPUT",
     "CatalogException",
     "CommitMessage",
     "ConfigOption",
@@ -757,6 +758,10 @@ def vectorize_key_value_write(writer: Any) -> None:
         return data_writer
 
     store._create_data_writer = created
+
+
+#: The column that carries each row's ``_VALUE_KIND`` byte into a writer (:func:`value_kinds_from`).
+VALUE_KIND_INPUT = "__paimon_index_value_kind__"
 
 
 def value_kinds_from(writer: Any, column: str) -> None:

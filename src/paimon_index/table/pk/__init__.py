@@ -50,7 +50,7 @@ from paimon_index.table.pk.upsert import (
     commit_prepared,
     commit_upsert,
     fold_level0,
-    folded_latest,
+    folded_snapshot_id,
     input_records,
     owned_buckets,
     prepare_upsert,
@@ -59,7 +59,7 @@ from paimon_index.table.pk.upsert import (
 
 __all__ = ["DEFAULT_COMPACTION_THRESHOLD", "ROW_KIND_COLUMN", "NullKeyError", "PreparedUpsert",
            "PrimaryKeyTableError", "bucket_of_rows", "buckets_of", "check_merge_free", "commit_prepared",
-           "commit_upsert", "compact", "dv_mode", "fold_level0", "folded_latest", "input_records",
+           "commit_upsert", "compact", "dv_mode", "fold_level0", "folded_snapshot_id", "input_records",
            "owned_buckets", "prepare_upsert", "read_primary_key", "set_deletion_vectors", "split_batch",
            "upsert_arrow"]
 

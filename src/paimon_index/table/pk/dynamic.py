@@ -524,22 +524,9 @@ def upsert_records(table: Any, data: pa.Table, *, planned: int | object | None, 
     bucket its key is assigned to and lands in that bucket's changelog. ``planned``: as
     ``upsert_arrow``'s (``LATEST``: the latest snapshot); the commit lands exactly on it."""
     from paimon_index.table.pk.merge import merge_engine
-    from paimon_index.table.pk.plan import plan_snapshot
-    from paimon_index.table.pk.upsert import (
-        LATEST,
-        commit_prepared,
-        fold_level0,
-        folded_latest,
-        with_row_kinds,
-    )
+    from paimon_index.table.pk.upsert import commit_prepared, folded_snapshot_id, with_row_kinds
 
-    if planned is LATEST:
-        latest = folded_latest(table)  # the tasks' half cannot fold level-0 files
-        planned = None if latest is None else int(latest.id)
-    elif planned is not None and plan_snapshot(table, snapshot_by_id(table, planned),  # type: ignore[arg-type]
-                                               vectors=False).level0():
-        planned = fold_level0(table, planned)
-    snapshot_id: int | None = planned  # type: ignore[assignment]
+    snapshot_id = folded_snapshot_id(table, planned)  # the tasks' half cannot fold level-0 files
     merge = not delete_keys and merge_engine(table) is not None
     assigned = assign(table, snapshot_id, route(table, with_row_kinds(table, data, kind), 1), 1, records=True)
     prepared = prepare(table, snapshot_id, assigned, merge=merge, records=True, delete_keys=delete_keys)

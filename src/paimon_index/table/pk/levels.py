@@ -36,7 +36,7 @@ import pyarrow.parquet as pq
 
 from paimon_index.deletionvectors.maintainer import BucketDvMaintainer
 from paimon_index.table.fileio import TableIO
-from paimon_index.table.paimon import value_kinds_from
+from paimon_index.table.paimon import VALUE_KIND_INPUT, value_kinds_from
 from paimon_index.table.parquet_layout import dictionary_columns
 from paimon_index.table.pk.lookup import key_tuple, overlaps
 from paimon_index.table.pk.plan import (
@@ -168,13 +168,12 @@ def write_retractions(table: Any, rows: dict[tuple[tuple[Any, ...], int], pa.Tab
     if not rows:
         return {}
     table = writable(table)
-    kind_column = "__paimon_index_value_kind__"
     with writing(table) as writer:
-        value_kinds_from(writer, kind_column)
+        value_kinds_from(writer, VALUE_KIND_INPUT)
         for (partition, bucket), part in rows.items():
             kinds = part[VALUE_KIND_COLUMN].combine_chunks()
             data = conform(part.drop_columns([VALUE_KIND_COLUMN]), writer.table_pyarrow_schema)
-            data = data.append_column(pa.field(kind_column, pa.int8(), nullable=False), kinds)
+            data = data.append_column(pa.field(VALUE_KIND_INPUT, pa.int8(), nullable=False), kinds)
             for batch in data.to_batches():
                 writer.file_store_write.write(tuple(partition), int(bucket), batch)
         written: dict[tuple[tuple[Any, ...], int], list[Any]] = {}

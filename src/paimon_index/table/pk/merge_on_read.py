@@ -40,7 +40,7 @@ import pyarrow.compute as pc
 from paimon_index.errors import InvalidOptionError, PrimaryKeyTableError, UnsupportedTableError
 from paimon_index.fileindex.options import parse_bool
 from paimon_index.table.fileio import TableIO
-from paimon_index.table.paimon import table_name, table_options, value_kinds_from
+from paimon_index.table.paimon import VALUE_KIND_INPUT, table_name, table_options, value_kinds_from
 from paimon_index.table.pk.commit import on_snapshot, written_paths
 from paimon_index.table.pk.merge import DEDUPLICATE, IGNORE_DELETE, IGNORE_DELETE_FALLBACKS
 from paimon_index.table.pk.plan import (
@@ -48,6 +48,7 @@ from paimon_index.table.pk.plan import (
     ROW_KIND_COLUMN,
     SEQUENCE_COLUMN,
     VALUE_KIND_COLUMN,
+    VALUE_KINDS,
     arrow_fields,
     check_keys,
     live_current_rows,
@@ -61,9 +62,6 @@ __all__ = ["LATEST", "VALUE_KINDS", "check_changes", "commit_changes", "merged_b
 
 MERGE_ENGINE = "merge-engine"
 SEQUENCE_FIELD = "sequence.field"
-#: Row kind -> ``_VALUE_KIND`` byte (Paimon's ``RowKind.toByteValue``).
-VALUE_KINDS = {"+I": 0, "-U": 1, "+U": 2, "-D": 3}
-_KIND = "__paimon_index_value_kind__"
 
 
 def check_changes(table: Any, operation: str, deleting: bool = True) -> dict[str, str]:
@@ -180,9 +178,9 @@ def _value_kinds(rows: pa.Table, kind: str) -> pa.Array:
 def _write(table: Any, data: pa.Table, kinds: pa.Array) -> list[Any]:
     """pypaimon's key-value writer, each row's ``_VALUE_KIND`` taken from ``kinds``."""
     with writing(table) as writer:
-        value_kinds_from(writer, _KIND)
+        value_kinds_from(writer, VALUE_KIND_INPUT)
         rows = conform(data, writer.table_pyarrow_schema, table=table_name(table))
-        rows = rows.append_column(pa.field(_KIND, pa.int8(), nullable=False), kinds)
+        rows = rows.append_column(pa.field(VALUE_KIND_INPUT, pa.int8(), nullable=False), kinds)
         writer.write_arrow(rows)
         return attach_file_indexes(table, writer.prepare_commit())
 

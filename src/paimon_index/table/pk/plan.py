@@ -67,6 +67,8 @@ DELETING_KINDS = ("-D", "-U")
 KEY_PREFIX = "_KEY_"
 SEQUENCE_COLUMN = "_SEQUENCE_NUMBER"
 VALUE_KIND_COLUMN = "_VALUE_KIND"
+#: Row kind -> ``_VALUE_KIND`` byte (Paimon's ``RowKind.toByteValue``), in byte order.
+VALUE_KINDS = {"+I": 0, "-U": 1, "+U": 2, "-D": 3}
 NUM_LEVELS = "num-levels"
 SORTED_RUN_TRIGGER = "num-sorted-run.compaction-trigger"
 DEFAULT_SORTED_RUN_TRIGGER = 5

@@ -70,6 +70,7 @@ from paimon_index.table.paimon import (
     bucket_number,
     latest_snapshot,
     row_key_extractor,
+    snapshot_by_id,
     table_name,
     table_options,
 )
@@ -108,6 +109,7 @@ from paimon_index.table.pk.plan import (
     ROW_KIND_COLUMN,
     SEQUENCE_COLUMN,
     VALUE_KIND_COLUMN,
+    VALUE_KINDS,
     Bucket,
     BucketKey,
     Plan,
@@ -126,7 +128,7 @@ from paimon_index.table.schemas import read_schema
 from paimon_index.table.write import conform
 
 __all__ = ["KeyedRows", "PreparedUpsert", "bucket_groups", "bucket_of_rows", "buckets_of", "change_by_key",
-           "commit_prepared", "commit_upsert", "fold_level0", "folded_latest", "input_records",
+           "commit_prepared", "commit_upsert", "fold_level0", "folded_snapshot_id", "input_records",
            "merge_batch", "merged_with_old", "owned_buckets", "prepare_merge", "prepare_upsert",
            "split_batch", "upsert_arrow", "with_row_kinds"]
 
@@ -210,9 +212,7 @@ def input_records(table: Any, data: pa.Table, *, delete_keys: bool = False, kind
 
 
 #: ``_VALUE_KIND`` byte -> row kind (INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE).
-_ROW_KINDS = np.array(["+I", "-U", "+U", "-D"], dtype=object)
-#: ``_VALUE_KIND`` of ``-D``.
-DELETE_VALUE_KIND = 3
+_ROW_KINDS = np.array(list(VALUE_KINDS), dtype=object)
 
 
 def _level0_rows(table: Any, bucket: Bucket, plan: Plan, columns: list[str]) -> pa.Table | None:
@@ -351,14 +351,19 @@ def upsert_arrow(table: Any, data: pa.Table, *, planned: int | object | None = L
         return _commit(txn, table, plan.index_dir, [prepared])
 
 
-def folded_latest(table: Any) -> Any:
-    """The snapshot a distributed write plans on (its tasks cannot fold level-0 files): the latest,
-    after its level-0 files are folded by a compaction of their own (:func:`fold_level0`)."""
-    latest = latest_snapshot(table)
-    if latest is not None and plan_snapshot(table, latest, vectors=False).level0():
-        fold_level0(table, int(latest.id))
-        latest = latest_snapshot(table)
-    return latest
+def folded_snapshot_id(table: Any, planned: int | object | None = LATEST) -> int | None:
+    """The snapshot a write whose tasks cannot fold level-0 files plans on: ``planned`` (default
+    the latest; None: an empty table), or, when it holds level-0 files, the compaction of their own
+    that folds them (:func:`fold_level0`). An expired ``planned`` is returned as it is (the write
+    then refuses it)."""
+    if planned is LATEST:
+        snapshot = latest_snapshot(table)
+        planned = None if snapshot is None else int(snapshot.id)
+    elif planned is not None:
+        snapshot = snapshot_by_id(table, planned)  # type: ignore[arg-type]
+    if planned is None or snapshot is None or not plan_snapshot(table, snapshot, vectors=False).level0():
+        return planned  # type: ignore[return-value]
+    return fold_level0(table, planned)
 
 
 def fold_level0(table: Any, planned: int | object | None = LATEST) -> int | None:
@@ -531,16 +536,16 @@ def _prepare(table: Any, plan: Plan, messages: list[Any], removed: pa.Table, top
                                                   options=options)
             for file_name, marked in positions.items():
                 dvs.notify_new_deletions(file_name, marked)
-            if changes is not None and deleted_here is not None:
+            if in_two and changes is not None and deleted_here is not None:  # -D rows to write
                 trimmed = trimmed_keys(table)
-                gone = changes.filter(pc.equal(changes[VALUE_KIND_COLUMN], pa.scalar(DELETE_VALUE_KIND,
+                gone = changes.filter(pc.equal(changes[VALUE_KIND_COLUMN], pa.scalar(VALUE_KINDS[DELETE_KIND],
                                                                                      pa.int8())))
                 found.append(gone.select([KEY_PREFIX + k for k in trimmed]).rename_columns(trimmed))
         else:
             lookup = pa.concat_tables([file_keys(new_files, trimmed_target, io=plan.io), conform(
                 trimmed_target.empty_table() if deleted_here is None else deleted_here, trimmed_target)])
             mark_keys(existing, dvs, lookup, skip=new_names | {m.file_name for m in removed_files},
-                      schema=schema, io=plan.io, found=found)
+                      schema=schema, io=plan.io, found=found if in_two else None)
         if in_two and deleted_here is not None and deleted_here.num_rows and found:
             retracted = _retraction_rows(table, removed, key, deleted_here, found)
             if retracted is not None:
@@ -645,7 +650,7 @@ def _retraction_rows(table: Any, removed: pa.Table, key: BucketKey, deleted_here
         return None
     kinds = rows[ROW_KIND_COLUMN] if ROW_KIND_COLUMN in rows.column_names else \
         pa.array([DELETE_KIND] * rows.num_rows, pa.string())
-    codes = pc.cast(pc.index_in(kinds, pa.array(list(_ROW_KINDS))), pa.int8())
+    codes = pc.cast(pc.index_in(kinds, pa.array(list(VALUE_KINDS))), pa.int8())
     fields = arrow_fields(table)
     columns = [rows[f.name] if f.name in rows.column_names else pa.nulls(rows.num_rows, f.type)
                for f in fields]
@@ -683,8 +688,6 @@ def _executor_plan(table: Any, snapshot_id: int | object | None) -> Plan:
 
 
 def _snapshot(table: Any, snapshot_id: int) -> Any:
-    from paimon_index.table.paimon import snapshot_by_id
-
     snapshot = snapshot_by_id(table, snapshot_id)
     if snapshot is None:
         raise ConcurrentChangeError(f"snapshot {snapshot_id} was expired while upserting on it; nothing was "
