@@ -130,6 +130,56 @@ def test_when_the_small_path_is_not_taken(spark: Any, warehouse: str, monkeypatc
         jobs.read(spark, "db.t", warehouse=warehouse, small_read_bytes=-1)
 
 
+#: Queries whose indexes select the rows of every file they keep (bitmap on s, range bitmap on m).
+SELECTING = [
+    "s = 's4'",
+    "s IN ('s2', 's5') AND (d = 'NaN' OR f = 0.0)",  # NaN = NaN, -0.0 = 0.0 on the Parquet file
+    "s = 's1' AND d > 1",                            # NaN and +inf are above 1 in Spark
+    "s = 's6' AND d >= 'NaN'",                       # NaN is above +inf (Parquet's statistics hold no NaN)
+    "m >= 10.25 AND m < 20",
+    "s = 's3' AND m IS NULL",
+]
+
+
+def test_selected_rows_on_a_local_master_are_read_on_the_driver(spark: Any, warehouse: str,
+                                                               monkeypatch: Any) -> None:
+    """On a local master a plan whose indexes selected every file's rows is read on the driver
+    whatever its files, when its row groups hold no more bytes than Spark would read of the columns
+    read; more rows than a local relation holds go to Spark as a Parquet file. An explicit byte
+    budget keeps the plain limits, and so does a read whose columns are unknown."""
+    live = _live_rows(spark, warehouse)
+    # The cached reference's batch pruning reads NaN as below +inf: `d >= 'NaN'` found no row there.
+    pruning = "spark.sql.inMemoryColumnarStorage.partitionPruning"
+    previous = spark.conf.get(pruning)
+    spark.conf.set(pruning, "false")
+    monkeypatch.setattr(planned, "SMALL_READ_FILES", 1)
+    monkeypatch.setattr(planned, "SMALL_READ_ROWS", 5)
+    try:
+        for where in SELECTING:
+            read = jobs.read_planned(spark, "db.t", where, SCHEMA.names, warehouse=warehouse)
+            assert len(read.plan.files) > 1 and all(f.selected is not None for f in read.plan.files), where
+            assert read.small_rows is not None and read.small_rows > 5, where
+            assert "rows-" in read.dataframe._jdf.queryExecution().toString(), where  # the Parquet file
+            want = _key(live.filter(where).collect())
+            assert _key(read.dataframe.collect()) == want and want, where
+            budgeted = jobs.read_planned(spark, "db.t", where, SCHEMA.names, warehouse=warehouse,
+                                         small_read_bytes=planned.SMALL_READ_BYTES)
+            assert budgeted.small_rows is None and _key(budgeted.dataframe.collect()) == want, where
+            unknown = jobs.read_planned(spark, "db.t", where, warehouse=warehouse)  # columns unknown
+            assert unknown.small_rows is None and _key(unknown.dataframe.collect()) == want, where
+            narrow = jobs.read_planned(spark, "db.t", where, ["id"], warehouse=warehouse)
+            assert narrow.small_rows is None, where  # all columns of its row groups > Spark's "id"
+            assert sorted(r.id for r in narrow.dataframe.collect()) == sorted(
+                r.id for r in live.filter(where).collect()), where
+        monkeypatch.setattr(planned, "LOCAL_SELECTED_ROWS", 5)  # over it: Spark's Parquet reader
+        over = jobs.read_planned(spark, "db.t", SELECTING[0], SCHEMA.names, warehouse=warehouse)
+        assert over.small_rows is None
+        assert _key(over.dataframe.collect()) == _key(live.filter(SELECTING[0]).collect())
+    finally:
+        spark.conf.set(pruning, previous)
+        live.unpersist()
+
+
 def test_small_read_evolved_and_timestamp_tables(spark: Any, tmp_path: Path) -> None:
     """Files of an older schema are projected as on Spark's path (renamed, widened, added columns);
     a timestamp column leaves the read to Spark's Parquet reader."""
@@ -204,3 +254,4 @@ def test_candidate_rows_take_the_selected_live_rows_of_the_wanted_groups(tmp_pat
             got = planned._candidate_rows(parquet, f, wanted, SimpleNamespace(), group)
         want = [int(i) for i in selected if i // 100 in wanted and (deleted is None or i not in deleted)]
         assert got["id"].to_pylist() == want and got["s"].to_pylist() == [f"r{i}" for i in want]
+

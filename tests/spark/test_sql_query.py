@@ -247,6 +247,46 @@ def test_which_references_are_counted_from_metadata(warehouse: tuple[Any, Path],
     assert rewrite(paimon, statement).references[0].rows_only is expected
 
 
+@pytest.mark.parametrize("text,expected", [
+    ("SELECT * FROM db.a WHERE s = 's1'", [["id", "s", "v"]]),
+    ("SELECT count(*) FROM db.a WHERE s = 's1'", [["s"]]),
+    ("SELECT a.id FROM db.a a JOIN db.b b USING (id) WHERE b.name = 'x'", [["id"], ["id", "name"]]),
+    ("SELECT a.* FROM db.a a", [["id", "s", "v"]]),
+    ("SELECT id FROM db.a NATURAL JOIN db.b", [["id", "s", "v"], ["id", "name", "w"]]),
+    ("SELECT count(DISTINCT *) FROM db.a WHERE id < 3", [["id", "s", "v"]]),
+    ("SELECT sum(v) FROM db.a WHERE id IN (SELECT id FROM db.b)", [["id", "v"], ["id"]]),
+])
+def test_the_columns_a_statement_may_read(warehouse: tuple[Any, Path], text: str,
+                                          expected: list[list[str]]) -> None:
+    """A superset of the columns each reference's statement reads (every name spelled anywhere;
+    all of them under a ``*`` or a NATURAL join): the planned read weighs its driver read by them."""
+    paimon, _ = warehouse
+    statement = parse(text)
+    assert statement is not None
+    assert [r.reads for r in rewrite(paimon, statement).references] == expected
+
+
+def test_sql_selecting_every_column_is_read_on_the_driver(warehouse: tuple[Any, Path], spark: Any,
+                                                          monkeypatch: Any) -> None:
+    """With the small read's file cap at one, a bitmap's rows over three files are read on the
+    driver when the statement reads every column, and by Spark's reader when it reads fewer (the
+    driver would decode more bytes); both as Spark's own read of the same rows answers."""
+    from paimon_index.spark import planned
+
+    paimon, _ = warehouse
+    monkeypatch.setattr(planned, "SMALL_READ_FILES", 1)
+    for text, driver in [("SELECT * FROM db.a WHERE s = 's1'", True),
+                         ("SELECT id FROM db.a WHERE s = 's1'", False)]:
+        statement = parse(text)
+        assert statement is not None
+        rewritten = rewrite(paimon, statement)
+        (ref,) = rewritten.references
+        assert ref.planned is not None and len(ref.planned.plan.files) > 1
+        assert (ref.planned.small_rows is not None) is driver, text
+        assert _normal(rewritten.dataframe(spark).collect()) == \
+            _normal(spark.sql(_reference_text(text)).collect()), text
+
+
 def test_a_count_reads_no_data_file(warehouse: tuple[Any, Path], spark: Any) -> None:
     """``SELECT count(*)`` of a table with deletion vectors read every file's row positions (0.67 s
     on TPC-H SF1's lineitem, Paimon's connector 0.09 s); its answer is the files' row counts minus

@@ -128,6 +128,17 @@ SMALL_READ_BYTES = 64 << 20
 SMALL_READ_ROWS = 2_000
 #: The most data files a small read opens (each costs the driver a footer read before it can tell).
 SMALL_READ_FILES = 8
+#: On a local master, the most selected rows (an index's answer for every file) the driver reads
+#: itself whatever the plan's files and bytes (:func:`_small_read`). Measured on a 20M-row
+#: primary-key table after a 10% upsert (24 files, a bitmap selecting 20,119 live rows in every
+#: row group, 190 MB of column chunks), local[2]: see ``docs/read-path.md``.
+LOCAL_SELECTED_ROWS = 250_000
+#: ... in at most this many data files (the driver reads every footer to weigh its bytes).
+LOCAL_SELECTED_FILES = 256
+#: The most threads the driver reads a small read's files with.
+_MAX_DRIVER_THREADS = 8
+#: A small read decodes a file's candidate row groups in slices of at most these column-chunk bytes.
+_SLICE_BYTES = 64 << 20
 #: Arrow types the small read hands Spark as Spark's Parquet reader reads them (checked against it
 #: by tests; timestamps of any unit Spark reads, as Spark's microseconds); any other column (nested)
 #: leaves the read to Spark's Parquet reader.
@@ -203,6 +214,12 @@ class _Group:
         self.arrow = arrow_schema(self.fields)
         self.mapping = plan.schema.mapping(schema_id)
         self.current_arrow = arrow_schema(current.fields)
+
+    def file_names(self, names: Sequence[str]) -> list[str]:
+        """The file's names of the current columns ``names`` (any case) it holds."""
+        wanted = {n.lower() for n in names}
+        return [s.file_name for s in self.mapping.sources
+                if s.file_name is not None and s.name.lower() in wanted]
 
     def problem(self) -> str | None:
         reason = _unreadable(self.arrow)
@@ -323,7 +340,7 @@ def _words(batch: Sequence[FilePlan]) -> pa.Table:
 def _deleted_frame(spark: SparkSession, batch: Sequence[FilePlan]) -> DataFrame:
     """The deleted rows of ``batch`` as (key, word) rows (:func:`_words`), one DataFrame to broadcast.
 
-    On a local master they are a Parquet file that Spark reads (:func:`_words_file`): a local
+    On a local master they are a Parquet file that Spark reads (:func:`_scratch_file`): a local
     relation (``createDataFrame``) is shipped inside the broadcast job's tasks, which measured 14 MiB
     per task for 15% of TPC-H SF1's lineitem deleted and a planned Q6 ~4x slower than without the
     vectors. Elsewhere the driver's disk is not the executors': a local relation, as before.
@@ -334,7 +351,7 @@ def _deleted_frame(spark: SparkSession, batch: Sequence[FilePlan]) -> DataFrame:
     words = _words(batch)
     if not _driver_files_readable(spark):
         return spark.createDataFrame(words, schema)
-    return _parquet(spark, schema, [_words_file(words)])
+    return _parquet(spark, schema, [_scratch_file("words", words)])
 
 
 def _unreadable_store(spark: SparkSession, files: Sequence[FilePlan]) -> str | None:
@@ -379,21 +396,29 @@ def _parquet(spark: SparkSession, schema: Any, paths: list[str]) -> DataFrame:
     return spark.read.schema(schema).parquet(*[_GLOB.sub(r"\\\1", p) for p in paths])
 
 
-def _words_file(words: pa.Table) -> str:
-    """A Parquet file of ``words`` in this process's scratch directory, named by its content (the
-    same vectors -- the same snapshot read again -- reuse one file; the directory goes at exit)."""
+def _scratch_file(kind: str, table: pa.Table) -> str:
+    """A Parquet file of ``table`` (no statistics) in this process's scratch directory, named by its
+    content (the same rows -- the same snapshot read again -- reuse one file; the directory goes at
+    exit)."""
     import hashlib
 
     digest = hashlib.blake2b(digest_size=16)
-    for column in words.columns:
+    digest.update(str(table.schema).encode())
+    for column in table.columns:
         for chunk in column.chunks:
-            digest.update(chunk.buffers()[1])
-    path = os.path.join(_scratch(), f"words-{digest.hexdigest()}.parquet")
+            # Offset and length too: a slice shares its parent's buffers.
+            digest.update(f"{chunk.offset}:{len(chunk)}".encode())
+            for buffer in chunk.buffers():
+                if buffer is not None:
+                    digest.update(buffer)
+    path = os.path.join(_scratch(), f"{kind}-{digest.hexdigest()}.parquet")
     if not os.path.exists(path):
         import pyarrow.parquet as pq
 
         partial = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-        pq.write_table(words, partial, compression="none")
+        # No statistics: Spark's reader then skips no row group of it (pyarrow's float statistics
+        # leave NaN out, which Spark's filter pushdown would read as no NaN, see _shield_floats).
+        pq.write_table(table, partial, compression="none", write_statistics=False)
         os.replace(partial, path)
     return path
 
@@ -535,31 +560,53 @@ def _quoted(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
+@dataclass(frozen=True)
+class _SmallRead:
+    dataframe: DataFrame
+    rows: int  # the candidate rows the driver read
+
+
 def _small_read(spark: SparkSession, plan: ReadPlan, groups: Mapping[int, _Group], current: Any,
-                max_bytes: int) -> tuple[DataFrame, int] | None:
+                max_bytes: int | None, reads: Sequence[str] | None) -> _SmallRead | None:
     """The candidate rows of a selective plan, read on the driver with pyarrow and handed to Spark
-    as a local relation (and how many); None when the plan is not small.
+    (and how many); None when the plan is not small.
 
     Small means: at most :data:`SMALL_READ_FILES` files of plain columns (:data:`_SMALL_TYPES`), whose
-    candidate row groups hold at most ``max_bytes`` of column chunks, leaving at most
-    :data:`SMALL_READ_ROWS` candidate rows. A row group is a candidate when it holds a selected row
+    candidate row groups hold at most ``max_bytes`` (None: :data:`SMALL_READ_BYTES`) of column chunks,
+    leaving at most :data:`SMALL_READ_ROWS` candidate rows, handed over as a local relation. Without
+    a ``max_bytes``, on a local master (:func:`_driver_files_readable`: the driver's cores and disk
+    are the executors') a plan whose indexes selected the rows of every file is small up to
+    :data:`LOCAL_SELECTED_ROWS` selected rows in :data:`LOCAL_SELECTED_FILES` files, whatever their
+    bytes, when its candidate row groups hold no more column-chunk bytes than Spark would read of
+    the columns ``reads`` (the query's columns; None: unknown, no such read): the driver decodes them
+    with a thread per core and no job (see :data:`LOCAL_SELECTED_ROWS`); more than
+    :data:`SMALL_READ_ROWS` rows go to Spark as a Parquet file in the process's scratch directory
+    (:func:`_scratch_file`). A row group is a candidate when it holds a selected row
     (if the index selected rows) and its footer statistics may match the plan's predicate (files
     written with the current schema; :func:`~paimon_index.table.stats.row_group_may_match`).
     Candidate rows drop the deleted positions, keep the selected ones and pass the predicate in
     Arrow (a superset of the WHERE, :mod:`paimon_index.arrow_filter`); Spark applies the WHERE itself
     on top (:func:`read_planned`), so which rows come back is Spark's decision either way.
     """
-    if max_bytes <= 0 or len(plan.files) > SMALL_READ_FILES or plan.table is None:
+    if max_bytes == 0 or plan.table is None:
         return None
     from paimon_index.predicate import ALWAYS_TRUE
 
-    if plan.predicate is ALWAYS_TRUE and sum(f.live_rows for f in plan.files) > SMALL_READ_ROWS:
-        return None  # every live row is a candidate: known too many without opening a file
-    if all(f.selected is not None for f in plan.files) and \
-            sum(len(f.selected) for f in plan.files if f.selected is not None) > SMALL_READ_ROWS:
-        # A selection is usually the answer itself (a range bitmap's or a bitmap's rows): one over
-        # the cap is not read on the driver only to be left to Spark's reader after all.
-        return None
+    selected_rows = sum(len(f.selected) for f in plan.files if f.selected is not None) \
+        if all(f.selected is not None for f in plan.files) else None
+    may_be_local = (max_bytes is None and reads is not None and selected_rows is not None
+                    and selected_rows <= LOCAL_SELECTED_ROWS and len(plan.files) <= LOCAL_SELECTED_FILES
+                    and _driver_files_readable(spark))
+    budget = SMALL_READ_BYTES if max_bytes is None else max_bytes
+    if not may_be_local:
+        if len(plan.files) > SMALL_READ_FILES:
+            return None
+        if plan.predicate is ALWAYS_TRUE and sum(f.live_rows for f in plan.files) > SMALL_READ_ROWS:
+            return None  # every live row is a candidate: known too many without opening a file
+        if selected_rows is not None and selected_rows > SMALL_READ_ROWS:
+            # A selection is usually the answer itself (a range bitmap's or a bitmap's rows): one over
+            # the cap is not read on the driver only to be left to Spark's reader after all.
+            return None
     if any(not any(ok(f.type) for ok in _SMALL_TYPES) for g in groups.values() for f in g.arrow):
         return None
     from paimon_index.table.fileio import TableIO
@@ -567,44 +614,93 @@ def _small_read(spark: SparkSession, plan: ReadPlan, groups: Mapping[int, _Group
     io = TableIO.of(plan.table)
     with contextlib.ExitStack() as stack:
         chosen: list[tuple[FilePlan, Any, list[int]]] = []
-        chosen_bytes = 0
+        chosen_bytes = spark_bytes = 0
         for f in plan.files:
             parquet = stack.enter_context(io.parquet(f.path))
             if parquet.metadata.num_rows != f.row_count:
                 return None  # the footer disagrees with the manifest: Spark's reader reads (and says so)
-            wanted = _candidate_groups(parquet, f, plan, groups[f.schema_id])
-            chunks = sum(_chunk_bytes(parquet, g, groups[f.schema_id].arrow.names) for g in wanted)
-            chosen_bytes += chunks
-            if chosen_bytes > max_bytes:
+            group = groups[f.schema_id]
+            wanted = _candidate_groups(parquet, f, plan, group)
+            chosen_bytes += sum(_chunk_bytes(parquet, g, group.arrow.names) for g in wanted)
+            if may_be_local:
+                assert reads is not None
+                read_names = group.file_names(reads)
+                spark_bytes += sum(_chunk_bytes(parquet, g, read_names)
+                                   for g in range(parquet.metadata.num_row_groups))
+            elif chosen_bytes > budget:
                 return None
             chosen.append((f, parquet, wanted))
+        # The driver decodes every column of its row groups, Spark only the columns read of all of
+        # them: the driver reads only when that is no more bytes.
+        local = may_be_local and chosen_bytes <= spark_bytes
+        if not local and (len(chosen) > SMALL_READ_FILES or chosen_bytes > budget
+                          or (selected_rows or 0) > SMALL_READ_ROWS):
+            return None
         # Counted only once the driver reads: a plan Spark's reader reads reports no data bytes.
         for _, parquet, wanted in chosen:
             plan.report.row_groups_planned += parquet.metadata.num_row_groups
             plan.report.row_groups_read += len(wanted)
         plan.report.data_bytes_read += chosen_bytes
-        parts: dict[int, list[pa.Table]] = {}
-        rows = 0
-        for f, parquet, wanted in chosen:
-            if not wanted:
-                continue
-            table = _candidate_rows(parquet, f, wanted, plan, groups[f.schema_id])
-            rows += table.num_rows
-            if rows > SMALL_READ_ROWS:
-                return None
-            parts.setdefault(f.schema_id, []).append(table)
+        reading = [(f, parquet, wanted) for f, parquet, wanted in chosen if wanted]
+        tables = _read_candidates(reading, plan, groups, _driver_threads(spark))
+    rows = sum(t.num_rows for t in tables)
+    if rows > (LOCAL_SELECTED_ROWS if local else SMALL_READ_ROWS):
+        return None
+    as_file = rows > SMALL_READ_ROWS
+    parts: dict[int, list[pa.Table]] = {}
+    for (f, _, _), table in zip(reading, tables, strict=True):
+        parts.setdefault(f.schema_id, []).append(table)
     out = None
     for sid, group in groups.items():
-        tables = parts.get(sid)
-        if not tables and out is not None:
+        found = parts.get(sid)
+        if not found and out is not None:
             continue
         schema = _spark_schema(group.fields)
-        local = _local_frame(spark, pa.concat_tables(tables), schema) if tables else \
-            spark.createDataFrame([], schema)
-        part = group.project(local, current)
+        if not found:
+            local_rows = spark.createDataFrame([], schema)
+        elif as_file:
+            local_rows = _parquet(spark, schema, [_scratch_file("rows", pa.concat_tables(found))])
+        else:
+            local_rows = _local_frame(spark, pa.concat_tables(found), schema)
+        part = group.project(local_rows, current)
         out = part if out is None else out.unionByName(part)
     assert out is not None
-    return out, rows
+    return _SmallRead(out, rows)
+
+
+def _driver_threads(spark: SparkSession) -> int:
+    """Threads the driver reads with: the local master's cores (Spark's tasks would use them), else
+    this machine's, at most :data:`_MAX_DRIVER_THREADS`."""
+    cores = _connect.parallelism(spark) if _driver_files_readable(spark) else (os.cpu_count() or 1)
+    return max(1, min(cores, _MAX_DRIVER_THREADS))
+
+
+def _read_candidates(reads: Sequence[tuple[FilePlan, Any, list[int]]], plan: ReadPlan,
+                     groups: Mapping[int, _Group], threads: int) -> list[pa.Table]:
+    """The candidate rows of each file (:func:`_candidate_rows`), files read in parallel threads
+    (pyarrow decodes without the GIL), each file's row groups in slices of at most
+    :data:`_SLICE_BYTES` of column chunks so that one thread holds one slice decoded at a time."""
+    def one(f: FilePlan, parquet: Any, wanted: list[int]) -> pa.Table:
+        names = groups[f.schema_id].arrow.names
+        slices: list[list[int]] = [[]]
+        held = 0
+        for g in wanted:
+            size = _chunk_bytes(parquet, g, names)
+            if slices[-1] and held + size > _SLICE_BYTES:
+                slices.append([])
+                held = 0
+            slices[-1].append(g)
+            held += size
+        group = groups[f.schema_id]
+        return pa.concat_tables([_candidate_rows(parquet, f, part, plan, group) for part in slices])
+
+    if threads <= 1 or len(reads) <= 1:
+        return [one(*r) for r in reads]
+    from concurrent.futures import ThreadPoolExecutor
+
+    # Each file's stream is read by one thread only; every read returns before the pool closes.
+    with ThreadPoolExecutor(max_workers=min(threads, len(reads)), thread_name_prefix="paimon-index") as pool:
+        return list(pool.map(lambda r: one(*r), reads))
 
 
 def _local_frame(spark: SparkSession, arrow: pa.Table, schema: Any) -> DataFrame:
@@ -675,6 +771,7 @@ def _candidate_groups(parquet: Any, f: FilePlan, plan: ReadPlan, group: _Group) 
 def _candidate_rows(parquet: Any, f: FilePlan, wanted: list[int], plan: ReadPlan, group: _Group) -> pa.Table:
     """Row groups ``wanted`` of ``f`` minus deleted rows, kept to selected rows and the predicate."""
     from paimon_index.arrow_filter import to_arrow_expression
+    from paimon_index.deletionvectors.vector import sorted_contains
     from paimon_index.predicate import ALWAYS_TRUE
 
     # The schema's columns only: a primary-key table's files also hold its _KEY_/_SEQUENCE_ columns.
@@ -690,13 +787,15 @@ def _candidate_rows(parquet: Any, f: FilePlan, wanted: list[int], plan: ReadPlan
         slot = np.minimum(np.searchsorted(chosen, holding), len(chosen) - 1)
         selected, holding, slot = (a[chosen[slot] == holding] for a in (selected, holding, slot))
         if f.deleted is not None:
-            live = ~np.isin(selected, f.deleted)
+            # A binary search per selected row: np.isin sorted the whole vector (0.9 s for the 24
+            # vectors of a 20M-row table after a 10% upsert, against 2,000 selected rows a file).
+            live = ~sorted_contains(_sorted(f.deleted), selected)
             selected, holding, slot = selected[live], holding[live], slot[live]
         table = table.take(pa.array(selected - starts[holding] + offsets[slot]))
     else:
         positions = np.concatenate([np.arange(starts[g], starts[g + 1], dtype=np.int64) for g in wanted])
         if f.deleted is not None:
-            table = table.filter(pa.array(~np.isin(positions, f.deleted, assume_unique=True)))
+            table = table.filter(pa.array(~sorted_contains(_sorted(f.deleted), positions)))
     if group.mapping.identity and plan.predicate is not ALWAYS_TRUE:
         try:
             expression = to_arrow_expression(plan.predicate, plan.schema)
@@ -787,10 +886,14 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
                  columns: Sequence[str] | None = None, *, warehouse: str, snapshot_id: int | None = None,
                  order_by: str | None = None, limit: int | None = None, use_index: bool = True,
                  catalog_options: Mapping[str, str] | None = None,
-                 small_read_bytes: int = SMALL_READ_BYTES, opened: Table | None = None,
-                 metadata: bool = False, change_of: int | None = None) -> PlannedRead:
+                 small_read_bytes: int | None = None, opened: Table | None = None,
+                 metadata: bool = False, change_of: int | None = None,
+                 reads: Sequence[str] | None = None) -> PlannedRead:
     """:func:`read`, with the plan it made (files, what each step pruned, planning time);
     ``opened``: ``table`` already opened by the caller (SQL opens each reference once).
+    ``reads``: the columns the caller's query reads of the DataFrame (default ``columns``; None:
+    unknown), a hint only: on a local master the driver reads a plan its indexes selected when its
+    row groups hold no more bytes than Spark would read of these columns (see :func:`_small_read`).
     ``metadata``: the metadata columns (:data:`~paimon_index.table.files.METADATA_COLUMNS`: each
     row's data file, position, partition and bucket, what a change by position marks) follow the
     table's, as the ``paimon_index`` source's ``metadata-columns`` gives them; no small read.
@@ -800,7 +903,7 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
         raise InvalidOptionError("snapshot_id (time travel) and change_of exclude each other")
     if limit is not None and (not isinstance(limit, int) or limit < 0):
         raise InvalidOptionError(f"limit must be a non-negative integer, got {limit!r}")
-    if not isinstance(small_read_bytes, int) or small_read_bytes < 0:
+    if small_read_bytes is not None and (not isinstance(small_read_bytes, int) or small_read_bytes < 0):
         raise InvalidOptionError(f"small_read_bytes must be a non-negative integer, got {small_read_bytes!r}")
     if limit is not None and order_by is None:
         raise InvalidOptionError("limit needs order_by (which rows would be kept is otherwise undefined)")
@@ -822,7 +925,7 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
     # A small read takes the selections: while the plan may be small, the indexes are read.
     plan = plan_read(paimon, where, use_index=use_index, session_time_zone=spark.conf.get(_SESSION_TIME_ZONE),
                      whole_files=True,
-                     small_read=(SMALL_READ_FILES, SMALL_READ_ROWS) if small_read_bytes > 0 else None)
+                     small_read=(SMALL_READ_FILES, SMALL_READ_ROWS) if small_read_bytes != 0 else None)
     bound, first = None, None
     if order_by is not None and limit is not None:
         first = orders[0]
@@ -839,7 +942,7 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
         fallback = "two data files of one name (the metadata columns join the plan's files by name)"
     # use_index=False is the comparison without any pruning: no row-group statistics either.
     small = None if fallback is not None or not plan.files or not use_index or metadata else \
-        _small_read(spark, plan, groups, current, small_read_bytes)
+        _small_read(spark, plan, groups, current, small_read_bytes, reads if reads is not None else selected)
     extra = list(METADATA_COLUMNS) if metadata else []
     if fallback is not None:
         df = source_read(spark, table, snapshot_id if change_of is None else change_of, warehouse,
@@ -849,7 +952,7 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
 
         df = spark.createDataFrame([], _with_fields(current, metadata_fields() if metadata else []))
     elif small is not None:
-        df = small[0]
+        df = small.dataframe
     else:
         df = None
         from pyspark.sql import functions as F
@@ -863,7 +966,7 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
         if metadata and df is not None:
             df = _with_metadata(spark, df, plan.files, list(paimon.partition_keys or []), current.names)
     assert df is not None
-    if small is None:  # a local relation has no Parquet filter to shield floats from
+    if small is None:  # the driver's rows have no Parquet statistics to shield floats from
         df = _shield_floats(df, current if fallback is None else _without(df.schema, extra), extra)
     if where is not None and where.strip():
         df = df.filter(where)
@@ -875,7 +978,7 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
         df = df.orderBy(*_order_columns(orders))
         if limit is not None:
             df = df.limit(limit)
-    return PlannedRead(df, plan, fallback, None if small is None else small[1])
+    return PlannedRead(df, plan, fallback, None if small is None else small.rows)
 
 
 def _with_fields(schema: Any, fields: Sequence[Any]) -> Any:
@@ -1026,7 +1129,7 @@ def read(spark: SparkSession, table: str, where: str | None = None, columns: Seq
          *, warehouse: str, snapshot_id: int | None = None, order_by: str | None = None,
          limit: int | None = None, use_index: bool = True,
          catalog_options: Mapping[str, str] | None = None,
-         small_read_bytes: int = SMALL_READ_BYTES) -> DataFrame:
+         small_read_bytes: int | None = None) -> DataFrame:
     """The rows of ``table`` where ``where`` (Spark SQL) holds, as a DataFrame Spark's Parquet reader reads.
 
     Args:
@@ -1040,7 +1143,9 @@ def read(spark: SparkSession, table: str, where: str | None = None, columns: Seq
         small_read_bytes: a selective plan whose candidate row groups hold at most this many bytes
             of column chunks (and at most :data:`SMALL_READ_ROWS` candidate rows, in at most
             :data:`SMALL_READ_FILES` files) is read on the driver and handed to Spark as a local
-            relation, Spark's filter on top (0: never; see ``docs/read-path.md``).
+            relation, Spark's filter on top (0: never; default :data:`SMALL_READ_BYTES`, and on a
+            local master no byte or file limit for a plan whose indexes selected every file's rows,
+            up to :data:`LOCAL_SELECTED_ROWS` of them; see ``docs/read-path.md``).
 
     Returns:
         A DataFrame of the current schema's columns (with ``snapshot_id``: that snapshot's schema's),

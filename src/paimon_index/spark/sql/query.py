@@ -101,6 +101,8 @@ class Reference:
     #: its SELECT reads none of its columns (``SELECT count(*) FROM t``): its rows are counted from
     #: metadata (:func:`~paimon_index.spark.planned.rows_only_read`)
     rows_only: bool = False
+    #: the columns the statement may read of it (a superset, lower case; a hint for the planned read)
+    reads: list[str] | None = None
     #: the table, opened once for this reference (None: a system table)
     opened: Table | None = None
     #: set once read: the planned read (None: a system table or the source's merge read)
@@ -343,6 +345,7 @@ def rewrite(catalog: Catalog, statement: exp.Expr, *, skip: frozenset[int] = fro
         for key, t in opened_of.items()}
     references: list[Reference] = []
     token = uuid.uuid4().hex[:8]
+    spelled = _spelled_columns(tree)
     for i, (table, name) in enumerate(found):
         alias = table.alias or table.name
         placeholder = f"{_PLACEHOLDER_PREFIX}{i}_{token}"
@@ -355,6 +358,7 @@ def rewrite(catalog: Catalog, statement: exp.Expr, *, skip: frozenset[int] = fro
             if topn is not None:
                 ref.order_by, ref.limit = topn
             ref.rows_only = _reads_no_column(table)
+            ref.reads = sorted(known) if spelled is None else sorted(known & spelled)
         references.append(ref)
     reads = []
     for (table, _), ref in zip(found, references, strict=True):
@@ -380,6 +384,21 @@ def _reshaped(table: exp.Table) -> bool:
     alias = table.args.get("alias")
     return any(table.args.get(k) for k in _KEPT_TABLE_ARGS) or \
         (alias is not None and bool(alias.args.get("columns")))
+
+
+def _spelled_columns(statement: exp.Expr) -> frozenset[str] | None:
+    """Every name spelled in ``statement`` (lower case), a superset of the columns it reads of any
+    table; None (every column) when it holds a ``*`` (but ``count(*)``) or a NATURAL join, which read
+    columns unnamed."""
+    names = set()
+    for node in statement.walk():
+        if isinstance(node, exp.Star) and not isinstance(node.parent, exp.Count):  # count(*) reads none
+            return None
+        if isinstance(node, exp.Join) and node.text("method").upper() == "NATURAL":
+            return None
+        if isinstance(node, exp.Identifier):
+            names.add(node.name.lower())
+    return frozenset(names)
 
 
 def _reads_no_column(table: exp.Table) -> bool:
@@ -469,7 +488,8 @@ def _read(catalog: Catalog, ref: Reference) -> DataFrame:
             return planned.dataframe
         planned = jobs.read_planned(catalog.spark, ref.name.identifier, ref.where, snapshot_id=snapshot_id,
                                     order_by=ref.order_by, limit=ref.limit, warehouse=catalog.warehouse,
-                                    catalog_options=catalog.catalog_options, opened=ref.opened)
+                                    catalog_options=catalog.catalog_options, opened=ref.opened,
+                                    reads=ref.reads)
     except UnsupportedTableError as refusal:
         ref.conjuncts, ref.order_by, ref.limit, ref.rows_only = [], None, None, False
         frame, ref.how = merge_read(catalog.spark, ref.name.identifier, snapshot_id, catalog.warehouse,
