@@ -255,3 +255,31 @@ def test_candidate_rows_take_the_selected_live_rows_of_the_wanted_groups(tmp_pat
         want = [int(i) for i in selected if i // 100 in wanted and (deleted is None or i not in deleted)]
         assert got["id"].to_pylist() == want and got["s"].to_pylist() == [f"r{i}" for i in want]
 
+
+def test_selected_rows_of_dictionary_encoded_strings_are_read_as_indices(tmp_path: Path) -> None:
+    """A selection's string columns that are dictionary-encoded throughout are read as Arrow
+    dictionaries and decoded after the take; one whose dictionary overflowed to plain pages (a
+    dictionary page near the writer's limit) is read plainly. The rows are the same either way."""
+    from types import SimpleNamespace
+
+    import pyarrow.parquet as pq
+    from pypaimon.filesystem.local_file_io import LocalFileIO
+
+    from paimon_index.table.fileio import TableIO
+
+    rows = 300_000
+    rng = np.random.default_rng(7)
+    table = pa.table({"id": np.arange(rows, dtype=np.int64),
+                      "few": [f"note-{i}" for i in rng.integers(0, 50, rows)],
+                      "many": [f"{i:032x}" for i in rng.integers(0, 2**62, rows)]})
+    path = str(tmp_path / "f.parquet")
+    pq.write_table(table, path, row_group_size=100_000)
+    group = SimpleNamespace(arrow=table.schema, mapping=SimpleNamespace(identity=False))
+    selected = np.unique(rng.integers(0, rows, 500))
+    f = SimpleNamespace(selected=selected, deleted=selected[::7])
+    with TableIO(LocalFileIO()).parquet(path) as parquet:
+        assert planned._dictionary_columns(parquet, [0, 1, 2], group) == ["few"]
+        got = planned._candidate_rows(parquet, f, [0, 2], SimpleNamespace(), group)
+    want = [int(i) for i in selected if i // 100_000 in (0, 2) and i not in set(selected[::7].tolist())]
+    assert got.schema == table.schema
+    assert got.to_pylist() == table.take(pa.array(want)).to_pylist()

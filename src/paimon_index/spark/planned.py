@@ -139,6 +139,8 @@ LOCAL_SELECTED_FILES = 256
 _MAX_DRIVER_THREADS = 8
 #: A small read decodes a file's candidate row groups in slices of at most these column-chunk bytes.
 _SLICE_BYTES = 64 << 20
+#: A chunk is read as a dictionary when its dictionary page is at most this share of it (1/n).
+_DICTIONARY_SHARE = 8
 #: Arrow types the small read hands Spark as Spark's Parquet reader reads them (checked against it
 #: by tests; timestamps of any unit Spark reads, as Spark's microseconds); any other column (nested)
 #: leaves the read to Spark's Parquet reader.
@@ -768,14 +770,42 @@ def _candidate_groups(parquet: Any, f: FilePlan, plan: ReadPlan, group: _Group) 
     return [g for g in wanted if row_group_may_match(parquet, g, plan.predicate, plan.schema)]
 
 
+def _dictionary_columns(parquet: Any, wanted: Sequence[int], group: _Group) -> list[str]:
+    """The string and binary columns whose chunks in row groups ``wanted`` are dictionary-encoded
+    throughout, as far as the footer tells: each has a dictionary page of at most
+    1/:data:`_DICTIONARY_SHARE` of the chunk's bytes (a writer whose dictionary overflowed fell back
+    to plain pages after a dictionary as large as its limit, ~1 MB). Read as indices, such a chunk
+    decodes ~4x faster; a chunk that fell back decodes ~2x slower (its values hashed), measured with
+    pyarrow on 128k-row groups of 50 and of 2M distinct strings."""
+    meta = parquet.metadata
+    leaf = {meta.schema.column(i).path: i for i in range(meta.num_columns)}
+    out = []
+    for field in group.arrow:
+        if not (pa.types.is_string(field.type) or pa.types.is_large_string(field.type)
+                or pa.types.is_binary(field.type) or pa.types.is_large_binary(field.type)):
+            continue
+        i = leaf.get(field.name)
+        if i is None:
+            continue
+        chunks = [meta.row_group(g).column(i) for g in wanted]
+        if all(c.has_dictionary_page and c.dictionary_page_offset and
+               (c.data_page_offset - c.dictionary_page_offset) * _DICTIONARY_SHARE <= c.total_compressed_size
+               for c in chunks):
+            out.append(field.name)
+    return out
+
+
 def _candidate_rows(parquet: Any, f: FilePlan, wanted: list[int], plan: ReadPlan, group: _Group) -> pa.Table:
     """Row groups ``wanted`` of ``f`` minus deleted rows, kept to selected rows and the predicate."""
     from paimon_index.arrow_filter import to_arrow_expression
     from paimon_index.deletionvectors.vector import sorted_contains
     from paimon_index.predicate import ALWAYS_TRUE
 
+    # A selection keeps a few rows: its dictionary-encoded strings are read as indices, decoded after.
+    dictionary = _dictionary_columns(parquet, wanted, group) if f.selected is not None else []
+    reader = parquet.with_dictionary(dictionary) if dictionary else parquet
     # The schema's columns only: a primary-key table's files also hold its _KEY_/_SEQUENCE_ columns.
-    table = parquet.read_row_groups(wanted, columns=group.arrow.names)
+    table = reader.read_row_groups(wanted, columns=group.arrow.names)
     starts = _group_starts(parquet)
     if f.selected is not None:
         # The selected rows taken by their place in the read (no mask over every row read: a
@@ -792,6 +822,10 @@ def _candidate_rows(parquet: Any, f: FilePlan, wanted: list[int], plan: ReadPlan
             live = ~sorted_contains(_sorted(f.deleted), selected)
             selected, holding, slot = selected[live], holding[live], slot[live]
         table = table.take(pa.array(selected - starts[holding] + offsets[slot]))
+        for name in dictionary:
+            at = table.schema.get_field_index(name)
+            plain = group.arrow.field(name)
+            table = table.set_column(at, plain, table.column(at).cast(plain.type))
     else:
         positions = np.concatenate([np.arange(starts[g], starts[g + 1], dtype=np.int64) for g in wanted])
         if f.deleted is not None:

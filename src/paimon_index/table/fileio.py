@@ -336,6 +336,14 @@ class _SerialParquetFile(pq.ParquetFile):
         super().__init__(source, **kwargs)
         self._counting = source
 
+    def with_dictionary(self, columns: Sequence[str]) -> _SerialParquetFile:
+        """A reader over the same stream and footer that reads ``columns`` (strings, binary) as
+        Arrow dictionaries: their pages' indices decoded, not every value -- for a caller that keeps
+        a few rows of a dictionary-encoded chunk. (A chunk whose dictionary overflowed to plain
+        pages is slower so: its values are hashed into a dictionary.)"""
+        return _SerialParquetFile(self._counting, pre_buffer=False, metadata=self.metadata,
+                                  read_dictionary=list(columns))
+
     def _prefetch(self, row_groups: Iterable[int], columns: Sequence[str] | None) -> None:
         meta = self.metadata
         leaves = [i for i in range(meta.num_columns)
