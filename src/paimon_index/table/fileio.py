@@ -278,13 +278,15 @@ class _CountingStream:
             spans.append((offset, data if isinstance(data, bytes) else bytes(data)))
         self._spans = spans
 
-    def read(self, n: int = -1) -> bytes:
+    def read(self, n: int = -1) -> bytes | memoryview:
         if n is not None and n >= 0:
             for start, data in self._spans:
                 if start <= self._position and self._position + n <= start + len(data):
                     at = self._position - start
                     self._position += n
-                    return data[at:at + n]
+                    # A view, not a copy: pyarrow takes any buffer, and a slice of bytes copied
+                    # every column chunk it read once more (~5% of a 20M-row selective read).
+                    return memoryview(data)[at:at + n]
         self._stream.seek(self._position)
         data = self._stream.read() if n is None or n < 0 else self._stream.read(n)
         self._count(read_requests=1, bytes_read=len(data))
