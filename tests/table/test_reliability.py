@@ -254,3 +254,41 @@ def _no_orphans_after_cleanup(warehouse: str, where: str) -> None:
     time.sleep(0.05)  # every file is now strictly older than the cutoff
     remove_orphan_files(open_table(warehouse, ops.IDENTIFIER), older_than=time.time())
     files.assert_exactly_referenced(warehouse, f"after a kill at {where} and remove_orphan_files")
+
+
+def test_an_upsert_whose_snapshot_expires_while_it_runs_is_refused(tmp_path, monkeypatch):
+    """The concurrency suite's failure: a primary-key DELETE read a deletion-vector file of the
+    snapshot it planned on after an expiry had removed that snapshot, and raised a raw
+    FileNotFoundError. Now: ConcurrentChangeError, and the table is as it was."""
+    import pyarrow as pa
+
+    import paimon_index
+    from paimon_index.errors import ConcurrentChangeError
+    from paimon_index.table.pk import upsert
+
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+    t = paimon_index.create_table(str(tmp_path), "db.t", schema, primary_keys=["id"],
+                                  options={"bucket": "1", "deletion-vectors.enabled": "true"})
+    t.upsert(pa.table({"id": pa.array(range(10), pa.int64()), "v": ["a"] * 10}, schema=schema))
+    t.upsert(pa.table({"id": pa.array([1, 2], pa.int64()), "v": ["b", "b"]}, schema=schema))
+    before = sorted(t.read().to_pylist(), key=lambda r: r["id"])
+    index_dir = tmp_path / "db.db" / "t" / "index"
+    snapshots = tmp_path / "db.db" / "t" / "snapshot"
+    latest = max(int(p.name.split("-")[1]) for p in snapshots.glob("snapshot-*"))
+    restore = upsert.maintainer
+
+    def expired_meanwhile(*args, **kwargs):
+        for f in index_dir.iterdir():  # what an expiry of the planned snapshot deletes
+            f.rename(tmp_path / f.name)
+        (snapshots / f"snapshot-{latest}").rename(tmp_path / "snap")
+        return restore(*args, **kwargs)
+
+    monkeypatch.setattr(upsert, "maintainer", expired_meanwhile)
+    with pytest.raises(ConcurrentChangeError, match="expired while it ran"):
+        t.delete("id = 3")
+    monkeypatch.undo()
+    (tmp_path / "snap").rename(snapshots / f"snapshot-{latest}")
+    for f in tmp_path.glob("index-*"):
+        f.rename(index_dir / f.name)
+    assert max(int(p.name.split("-")[1]) for p in snapshots.glob("snapshot-*")) == latest
+    assert sorted(t.read().to_pylist(), key=lambda r: r["id"]) == before

@@ -304,9 +304,6 @@ def upsert_arrow(table: Any, data: pa.Table, *, planned: int | object | None = L
     options = check_table(table, upsert=True, input_ok=True)
     engine = None if delete_keys else merge_engine(table, options)
     batch = with_row_kinds(table, data, kind)
-    keys = list(table.primary_keys)
-    columns = user_columns(table)
-    target = pa.schema([*arrow_fields(table), pa.field(ROW_KIND_COLUMN, pa.string())])
     inputs = input_records(table, batch, delete_keys=delete_keys, options=options)
     # ``planned``: the snapshot the caller read ``data`` from (DELETE/UPDATE by predicate); the
     # upsert then plans and commits on exactly that snapshot, so a change that landed after the read
@@ -316,6 +313,34 @@ def upsert_arrow(table: Any, data: pa.Table, *, planned: int | object | None = L
     committing = table if inputs is None else table.copy({IGNORE_EMPTY_COMMIT: "false"})
     txn = begin(committing, _UPSERT) if planned is LATEST else \
         on_snapshot(committing, planned, _UPSERT)  # type: ignore[arg-type]
+    try:
+        return _upsert_on(txn, table, data, batch, planned, inputs, options, engine, delete_keys, kind)
+    except FileNotFoundError as e:  # the transaction deleted what it wrote
+        raise _file_gone(table, txn.snapshot, e) from e
+
+
+def _file_gone(table: Any, snapshot: Any, error: FileNotFoundError) -> Exception:
+    """A file of the snapshot an upsert planned on went missing while it ran: an expiry removed the
+    snapshot meanwhile (ConcurrentChangeError: run it again; its transaction deleted what it wrote),
+    else a TableError naming the file. Found by the concurrency suite: a DELETE's fold of level-0
+    files read a deletion-vector file an expiry had just deleted (a raw FileNotFoundError)."""
+    from paimon_index.table.files import missing_file_error
+
+    planned = None if snapshot is None else int(snapshot.id)
+    if planned is not None and snapshot_by_id(table, planned) is None:
+        return ConcurrentChangeError(f"upsert of {table_name(table)}: snapshot {planned} it planned on "
+                                     f"was expired while it ran ({error.filename or error} is gone); run it "
+                                     "again")
+    return missing_file_error(f"upsert of {table_name(table)} (snapshot {planned})", error)
+
+
+def _upsert_on(txn: Any, table: Any, data: pa.Table, batch: pa.Table, planned: int | object | None,
+               inputs: Any, options: Mapping[str, str], engine: MergeEngine | None, delete_keys: bool,
+               kind: Any) -> int | None:
+    """:func:`upsert_arrow` inside its transaction ``txn``."""
+    keys = list(table.primary_keys)
+    columns = user_columns(table)
+    target = pa.schema([*arrow_fields(table), pa.field(ROW_KIND_COLUMN, pa.string())])
     with txn:
         plan = plan_snapshot(table, txn.snapshot)
         folding = data.num_rows == 0
