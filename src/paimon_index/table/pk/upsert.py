@@ -313,8 +313,43 @@ def upsert_arrow(table: Any, data: pa.Table, *, planned: int | object | None = L
     committing = table if inputs is None else table.copy({IGNORE_EMPTY_COMMIT: "false"})
     txn = begin(committing, _UPSERT) if planned is LATEST else \
         on_snapshot(committing, planned, _UPSERT)  # type: ignore[arg-type]
+    keys = list(table.primary_keys)
+    columns = user_columns(table)
+    target = pa.schema([*arrow_fields(table), pa.field(ROW_KIND_COLUMN, pa.string())])
     try:
-        return _upsert_on(txn, table, data, batch, planned, inputs, options, engine, delete_keys, kind)
+        with txn:
+            plan = plan_snapshot(table, txn.snapshot)
+            folding = data.num_rows == 0
+            if plan.level0() and not folding and merge_engine(table, options) is None:
+                # Level-0 files (a crash between an upsert's two commits, a plain pypaimon write) are
+                # folded by a compaction of their own first: folded into this write, their rows would
+                # be written at level 0 again, and Java's delta readers would read them twice.
+                txn.abort()
+                folded = fold_level0(table, planned)
+                return upsert_arrow(table, data, planned=LATEST if planned is LATEST else folded,
+                                    delete_keys=delete_keys, kind=kind)
+            # Level-0 files are older than this batch: folded in first (merge engines: with the batch).
+            older = [t for t in (_level0_rows(table, b, plan, columns) for b in plan.buckets.values())
+                     if t is not None]
+            if delete_keys and older and merge_engine(table, options) is not None:
+                raise PrimaryKeyTableError("the table has level-0 files to merge first: run compact(table), "
+                                           "then delete again")
+            batch = pa.concat_tables([conform(t, target) for t in [*older, batch]])
+            if engine is None:
+                batch = last_per_key(batch, keys)
+            else:  # merged in order, then with the old live rows
+                batch = _merged_with_old(table, plan, engine, engine.fold(batch, single_as_is=True))
+            deleting = pc.is_in(batch[ROW_KIND_COLUMN], pa.array(DELETING_KINDS))
+            upserts = batch.filter(pc.invert(deleting)).select(columns)
+            removed = batch.filter(deleting)
+            messages = write_rows(table, upserts)
+            txn.track(*written_paths(messages, plan.index_dir))
+            prepared = _prepare(table, plan, messages, removed, max_level(options), inputs=inputs,
+                                in_two=not folding)
+            txn.track(*prepared.written)
+            if folding and older:
+                txn.compact = True  # only level-0 files folded: a compaction, as Java commits it
+            return _commit(txn, table, plan.index_dir, [prepared])
     except FileNotFoundError as e:  # the transaction deleted what it wrote
         raise _file_gone(table, txn.snapshot, e) from e
 
@@ -332,48 +367,6 @@ def _file_gone(table: Any, snapshot: Any, error: FileNotFoundError) -> Exception
                                      f"was expired while it ran ({error.filename or error} is gone); run it "
                                      "again")
     return missing_file_error(f"upsert of {table_name(table)} (snapshot {planned})", error)
-
-
-def _upsert_on(txn: Any, table: Any, data: pa.Table, batch: pa.Table, planned: int | object | None,
-               inputs: Any, options: Mapping[str, str], engine: MergeEngine | None, delete_keys: bool,
-               kind: Any) -> int | None:
-    """:func:`upsert_arrow` inside its transaction ``txn``."""
-    keys = list(table.primary_keys)
-    columns = user_columns(table)
-    target = pa.schema([*arrow_fields(table), pa.field(ROW_KIND_COLUMN, pa.string())])
-    with txn:
-        plan = plan_snapshot(table, txn.snapshot)
-        folding = data.num_rows == 0
-        if plan.level0() and not folding and merge_engine(table, options) is None:
-            # Level-0 files (a crash between an upsert's two commits, a plain pypaimon write) are
-            # folded by a compaction of their own first: folded into this write, their rows would
-            # be written at level 0 again, and Java's delta readers would read them twice.
-            txn.abort()
-            folded = fold_level0(table, planned)
-            return upsert_arrow(table, data, planned=LATEST if planned is LATEST else folded,
-                                delete_keys=delete_keys, kind=kind)
-        # Level-0 files are older than this batch: folded in first (merge engines: with the batch).
-        older = [t for t in (_level0_rows(table, b, plan, columns) for b in plan.buckets.values())
-                 if t is not None]
-        if delete_keys and older and merge_engine(table, options) is not None:
-            raise PrimaryKeyTableError("the table has level-0 files to merge first: run compact(table), then "
-                                       "delete again")
-        batch = pa.concat_tables([conform(t, target) for t in [*older, batch]])
-        if engine is None:
-            batch = last_per_key(batch, keys)
-        else:  # merged in order, then with the old live rows
-            batch = _merged_with_old(table, plan, engine, engine.fold(batch, single_as_is=True))
-        deleting = pc.is_in(batch[ROW_KIND_COLUMN], pa.array(DELETING_KINDS))
-        upserts = batch.filter(pc.invert(deleting)).select(columns)
-        removed = batch.filter(deleting)
-        messages = write_rows(table, upserts)
-        txn.track(*written_paths(messages, plan.index_dir))
-        prepared = _prepare(table, plan, messages, removed, max_level(options), inputs=inputs,
-                            in_two=not folding)
-        txn.track(*prepared.written)
-        if folding and older:
-            txn.compact = True  # only level-0 files folded: a compaction, as Java commits it
-        return _commit(txn, table, plan.index_dir, [prepared])
 
 
 def folded_snapshot_id(table: Any, planned: int | object | None = LATEST) -> int | None:
