@@ -217,12 +217,6 @@ class _Group:
         self.mapping = plan.schema.mapping(schema_id)
         self.current_arrow = arrow_schema(current.fields)
 
-    def file_names(self, names: Sequence[str]) -> list[str]:
-        """The file's names of the current columns ``names`` (any case) it holds."""
-        wanted = {n.lower() for n in names}
-        return [s.file_name for s in self.mapping.sources
-                if s.file_name is not None and s.name.lower() in wanted]
-
     def problem(self) -> str | None:
         reason = _unreadable(self.arrow)
         if reason is not None:
@@ -626,7 +620,7 @@ def _small_read(spark: SparkSession, plan: ReadPlan, groups: Mapping[int, _Group
             chosen_bytes += sum(_chunk_bytes(parquet, g, group.arrow.names) for g in wanted)
             if may_be_local:
                 assert reads is not None
-                read_names = group.file_names(reads)
+                read_names = group.mapping.file_columns(reads) or []
                 spark_bytes += sum(_chunk_bytes(parquet, g, read_names)
                                    for g in range(parquet.metadata.num_row_groups))
             elif chosen_bytes > budget:

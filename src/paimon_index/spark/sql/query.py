@@ -101,7 +101,8 @@ class Reference:
     #: its SELECT reads none of its columns (``SELECT count(*) FROM t``): its rows are counted from
     #: metadata (:func:`~paimon_index.spark.planned.rows_only_read`)
     rows_only: bool = False
-    #: the columns the statement may read of it (a superset, lower case; a hint for the planned read)
+    #: the columns the statement may read of it (a superset, as the table spells them; a hint for the
+    #: planned read)
     reads: list[str] | None = None
     #: the table, opened once for this reference (None: a system table)
     opened: Table | None = None
@@ -349,16 +350,16 @@ def rewrite(catalog: Catalog, statement: exp.Expr, *, skip: frozenset[int] = fro
     for i, (table, name) in enumerate(found):
         alias = table.alias or table.name
         placeholder = f"{_PLACEHOLDER_PREFIX}{i}_{token}"
-        known = columns_of[id(table)]
-        ref = Reference(name, alias, placeholder, version=table.args.get("version"),
-                        opened=opened_of[id(table)])
-        if known is not None and not _reshaped(table):
+        known, opened = columns_of[id(table)], opened_of[id(table)]
+        ref = Reference(name, alias, placeholder, version=table.args.get("version"), opened=opened)
+        if known is not None and opened is not None and not _reshaped(table):
             ref.conjuncts = _pushed(table, alias, known, columns_of)
             topn = _topn(table, alias, known, ref.conjuncts)
             if topn is not None:
                 ref.order_by, ref.limit = topn
             ref.rows_only = _reads_no_column(table)
-            ref.reads = sorted(known) if spelled is None else sorted(known & spelled)
+            names = list(opened.schema.names)
+            ref.reads = names if spelled is None else [n for n in names if n.lower() in spelled]
         references.append(ref)
     reads = []
     for (table, _), ref in zip(found, references, strict=True):
