@@ -118,8 +118,44 @@ def test_sql_dml_on_a_merge_on_read_table_follows_the_model(spark, tmp_path: Pat
     _create(warehouse, "o.fixed", "fixed")
     model = _run(spark, warehouse, "o.fixed")
     # Our files read by pypaimon's own merge: the same rows.
-    rows = paimon_index.open_table(warehouse, "o.fixed").read().to_pylist()
-    assert sorted(tuple(r.values()) for r in rows) == sorted(model.values())
+    assert _pypaimon_merged(warehouse, "o.fixed").to_pylist() == \
+        [dict(zip(SCHEMA.names, r, strict=True)) for r in sorted(model.values())]
+
+
+def _pypaimon_merged(warehouse: str, identifier: str) -> pa.Table:
+    """pypaimon's own merge read (its sort-merge reader) of the table, sorted by (id, p)."""
+    builder = paimon_index.open_table(warehouse, identifier).paimon_table.new_read_builder()
+    rows = builder.new_read().to_arrow(builder.new_scan().plan().splits()).select(SCHEMA.names)
+    return rows.sort_by([("id", "ascending"), ("p", "ascending")])
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_planned_reads_of_level0_files_equal_sparks_filter_over_pypaimons_merge(spark, tmp_path: Path,
+                                                                               kind: str) -> None:
+    """A merge-on-read table after DELETE / UPDATE / MERGE / INSERT (level-0 files, every key's older
+    versions in them) is read by the planned read, each key's older versions subtracted: through
+    SQL (the small read), through Spark's Parquet scan (``small_read_bytes=0``: the vectors' words
+    join) and counted -- each equal to Spark's own filter over pypaimon's merge read of the table."""
+    warehouse = str(tmp_path)
+    partitioned, options = KINDS[kind]
+    table = paimon_index.create_table(warehouse, "o.i", SCHEMA, primary_keys=["id", "p"],
+                                      partition_keys=["p"] if partitioned else [],
+                                      options={**options, "file-index.bitmap.columns": "s",
+                                               "file-index.bloom-filter.columns": "v"})
+    table.write(pa.Table.from_pylist([dict(zip(SCHEMA.names, r, strict=True)) for r in SEED], SCHEMA))
+    _run(spark, warehouse, "o.i")
+    paimon = paimon_index.spark.attach(spark, warehouse=warehouse)
+    reference = spark.createDataFrame(_pypaimon_merged(warehouse, "o.i"))
+    for where in ("s = 's1'", "v = 7", "v > 5 AND s <> 'S1'", "id < 10 OR s IS NULL", "upper(s) = 'M3'",
+                  "true"):
+        expected = sorted(tuple(r) for r in reference.filter(where).collect())
+        sql = paimon.sql(f"SELECT id, s, v, p FROM o.i WHERE {where}")
+        assert sorted(tuple(r) for r in sql.collect()) == expected, where
+        scan = jobs.read_planned(spark, "o.i", where, warehouse=warehouse, small_read_bytes=0)
+        assert scan.fallback is None, where
+        assert sorted(tuple(r) for r in scan.dataframe.select(*SCHEMA.names).collect()) == expected, where
+        assert paimon.sql(f"SELECT count(*) FROM o.i WHERE {where}").collect()[0][0] == len(expected), where
+    assert paimon.sql("SELECT count(*) FROM o.i").collect()[0][0] == reference.count()
 
 
 def test_jobs_verbs_on_a_merge_on_read_table(spark, tmp_path: Path) -> None:
@@ -376,15 +412,18 @@ def test_partial_update_without_vectors_through_paimons_connector_both_ways(spar
 def test_a_fully_compacted_merge_on_read_table_takes_the_planned_read(spark, tmp_path: Path,
                                                                        kind: str) -> None:
     """After a full compaction every bucket is one top-level file without a retraction: no key has
-    two versions, so the read is planned (indexes asked, Spark's Parquet reader), as Java reads such
-    a bucket raw (``MergeTreeSplitGenerator``). With level-0 files the planned read refuses and the
-    read merges. The rows are the merged ones either way, and the model's."""
+    two versions, so the read is planned (indexes asked, Spark's Parquet reader) with nothing
+    subtracted, as Java reads such a bucket raw (``MergeTreeSplitGenerator``). With level-0 files
+    the planned read subtracts each key's older versions (``table/pk/versions.py``). The rows are
+    the merged ones either way, and the model's."""
     warehouse = str(tmp_path)
     _create(warehouse, "o.t", kind)
     paimon = paimon_index.spark.attach(spark, warehouse=warehouse)
     model = _run(spark, warehouse, "o.t")
-    with pytest.raises(paimon_index.errors.UnsupportedTableError, match="need a merge by key"):
-        jobs.read_planned(spark, "o.t", warehouse=warehouse)
+    before = jobs.read_planned(spark, "o.t", "v > 3", warehouse=warehouse, small_read_bytes=0)
+    assert before.fallback is None and any(f.deleted is not None for f in before.plan.files)
+    assert sorted(tuple(r) for r in before.dataframe.select("id", "s", "v", "p").collect()) == \
+        sorted(r for r in model.values() if r[2] > 3)
     merged = _rows(paimon, "o.t")
     assert merged == sorted(model.values())
     paimon.sql("CALL sys.compact(table => 'o.t', compact_strategy => 'full')")
@@ -394,8 +433,8 @@ def test_a_fully_compacted_merge_on_read_table_takes_the_planned_read(spark, tmp
         sorted(r for r in model.values() if r[2] > 3)
     assert _rows(paimon, "o.t") == merged
     assert jobs.count(spark, "o.t", warehouse=warehouse) == len(model)
-    # A change makes level-0 files again: merged once more.
+    # A change makes level-0 files again: older versions subtracted once more.
     paimon.sql("DELETE FROM o.t WHERE v > 10")
-    with pytest.raises(paimon_index.errors.UnsupportedTableError, match="need a merge by key"):
-        jobs.read_planned(spark, "o.t", warehouse=warehouse)
+    after = jobs.read_planned(spark, "o.t", warehouse=warehouse, small_read_bytes=0)
+    assert after.fallback is None and any(f.deleted is not None for f in after.plan.files)
     assert _rows(paimon, "o.t") == sorted(r for r in model.values() if r[2] <= 10)

@@ -112,7 +112,7 @@ def test_only_row_groups_holding_selected_rows_are_read(tmp_path: Path) -> None:
     assert everything.num_rows == 10_000
 
 
-def test_index_use_can_be_switched_off_and_primary_key_tables_are_refused(tmp_path: Path) -> None:
+def test_index_use_can_be_switched_off_and_primary_key_tables_merge_or_are_refused(tmp_path: Path) -> None:
     catalog = CatalogFactory.create({"warehouse": str(tmp_path)})
     catalog.create_database("db", True)
     data = pa.table({"id": pa.array([1, 2, 3], pa.int64())})
@@ -123,12 +123,18 @@ def test_index_use_can_be_switched_off_and_primary_key_tables_are_refused(tmp_pa
     rows, report = read_arrow(t, "id = 9")
     assert rows.num_rows == 0 and report.files_skipped_by_index == 0 and report.rows_read == 3
     keyed = pa.schema([pa.field("id", pa.int64(), nullable=False)])
-    catalog.create_table("db.pk", Schema.from_pyarrow_schema(keyed, primary_keys=["id"],
-                                                             options={"bucket": "1"}), False)
-    # Level-0 files of a table without deletion vectors: its keys may have several versions.
-    write_arrow(catalog.get_table("db.pk"), pa.table({"id": pa.array([1, 2], pa.int64())}, schema=keyed))
+    # Level-0 files of a table without deletion vectors: its keys may have several versions. The
+    # deduplicate engine's are subtracted by the plan (table/pk/versions.py); another is refused.
+    engines = {"db.pk": {"bucket": "1"}, "db.pu": {"bucket": "1", "merge-engine": "partial-update"}}
+    for name, options in engines.items():
+        schema = Schema.from_pyarrow_schema(keyed, primary_keys=["id"], options=options)
+        catalog.create_table(name, schema, False)
+        for ids in ([1, 2], [1]):
+            write_arrow(catalog.get_table(name), pa.table({"id": pa.array(ids, pa.int64())}, schema=keyed))
+    rows, report = read_arrow(catalog.get_table("db.pk"), "id = 1")
+    assert rows.to_pylist() == [{"id": 1}] and report.rows_removed_by_deletion_vectors == 1
     with pytest.raises(UnsupportedTableError, match="without deletion vectors need a merge by key"):
-        read_arrow(catalog.get_table("db.pk"), "id = 1")
+        read_arrow(catalog.get_table("db.pu"), "id = 1")
 
 
 @pytest.mark.parametrize("bitmap64", [False, True])

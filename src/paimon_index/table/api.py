@@ -433,12 +433,16 @@ class Table:
             if self.is_primary_key_table:
                 from paimon_index.table.pk import dv_mode, read_primary_key
 
-                if not dv_mode(table):
-                    return _merged_read(table, predicate)
-                return read_primary_key(table, predicate)
+                if dv_mode(table):
+                    return read_primary_key(table, predicate)
             from paimon_index.table.read import read_arrow
 
-            return read_arrow(table, predicate, use_index=use_index, topn=topn)
+            try:  # merge-on-read: planned with each key's older versions subtracted (table/pk/versions.py)
+                return read_arrow(table, predicate, use_index=use_index, topn=topn)
+            except UnsupportedTableError:
+                if not self.is_primary_key_table:
+                    raise
+                return _merged_read(table, predicate)  # another merge engine: merged by key
         except FileNotFoundError as e:
             from paimon_index.table.files import missing_file_error
 

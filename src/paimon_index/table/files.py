@@ -530,30 +530,37 @@ def bitmap_positions(bitmap: BitMap) -> np.ndarray:
 def resolve(io: TableIO, plan: FilePlan, bound: Predicate, schema: Mapping[str, DataType],
             report: ScanReport, *, vectors: SplitVectors | None = None, topn: TopN | None = None,
             use_index: bool = True, exact_answers: bool = False,
-            weighing: IndexWeighing | None = None) -> FilePlan | None:
+            weighing: IndexWeighing | None = None, superseded: np.ndarray | None = None) -> FilePlan | None:
     """``plan`` with its deletion vector read and its index asked ``bound`` (and ``topn``): the
     rows that may match, or None when no live row of the file can. A resolved plan comes back as it
     is (counted as planned). ``vectors``: the group's vector source (default: the file's own).
     ``exact_answers``: also make the index answers exact that need one more bitmap (a count's).
     ``weighing``: what the file's statistics leave worth asking (:func:`weigh_index`; without
-    ``topn``), else the index is asked ``bound``."""
+    ``topn``), else the index is asked ``bound``. ``superseded``: sorted positions a merge by key
+    removes (a merge-on-read table's older versions, :mod:`paimon_index.table.pk.versions`),
+    subtracted as the vector is (the plan's ``deleted`` holds both)."""
     report.files_planned += 1
     report.rows_planned += plan.row_count
     if plan.resolved:
         return plan
     if plan.deletion is not None and vectors is None:
         with SplitVectors(io, [plan.deletion], report) as own:
-            return _resolve(io, plan, bound, schema, report, own, topn, use_index, exact_answers, weighing)
-    return _resolve(io, plan, bound, schema, report, vectors, topn, use_index, exact_answers, weighing)
+            return _resolve(io, plan, bound, schema, report, own, topn, use_index, exact_answers, weighing,
+                            superseded)
+    return _resolve(io, plan, bound, schema, report, vectors, topn, use_index, exact_answers, weighing,
+                    superseded)
 
 
 def _resolve(io: TableIO, plan: FilePlan, bound: Predicate, schema: Mapping[str, DataType],
              report: ScanReport, vectors: SplitVectors | None, topn: TopN | None, use_index: bool,
-             exact_answers: bool, weighing: IndexWeighing | None = None) -> FilePlan | None:
+             exact_answers: bool, weighing: IndexWeighing | None = None,
+             superseded: np.ndarray | None = None) -> FilePlan | None:
     deleted = None
     if plan.deletion is not None:
         assert vectors is not None
         deleted = vectors.deleted_positions(plan.deletion, plan.row_count)
+    if superseded is not None and len(superseded):
+        deleted = superseded if deleted is None else np.union1d(deleted, superseded)
     selected: np.ndarray | None = None
     kept_deleted: np.ndarray | None = None
     deletion_needed = deleted is not None

@@ -222,6 +222,7 @@ def plan_read(table: Any, where: str | Predicate | None = None, *, snapshot_id: 
     use_index = use_index and FileIndexOptions.from_table_options(table_options(table)).read_enabled
     primary_key = bool(table.is_primary_key_table)
     report = ScanReport()
+    superseded: dict[str, np.ndarray] | None = None  # merge-on-read: older versions, per file
     snapshot = read_snapshot(table)  # the pinned one (time travel), else the latest; read once
     if snapshot is None:
         return ReadPlan(None, schema, bound, exact, (), report, primary_key, time.perf_counter() - started)
@@ -232,11 +233,18 @@ def plan_read(table: Any, where: str | Predicate | None = None, *, snapshot_id: 
         from paimon_index.table.pk.plan import check_merge_free, dv_mode, raw_readable
 
         if not dv_mode(pinned):
-            # Without deletion vectors: read as it is only where no key has two versions.
+            # Without deletion vectors: read as it is where no key has two versions, else with each
+            # key's older versions subtracted as a vector (deduplicate), computed here: a task
+            # resolving a deferred plan would not know them.
             if not raw_readable(pinned, snapshot):
-                raise UnsupportedTableError("primary-key tables without deletion vectors need a merge by "
-                                            "key (this snapshot has level-0 files or more than one level): "
-                                            "read them with Table.read, or compact them fully")
+                from paimon_index.table.pk.versions import superseded_positions
+
+                superseded = None if defer else superseded_positions(pinned, snapshot)
+                if superseded is None:
+                    raise UnsupportedTableError(
+                        "primary-key tables without deletion vectors need a merge by key (this snapshot has "
+                        "level-0 files or more than one level): read them with Table.read, or compact them "
+                        "fully")
         elif not check_merge_free(pinned):
             raise UnsupportedTableError("this primary-key table has level-0 files that need a merge "
                                         "(deletion-vectors.merge-on-read): compact it first, or read it "
@@ -267,7 +275,8 @@ def plan_read(table: Any, where: str | Predicate | None = None, *, snapshot_id: 
                         bound, kept_stats.get(f.name, {}), schema, f.row_count,
                         whole_files=whole_files, deletions=f.deletion is not None)
                     planned = resolve(io, f, bound, schema, report, vectors=vectors, topn=topn,
-                                      use_index=use_index, exact_answers=exact_answers, weighing=weighing)
+                                      use_index=use_index, exact_answers=exact_answers, weighing=weighing,
+                                      superseded=None if superseded is None else superseded.get(f.name))
                     if planned is not None:
                         files.append(planned)
     return ReadPlan(int(snapshot.id), schema, bound, exact, tuple(files), report, primary_key,

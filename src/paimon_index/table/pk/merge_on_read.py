@@ -33,18 +33,14 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from paimon_index.errors import InvalidOptionError, PrimaryKeyTableError, UnsupportedTableError
-from paimon_index.fileindex.options import parse_bool
 from paimon_index.table.fileio import TableIO
 from paimon_index.table.paimon import VALUE_KIND_INPUT, table_name, table_options, value_kinds_from
 from paimon_index.table.pk.commit import on_snapshot, written_paths
-from paimon_index.table.pk.merge import DEDUPLICATE, IGNORE_DELETE, IGNORE_DELETE_FALLBACKS
 from paimon_index.table.pk.plan import (
-    DELETING_VALUE_KINDS,
     ROW_KIND_COLUMN,
     SEQUENCE_COLUMN,
     VALUE_KIND_COLUMN,
@@ -54,6 +50,7 @@ from paimon_index.table.pk.plan import (
     live_current_rows,
     user_columns,
 )
+from paimon_index.table.pk.versions import last_version_wins, newest_live
 from paimon_index.table.schemas import read_schema
 from paimon_index.table.write import attach_file_indexes, conform, writing
 
@@ -213,7 +210,7 @@ def merged_splits(table: Any, splits: list[Any]) -> pa.Table:
     """The live rows of ``splits`` (pypaimon's plan of this merge-on-read table), merged by key with
     the table's merge engine: per (partition, bucket) by :func:`_newest_versions` where the last
     version wins (``deduplicate``), else by pypaimon's merge read; in the table's current columns."""
-    if not _last_version_wins(table):
+    if not last_version_wins(table):
         return table.new_read_builder().new_read().to_arrow(splits)
     buckets: dict[tuple[Any, ...], list[Any]] = {}
     for split in splits:  # a bucket's files may come in several splits
@@ -225,44 +222,23 @@ def merged_splits(table: Any, splits: list[Any]) -> pa.Table:
     return pa.concat_tables(parts) if parts else pa.schema(arrow_fields(table)).empty_table()
 
 
-def _last_version_wins(table: Any) -> bool:
-    """Whether a key's row is simply its version of the highest sequence number (``deduplicate``
-    without ``sequence.field`` or an ``ignore-delete`` option): :func:`_newest_versions` merges it."""
-    options = table_options(table)
-    if options.get(MERGE_ENGINE, DEDUPLICATE) != DEDUPLICATE or options.get(SEQUENCE_FIELD):
-        return False
-    return not any(parse_bool(options.get(o, "false"), o) for o in (IGNORE_DELETE, *IGNORE_DELETE_FALLBACKS))
-
-
 def _newest_versions(table: Any, metas: list[Any]) -> pa.Table | None:
-    """One bucket's rows merged as ``deduplicate`` merges them, in Arrow: every file's versions
-    sorted by (primary key, ``_SEQUENCE_NUMBER``), each key's last one kept unless it is a ``-U`` or
-    ``-D``. pypaimon's merge read, which :func:`merged_bucket_rows` used for every bucket, compares
-    and copies rows one at a time in Python (3.6-4.7 s for a 550,000-row bucket here; this
-    0.10-0.21 s).
-    None when two versions of a key share a sequence number (written by concurrent writers): their
-    order is the merge reader's own, so that bucket is left to it; None too for a key column holding
-    a NULL or of a floating type, whose equality is the key comparator's, not Arrow's."""
+    """One bucket's rows merged as ``deduplicate`` merges them, in Arrow: each key's version of the
+    highest ``_SEQUENCE_NUMBER`` unless it is a ``-U`` or ``-D``
+    (:func:`~paimon_index.table.pk.versions.newest_live`), in key order. pypaimon's merge read,
+    which :func:`merged_bucket_rows` used for every bucket, compares and copies rows one at a time
+    in Python (3.6-4.7 s for a 550,000-row bucket here; this 0.10-0.21 s).
+    None when :func:`~paimon_index.table.pk.versions.newest_live` cannot tell (a NULL or
+    floating-point key, two versions of a key with one sequence number): the merge reader's own."""
     io, schema, columns = TableIO.of(table), read_schema(table), user_columns(table)
     fields = arrow_fields(table)
     parts = [live_current_rows(table, meta, None, columns, [SEQUENCE_COLUMN, VALUE_KIND_COLUMN], io=io,
                                schema=schema) for meta in metas]
     if not parts:
         return pa.schema(fields).empty_table()
-    keys = list(table.primary_keys)
-    rows = pa.concat_tables(parts, promote_options="permissive").sort_by(
-        [(k, "ascending") for k in keys] + [(SEQUENCE_COLUMN, "ascending")])
-    if rows.num_rows == 0:
-        return pa.schema(fields).empty_table()
-    same_key = np.ones(rows.num_rows - 1, dtype=bool)  # row i and row i + 1 hold one key
-    for key in keys:
-        column = rows[key].combine_chunks()
-        if column.null_count or pa.types.is_floating(column.type):
-            return None  # equality is not Arrow's here (NULL keys, NaN and -0.0): the reader's own
-        same_key &= pc.equal(column[1:], column[:-1]).to_numpy(zero_copy_only=False)
-    sequence = rows[SEQUENCE_COLUMN].to_numpy()
-    if np.any(same_key & (sequence[1:] == sequence[:-1])):
+    rows = pa.concat_tables(parts, promote_options="permissive")
+    live = newest_live([rows[k] for k in table.primary_keys], rows[SEQUENCE_COLUMN].to_numpy(),
+                       rows[VALUE_KIND_COLUMN].to_numpy())
+    if live is None:
         return None
-    last = np.append(~same_key, True)
-    live = last & ~np.isin(rows[VALUE_KIND_COLUMN].to_numpy(), DELETING_VALUE_KINDS)
-    return rows.filter(pa.array(live)).select(columns).cast(pa.schema(fields))
+    return rows.take(pa.array(live)).select(columns).cast(pa.schema(fields))
