@@ -323,7 +323,7 @@ class _SparkKeyedRows:
             from paimon_index.spark.merge_on_read import merged_frame
 
             return merged_frame(self.spark, self.warehouse, self.table, self.catalog_options,
-                                snapshot_id)[0].filter(where)
+                                snapshot_id, where)[0]
         # The latest snapshot, not ``snapshot_id``: the source's writer plans the upsert on the
         # latest one (it takes no snapshot to commit on), so reading an older one would only widen
         # the window in which a concurrent change is overwritten.

@@ -48,19 +48,34 @@ def spark_schema(paimon_table: Any) -> Any:
 
 
 def merged_frame(spark: SparkSession, warehouse: str, table: str, catalog_options: Mapping[str, str] | None,
-                 snapshot_id: int | None = None) -> tuple[DataFrame, int | None]:
+                 snapshot_id: int | None = None, where: str | None = None) -> tuple[DataFrame, int | None]:
     """The merged rows of ``table`` at ``snapshot_id`` (default: the latest, pinned here) as a
-    DataFrame, and the snapshot they are of (None: the table is empty). Read by the ``paimon_index``
-    source: one task per (partition, bucket) merges its rows by key."""
-    from paimon_index.spark.planned import source_read
+    DataFrame, and the snapshot they are of (None: the table is empty); ``where`` (Spark SQL, a
+    condition every row the caller takes meets) prunes the read and filters it.
+
+    Planned like any read (each key's older versions subtracted, :mod:`paimon_index.table.pk.versions`:
+    indexes and Spark's Parquet reader, or the driver for a few rows); what the plan cannot subtract
+    (another merge engine, tied sequence numbers) the ``paimon_index`` source reads, one task per
+    (partition, bucket) merging its rows by key."""
+    from paimon_index.spark.planned import read_planned, source_read
     from paimon_index.table.api import open_table
 
     opened = open_table(warehouse, table, catalog_options=catalog_options)
     pinned = opened.snapshot_id if snapshot_id is None else snapshot_id
     if pinned is None:
         return spark.createDataFrame([], spark_schema(opened.paimon_table)), None
-    # Today's columns (a change's read): the snapshot may predate a schema change.
-    return source_read(spark, table, pinned, warehouse, catalog_options, current_schema=True), pinned
+    try:
+        # Today's columns (a change's read): the snapshot may predate a schema change.
+        # Every column is read (a change writes whole rows): the driver may read a selective plan.
+        planned = read_planned(spark, table, where, warehouse=warehouse, change_of=pinned,
+                               catalog_options=catalog_options, opened=opened,
+                               reads=[f.name for f in opened.paimon_table.table_schema.fields])
+        if planned.fallback is None:
+            return planned.dataframe, pinned
+    except UnsupportedTableError:
+        pass  # rows the plan cannot tell apart by version: merged by key
+    merged = source_read(spark, table, pinned, warehouse, catalog_options, current_schema=True)
+    return (merged if where is None else merged.filter(where)), pinned
 
 
 def write_frame(rows: DataFrame, paimon_table: Any, planned: int | object | None, operation: str, *,

@@ -289,10 +289,11 @@ def _truncate(catalog: Catalog, name: TableName) -> None:
 # ------------------------------------------------------------------------------------------------
 # DELETE / UPDATE
 # ------------------------------------------------------------------------------------------------
-def _target_read(catalog: Catalog, name: TableName) -> tuple[DataFrame, object]:
+def _target_read(catalog: Catalog, name: TableName, prune: str | None = None) -> tuple[DataFrame, object]:
     """A primary-key table's rows at the latest snapshot, and the snapshot the change commits on:
     deletion-vectors mode, the latest one (the upsert plans on it); merge-on-read (no vectors), the
-    snapshot read, exactly (:mod:`paimon_index.spark.merge_on_read`)."""
+    snapshot read, exactly (:mod:`paimon_index.spark.merge_on_read`), pruned by ``prune`` (a
+    condition every row the statement takes meets)."""
     from paimon_index.spark import merge_on_read
     from paimon_index.spark.planned import source_read
     from paimon_index.table.api import open_table
@@ -301,7 +302,7 @@ def _target_read(catalog: Catalog, name: TableName) -> tuple[DataFrame, object]:
     opened = open_table(catalog.warehouse, name.identifier, catalog_options=catalog.catalog_options)
     if merge_on_read.is_merge_on_read(opened.paimon_table):
         return merge_on_read.merged_frame(catalog.spark, catalog.warehouse, name.identifier,
-                                           catalog.catalog_options)
+                                           catalog.catalog_options, where=prune)
     read = source_read(catalog.spark, name.identifier, None, catalog.warehouse, catalog.catalog_options)
     return read, LATEST
 
@@ -333,7 +334,7 @@ def _delete(catalog: Catalog, statement: exp.Delete, node: exp.Table, name: Tabl
     target = _open(catalog, name)
     alias, where = _alias_of(node), _where_of(statement)
     if target.primary_keys:
-        read, planned = _target_read(catalog, name)
+        read, planned = _target_read(catalog, name, own_conjuncts(where, alias, target.lower_names))
         rows = _selected(catalog, node, read, [_col(alias, c) for c in target.names], where)
         jobs.upsert_changes(catalog.spark, rows.withColumn(_ROW_KIND, F.lit("-D")), name.identifier,
                             operation="delete", planned=planned, **_where(catalog))
@@ -374,7 +375,7 @@ def _update(catalog: Catalog, statement: exp.Update, node: exp.Table, name: Tabl
                               for i, n in enumerate(target.names)]
     value_names = [F.col(f"__paimon_v{i}") for i in range(len(target.names))]
     if target.primary_keys:
-        read, planned = _target_read(catalog, name)
+        read, planned = _target_read(catalog, name, own_conjuncts(where, alias, target.lower_names))
         rows = _selected(catalog, node, read, values, where)
         jobs.upsert_changes(catalog.spark, _store_assigned(rows, target), name.identifier,
                             operation="update", planned=planned, **_where(catalog))

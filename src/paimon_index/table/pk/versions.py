@@ -33,7 +33,9 @@ Byte layout read: a primary-key data file's ``_KEY_<k>`` columns (the trimmed pr
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -63,6 +65,8 @@ __all__ = ["last_version_wins", "newest_live", "superseded_positions"]
 
 #: Cache entry weight per row of a bucket (the int64 positions kept, plus the work to redo them).
 _WEIGHT_PER_ROW = 8
+#: Buckets told apart at once (each thread holds a bucket's key columns).
+_MAX_THREADS = 8
 
 
 def last_version_wins(table: Any) -> bool:
@@ -119,6 +123,7 @@ def superseded_positions(table: Any, snapshot: Any, io: TableIO | None = None
     key_columns = [KEY_PREFIX + k for k in trimmed_keys(table)]
     cache = metadata_cache()
     superseded: dict[str, np.ndarray] = {}
+    missing: list[tuple[tuple[Any, ...], list[Any]]] = []
     for bucket in plan_snapshot(table, snapshot, vectors=False).buckets.values():
         files = list(bucket.files)
         levels = {int(m.level) for m in files}
@@ -127,11 +132,18 @@ def superseded_positions(table: Any, snapshot: Any, io: TableIO | None = None
         cache_key = ("superseded", tuple(str(m.file_path) for m in files))
         found = cache.get(cache_key) if cache.enabled else None
         if found is None:
-            found = _bucket_superseded(io, files, key_columns)
-            if found is None:
-                return None
-            if cache.enabled:
-                cache.put(cache_key, found, _WEIGHT_PER_ROW * sum(int(m.row_count) for m in files))
+            missing.append((cache_key, files))
+        else:
+            superseded.update(found)
+    # Buckets on threads: pyarrow's decode and sort release the GIL.
+    workers = min(len(missing), os.cpu_count() or 1, _MAX_THREADS)
+    with ThreadPoolExecutor(max(workers, 1)) as pool:
+        results = list(pool.map(lambda item: _bucket_superseded(io, item[1], key_columns), missing))
+    for (cache_key, files), found in zip(missing, results, strict=True):
+        if found is None:
+            return None
+        if cache.enabled:
+            cache.put(cache_key, found, _WEIGHT_PER_ROW * sum(int(m.row_count) for m in files))
         superseded.update(found)
     return superseded
 
