@@ -1022,21 +1022,49 @@ def _without(schema: Any, names: Sequence[str]) -> Any:
 
 
 def rows_only_read(spark: SparkSession, table: str, *, warehouse: str, snapshot_id: int | None = None,
-                   catalog_options: Mapping[str, str] | None = None,
-                   opened: Table | None = None) -> PlannedRead:
+                   catalog_options: Mapping[str, str] | None = None, opened: Table | None = None,
+                   where: str | None = None) -> PlannedRead | None:
     """A read for a consumer of no column (``SELECT count(*) FROM t``): as many rows, without
     columns, as the table's live rows, from metadata only -- each planned file's row count minus its
     deletion vector, no data file opened. Spark counts, limits or filters them as the statement says.
 
+    ``where`` (Spark SQL text): as many rows as pass it, when the indexes answer it *exactly* for
+    every file the statistics keep (:attr:`~paimon_index.table.files.FilePlan.exact`: a bitmap's
+    ``=``/``IN``/``IS NULL``, a range bitmap's comparisons, ... with Spark's NULL, NaN and ±0.0
+    rules, see :mod:`paimon_index.fileindex.evaluate`); None when they do not (the caller reads).
+
     Raises:
         UnsupportedTableError: a primary-key table whose rows need a merge by key (as :func:`read_planned`).
     """
-    plan = plan_read(_read_table(table, warehouse, snapshot_id, catalog_options, opened), None,
-                     whole_files=True)
-    rows = sum(f.live_rows for f in plan.files)
+    paimon = _read_table(table, warehouse, snapshot_id, catalog_options, opened)
+    if where is None:
+        plan = plan_read(paimon, None, whole_files=True)
+    else:
+        if not _indexes_every_column(paimon, where):
+            return None  # a column without an index: no exact answer to hope for, no plan spent
+        plan = plan_read(paimon, where, exact_answers=True,
+                         session_time_zone=spark.conf.get(_SESSION_TIME_ZONE))
+        if not plan.exact or not all(f.exact for f in plan.files):
+            return None
+    rows = sum(f.live_rows if f.selected is None else len(f.selected) for f in plan.files)
     plan.report.rows_returned = rows
     partitions = max(1, -(-rows // _ROWS_PER_RANGE_PARTITION))
     return PlannedRead(spark.range(0, rows, 1, partitions).select(), plan)
+
+
+def _indexes_every_column(paimon: Any, where: str) -> bool:
+    """Whether each column ``where`` names has a file index in the table's options (a cheap test
+    before a plan that must answer it exactly)."""
+    from paimon_index.fileindex.options import FileIndexOptions
+    from paimon_index.predicate import columns_of
+    from paimon_index.table.paimon import table_options
+    from paimon_index.table.scan import conservative_predicate
+    from paimon_index.table.schemas import read_schema
+
+    options = FileIndexOptions.from_table_options(table_options(paimon))
+    indexed = {spec.column.lower() for spec in options.specs}
+    bound, exact = conservative_predicate(where, read_schema(paimon))
+    return options.read_enabled and exact and all(c.lower() in indexed for c in columns_of(bound))
 
 
 def _read_table(table: str, warehouse: str, snapshot_id: int | None,

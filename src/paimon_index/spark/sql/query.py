@@ -101,6 +101,9 @@ class Reference:
     #: its SELECT reads none of its columns (``SELECT count(*) FROM t``): its rows are counted from
     #: metadata (:func:`~paimon_index.spark.planned.rows_only_read`)
     rows_only: bool = False
+    #: with ``rows_only``: the SELECT's WHERE, every conjunct of it pushed (``conjuncts``), counted
+    #: by the indexes when they answer it exactly -- then dropped from the statement
+    counted_where: exp.Select | None = None
     #: the columns the statement may read of it (a superset, as the table spells them; a hint for the
     #: planned read)
     reads: list[str] | None = None
@@ -358,12 +361,17 @@ def rewrite(catalog: Catalog, statement: exp.Expr, *, skip: frozenset[int] = fro
             if topn is not None:
                 ref.order_by, ref.limit = topn
             ref.rows_only = _reads_no_column(table)
+            if not ref.rows_only and _reads_no_column(table, where=True) and \
+                    _all_pushed(table, ref.conjuncts, alias, known):
+                ref.rows_only, ref.counted_where = True, _select_of(table)
             names = list(opened.schema.names)
             ref.reads = names if spelled is None else [n for n in names if n.lower() in spelled]
         references.append(ref)
     reads = []
     for (table, _), ref in zip(found, references, strict=True):
         reads.append((ref.placeholder, _read(catalog, ref)))
+        if ref.rows_only and ref.counted_where is not None:  # the indexes counted its rows exactly
+            ref.counted_where.set("where", None)
         original = table.args.get("alias")
         replacement = exp.Table(this=exp.to_identifier(ref.placeholder),
                                 alias=exp.TableAlias(this=exp.to_identifier(ref.alias),
@@ -402,18 +410,24 @@ def _spelled_columns(statement: exp.Expr) -> frozenset[str] | None:
     return frozenset(names)
 
 
-def _reads_no_column(table: exp.Table) -> bool:
+def _reads_no_column(table: exp.Table, *, where: bool = False) -> bool:
     """Whether the SELECT whose only source is ``table`` uses none of its columns (``SELECT count(*)
     FROM t``, ``SELECT 1 FROM t LIMIT 1``): no column and no ``*`` but ``count(*)`` anywhere in it, no
     WHERE, no join, nothing Spark does to the rows first, no function whose value depends on the row's
-    file or partition. Such a statement's answer depends only on how many rows the reference has."""
-    parent = table.parent
-    select = parent.parent if isinstance(parent, exp.From) else None
-    if not isinstance(select, exp.Select) or _reshaped(table):
+    file or partition. Such a statement's answer depends only on how many rows the reference has.
+    ``where``: a WHERE is allowed (and its columns): the answer depends only on how many rows pass it."""
+    select = _select_of(table)
+    if select is None or _reshaped(table):
         return False
-    if any(select.args.get(k) for k in ("joins", "laterals", "where")):
+    if any(select.args.get(k) for k in ("joins", "laterals")) or (select.args.get("where") and not where):
         return False
+    condition = select.args.get("where")
+    if where and condition is None:
+        return False
+    skipped = set() if condition is None else {id(n) for n in condition.walk()}
     for node in select.walk():
+        if id(node) in skipped:
+            continue
         if isinstance(node, exp.Column):
             return False
         if isinstance(node, exp.Star) and not isinstance(node.parent, exp.Count):
@@ -421,6 +435,24 @@ def _reads_no_column(table: exp.Table) -> bool:
         if isinstance(node, exp.Func) and _function_name(node) in _NON_DETERMINISTIC:
             return False
     return True
+
+
+def _select_of(table: exp.Table) -> exp.Select | None:
+    """The SELECT whose FROM is ``table`` (None: the table is a join's source or elsewhere)."""
+    parent = table.parent
+    select = parent.parent if isinstance(parent, exp.From) else None
+    return select if isinstance(select, exp.Select) else None
+
+
+def _all_pushed(table: exp.Table, pushed: list[str], alias: str, columns: frozenset[str]) -> bool:
+    """Whether every conjunct of the WHERE of ``table``'s SELECT is among the ``pushed`` texts: the
+    read that applies them applies the whole WHERE."""
+    select = _select_of(table)
+    if select is None or select.args.get("where") is None:
+        return False
+    conjuncts = _conjuncts(select.args["where"].this)
+    texts = _pushable_texts(conjuncts, alias, columns, frozenset(), frozenset())
+    return len(texts) == len({_unqualified_text(c) for c in conjuncts}) and set(texts) <= set(pushed)
 
 
 def _check_table_node(table: exp.Table, name: TableName) -> None:
@@ -481,12 +513,17 @@ def _read(catalog: Catalog, ref: Reference) -> DataFrame:
         if ref.rows_only:
             from paimon_index.spark.planned import rows_only_read
 
-            planned = rows_only_read(catalog.spark, ref.name.identifier, snapshot_id=snapshot_id,
+            counted = rows_only_read(catalog.spark, ref.name.identifier, snapshot_id=snapshot_id,
                                      warehouse=catalog.warehouse, catalog_options=catalog.catalog_options,
-                                     opened=ref.opened)
-            ref.planned = planned
-            ref.how = f"row count from metadata ({planned.plan.report.rows_returned} rows, no data read)"
-            return planned.dataframe
+                                     opened=ref.opened,
+                                     where=None if ref.counted_where is None else ref.where)
+            if counted is not None:
+                ref.planned = counted
+                rows = counted.plan.report.rows_returned
+                ref.how = (f"row count from metadata ({rows} rows, no data read)" if ref.counted_where is None
+                           else f"row count from the indexes' exact answer ({rows} rows, no data read)")
+                return counted.dataframe
+            ref.rows_only, ref.counted_where = False, None  # not exact: read, the WHERE left to Spark
         planned = jobs.read_planned(catalog.spark, ref.name.identifier, ref.where, snapshot_id=snapshot_id,
                                     order_by=ref.order_by, limit=ref.limit, warehouse=catalog.warehouse,
                                     catalog_options=catalog.catalog_options, opened=ref.opened,
