@@ -60,6 +60,7 @@ from paimon_index.table.pk.plan import (
     plan_snapshot,
     trimmed_keys,
 )
+from paimon_index.table.schemas import ReadSchema, read_schema
 
 __all__ = ["last_version_wins", "newest_live", "superseded_positions"]
 
@@ -120,7 +121,7 @@ def superseded_positions(table: Any, snapshot: Any, io: TableIO | None = None
     if not last_version_wins(table):
         return None
     io = TableIO.of(table) if io is None else io
-    key_columns = [KEY_PREFIX + k for k in trimmed_keys(table)]
+    keys, schema = trimmed_keys(table), read_schema(table)
     cache = metadata_cache()
     superseded: dict[str, np.ndarray] = {}
     missing: list[tuple[tuple[Any, ...], list[Any]]] = []
@@ -138,7 +139,7 @@ def superseded_positions(table: Any, snapshot: Any, io: TableIO | None = None
     # Buckets on threads: pyarrow's decode and sort release the GIL.
     workers = min(len(missing), os.cpu_count() or 1, _MAX_THREADS)
     with ThreadPoolExecutor(max(workers, 1)) as pool:
-        results = list(pool.map(lambda item: _bucket_superseded(io, item[1], key_columns), missing))
+        results = list(pool.map(lambda item: _bucket_superseded(io, item[1], keys, schema), missing))
     for (cache_key, files), found in zip(missing, results, strict=True):
         if found is None:
             return None
@@ -148,15 +149,21 @@ def superseded_positions(table: Any, snapshot: Any, io: TableIO | None = None
     return superseded
 
 
-def _bucket_superseded(io: TableIO, files: Sequence[Any], key_columns: list[str]
+def _bucket_superseded(io: TableIO, files: Sequence[Any], keys: list[str], schema: ReadSchema
                        ) -> dict[str, np.ndarray] | None:
-    """:func:`superseded_positions` of one bucket's files."""
+    """:func:`superseded_positions` of one bucket's files (each file's ``_KEY_`` columns under the
+    names its own schema gave the key: Paimon renames a primary-key column in place)."""
     parts = []
     for meta in files:
+        own = {s.name: s.file_name for s in schema.mapping(int(meta.schema_id)).sources}
+        if any(own.get(k) is None for k in keys):
+            return None  # a key column the file's schema lacks: the merge reader's own business
         with io.parquet(meta.file_path) as parquet:
-            parts.append(parquet.read(columns=[*key_columns, SEQUENCE_COLUMN, VALUE_KIND_COLUMN]))
-    rows = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
-    live_rows = newest_live([rows[k] for k in key_columns], rows[SEQUENCE_COLUMN].to_numpy(),
+            read = parquet.read(columns=[*(KEY_PREFIX + str(own[k]) for k in keys), SEQUENCE_COLUMN,
+                                         VALUE_KIND_COLUMN])
+        parts.append(read.rename_columns([*keys, SEQUENCE_COLUMN, VALUE_KIND_COLUMN]))
+    rows = pa.concat_tables(parts, promote_options="permissive") if len(parts) > 1 else parts[0]
+    live_rows = newest_live([rows[k] for k in keys], rows[SEQUENCE_COLUMN].to_numpy(),
                             rows[VALUE_KIND_COLUMN].to_numpy())
     if live_rows is None:
         return None
