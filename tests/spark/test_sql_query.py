@@ -23,6 +23,7 @@ import paimon_index
 from paimon_index.spark import attach
 from paimon_index.spark.sql import parse
 from paimon_index.spark.sql.query import rewrite
+from paimon_index.table.metacache import configure, metadata_cache
 
 pytestmark = pytest.mark.spark
 
@@ -314,6 +315,17 @@ def test_a_count_reads_no_data_file(warehouse: tuple[Any, Path], spark: Any) -> 
         assert f"row count from metadata ({expected} rows, no data read)" in plan
         assert "Relation" not in plan.split("== Paimon references ==")[0]  # no file scan in Spark's plan
         assert paimon.sql(f"SELECT count(*) FROM {name}").collect()[0][0] == expected
+        # The vectors' cardinalities come from the index manifest: no DV index file is read (the
+        # metadata cache off, which would otherwise hand over vectors parsed before).
+        statement = parse(f"SELECT count(*) FROM {name}")
+        assert statement is not None
+        budget = metadata_cache().stats()["max_bytes"]
+        configure(max_bytes=0)
+        try:
+            (ref,) = rewrite(paimon, statement).references
+        finally:
+            configure(max_bytes=budget)
+        assert ref.planned is not None and ref.planned.plan.report.dv_requests == 0
     assert paimon.sql("SELECT count(*) FROM db.a VERSION AS OF 1").collect()[0][0] == 1000
 
 

@@ -1038,7 +1038,9 @@ def rows_only_read(spark: SparkSession, table: str, *, warehouse: str, snapshot_
     """
     paimon = _read_table(table, warehouse, snapshot_id, catalog_options, opened)
     if where is None:
-        plan = plan_read(paimon, None, whole_files=True)
+        plan = _counted_by_manifest(paimon)
+        if plan is None:
+            plan = plan_read(paimon, None, whole_files=True)
     else:
         if not _indexes_every_column(paimon, where):
             return None  # a column without an index: no exact answer to hope for, no plan spent
@@ -1046,10 +1048,30 @@ def rows_only_read(spark: SparkSession, table: str, *, warehouse: str, snapshot_
                          session_time_zone=spark.conf.get(_SESSION_TIME_ZONE))
         if not plan.exact or not all(f.exact for f in plan.files):
             return None
-    rows = sum(f.live_rows if f.selected is None else len(f.selected) for f in plan.files)
+    rows = sum(f.live_rows if f.selected is None else len(f.selected) for f in plan.files) \
+        if all(f.resolved for f in plan.files) else _manifest_rows(plan.files)
     plan.report.rows_returned = rows
     partitions = max(1, -(-rows // _ROWS_PER_RANGE_PARTITION))
     return PlannedRead(spark.range(0, rows, 1, partitions).select(), plan)
+
+
+def _counted_by_manifest(paimon: Any) -> ReadPlan | None:
+    """The unresolved plan of every file when the index manifest records each deletion vector's
+    cardinality (no vector read for a count); None when one is unrecorded, or the table's rows need
+    its read plan (a merge-on-read table's older versions)."""
+    try:
+        plan = plan_read(paimon, None, defer=True)
+    except UnsupportedTableError:
+        return None
+    if any(f.deletion is not None and f.deletion.cardinality is None for f in plan.files):
+        return None
+    return plan
+
+
+def _manifest_rows(files: Sequence[FilePlan]) -> int:
+    """The live rows of unresolved files: each row count minus its vector's recorded cardinality."""
+    return sum(f.row_count - (0 if f.deletion is None or f.deletion.cardinality is None
+                              else f.deletion.cardinality) for f in files)
 
 
 def _indexes_every_column(paimon: Any, where: str) -> bool:

@@ -233,12 +233,17 @@ class DeletionRef:
     dv_index_path: str
     offset: int
     length: int
+    #: the vector's deleted rows as the index manifest records them (None: not recorded, as by
+    #: Paimon before 0.9): a count needs no more
+    cardinality: int | None = None
 
     @classmethod
     def of(cls, deletion_file: Any) -> DeletionRef | None:
         if deletion_file is None:
             return None
-        return cls(str(deletion_file.dv_index_path), int(deletion_file.offset), int(deletion_file.length))
+        cardinality = getattr(deletion_file, "cardinality", None)
+        return cls(str(deletion_file.dv_index_path), int(deletion_file.offset), int(deletion_file.length),
+                   None if cardinality is None else int(cardinality))
 
 
 @dataclass(frozen=True)
