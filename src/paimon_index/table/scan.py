@@ -201,8 +201,14 @@ def plan_read(table: Any, where: str | Predicate | None = None, *, snapshot_id: 
     planned read's small read): while the statistics cannot estimate the plan's matching rows at
     ``rows`` or more, it is planned as a reader of rows.
 
+    A primary-key table without deletion vectors whose keys have several versions (level-0 files,
+    more than one level) is planned with each key's older versions subtracted as if deleted
+    (:mod:`paimon_index.table.pk.versions`; not ``defer``-red: a task would not know them).
+
     Raises:
-        UnsupportedTableError: a primary-key table whose level-0 files need a merge.
+        UnsupportedTableError: a primary-key table whose files need a merge the plan cannot subtract
+            (another merge engine, a NULL or floating-point key, tied sequence numbers; ``defer``;
+            level-0 files under ``deletion-vectors.merge-on-read``).
         InvalidPredicateError: (``strict``) WHERE text that does not parse or fit the schema.
         TableError: a file the snapshot lists is missing.
         PaimonIndexError: ``snapshot_id`` does not exist; a corrupt index or deletion vector.
@@ -239,7 +245,7 @@ def plan_read(table: Any, where: str | Predicate | None = None, *, snapshot_id: 
             if not raw_readable(pinned, snapshot):
                 from paimon_index.table.pk.versions import superseded_positions
 
-                superseded = None if defer else superseded_positions(pinned, snapshot)
+                superseded = None if defer else superseded_positions(pinned, snapshot, TableIO.of(pinned))
                 if superseded is None:
                     raise UnsupportedTableError(
                         "primary-key tables without deletion vectors need a merge by key (this snapshot has "
