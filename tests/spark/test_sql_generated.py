@@ -469,7 +469,7 @@ class Gen:
     def topn(self) -> str:
         """ORDER BY ... LIMIT: a total order (id last), so the answer is one set of rows."""
         t = self.pick(TABLES)
-        text, _ = self.table_ref(t)
+        text, alias = self.table_ref(t)
         cols = self.cols(t, None)
         key = self.pick([c for c in cols if c.name != "id" and c.kind != "bool"])
         order = []
@@ -482,6 +482,10 @@ class Gen:
             proj = self.projection(cols)
             if "*" not in proj and "id" not in proj.lower():
                 proj += ", id"
+            if re.search(r"\bAS id\b", proj):
+                # an output named `id` would be the tie-break (ORDER BY resolves the select list's names
+                # first): the table's own id keeps the order total
+                order[-1] = order[-1].replace("id", f"{alias}.id", 1)
         elif sel < 0.65:  # a generator in the select list: no row or one per row (id stays a total order)
             gen = self.pick(["explode", "posexplode"])
             proj = f"id, {gen}(array_remove(array(k), {self.pick(['3', '0', 'id'])}))"
