@@ -88,6 +88,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from paimon_index.fileindex.base import SortOrder
+    from paimon_index.predicate import Predicate
     from paimon_index.table.api import Table
 
 __all__ = ["PlannedRead", "read", "read_planned"]
@@ -1042,9 +1043,10 @@ def rows_only_read(spark: SparkSession, table: str, *, warehouse: str, snapshot_
         if plan is None:
             plan = plan_read(paimon, None, whole_files=True)
     else:
-        if not _indexes_every_column(paimon, where):
+        bound = _bound_on_indexed_columns(paimon, where)
+        if bound is None:
             return None  # a column without an index: no exact answer to hope for, no plan spent
-        plan = plan_read(paimon, where, exact_answers=True,
+        plan = plan_read(paimon, bound, exact_answers=True,
                          session_time_zone=spark.conf.get(_SESSION_TIME_ZONE))
         if not plan.exact or not all(f.exact for f in plan.files):
             return None
@@ -1059,10 +1061,14 @@ def _counted_by_manifest(paimon: Any) -> ReadPlan | None:
     """The unresolved plan of every file when the index manifest records each deletion vector's
     cardinality (no vector read for a count); None when one is unrecorded, or the table's rows need
     its read plan (a merge-on-read table's older versions)."""
+    from paimon_index.table.pk.plan import dv_mode
+
+    if paimon.is_primary_key_table and not dv_mode(paimon):
+        return None  # its count needs the versions the plan subtracts (none in a deferred plan)
     try:
         plan = plan_read(paimon, None, defer=True)
     except UnsupportedTableError:
-        return None
+        return None  # level-0 files merged on read
     if any(f.deletion is not None and f.deletion.cardinality is None for f in plan.files):
         return None
     return plan
@@ -1074,9 +1080,10 @@ def _manifest_rows(files: Sequence[FilePlan]) -> int:
                               else f.deletion.cardinality) for f in files)
 
 
-def _indexes_every_column(paimon: Any, where: str) -> bool:
-    """Whether each column ``where`` names has a file index in the table's options (a cheap test
-    before a plan that must answer it exactly)."""
+def _bound_on_indexed_columns(paimon: Any, where: str) -> Predicate | None:
+    """``where`` bound to the table's schema when it binds exactly and each column it names has a
+    file index in the table's options (a cheap test before a plan that must answer it exactly);
+    else None."""
     from paimon_index.fileindex.options import FileIndexOptions
     from paimon_index.predicate import columns_of
     from paimon_index.table.paimon import table_options
@@ -1084,9 +1091,11 @@ def _indexes_every_column(paimon: Any, where: str) -> bool:
     from paimon_index.table.schemas import read_schema
 
     options = FileIndexOptions.from_table_options(table_options(paimon))
+    if not options.read_enabled:
+        return None
     indexed = {spec.column.lower() for spec in options.specs}
     bound, exact = conservative_predicate(where, read_schema(paimon))
-    return options.read_enabled and exact and all(c.lower() in indexed for c in columns_of(bound))
+    return bound if exact and all(c.lower() in indexed for c in columns_of(bound)) else None
 
 
 def _read_table(table: str, warehouse: str, snapshot_id: int | None,

@@ -181,10 +181,11 @@ def plan_read(table: Any, where: str | Predicate | None = None, *, snapshot_id: 
     travel reads an older snapshot as it was written, as pypaimon and Java do).
 
     ``where``: Spark SQL text (made a superset by :func:`conservative_predicate`) or a bound
-    predicate (taken as exact). ``topn``: keep only the files holding a TopN candidate (only used
-    with an exact predicate). ``use_index=False`` (or ``file-index.read.enabled = false``) skips
-    statistics and indexes: every live file is planned. ``session_time_zone``: the Spark session's
-    (``spark.sql.session.timeZone``) when Spark applies the WHERE text: Spark reads a TIMESTAMP
+    predicate (taken as exact; bind Spark's text once with :func:`conservative_predicate`).
+    ``topn``: keep only the files holding a TopN candidate (only used with an exact predicate).
+    ``use_index=False`` (or ``file-index.read.enabled = false``) skips statistics and indexes:
+    every live file is planned. ``session_time_zone``: the Spark session's
+    (``spark.sql.session.timeZone``) when Spark applies the WHERE: Spark reads a TIMESTAMP
     literal against a TIMESTAMP_LTZ column as wall-clock time there, this parser as UTC, so outside
     UTC such leaves prune nothing (TRUE; the plan is then not exact).
 
@@ -222,9 +223,9 @@ def plan_read(table: Any, where: str | Predicate | None = None, *, snapshot_id: 
         bound, exact = bind_where(where, schema), True
     else:
         bound, exact = conservative_predicate(where, schema)
-        if session_time_zone is not None and session_time_zone.strip().upper() not in _UTC_ZONES:
-            wide = _true_where(bound, _ltz_opaque, schema)
-            bound, exact = wide, exact and wide == bound
+    if session_time_zone is not None and session_time_zone.strip().upper() not in _UTC_ZONES:
+        wide = _true_where(bound, _ltz_opaque, schema)
+        bound, exact = wide, exact and wide == bound
     use_index = use_index and FileIndexOptions.from_table_options(table_options(table)).read_enabled
     primary_key = bool(table.is_primary_key_table)
     report = ScanReport()
@@ -237,20 +238,22 @@ def plan_read(table: Any, where: str | Predicate | None = None, *, snapshot_id: 
     pinned = table if snapshot_id is not None else pinned_current(table, snapshot.id)
     if primary_key:
         from paimon_index.table.pk.plan import check_merge_free, dv_mode, raw_readable
+        from paimon_index.table.pk.versions import superseded_positions
 
         if not dv_mode(pinned):
             # Without deletion vectors: read as it is where no key has two versions, else with each
             # key's older versions subtracted as a vector (deduplicate), computed here: a task
             # resolving a deferred plan would not know them.
-            if not raw_readable(pinned, snapshot):
-                from paimon_index.table.pk.versions import superseded_positions
-
-                superseded = None if defer else superseded_positions(pinned, snapshot, TableIO.of(pinned))
-                if superseded is None:
-                    raise UnsupportedTableError(
-                        "primary-key tables without deletion vectors need a merge by key (this snapshot has "
-                        "level-0 files or more than one level): read them with Table.read, or compact them "
-                        "fully")
+            if defer:
+                readable = raw_readable(pinned, snapshot)
+            else:
+                superseded = superseded_positions(pinned, snapshot, TableIO.of(pinned))
+                readable = superseded is not None
+            if not readable:
+                raise UnsupportedTableError(
+                    "primary-key tables without deletion vectors need a merge by key (this snapshot has "
+                    "level-0 files or more than one level): read them with Table.read, or compact them "
+                    "fully")
         elif not check_merge_free(pinned):
             raise UnsupportedTableError("this primary-key table has level-0 files that need a merge "
                                         "(deletion-vectors.merge-on-read): compact it first, or read it "

@@ -362,7 +362,7 @@ def rewrite(catalog: Catalog, statement: exp.Expr, *, skip: frozenset[int] = fro
                 ref.order_by, ref.limit = topn
             ref.rows_only = _reads_no_column(table)
             if not ref.rows_only and _reads_no_column(table, where=True) and \
-                    _all_pushed(table, ref.conjuncts, alias, known):
+                    _all_pushed(table, ref.conjuncts):
                 ref.rows_only, ref.counted_where = True, _select_of(table)
             names = list(opened.schema.names)
             ref.reads = names if spelled is None else [n for n in names if n.lower() in spelled]
@@ -444,15 +444,13 @@ def _select_of(table: exp.Table) -> exp.Select | None:
     return select if isinstance(select, exp.Select) else None
 
 
-def _all_pushed(table: exp.Table, pushed: list[str], alias: str, columns: frozenset[str]) -> bool:
+def _all_pushed(table: exp.Table, pushed: list[str]) -> bool:
     """Whether every conjunct of the WHERE of ``table``'s SELECT is among the ``pushed`` texts: the
     read that applies them applies the whole WHERE."""
     select = _select_of(table)
     if select is None or select.args.get("where") is None:
         return False
-    conjuncts = _conjuncts(select.args["where"].this)
-    texts = _pushable_texts(conjuncts, alias, columns, frozenset(), frozenset())
-    return len(texts) == len({_unqualified_text(c) for c in conjuncts}) and set(texts) <= set(pushed)
+    return {_unqualified_text(c) for c in _conjuncts(select.args["where"].this)} <= set(pushed)
 
 
 def _check_table_node(table: exp.Table, name: TableName) -> None:

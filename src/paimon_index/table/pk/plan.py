@@ -4,6 +4,7 @@
     dv_mode(table) -> bool
     check_keys(table, rows)                  NULL in a primary-key column -> NullKeyError
     plan_snapshot(table, snapshot) -> Plan   {(partition values, bucket) -> Bucket}
+    one_sorted_run(files) -> bool            a merge-on-read bucket read as it is (one version per key)
     maintainer(plan, bucket)                 the bucket's deletion vectors, live files only
     live_rows(meta, maintainer, columns)     a data file's rows minus its vector, with positions
 
@@ -22,7 +23,7 @@ every level); vectors are restored for live files only (:func:`maintainer`).
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -271,17 +272,20 @@ def merge_free(table: Any, plan: Plan) -> bool:
     return not (plan.level0() and parse_bool(options.get(MERGE_ON_READ, "false"), MERGE_ON_READ))
 
 
+def one_sorted_run(files: Sequence[Any]) -> bool:
+    """Whether a merge-on-read bucket's ``files`` hold one version per key as they are: every file
+    at one level above 0 and none with a ``-U``/``-D`` row (``deleteRowCount`` 0, or unknown, which
+    Java takes as 0). One level above 0 is one sorted run; Java's ``MergeTreeSplitGenerator`` reads
+    such a bucket raw too (after a full compaction, every bucket)."""
+    levels = {int(m.level) for m in files}
+    return 0 not in levels and len(levels) == 1 and not any(m.delete_row_count for m in files)
+
+
 def raw_readable(table: Any, snapshot: Any) -> bool:
-    """Whether a merge-on-read table (no deletion vectors) needs no merge at ``snapshot``: in every
-    bucket every file sits at one level above 0 and holds no ``-U``/``-D`` row (``deleteRowCount``
-    0, or unknown, which Java takes as 0). One level above 0 is one sorted run, one version per key;
-    Java's ``MergeTreeSplitGenerator`` reads such a bucket raw too (after a full compaction, every
-    bucket)."""
-    for bucket in plan_snapshot(table, snapshot, vectors=False).buckets.values():
-        levels = {int(m.level) for m in bucket.files}
-        if 0 in levels or len(levels) > 1 or any(m.delete_row_count for m in bucket.files):
-            return False
-    return True
+    """Whether a merge-on-read table (no deletion vectors) needs no merge at ``snapshot``: every
+    bucket :func:`one_sorted_run`."""
+    buckets = plan_snapshot(table, snapshot, vectors=False).buckets.values()
+    return all(one_sorted_run(b.files) for b in buckets)
 
 
 def check_merge_free(table: Any) -> bool:

@@ -57,6 +57,7 @@ from paimon_index.table.pk.plan import (
     KEY_PREFIX,
     SEQUENCE_COLUMN,
     VALUE_KIND_COLUMN,
+    one_sorted_run,
     plan_snapshot,
     trimmed_keys,
 )
@@ -116,8 +117,13 @@ def newest_live(keys: Sequence[pa.Array | pa.ChunkedArray], sequence: np.ndarray
 def superseded_positions(table: Any, snapshot: Any, io: TableIO | None = None
                          ) -> dict[str, np.ndarray] | None:
     """Per data file of ``snapshot`` (a merge-on-read table's), the sorted positions of its rows
-    that are not their key's live version (files with none are absent); None when the table's
-    merge is not :func:`last_version_wins` or :func:`newest_live` cannot tell for some bucket."""
+    that are not their key's live version (files with none are absent; ``{}`` when every bucket
+    is :func:`one_sorted_run`); None when a bucket needs a merge and the table's is not
+    :func:`last_version_wins`, or :func:`newest_live` cannot tell for some bucket."""
+    buckets = [b for b in plan_snapshot(table, snapshot, vectors=False).buckets.values()
+               if not one_sorted_run(b.files)]
+    if not buckets:
+        return {}
     if not last_version_wins(table):
         return None
     io = TableIO.of(table) if io is None else io
@@ -125,11 +131,8 @@ def superseded_positions(table: Any, snapshot: Any, io: TableIO | None = None
     cache = metadata_cache()
     superseded: dict[str, np.ndarray] = {}
     missing: list[tuple[tuple[Any, ...], list[Any]]] = []
-    for bucket in plan_snapshot(table, snapshot, vectors=False).buckets.values():
+    for bucket in buckets:
         files = list(bucket.files)
-        levels = {int(m.level) for m in files}
-        if 0 not in levels and len(levels) == 1 and not any(m.delete_row_count for m in files):
-            continue  # one sorted run without deletes: one version per key, all live
         cache_key = ("superseded", tuple(str(m.file_path) for m in files))
         found = cache.get(cache_key) if cache.enabled else None
         if found is None:
