@@ -76,6 +76,31 @@ def test_every_statement_kind_through_spark_connect(connect_spark, tmp_path: Pat
     assert sorted(tuple(r) for r in paimon.sql("SELECT * FROM db.people").collect()) == sorted(people.items())
 
 
+def test_merge_on_read_changes_through_spark_connect(connect_spark, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A primary-key table without deletion vectors: a DELETE of a few rows (read and written on
+    the driver) and an UPDATE of more rows than the driver writes (the tasks shuffle them by
+    Paimon's bucket, an Arrow UDF of the key, and write them), after an upsert left two versions."""
+    from paimon_index.spark import jobs
+
+    monkeypatch.setattr(jobs, "SMALL_CHANGE_ROWS", 50)
+    w = str(tmp_path / "w")
+    paimon = attach(connect_spark, warehouse=w)
+    paimon.sql("CREATE DATABASE db")
+    paimon.sql("CREATE TABLE db.mor (id BIGINT NOT NULL, k INT, s STRING) TBLPROPERTIES ("
+               "'primary-key' = 'id', 'bucket' = '3', 'file-index.bitmap.columns' = 'k')")
+    paimon.sql("INSERT INTO db.mor SELECT id, CAST(id % 10 AS INT), 'a' FROM range(1000)")
+    paimon.sql("INSERT INTO db.mor SELECT id, CAST(id % 10 AS INT), 'b' FROM range(0, 1000, 2)")
+    model = {i: (i, i % 10, "b" if i % 2 == 0 else "a") for i in range(1000)}
+    paimon.sql("DELETE FROM db.mor WHERE id < 20 AND k = 3")
+    model = {i: v for i, v in model.items() if not (i < 20 and v[1] == 3)}
+    paimon.sql("UPDATE db.mor SET s = concat(s, '!') WHERE k < 4")  # about 400 rows
+    model = {i: (i, v[1], v[2] + "!") if v[1] < 4 else v for i, v in model.items()}
+    assert _pypaimon_rows(w, "db.mor") == sorted(model.values())
+    assert sorted(tuple(r) for r in paimon.sql("SELECT * FROM db.mor WHERE k = 1").collect()) == \
+        sorted(v for v in model.values() if v[1] == 1)
+
+
 def test_text_sparks_parser_refuses_is_refused_over_connect(connect_spark, tmp_path: Path) -> None:
     """Over Connect Spark's parser is on the server: the text is checked there (``EXPLAIN``, which
     runs nothing) before the statement runs; sqlglot alone answered ``k IS NULL = false``."""

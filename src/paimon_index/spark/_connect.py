@@ -3,6 +3,7 @@
     is_connect(spark) -> bool                  a Spark Connect client session (no JVM here)
     parallelism(spark) -> int                  the cluster's default parallelism, in both modes
     run_tasks(spark, payloads, run) -> list    one Spark task per payload, their results on the driver
+    quoted(name) -> str                        a column name as Spark SQL text (`a.b` stays one name)
 
 A Spark Connect client has no ``SparkContext``: no accumulators, no ``parallelize``, no
 ``defaultParallelism``, no Py4J. Everything here is DataFrame API, which both modes share; what
@@ -29,6 +30,12 @@ _CONNECT_PACKAGE = "pyspark.sql.connect"
 _PROBE_ROWS = 1 << 16
 _ID, _PAYLOAD, _RESULT = "id", "payload", "result"
 _parallelism: dict[str, int] = {}
+
+
+def quoted(name: str) -> str:
+    """``name`` in backticks, its backticks doubled: Spark reads it as one column name (a dot or a
+    space in it is part of the name) in SQL text and in ``F.col``."""
+    return "`" + name.replace("`", "``") + "`"
 
 
 def is_connect(spark: Any) -> bool:

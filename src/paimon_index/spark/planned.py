@@ -244,9 +244,9 @@ class _Group:
             if source.file_name is None:
                 columns.append(F.lit(None).cast(types[source.name]).alias(source.name))
             elif source.cast is not None:
-                columns.append(F.col(_quoted(source.file_name)).cast(types[source.name]).alias(source.name))
+                columns.append(F.col(_connect.quoted(source.file_name)).cast(types[source.name]).alias(source.name))
             else:
-                columns.append(F.col(_quoted(source.file_name)).alias(source.name))
+                columns.append(F.col(_connect.quoted(source.file_name)).alias(source.name))
         return df.select(*columns, *[F.col(k) for k in keep])
 
 
@@ -538,8 +538,9 @@ def _with_metadata(spark: SparkSession, scanned: DataFrame, files: Sequence[File
     unknown = F.concat(F.lit("paimon-index: a row of data file "), F.col(_NAME),
                        F.lit(" that the read's plan does not hold"))
     path = F.coalesce(F.col(FILE_PATH_COLUMN), F.raise_error(unknown))
-    return joined.select(*[F.col(_quoted(c)) for c in columns], path.cast("string").alias(FILE_PATH_COLUMN),
-                         F.col(ROW_INDEX_COLUMN), F.col(PARTITION_COLUMN), F.col(BUCKET_COLUMN))
+    return joined.select(*[F.col(_connect.quoted(c)) for c in columns],
+                         path.cast("string").alias(FILE_PATH_COLUMN), F.col(ROW_INDEX_COLUMN),
+                         F.col(PARTITION_COLUMN), F.col(BUCKET_COLUMN))
 
 
 def _float_paths(dtype: Any, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
@@ -551,10 +552,6 @@ def _float_paths(dtype: Any, path: tuple[str, ...] = ()) -> list[tuple[str, ...]
     if isinstance(dtype, StructType):
         return [p for f in dtype.fields for p in _float_paths(f.dataType, (*path, f.name))]
     return []  # Spark pushes no filter on array elements or map values into Parquet
-
-
-def _quoted(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 @dataclass(frozen=True)
@@ -853,20 +850,21 @@ def _shield_floats(df: DataFrame, schema: Any, keep: Sequence[str] = ()) -> Data
         return df
     if not any(path for paths in floats.values() for path in paths):
         # Top-level floats only: one selectExpr (Column objects cost Py4J round trips per column).
-        texts = [f"nanvl({_quoted(f.name)}, {_quoted(f.name)}) AS {_quoted(f.name)}" if floats[f.name]
-                 else _quoted(f.name) for f in schema.fields]
-        return df.selectExpr(*texts, *[_quoted(k) for k in keep])
+        quoted = {f.name: _connect.quoted(f.name) for f in schema.fields}
+        texts = [f"nanvl({quoted[f.name]}, {quoted[f.name]}) AS {quoted[f.name]}" if floats[f.name]
+                 else quoted[f.name] for f in schema.fields]
+        return df.selectExpr(*texts, *[_connect.quoted(k) for k in keep])
     from pyspark.sql import functions as F
 
     columns = []
     for f in schema.fields:
-        column = F.col(_quoted(f.name))
+        column = F.col(_connect.quoted(f.name))
         for path in floats[f.name]:
-            field = F.col(_quoted(f.name))
+            field = F.col(_connect.quoted(f.name))
             for name in path:
                 field = field.getField(name)
             value = F.nanvl(field, field)
-            column = column.withField(".".join(_quoted(n) for n in path), value) if path else value
+            column = column.withField(".".join(_connect.quoted(n) for n in path), value) if path else value
         columns.append(column.alias(f.name))
     return df.select(*columns, *[F.col(k) for k in keep])
 
@@ -893,7 +891,7 @@ def _order_columns(orders: Sequence[SortOrder]) -> list[Any]:
 
     columns = []
     for o in orders:
-        c = F.col(_quoted(o.column))
+        c = F.col(_connect.quoted(o.column))
         if o.ascending:
             columns.append(c.asc_nulls_first() if o.nulls_first else c.asc_nulls_last())
         else:
@@ -1002,7 +1000,7 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
     if first is not None and bound is not None and fallback is None:
         df = _bounded(df, plan, first, bound)  # before the projection: the key may not be selected
     if selected is not None:
-        df = df.select(*[_quoted(c) for c in [*selected, *extra]])
+        df = df.select(*[_connect.quoted(c) for c in [*selected, *extra]])
     if order_by is not None:
         df = df.orderBy(*_order_columns(orders))
         if limit is not None:
@@ -1132,7 +1130,7 @@ def _bounded(df: DataFrame, plan: ReadPlan, first: SortOrder, bound: int) -> Dat
                          ascending=first.ascending)
     if value is None:
         return df
-    c = F.col(_quoted(first.column))
+    c = F.col(_connect.quoted(first.column))
     keep = c <= value if first.ascending else c >= value
     return df.filter(keep | c.isNull() if first.nulls_first else keep)
 
@@ -1258,7 +1256,7 @@ def read(spark: SparkSession, table: str, where: str | None = None, columns: Seq
     if where is not None and where.strip():
         df = df.filter(where)
     if selected is not None:
-        df = df.select(*[_quoted(c) for c in selected])
+        df = df.select(*[_connect.quoted(c) for c in selected])
     if order_by is not None:
         df = df.orderBy(*_order_columns(parse_order_by(order_by)))
         if limit is not None:

@@ -171,6 +171,12 @@ def table_options(table: Any) -> dict[str, str]:
     return dict(table.options.options.to_map())
 
 
+def bucket_key_names(table: Any) -> list[str]:
+    """The columns a fixed-bucket table's bucket is hashed from: ``bucket-key``, else the trimmed
+    primary key (pypaimon's ``TableSchema.bucket_keys``, Java's ``TableSchema.bucketKeys``)."""
+    return list(table.table_schema.bucket_keys)
+
+
 def bucket_number(table: Any) -> int:
     """The table's ``bucket`` option (> 0: fixed buckets; see :data:`BUCKET`).
 

@@ -158,10 +158,6 @@ def _store_assigned(df: DataFrame, target: _Target) -> DataFrame:
     return store_assigned(df, target.schema, by_name=False, table=str(target.name), passthrough=extra)
 
 
-def _quoted(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
 def _placeholder() -> str:
     return f"__paimon_target_{uuid.uuid4().hex[:8]}"
 
