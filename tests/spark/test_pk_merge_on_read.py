@@ -438,3 +438,39 @@ def test_a_fully_compacted_merge_on_read_table_takes_the_planned_read(spark, tmp
     after = jobs.read_planned(spark, "o.t", warehouse=warehouse, small_read_bytes=0)
     assert after.fallback is None and any(f.deleted is not None for f in after.plan.files)
     assert _rows(paimon, "o.t") == sorted(r for r in model.values() if r[2] <= 10)
+
+
+def test_a_change_the_plan_proves_large_is_not_fetched_first(spark, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """An UPDATE whose WHERE the bitmap answers exactly for more rows than the driver writes goes
+    to the tasks without a LIMIT fetching rows first; a DELETE the indexes cannot count (an
+    unindexed conjunct) is fetched and, being few, written on the driver. Both leave pypaimon's
+    merge read equal to the model."""
+    from paimon_index.table.pk import merge_on_read as table_merge_on_read
+
+    monkeypatch.setattr(jobs, "SMALL_CHANGE_ROWS", 50)
+    limits: list[int] = []
+    frame = type(spark.range(1))
+    limit = frame.limit
+    monkeypatch.setattr(frame, "limit", lambda self, n: limits.append(n) or limit(self, n))
+    driver_writes: list[str] = []
+    write_changes = table_merge_on_read.write_changes
+    monkeypatch.setattr(table_merge_on_read, "write_changes",
+                        lambda *a, **k: driver_writes.append(k["operation"]) or write_changes(*a, **k))
+    warehouse = str(tmp_path)
+    paimon = paimon_index.spark.attach(spark, warehouse=warehouse)
+    paimon.sql("CREATE DATABASE o")
+    paimon.sql("CREATE TABLE o.t (id BIGINT NOT NULL, k INT, s STRING) TBLPROPERTIES ('primary-key' = 'id', "
+               "'bucket' = '2', 'file-index.bitmap.columns' = 'k')")
+    paimon.sql("INSERT INTO o.t SELECT id, CAST(id % 5 AS INT), 'a' FROM range(1000)")
+    paimon.sql("INSERT INTO o.t SELECT id, CAST(id % 5 AS INT), 'b' FROM range(0, 1000, 3)")  # two versions
+    model = {i: (i, i % 5, "b" if i % 3 == 0 else "a") for i in range(1000)}
+
+    paimon.sql("UPDATE o.t SET s = concat(s, '!') WHERE k = 2")  # 200 rows, counted by the bitmap
+    model = {i: (i, v[1], v[2] + "!") if v[1] == 2 else v for i, v in model.items()}
+    assert (limits, driver_writes) == ([], [])
+    paimon.sql("DELETE FROM o.t WHERE k = 3 AND s = 'b' AND id < 100")  # 7 rows, s not indexed
+    model = {i: v for i, v in model.items() if not (v[1] == 3 and v[2] == "b" and i < 100)}
+    assert driver_writes == ["delete"]
+    merged = paimon_index.open_table(warehouse, "o.t").read()  # pypaimon's merge
+    assert sorted(tuple(r.values()) for r in merged.to_pylist()) == sorted(model.values())

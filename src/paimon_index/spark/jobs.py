@@ -228,7 +228,7 @@ def upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
 def _upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
             partitions: int | None = None, catalog_options: CatalogOptions = None,
             delete_keys: bool = False, operation: str | None = None,
-            planned: object = LATEST) -> tuple[int | None, int]:
+            planned: object = LATEST, rows_at_least: int = 0) -> tuple[int | None, int]:
     """Upsert ``df`` into the primary-key table ``table`` in one commit: the last snapshot id (None
     when nothing was committed) and the number of rows of ``df`` written. ``delete_keys``: ``df``
     holds a DELETE's ``-D`` rows, which remove their keys whatever the table's merge engine.
@@ -243,7 +243,8 @@ def _upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
                             passthrough=(ROW_KIND_COLUMN,))
         return write_frame(df, paimon_table, planned, operation or ("delete" if delete_keys else "upsert"),
                            warehouse=warehouse, table=table, catalog_options=catalog_options,
-                           partitions=partitions or _connect.parallelism(spark), small_rows=SMALL_CHANGE_ROWS)
+                           partitions=partitions or _connect.parallelism(spark), small_rows=SMALL_CHANGE_ROWS,
+                           rows_at_least=rows_at_least)
     if not pk.dv_mode(paimon_table):
         raise PrimaryKeyTableError(f"{table} is not a primary-key table (upserts need a primary key)")
     from paimon_index.table.pk.changelog import INPUT, producer
@@ -703,16 +704,20 @@ def change_matched(spark: SparkSession, table: str, build: MatchedRows, *, opera
 
 
 def upsert_changes(spark: SparkSession, rows: DataFrame, table: str, *, operation: str, warehouse: str,
-                   catalog_options: CatalogOptions = None, planned: object = LATEST) -> CommitResult:
+                   catalog_options: CatalogOptions = None, planned: object = LATEST,
+                   rows_at_least: int = 0) -> CommitResult:
     """DELETE / UPDATE / MERGE of a primary-key table: ``rows`` (the table's columns and
     ``_ROW_KIND``, '-D' deleting its key) upserted in one commit by the :func:`upsert` job.
     UPDATE / MERGE of an ``aggregation`` table are refused as Paimon's connector refuses them; a
     DELETE removes the keys on every merge engine. ``planned``: the snapshot ``rows`` were read on,
-    which a merge-on-read table (no deletion vectors) commits exactly on."""
+    which a merge-on-read table (no deletion vectors) commits exactly on; ``rows_at_least``: how
+    many rows ``rows`` has at least, when its read's plan proved it (more than the driver writes:
+    no row is fetched first)."""
     from paimon_index.table.pk.merge import check_row_level
 
     if operation in ("update", "merge"):
         check_row_level(_opened(warehouse, table, dict(catalog_options or {})), operation)
     snapshot, count = _upsert(spark, rows, table, warehouse=warehouse, catalog_options=catalog_options,
-                              delete_keys=operation == "delete", operation=operation, planned=planned)
+                              delete_keys=operation == "delete", operation=operation, planned=planned,
+                              rows_at_least=rows_at_least)
     return _result(warehouse, table, catalog_options, operation, snapshot, count)

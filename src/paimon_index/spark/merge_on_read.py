@@ -1,6 +1,6 @@
 """Primary-key tables without deletion vectors (merge-on-read) in Spark: reads and changes.
 
-    merged_frame(spark, warehouse, table, catalog_options, snapshot_id) -> (DataFrame, snapshot id)
+    merged_frame(spark, warehouse, table, catalog_options, snapshot_id) -> (DataFrame, snapshot id, rows)
     spark_schema(paimon_table) -> StructType            the columns as the paimon_index source types them
     write_frame(rows, paimon_table, planned, operation, ...) -> (snapshot id, rows)   in Spark tasks
 
@@ -48,22 +48,24 @@ def spark_schema(paimon_table: Any) -> Any:
 
 
 def merged_frame(spark: SparkSession, warehouse: str, table: str, catalog_options: Mapping[str, str] | None,
-                 snapshot_id: int | None = None, where: str | None = None) -> tuple[DataFrame, int | None]:
+                 snapshot_id: int | None = None, where: str | None = None
+                 ) -> tuple[DataFrame, int | None, int]:
     """The merged rows of ``table`` at ``snapshot_id`` (default: the latest, pinned here) as a
-    DataFrame, and the snapshot they are of (None: the table is empty); ``where`` (Spark SQL, a
+    DataFrame, the snapshot they are of (None: the table is empty), and how many rows its plan
+    proves match ``where`` (its indexes answered exactly; 0: unknown). ``where`` (Spark SQL, a
     condition every row the caller takes meets) prunes the read and filters it.
 
     Planned like any read (each key's older versions subtracted, :mod:`paimon_index.table.pk.versions`:
     indexes and Spark's Parquet reader, or the driver for a few rows); what the plan cannot subtract
     (another merge engine, tied sequence numbers) the ``paimon_index`` source reads, one task per
     (partition, bucket) merging its rows by key."""
-    from paimon_index.spark.planned import read_planned, source_read
+    from paimon_index.spark.planned import proven_rows, read_planned, source_read
     from paimon_index.table.api import open_table
 
     opened = open_table(warehouse, table, catalog_options=catalog_options)
     pinned = opened.snapshot_id if snapshot_id is None else snapshot_id
     if pinned is None:
-        return spark.createDataFrame([], spark_schema(opened.paimon_table)), None
+        return spark.createDataFrame([], spark_schema(opened.paimon_table)), None, 0
     try:
         # Today's columns (a change's read): the snapshot may predate a schema change.
         # Every column is read (a change writes whole rows): the driver may read a selective plan.
@@ -71,16 +73,17 @@ def merged_frame(spark: SparkSession, warehouse: str, table: str, catalog_option
                                catalog_options=catalog_options, opened=opened,
                                reads=[f.name for f in opened.paimon_table.table_schema.fields])
         if planned.fallback is None:
-            return planned.dataframe, pinned
+            proven = proven_rows(planned.plan) if where is not None else None
+            return planned.dataframe, pinned, proven or 0
     except UnsupportedTableError:
         pass  # rows the plan cannot tell apart by version: merged by key
     merged = source_read(spark, table, pinned, warehouse, catalog_options, current_schema=True)
-    return (merged if where is None else merged.filter(where)), pinned
+    return (merged if where is None else merged.filter(where)), pinned, 0
 
 
 def write_frame(rows: DataFrame, paimon_table: Any, planned: int | object | None, operation: str, *,
                 warehouse: str, table: str, catalog_options: Mapping[str, str] | None,
-                partitions: int, small_rows: int = 0) -> tuple[int | None, int]:
+                partitions: int, small_rows: int = 0, rows_at_least: int = 0) -> tuple[int | None, int]:
     """Write ``rows`` (the table's columns, ``_ROW_KIND`` optional) as level-0 key-value rows in
     one snapshot exactly on ``planned`` (:data:`~paimon_index.table.pk.merge_on_read.LATEST`: the
     latest one): the new snapshot id (None: nothing to write) and the number of rows.
@@ -88,21 +91,18 @@ def write_frame(rows: DataFrame, paimon_table: Any, planned: int | object | None
     Shuffled by Paimon's bucket (and partition) into ``partitions`` tasks, each writing whole
     buckets (pypaimon's writer numbers a bucket's rows from its newest sequence number); a
     dynamic-bucket table's rows in one task (its HASH index assigns new keys to buckets). The
-    driver commits the tasks' messages. A DELETE/UPDATE of at most ``small_rows`` rows the driver
-    read itself (``rows.isLocal()``) is written on the driver instead."""
+    driver commits the tasks' messages. A DELETE/UPDATE of at most ``small_rows`` rows is written
+    on the driver instead: rows the driver read itself (a local relation) are taken as they are;
+    others are fetched with a LIMIT one row past ``small_rows``, unless ``rows_at_least`` (what the
+    plan of the rows proved) says there are more -- then the tasks read them once."""
     from paimon_index.table.pk.merge import change_kind
     from paimon_index.table.pk.merge_on_read import write_changes
 
     kind = change_kind(operation)
-    if operation not in ("delete", "update") or small_rows <= 0:
-        return _write_by_tasks(rows, paimon_table, planned, operation, kind, warehouse=warehouse, table=table,
-                               catalog_options=catalog_options, partitions=partitions)
-    # Rows the driver read itself (a small planned read: Spark's plan is a local relation) are
-    # written on the driver when few; rows Spark's scan reads go to the tasks, read once. Neither
-    # persisted and counted nor probed with a LIMIT first: at 20M rows, a 5% UPDATE spent 3.2 s of
-    # its 6.1 s materializing the rows its write then read back, and a probe 0.4-0.8 s more.
-    if rows.isLocal():
-        head = rows.toArrow()
+    if operation in ("delete", "update") and small_rows > 0 and rows_at_least <= small_rows:
+        # Not persisted and counted: at 20M rows a 5% UPDATE spent 3.2 s of its 6.1 s
+        # materializing the rows its write then read back; the LIMIT stops once it has enough.
+        head = rows.toArrow() if rows.isLocal() else rows.limit(small_rows + 1).toArrow()
         if head.num_rows <= small_rows:
             snapshot = write_changes(paimon_table, head, planned=planned, kind=kind, operation=operation) \
                 if head.num_rows else None

@@ -1048,11 +1048,23 @@ def rows_only_read(spark: SparkSession, table: str, *, warehouse: str, snapshot_
                          session_time_zone=spark.conf.get(_SESSION_TIME_ZONE))
         if not plan.exact or not all(f.exact for f in plan.files):
             return None
-    rows = sum(f.live_rows if f.selected is None else len(f.selected) for f in plan.files) \
-        if all(f.resolved for f in plan.files) else _manifest_rows(plan.files)
+    rows = _selected_rows(plan.files) if all(f.resolved for f in plan.files) else _manifest_rows(plan.files)
     plan.report.rows_returned = rows
     partitions = max(1, -(-rows // _ROWS_PER_RANGE_PARTITION))
     return PlannedRead(spark.range(0, rows, 1, partitions).select(), plan)
+
+
+def proven_rows(plan: ReadPlan) -> int | None:
+    """How many rows match the plan's WHERE, when its indexes answered it exactly for every file
+    (resolved plans only); else None."""
+    if not plan.exact or not all(f.exact and f.resolved for f in plan.files):
+        return None
+    return _selected_rows(plan.files)
+
+
+def _selected_rows(files: Sequence[FilePlan]) -> int:
+    """The rows resolved files select: each file's selection, else its live rows."""
+    return sum(f.live_rows if f.selected is None else len(f.selected) for f in files)
 
 
 def _counted_by_manifest(paimon: Any) -> ReadPlan | None:

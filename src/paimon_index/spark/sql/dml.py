@@ -36,7 +36,7 @@ from sqlglot import exp
 
 from paimon_index.errors import InvalidOptionError, SqlError
 from paimon_index.spark.sql.names import DIALECT, TableName, resolve
-from paimon_index.spark.sql.query import own_conjuncts, rewrite
+from paimon_index.spark.sql.query import OwnConjuncts, own_conjuncts, rewrite
 from paimon_index.table.files import FILE_PATH_COLUMN, METADATA_COLUMNS, ROW_INDEX_COLUMN
 
 if TYPE_CHECKING:
@@ -285,11 +285,14 @@ def _truncate(catalog: Catalog, name: TableName) -> None:
 # ------------------------------------------------------------------------------------------------
 # DELETE / UPDATE
 # ------------------------------------------------------------------------------------------------
-def _target_read(catalog: Catalog, name: TableName, prune: str | None = None) -> tuple[DataFrame, object]:
-    """A primary-key table's rows at the latest snapshot, and the snapshot the change commits on:
-    deletion-vectors mode, the latest one (the upsert plans on it); merge-on-read (no vectors), the
-    snapshot read, exactly (:mod:`paimon_index.spark.merge_on_read`), pruned by ``prune`` (a
-    condition every row the statement takes meets)."""
+def _target_read(catalog: Catalog, name: TableName, own: OwnConjuncts | None = None
+                 ) -> tuple[DataFrame, object, int]:
+    """A primary-key table's rows at the latest snapshot, the snapshot the change commits on, and
+    how many rows the statement takes at least (0: unknown): deletion-vectors mode, the latest one
+    (the upsert plans on it); merge-on-read (no vectors), the snapshot read, exactly
+    (:mod:`paimon_index.spark.merge_on_read`), pruned by ``own`` (the statement's conjuncts on
+    the table's own columns; the rows its plan proves are the statement's when they are its whole
+    condition)."""
     from paimon_index.spark import merge_on_read
     from paimon_index.spark.planned import source_read
     from paimon_index.table.api import open_table
@@ -297,10 +300,12 @@ def _target_read(catalog: Catalog, name: TableName, prune: str | None = None) ->
 
     opened = open_table(catalog.warehouse, name.identifier, catalog_options=catalog.catalog_options)
     if merge_on_read.is_merge_on_read(opened.paimon_table):
-        return merge_on_read.merged_frame(catalog.spark, catalog.warehouse, name.identifier,
-                                           catalog.catalog_options, where=prune)
+        read, snapshot, proven = merge_on_read.merged_frame(
+            catalog.spark, catalog.warehouse, name.identifier, catalog.catalog_options,
+            where=None if own is None else own.text)
+        return read, snapshot, proven if own is not None and own.whole else 0
     read = source_read(catalog.spark, name.identifier, None, catalog.warehouse, catalog.catalog_options)
-    return read, LATEST
+    return read, LATEST, 0
 
 
 def _where_of(statement: exp.Expr) -> exp.Expr | None:
@@ -329,18 +334,19 @@ def _delete(catalog: Catalog, statement: exp.Delete, node: exp.Table, name: Tabl
 
     target = _open(catalog, name)
     alias, where = _alias_of(node), _where_of(statement)
+    own = own_conjuncts(where, alias, target.lower_names)
     if target.primary_keys:
-        read, planned = _target_read(catalog, name, own_conjuncts(where, alias, target.lower_names))
+        read, planned, at_least = _target_read(catalog, name, own)
         rows = _selected(catalog, node, read, [_col(alias, c) for c in target.names], where)
         jobs.upsert_changes(catalog.spark, rows.withColumn(_ROW_KIND, F.lit("-D")), name.identifier,
-                            operation="delete", planned=planned, **_where(catalog))
+                            operation="delete", planned=planned, rows_at_least=at_least, **_where(catalog))
         return
 
     def build(pinned: DataFrame) -> tuple[DataFrame | None, DataFrame | None]:
         return _selected(catalog, node, pinned, _metadata(alias), where), None
 
     jobs.change_matched(catalog.spark, name.identifier, build, operation="delete",
-                        prune=own_conjuncts(where, alias, target.lower_names), **_where(catalog))
+                        prune=own.text, **_where(catalog))
 
 
 def _assignments(target: _Target, items: list[exp.Expr], what: str) -> dict[str, exp.Expr]:
@@ -363,6 +369,7 @@ def _update(catalog: Catalog, statement: exp.Update, node: exp.Table, name: Tabl
 
     target = _open(catalog, name)
     alias, where = _alias_of(node), _where_of(statement)
+    own = own_conjuncts(where, alias, target.lower_names)
     what = f"UPDATE of {name}"
     assigned = _assignments(target, statement.expressions, what)
     _check_key_assignment(target, list(assigned), "UPDATE")
@@ -371,10 +378,10 @@ def _update(catalog: Catalog, statement: exp.Update, node: exp.Table, name: Tabl
                               for i, n in enumerate(target.names)]
     value_names = [F.col(f"__paimon_v{i}") for i in range(len(target.names))]
     if target.primary_keys:
-        read, planned = _target_read(catalog, name, own_conjuncts(where, alias, target.lower_names))
+        read, planned, at_least = _target_read(catalog, name, own)
         rows = _selected(catalog, node, read, values, where)
         jobs.upsert_changes(catalog.spark, _store_assigned(rows, target), name.identifier,
-                            operation="update", planned=planned, **_where(catalog))
+                            operation="update", planned=planned, rows_at_least=at_least, **_where(catalog))
         return
 
     def build(pinned: DataFrame) -> tuple[DataFrame | None, DataFrame | None]:
@@ -382,7 +389,7 @@ def _update(catalog: Catalog, statement: exp.Update, node: exp.Table, name: Tabl
         return matched.select(*METADATA_COLUMNS), _store_assigned(matched.select(*value_names), target)
 
     jobs.change_matched(catalog.spark, name.identifier, build, operation="update",
-                        prune=own_conjuncts(where, alias, target.lower_names), **_where(catalog))
+                        prune=own.text, **_where(catalog))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -524,7 +531,7 @@ def _merge(catalog: Catalog, statement: exp.Merge, node: exp.Table, name: TableN
         return merged.where(F.col(_ACTION) != 0)
 
     if target.primary_keys:
-        read, planned = _target_read(catalog, name)
+        read, planned, _ = _target_read(catalog, name)
         changes = joined(read)
         _check_keys_kept(changes, target, [i for i, c in enumerate(clauses, start=1) if c.action == "update"])
         # Row kinds as Paimon's connector writes a MERGE: -D deletes, +U updates, +I inserts (they

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from paimon_index.spark.sql.names import Catalog
     from paimon_index.table.api import Table
 
-__all__ = ["Reference", "Rewritten", "explain", "own_conjuncts", "rewrite", "run"]
+__all__ = ["OwnConjuncts", "Reference", "Rewritten", "explain", "own_conjuncts", "rewrite", "run"]
 
 #: Functions whose value differs between two evaluations: a conjunct with one is never pushed
 #: (the read would evaluate it apart from the statement, and Spark again on the rows it kept). Nor is
@@ -257,12 +257,23 @@ def _unqualified_text(conjunct: exp.Expr) -> str:
     return copy.sql(DIALECT)
 
 
-def own_conjuncts(condition: exp.Expr | None, alias: str, columns: frozenset[str]) -> str | None:
+@dataclass(frozen=True)
+class OwnConjuncts:
+    """:func:`own_conjuncts`' answer."""
+
+    #: one Spark SQL condition every row the statement takes meets (None: no such conjunct)
+    text: str | None
+    #: whether ``text`` is the whole condition (no conjunct left that reads another table)
+    whole: bool
+
+
+def own_conjuncts(condition: exp.Expr | None, alias: str, columns: frozenset[str]) -> OwnConjuncts:
     """The conjuncts of a single-table statement's condition (DELETE / UPDATE ``WHERE``) that read
-    the table's own columns only (``columns``, lower case; qualified by ``alias`` or not), as one
-    Spark SQL condition every row the statement takes meets (None: no such conjunct)."""
-    texts = _pushable_texts(_conjuncts(condition), alias, columns, frozenset(), frozenset())
-    return " AND ".join(f"({t})" for t in texts) if texts else None
+    the table's own columns only (``columns``, lower case; qualified by ``alias`` or not)."""
+    conjuncts = _conjuncts(condition)
+    texts = _pushable_texts(conjuncts, alias, columns, frozenset(), frozenset())
+    whole = {_unqualified_text(c) for c in conjuncts} <= set(texts)
+    return OwnConjuncts(" AND ".join(f"({t})" for t in texts) if texts else None, whole)
 
 
 def _pushable_texts(candidates: list[exp.Expr], alias: str, columns: frozenset[str],
