@@ -444,11 +444,12 @@ def test_a_change_the_plan_proves_large_is_not_fetched_first(spark, tmp_path: Pa
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """An UPDATE whose WHERE the bitmap answers exactly for more rows than the driver writes goes
     to the tasks without a LIMIT fetching rows first; a DELETE the indexes cannot count (an
-    unindexed conjunct) is fetched and, being few, written on the driver. Both leave pypaimon's
-    merge read equal to the model."""
+    unindexed conjunct) is fetched and, being few, written on the driver; on a local master the
+    driver writes up to ``LOCAL_CHANGE_ROWS``. Each leaves pypaimon's merge read equal to the model."""
     from paimon_index.table.pk import merge_on_read as table_merge_on_read
 
     monkeypatch.setattr(jobs, "SMALL_CHANGE_ROWS", 50)
+    monkeypatch.setattr(jobs, "LOCAL_CHANGE_ROWS", 50)
     limits: list[int] = []
     frame = type(spark.range(1))
     limit = frame.limit
@@ -472,5 +473,10 @@ def test_a_change_the_plan_proves_large_is_not_fetched_first(spark, tmp_path: Pa
     paimon.sql("DELETE FROM o.t WHERE k = 3 AND s = 'b' AND id < 100")  # 7 rows, s not indexed
     model = {i: v for i, v in model.items() if not (v[1] == 3 and v[2] == "b" and i < 100)}
     assert driver_writes == ["delete"]
+    # On a local master the driver writes up to LOCAL_CHANGE_ROWS (the executors' machine anyway).
+    monkeypatch.setattr(jobs, "LOCAL_CHANGE_ROWS", 1_000)
+    paimon.sql("UPDATE o.t SET s = 'c' WHERE k = 4")  # 200 rows
+    model = {i: (i, v[1], "c") if v[1] == 4 else v for i, v in model.items()}
+    assert driver_writes == ["delete", "update"]
     merged = paimon_index.open_table(warehouse, "o.t").read()  # pypaimon's merge
     assert sorted(tuple(r.values()) for r in merged.to_pylist()) == sorted(model.values())

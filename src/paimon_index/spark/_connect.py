@@ -4,6 +4,7 @@
     parallelism(spark) -> int                  the cluster's default parallelism, in both modes
     run_tasks(spark, payloads, run) -> list    one Spark task per payload, their results on the driver
     quoted(name) -> str                        a column name as Spark SQL text (`a.b` stays one name)
+    local_master(spark) -> bool                this process is the driver of a local master
 
 A Spark Connect client has no ``SparkContext``: no accumulators, no ``parallelize``, no
 ``defaultParallelism``, no Py4J. Everything here is DataFrame API, which both modes share; what
@@ -36,6 +37,15 @@ def quoted(name: str) -> str:
     """``name`` in backticks, its backticks doubled: Spark reads it as one column name (a dot or a
     space in it is part of the name) in SQL text and in ``F.col``."""
     return "`" + name.replace("`", "``") + "`"
+
+
+def local_master(spark: SparkSession) -> bool:
+    """Whether this process is the driver of a local master: Spark's tasks run on this machine and
+    read its local files, so work the driver does itself takes nothing from a cluster. Never
+    through Spark Connect: this process is its client, not the driver, and may be elsewhere."""
+    if is_connect(spark):
+        return False
+    return str(spark.sparkContext.master).startswith("local")
 
 
 def is_connect(spark: Any) -> bool:

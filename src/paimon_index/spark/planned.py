@@ -381,11 +381,8 @@ def _hadoop_serves(spark: SparkSession, scheme: str) -> bool:
 
 
 def _driver_files_readable(spark: SparkSession) -> bool:
-    """Whether Spark's tasks read the driver's local files (a local master). Never through Spark
-    Connect: this process is its client, not the driver, and may run on another machine."""
-    if _connect.is_connect(spark):
-        return False
-    return str(spark.sparkContext.master).startswith("local")
+    """Whether Spark's tasks read the driver's local files (:func:`_connect.local_master`)."""
+    return _connect.local_master(spark)
 
 
 def _parquet(spark: SparkSession, schema: Any, paths: list[str]) -> DataFrame:
