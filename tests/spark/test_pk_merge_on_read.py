@@ -478,5 +478,11 @@ def test_a_change_the_plan_proves_large_is_not_fetched_first(spark, tmp_path: Pa
     paimon.sql("UPDATE o.t SET s = 'c' WHERE k = 4")  # 200 rows
     model = {i: (i, v[1], "c") if v[1] == 4 else v for i, v in model.items()}
     assert driver_writes == ["delete", "update"]
+    # The jobs' verbs pass their plan's count too: no LIMIT before the tasks.
+    monkeypatch.setattr(jobs, "LOCAL_CHANGE_ROWS", 50)
+    fetched = len(limits)
+    jobs.update(spark, "o.t", {"s": "'d'"}, "k = 0", warehouse=warehouse)  # 200 rows
+    model = {i: (i, v[1], "d") if v[1] == 0 else v for i, v in model.items()}
+    assert (len(limits), driver_writes) == (fetched, ["delete", "update"])
     merged = paimon_index.open_table(warehouse, "o.t").read()  # pypaimon's merge
     assert sorted(tuple(r.values()) for r in merged.to_pylist()) == sorted(model.values())

@@ -321,6 +321,7 @@ class _SparkKeyedRows:
                  catalog_options: CatalogOptions) -> None:
         self.spark, self.table, self.columns = spark, table, columns
         self.warehouse, self.catalog_options = warehouse, catalog_options
+        self._proven = 0  # the rows :meth:`matching`'s plan proved match (merge-on-read tables)
 
     def _merge_on_read(self) -> bool:
         from paimon_index.spark.merge_on_read import is_merge_on_read
@@ -331,8 +332,9 @@ class _SparkKeyedRows:
         if self._merge_on_read():  # the merged rows of ``snapshot_id``, committed exactly on it
             from paimon_index.spark.merge_on_read import merged_frame
 
-            return merged_frame(self.spark, self.warehouse, self.table, self.catalog_options,
-                                snapshot_id, where)[0]
+            rows, _, self._proven = merged_frame(self.spark, self.warehouse, self.table, self.catalog_options,
+                                                 snapshot_id, where)
+            return rows
         # The latest snapshot, not ``snapshot_id``: the source's writer plans the upsert on the
         # latest one (it takes no snapshot to commit on), so reading an older one would only widen
         # the window in which a concurrent change is overwritten.
@@ -351,9 +353,11 @@ class _SparkKeyedRows:
         # Rows with a row kind are a DELETE's (``deleted``): they remove their keys on every engine.
         deleting = ROW_KIND_COLUMN in rows.columns
         if self._merge_on_read():
+            # One row per matching row (deleted or assigned): the count the plan proved is theirs.
             return _upsert(self.spark, rows, self.table, warehouse=self.warehouse,
                            catalog_options=self.catalog_options, delete_keys=deleting,
-                           operation="delete" if deleting else "update", planned=snapshot_id)
+                           operation="delete" if deleting else "update", planned=snapshot_id,
+                           rows_at_least=self._proven)
         del snapshot_id  # see matching
         return _upsert(self.spark, rows, self.table, warehouse=self.warehouse,
                        catalog_options=self.catalog_options, delete_keys=deleting,
