@@ -26,7 +26,7 @@ from paimon_index.errors import PaimonIndexError
 from paimon_index.spark.datasource import METADATA, SOURCE_NAME
 from paimon_index.spark.options import SNAPSHOT_ID, WAREHOUSE
 from paimon_index.spark.planned import read_planned
-from paimon_index.spark.sql.query import own_conjuncts
+from paimon_index.spark.sql.query import OwnConjuncts, own_conjuncts
 from paimon_index.table.api import open_table
 from paimon_index.table.files import FILE_PATH_COLUMN, METADATA_COLUMNS, ROW_INDEX_COLUMN
 from paimon_index.table.paimon import latest_snapshot
@@ -144,17 +144,20 @@ def test_a_mark_naming_a_file_the_bucket_does_not_hold_is_refused() -> None:
                                 "/t/bucket-0/data-2.parquet": np.array([1])})
 
 
-@pytest.mark.parametrize(("where", "expected"), [
-    ("x.a = 1 AND b > 2", "(a = 1) AND (b > 2)"),
-    ("a = 1 AND b IN (SELECT b FROM o)", "(a = 1)"),         # a subquery: Spark alone
-    ("a = 1 AND rand() < 0.5", "(a = 1)"),                   # evaluated twice would differ
-    ("y.a = 1 OR b = 2", None),                              # another table's qualifier
-    ("a = 1 OR c = 2", None),                                # c: not a column of the table
-    ("A % 7 = 0", "(A % 7 = 0)"),
+@pytest.mark.parametrize(("where", "expected", "whole"), [
+    ("x.a = 1 AND b > 2", "(a = 1) AND (b > 2)", True),
+    ("a = 1 AND b IN (SELECT b FROM o)", "(a = 1)", False),   # a subquery: Spark alone
+    ("a = 1 AND rand() < 0.5", "(a = 1)", False),             # evaluated twice would differ
+    ("y.a = 1 OR b = 2", None, False),                        # another table's qualifier
+    ("a = 1 OR c = 2", None, False),                          # c: not a column of the table
+    ("A % 7 = 0", "(A % 7 = 0)", True),
 ])
-def test_own_conjuncts_keep_what_holds_for_every_row_taken(where: str, expected: str | None) -> None:
+def test_own_conjuncts_keep_what_holds_for_every_row_taken(where: str, expected: str | None,
+                                                           whole: bool) -> None:
+    """The conjuncts a DELETE/UPDATE may prune its read with, and whether they are its whole
+    condition (then the rows its plan proves are the statement's)."""
     condition = parse_one(f"SELECT 1 FROM t AS x WHERE {where}", dialect="spark").args["where"].this
-    assert own_conjuncts(condition, "x", frozenset({"a", "b"})) == expected
+    assert own_conjuncts(condition, "x", frozenset({"a", "b"})) == OwnConjuncts(expected, whole)
 
 
 def test_pinned_frame_of_an_empty_snapshot_has_the_metadata_columns(spark: Any, tmp_path: Path) -> None:
