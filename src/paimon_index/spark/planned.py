@@ -1037,15 +1037,18 @@ def rows_only_read(spark: SparkSession, table: str, *, warehouse: str, snapshot_
         plan = _counted_by_manifest(paimon)
         if plan is None:
             plan = plan_read(paimon, None, whole_files=True)
+        resolved = all(f.resolved for f in plan.files)
+        rows = _selected_rows(plan.files) if resolved else _manifest_rows(plan.files)
     else:
         bound = _bound_on_indexed_columns(paimon, where)
         if bound is None:
             return None  # a column without an index: no exact answer to hope for, no plan spent
         plan = plan_read(paimon, bound, exact_answers=True,
                          session_time_zone=spark.conf.get(_SESSION_TIME_ZONE))
-        if not plan.exact or not all(f.exact for f in plan.files):
+        counted = proven_rows(plan)
+        if counted is None:
             return None
-    rows = _selected_rows(plan.files) if all(f.resolved for f in plan.files) else _manifest_rows(plan.files)
+        rows = counted
     plan.report.rows_returned = rows
     partitions = max(1, -(-rows // _ROWS_PER_RANGE_PARTITION))
     return PlannedRead(spark.range(0, rows, 1, partitions).select(), plan)

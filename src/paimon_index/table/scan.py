@@ -236,6 +236,7 @@ def plan_read(table: Any, where: str | Predicate | None = None, *, snapshot_id: 
     # Pinned under ``table``'s own schema: the latest snapshot may predate a schema change (which
     # commits none), and its files are read under today's columns.
     pinned = table if snapshot_id is not None else pinned_current(table, snapshot.id)
+    io = TableIO.of(pinned)
     if primary_key:
         from paimon_index.table.pk.plan import check_merge_free, dv_mode, raw_readable
         from paimon_index.table.pk.versions import superseded_positions
@@ -247,7 +248,7 @@ def plan_read(table: Any, where: str | Predicate | None = None, *, snapshot_id: 
             if defer:
                 readable = raw_readable(pinned, snapshot)
             else:
-                superseded = superseded_positions(pinned, snapshot, TableIO.of(pinned))
+                superseded = superseded_positions(pinned, snapshot, io)
                 readable = superseded is not None
             if not readable:
                 raise UnsupportedTableError(
@@ -261,7 +262,6 @@ def plan_read(table: Any, where: str | Predicate | None = None, *, snapshot_id: 
     prune = bound if use_index else ALWAYS_TRUE
     topn = topn if use_index and exact else None
     files: list[FilePlan] = []
-    io = TableIO.of(pinned)
     # Append tables only, as the statistics filter (plan_splits); not with TopN (its candidates).
     weigh = not defer and not primary_key and topn is None and prune is not ALWAYS_TRUE
     kept_stats: dict[str, dict[str, ColumnStats]] | None = {} if weigh else None

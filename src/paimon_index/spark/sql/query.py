@@ -272,8 +272,12 @@ def own_conjuncts(condition: exp.Expr | None, alias: str, columns: frozenset[str
     the table's own columns only (``columns``, lower case; qualified by ``alias`` or not)."""
     conjuncts = _conjuncts(condition)
     texts = _pushable_texts(conjuncts, alias, columns, frozenset(), frozenset())
-    whole = {_unqualified_text(c) for c in conjuncts} <= set(texts)
-    return OwnConjuncts(" AND ".join(f"({t})" for t in texts) if texts else None, whole)
+    return OwnConjuncts(" AND ".join(f"({t})" for t in texts) if texts else None, _among(conjuncts, texts))
+
+
+def _among(conjuncts: list[exp.Expr], texts: list[str]) -> bool:
+    """Whether every one of ``conjuncts`` is among ``texts`` (as :func:`_unqualified_text`)."""
+    return {_unqualified_text(c) for c in conjuncts} <= set(texts)
 
 
 def _pushable_texts(candidates: list[exp.Expr], alias: str, columns: frozenset[str],
@@ -461,7 +465,7 @@ def _all_pushed(table: exp.Table, pushed: list[str]) -> bool:
     select = _select_of(table)
     if select is None or select.args.get("where") is None:
         return False
-    return {_unqualified_text(c) for c in _conjuncts(select.args["where"].this)} <= set(pushed)
+    return _among(_conjuncts(select.args["where"].this), pushed)
 
 
 def _check_table_node(table: exp.Table, name: TableName) -> None:
