@@ -73,6 +73,48 @@ def test_newest_live_keeps_each_keys_newest_version_unless_it_retracts() -> None
     assert live is not None and live.tolist() == [1, 2]
 
 
+def _model_newest_live(rows: list[tuple[int, int, int]]) -> list[int] | None:
+    """Row indices that are their key's live newest version, by key; None if a key's highest
+    sequence number is held twice. ``rows``: (key, sequence, kind)."""
+    newest: dict[int, list[int]] = {}
+    for i, (key, sequence, _) in enumerate(rows):
+        held = newest.get(key)
+        if held is None or sequence > rows[held[0]][1]:
+            newest[key] = [i]
+        elif sequence == rows[held[0]][1]:
+            held.append(i)
+    if any(len(held) > 1 for held in newest.values()):
+        return None
+    return [newest[key][0] for key in sorted(newest) if rows[newest[key][0]][2] not in (1, 3)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.integers(-3, 12), st.integers(0, 40), st.integers(0, 3)),
+                         max_size=12), max_size=5))
+def test_newest_live_against_a_model_for_every_key_shape(files: list[list[tuple[int, int, int]]]) -> None:
+    """Files one after another, each sorted by key with one row per key (what Paimon writes) or not
+    (the function may not rely on it): every key shape -- one integer column (numpy's run merge),
+    the same keys as strings and as two columns (Arrow's sort) -- gives the model's rows."""
+    rows = [row for file in files for row in sorted(dict((k, (k, q, v)) for k, q, v in file).values())]
+    rows += [row for file in files[:1] for row in file]  # and an unsorted file with repeated keys
+    expected = _model_newest_live(rows)
+    sequence = np.array([q for _, q, _ in rows], dtype=np.int64)
+    kinds = np.array([v for _, _, v in rows], dtype=np.int8)
+    keys = [k for k, _, _ in rows]
+    for shape in ([pa.array(keys, pa.int64())], [pa.chunked_array([pa.array(keys, pa.int8())])],
+                  [pa.array([f"{k + 3:02d}" for k in keys])],
+                  [pa.array([k % 2 for k in keys], pa.int32()), pa.array(keys, pa.int16())]):
+        live = newest_live(shape, sequence, kinds)
+        if expected is None:
+            assert live is None
+            continue
+        assert live is not None
+        # The key order of the two-column shape is (k % 2, k): compare as sets, and order for one column.
+        assert sorted(live.tolist()) == sorted(expected)
+        if len(shape) == 1:
+            assert live.tolist() == expected
+
+
 @pytest.mark.parametrize(("keys", "sequence"), [
     ([pa.array([1, None, 1], pa.int64())], [1, 2, 3]),    # NULL key: the comparator's equality
     ([pa.array([0.0, -0.0, 1.0])], [1, 2, 3]),             # float key: -0.0, NaN are not Arrow's

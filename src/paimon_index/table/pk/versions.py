@@ -89,14 +89,16 @@ def newest_live(keys: Sequence[pa.Array | pa.ChunkedArray], sequence: np.ndarray
     keeps of rows holding several versions of a key.
 
     None when that cannot be told by Arrow's equality and order: a NULL or floating-point key
-    (the key comparator's equality: NULLs equal, NaN, -0.0), or two versions of one key with the
-    same sequence number (the merge reader's order decides between them)."""
+    (the key comparator's equality: NULLs equal, NaN, -0.0), or two versions of one key sharing its
+    highest sequence number (the merge reader's order decides between them)."""
     count = len(sequence)
     for column in keys:
         if column.null_count or pa.types.is_floating(column.type):
             return None
     if count == 0:
         return np.zeros(0, dtype=np.int64)
+    if len(keys) == 1 and pa.types.is_integer(keys[0].type):
+        return _newest_live_integer(keys[0].to_numpy(), sequence, kinds)
     names = [f"k{i}" for i in range(len(keys))]
     sortable = pa.table([*keys, pa.array(sequence, pa.int64())], names=[*names, "s"])
     order = pc.sort_indices(sortable, sort_keys=[(n, "ascending") for n in [*names, "s"]]).to_numpy()
@@ -106,11 +108,30 @@ def newest_live(keys: Sequence[pa.Array | pa.ChunkedArray], sequence: np.ndarray
         if isinstance(ordered, pa.ChunkedArray):
             ordered = ordered.combine_chunks()
         same_key &= pc.equal(ordered[1:], ordered[:-1]).to_numpy(zero_copy_only=False)
+    last = np.append(~same_key, True)  # each key's newest: its versions sort by sequence
     ordered_sequence = sequence[order]
-    if np.any(same_key & (ordered_sequence[1:] == ordered_sequence[:-1])):
+    if np.any(same_key & (ordered_sequence[1:] == ordered_sequence[:-1]) & last[1:]):
         return None
-    last = np.append(~same_key, True)
     live = last & ~np.isin(kinds[order], DELETING_VALUE_KINDS)
+    return order[live].astype(np.int64, copy=False)
+
+
+def _newest_live_integer(keys: np.ndarray, sequence: np.ndarray, kinds: np.ndarray) -> np.ndarray | None:
+    """:func:`newest_live` of one integer key column. A bucket's rows are its files one after
+    another, each sorted by key (Paimon writes sorted runs), so a stable sort of the keys alone
+    merges a few runs (numpy's timsort finds them); each key's newest version is then its group's
+    highest sequence number. A bucket of 5.5M rows in 9 files: 0.115 s against 0.238 s for
+    Arrow's sort of key and sequence."""
+    order = np.argsort(keys, kind="stable")
+    ordered_keys, ordered_sequence = keys[order], sequence[order]
+    first = np.append(True, ordered_keys[1:] != ordered_keys[:-1])  # a key's first row
+    starts = np.flatnonzero(first)
+    newest = np.maximum.reduceat(ordered_sequence, starts)
+    # np.repeat with per-group counts is ~10x slower than indexing by each row's group number.
+    is_newest = ordered_sequence == newest[np.cumsum(first) - 1]
+    if np.count_nonzero(is_newest) != len(starts):
+        return None  # a key's highest sequence number held twice
+    live = is_newest & ~np.isin(kinds[order], DELETING_VALUE_KINDS)
     return order[live].astype(np.int64, copy=False)
 
 
