@@ -55,6 +55,7 @@ MIN_JAVA = 17
 DEFAULT_MASTER = "local[*]"
 LOCAL_MASTER_PREFIX = "local"
 SINGLE_TASK = "spark.sql.optimizer.singleTaskExecution"
+DAEMON_MODULE = "spark.python.daemon.module"
 SESSION_CONF = {
     "spark.sql.python.filterPushdown.enabled": "true",
     "spark.ui.enabled": "false",
@@ -68,6 +69,9 @@ SESSION_CONF = {
     SINGLE_TASK + ".aggregation": "true",
     SINGLE_TASK + ".sort": "true",
     SINGLE_TASK + ".limitOffset": "true",
+    # Python workers forked with pyarrow, pypaimon and the task functions imported: Spark closes
+    # workers idle for a minute, and each new one imported them again (docs/clusters.md).
+    DAEMON_MODULE: "paimon_index.spark.daemon",
 }
 RUNTIME_CONF = ("spark.sql.python.filterPushdown.enabled",)
 #: Spark's console progress bar (stage, tasks done / total), as Spark's own shells show it; on
