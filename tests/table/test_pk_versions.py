@@ -209,6 +209,69 @@ def test_planned_reads_of_random_changes_equal_pypaimons_merge_and_the_model(
         assert table.min_max("v", where) == ((min(values), max(values)) if values else (None, None)), where
 
 
+def _positions_now(table: paimon_index.Table) -> dict[str, list[int]] | None:
+    from paimon_index.table.paimon import read_snapshot
+
+    found = superseded_positions(table.paimon_table, read_snapshot(table.paimon_table))
+    return None if found is None else {name: p.tolist() for name, p in found.items()}
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(kind=st.sampled_from(list(KINDS)), steps=st.lists(_step, min_size=2, max_size=6),
+       compact_at=st.integers(-1, 5))
+def test_positions_updated_from_the_cached_ones_equal_positions_told_whole(
+        tmp_path_factory, kind: str, steps: list, compact_at: int) -> None:
+    """After each commit, a bucket that only gained files starts from the positions cached for the
+    snapshot before (read after every step); they equal the positions told over every file with
+    nothing cached, and the plan's rows equal the model's."""
+    from paimon_index.table.metacache import metadata_cache
+
+    assert metadata_cache().enabled
+    table = _create(tmp_path_factory.mktemp("incremental"), kind)
+    model: dict[tuple, tuple] = {}
+    for i, (keys, kinds, seed) in enumerate(steps):
+        rng = np.random.default_rng(seed)
+        batch = _batch(keys, [int(rng.integers(0, 500)) for _ in keys],
+                       [STATUSES[int(rng.integers(0, len(STATUSES)))] for _ in keys])
+        row_kinds = [str(rng.choice(["+I", "+U", "-U", "-D"])) if kinds == "mixed" else kinds
+                     for _ in keys]
+        table.upsert(batch.append_column("_ROW_KIND", pa.array(row_kinds)))
+        for r, row_kind in zip(batch.to_pylist(), row_kinds, strict=True):
+            if row_kind in ("-U", "-D"):
+                model.pop((r["k"], r["dt"]), None)
+            else:
+                model[(r["k"], r["dt"])] = (r["k"], r["v"], r["s"], r["dt"])
+        if i == compact_at:
+            table.compact(full=True)
+        from_cache = _positions_now(table)
+        metadata_cache().clear()
+        assert from_cache == _positions_now(table)
+        assert _rows(table.read()) == sorted(model.values(), key=repr)
+
+
+def test_a_commit_that_only_added_files_updates_the_cached_positions(tmp_path) -> None:
+    """Key 2 written three times, key 4 deleted: the second and third snapshots' positions come
+    from the cached ones (no bucket told whole), equal to the whole telling."""
+    from unittest import mock
+
+    from paimon_index.table.metacache import metadata_cache
+    from paimon_index.table.pk import versions
+
+    table = _create(tmp_path, "fixed")
+    table.write(_batch(list(range(10)), list(range(10)), ["NEW"] * 10))
+    table.write(_batch([2, 4], [20, 40], ["PAID"] * 2))
+    assert _positions_now(table) is not None
+    with mock.patch.object(versions, "_bucket_superseded", wraps=versions._bucket_superseded) as whole:
+        table.write(_batch([2, 6], [21, 60], ["HELD"] * 2))
+        table.delete("k = 4")
+        updated = _positions_now(table)
+        assert whole.call_count == 0
+    metadata_cache().clear()
+    assert updated == _positions_now(table)
+    assert sum(len(p) for p in updated.values()) == 6  # 2 (twice), 4 (twice: its -D too), 6
+    assert _rows(table.read("k IN (2, 4, 6)")) == [(2, 21, "HELD", "b"), (6, 60, "HELD", "b")]
+
+
 def test_java_paimon_reads_the_same_rows_with_a_filter(tmp_path) -> None:
     """Java Paimon's core merges the level-0 files itself (its MergeTreeReaders): the same rows."""
     oracle = java_oracle()

@@ -22,10 +22,13 @@ indexes, as a deletion-vectors table:
       b.parquet  row 1                    13           14           -D   superseded (a delete)
 
 The positions are computed per (partition, bucket) over *every* file of the bucket (a file the
-indexes skip still supersedes older rows of its keys) and cached by the bucket's file paths (data
-files are never rewritten under one name). None -- the caller merges the rows itself -- for
-another merge engine, and when a key's equality is not Arrow's (a NULL key, a floating-point key)
-or two versions of one key share a sequence number (their order is the merge reader's own).
+indexes skip still supersedes older rows of its keys) and cached per bucket with the names of its
+files (data files are never rewritten under one name). A later snapshot whose bucket only gained
+newer files (a commit's level-0 files, every sequence number above the cached files') starts from
+the cached positions: the older files' rows whose keys the new files hold join them, and only the
+new rows are told among themselves. None -- the caller merges the rows itself -- for another merge
+engine, and when a key's equality is not Arrow's (a NULL key, a floating-point key) or two versions
+of one key share its highest sequence number (their order is the merge reader's own).
 
 Byte layout read: a primary-key data file's ``_KEY_<k>`` columns (the trimmed primary key),
 ``_SEQUENCE_NUMBER`` (BIGINT) and ``_VALUE_KIND`` (TINYINT: ``+I`` 0, ``-U`` 1, ``+U`` 2, ``-D`` 3).
@@ -36,6 +39,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -65,8 +69,8 @@ from paimon_index.table.schemas import ReadSchema, read_schema
 
 __all__ = ["last_version_wins", "newest_live", "superseded_positions"]
 
-#: Cache entry weight per row of a bucket (the int64 positions kept, plus the work to redo them).
-_WEIGHT_PER_ROW = 8
+#: Cache entry weight of a file's positions beyond their int64s (the dict entry, the array header).
+_WEIGHT_PER_FILE = 256
 #: Buckets told apart at once (each thread holds a bucket's key columns).
 _MAX_THREADS = 8
 
@@ -141,8 +145,8 @@ def superseded_positions(table: Any, snapshot: Any, io: TableIO | None = None
     that are not their key's live version (files with none are absent; ``{}`` when every bucket
     is :func:`one_sorted_run`); None when a bucket needs a merge and the table's is not
     :func:`last_version_wins`, or :func:`newest_live` cannot tell for some bucket."""
-    buckets = [b for b in plan_snapshot(table, snapshot, vectors=False).buckets.values()
-               if not one_sorted_run(b.files)]
+    plan = plan_snapshot(table, snapshot, vectors=False)
+    buckets = [(key, b) for key, b in plan.buckets.items() if not one_sorted_run(b.files)]
     if not buckets:
         return {}
     if not last_version_wins(table):
@@ -151,47 +155,131 @@ def superseded_positions(table: Any, snapshot: Any, io: TableIO | None = None
     keys, schema = trimmed_keys(table), read_schema(table)
     cache = metadata_cache()
     superseded: dict[str, np.ndarray] = {}
-    missing: list[tuple[tuple[Any, ...], list[Any]]] = []
-    for bucket in buckets:
+    missing: list[tuple[tuple[Any, ...], list[Any], _Latest | None]] = []
+    for bucket_key, bucket in buckets:
         files = list(bucket.files)
-        cache_key = ("superseded", tuple(str(m.file_path) for m in files))
-        found = cache.get(cache_key) if cache.enabled else None
-        if found is None:
-            missing.append((cache_key, files))
+        cache_key = ("superseded", plan.index_dir, bucket_key)
+        latest = cache.get(cache_key) if cache.enabled else None
+        if latest is not None and set(latest.file_names) == {str(m.file_name) for m in files}:
+            superseded.update(latest.superseded)
         else:
-            superseded.update(found)
-    # Buckets on threads: pyarrow's decode and sort release the GIL.
+            missing.append((cache_key, files, latest))
+
+    def compute(item: tuple[Any, list[Any], _Latest | None]) -> dict[str, np.ndarray] | None:
+        _, files, latest = item
+        if latest is not None:
+            found = _bucket_superseded_after(io, latest, files, keys, schema)
+            if found is not None:
+                return found
+        return _bucket_superseded(io, files, keys, schema)
+
+    # Buckets on threads: pyarrow's decode and numpy's and Arrow's sorts release the GIL.
     workers = min(len(missing), os.cpu_count() or 1, _MAX_THREADS)
     with ThreadPoolExecutor(max(workers, 1)) as pool:
-        results = list(pool.map(lambda item: _bucket_superseded(io, item[1], keys, schema), missing))
-    for (cache_key, files), found in zip(missing, results, strict=True):
+        results = list(pool.map(compute, missing))
+    for (cache_key, files, _), found in zip(missing, results, strict=True):
         if found is None:
             return None
         if cache.enabled:
-            cache.put(cache_key, found, _WEIGHT_PER_ROW * sum(int(m.row_count) for m in files))
+            weight = sum(int(a.nbytes) + _WEIGHT_PER_FILE for a in found.values())
+            cache.put(cache_key, _Latest(tuple(str(m.file_name) for m in files),
+                                         max(int(m.max_sequence_number) for m in files), found), weight)
         superseded.update(found)
     return superseded
 
 
-def _bucket_superseded(io: TableIO, files: Sequence[Any], keys: list[str], schema: ReadSchema
-                       ) -> dict[str, np.ndarray] | None:
-    """:func:`superseded_positions` of one bucket's files (each file's ``_KEY_`` columns under the
-    names its own schema gave the key: Paimon renames a primary-key column in place)."""
-    parts = []
-    for meta in files:
-        own = {s.name: s.file_name for s in schema.mapping(int(meta.schema_id)).sources}
-        if any(own.get(k) is None for k in keys):
-            return None  # a key column the file's schema lacks: the merge reader's own business
-        with io.parquet(meta.file_path) as parquet:
-            read = parquet.read(columns=[*(KEY_PREFIX + str(own[k]) for k in keys), SEQUENCE_COLUMN,
-                                         VALUE_KIND_COLUMN])
-        parts.append(read.rename_columns([*keys, SEQUENCE_COLUMN, VALUE_KIND_COLUMN]))
-    rows = pa.concat_tables(parts, promote_options="permissive") if len(parts) > 1 else parts[0]
-    live_rows = newest_live([rows[k] for k in keys], rows[SEQUENCE_COLUMN].to_numpy(),
-                            rows[VALUE_KIND_COLUMN].to_numpy())
+@dataclass(frozen=True)
+class _Latest:
+    """A bucket's positions as last computed -- the answer for the same files, and where the next
+    snapshot's starts: its files and their highest sequence number."""
+
+    file_names: tuple[str, ...]
+    max_sequence: int
+    superseded: dict[str, np.ndarray]
+
+
+def _bucket_superseded_after(io: TableIO, latest: _Latest, files: Sequence[Any], keys: list[str],
+                             schema: ReadSchema) -> dict[str, np.ndarray] | None:
+    """The positions of a bucket whose files are ``latest``'s plus newer ones (a commit's level-0
+    files: each of their sequence numbers above every one of ``latest``), from ``latest``'s: an
+    older row whose key the new files hold is superseded now; the new rows are told among
+    themselves. None -- tell the bucket whole -- when the files are not that (a compaction removed
+    some, a concurrent writer's numbers overlap), or the key is not one integer column.
+
+    What it reads: the new files' key, sequence and kind columns, the older files' key column."""
+    names = {str(m.file_name) for m in files}
+    if len(keys) != 1 or not set(latest.file_names) <= names:
+        return None
+    older = [m for m in files if str(m.file_name) in set(latest.file_names)]
+    newer = [m for m in files if str(m.file_name) not in set(latest.file_names)]
+    if not newer or min(int(m.min_sequence_number) for m in newer) <= latest.max_sequence:
+        return None
+    read = _versions_of(io, newer, keys, schema)
+    if read is None:
+        return None
+    rows, parts = read
+    new_keys = rows[keys[0]]
+    if not pa.types.is_integer(new_keys.type):
+        return None
+    live_rows = newest_live([new_keys], rows[SEQUENCE_COLUMN].to_numpy(), rows[VALUE_KIND_COLUMN].to_numpy())
     if live_rows is None:
         return None
-    live = np.zeros(rows.num_rows, dtype=bool)
+    out = dict(latest.superseded)
+    out.update(_not_live(newer, parts, live_rows, rows.num_rows))
+    changed = np.unique(new_keys.to_numpy())
+    for meta in older:
+        column = _key_columns(meta, keys, schema)
+        if column is None:
+            return None
+        with io.parquet(meta.file_path) as parquet:
+            key_column = parquet.read(columns=column)[0]
+        if key_column.null_count:
+            return None
+        held = key_column.to_numpy()
+        if len(held) > 1 and bool(np.all(held[1:] > held[:-1])):  # sorted, one row per key
+            at = np.searchsorted(held, changed)
+            found = at < len(held)
+            at = at[found]
+            positions = at[held[at] == changed[found]]
+        else:
+            positions = np.flatnonzero(np.isin(held, changed))
+        if len(positions):
+            name = str(meta.file_name)
+            before = out.get(name)
+            out[name] = positions.astype(np.int64) if before is None else np.union1d(before, positions)
+    return out
+
+
+def _key_columns(meta: Any, keys: list[str], schema: ReadSchema) -> list[str] | None:
+    """The ``_KEY_`` columns of ``keys`` under the names the file's own schema gave them (Paimon
+    renames a primary-key column in place); None when the file's schema lacks one."""
+    own = {s.name: s.file_name for s in schema.mapping(int(meta.schema_id)).sources}
+    if any(own.get(k) is None for k in keys):
+        return None
+    return [KEY_PREFIX + str(own[k]) for k in keys]
+
+
+def _versions_of(io: TableIO, files: Sequence[Any], keys: list[str], schema: ReadSchema
+                 ) -> tuple[pa.Table, list[pa.Table]] | None:
+    """The key (named ``keys``), sequence and kind columns of ``files``, one after another, and each
+    file's part; None when a file's schema lacks a key column (the merge reader's own business)."""
+    parts = []
+    for meta in files:
+        columns = _key_columns(meta, keys, schema)
+        if columns is None:
+            return None
+        with io.parquet(meta.file_path) as parquet:
+            read = parquet.read(columns=[*columns, SEQUENCE_COLUMN, VALUE_KIND_COLUMN])
+        parts.append(read.rename_columns([*keys, SEQUENCE_COLUMN, VALUE_KIND_COLUMN]))
+    rows = pa.concat_tables(parts, promote_options="permissive") if len(parts) > 1 else parts[0]
+    return rows, parts
+
+
+def _not_live(files: Sequence[Any], parts: Sequence[pa.Table], live_rows: np.ndarray, count: int
+              ) -> dict[str, np.ndarray]:
+    """Per file, the positions of its rows not among ``live_rows`` (indices into the files' rows
+    one after another)."""
+    live = np.zeros(count, dtype=bool)
     live[live_rows] = True
     out: dict[str, np.ndarray] = {}
     start = 0
@@ -201,3 +289,17 @@ def _bucket_superseded(io: TableIO, files: Sequence[Any], keys: list[str], schem
         if len(gone):
             out[str(meta.file_name)] = gone
     return out
+
+
+def _bucket_superseded(io: TableIO, files: Sequence[Any], keys: list[str], schema: ReadSchema
+                       ) -> dict[str, np.ndarray] | None:
+    """:func:`superseded_positions` of one bucket's files, told over all of them."""
+    read = _versions_of(io, files, keys, schema)
+    if read is None:
+        return None
+    rows, parts = read
+    live_rows = newest_live([rows[k] for k in keys], rows[SEQUENCE_COLUMN].to_numpy(),
+                            rows[VALUE_KIND_COLUMN].to_numpy())
+    if live_rows is None:
+        return None
+    return _not_live(files, parts, live_rows, rows.num_rows)
