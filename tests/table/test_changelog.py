@@ -531,8 +531,10 @@ def test_paimons_spark_connector_reads_our_changelog(tmp_path: Path) -> None:
     table.upsert(pa.Table.from_pylist([{"p": 0, "k": k, "v": "a", "n": k} for k in range(3)], schema=SCHEMA))
     table.upsert(dedup_table([("+I", {"p": 0, "k": 1, "v": "b", "n": 1}),
                               ("-D", {"p": 0, "k": 2, "v": None, "n": None})]))
+    # The second upsert commits two snapshots, as Java does: APPEND (its level-0 files) as 2 and
+    # COMPACT (the lookup's changelog) as 3; the range (1, 2] held no change rows since session 20.
     results = paimonsql.run(warehouse, [
-        "SELECT rowkind, k, v FROM paimon_incremental_query('db.`t$audit_log`', 1, 2)"])
+        "SELECT rowkind, k, v FROM paimon_incremental_query('db.`t$audit_log`', 1, 3)"])
     assert "error" not in results[-1], results[-1]
     assert sorted(map(tuple, results[-1]["rows"])) == sorted([("-U", 1, "a"), ("+U", 1, "b"), ("-D", 2, "a")])
 
