@@ -207,11 +207,11 @@ def _bucket_superseded_after(io: TableIO, latest: _Latest, files: Sequence[Any],
     some, a concurrent writer's numbers overlap), or the key is not one integer column.
 
     What it reads: the new files' key, sequence and kind columns, the older files' key column."""
-    names = {str(m.file_name) for m in files}
-    if len(keys) != 1 or not set(latest.file_names) <= names:
+    cached = set(latest.file_names)
+    if len(keys) != 1 or not cached <= {str(m.file_name) for m in files}:
         return None
-    older = [m for m in files if str(m.file_name) in set(latest.file_names)]
-    newer = [m for m in files if str(m.file_name) not in set(latest.file_names)]
+    older = [m for m in files if str(m.file_name) in cached]
+    newer = [m for m in files if str(m.file_name) not in cached]
     if not newer or min(int(m.min_sequence_number) for m in newer) <= latest.max_sequence:
         return None
     read = _versions_of(io, newer, keys, schema)
