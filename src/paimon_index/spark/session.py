@@ -13,8 +13,9 @@ data-source filter pushdown on (``spark.sql.python.filterPushdown.enabled``: Spa
 refuses a source that implements ``pushFilters`` without it; whether the ``paimon_index`` source
 then *takes* filters is its own ``filter-pushdown`` read option, off by default on Spark 4.1-4.3,
 see :mod:`paimon_index.spark.datasource`), the Spark UI off, few shuffle partitions for local work,
-and Python workers running the interpreter of the current environment (``PYSPARK_PYTHON``), so
-executors import the same paimon-index, pyarrow and pypaimon as the driver. Spark 4 needs Java 17 or
+Python workers running the interpreter of the current environment (``PYSPARK_PYTHON``), so
+executors import the same paimon-index, pyarrow and pypaimon as the driver, and forked from
+:mod:`paimon_index.spark.daemon`, which imported those before it forks. Spark 4 needs Java 17 or
 newer; without it, :func:`local_session` raises :class:`~paimon_index.errors.EnvironmentCheckError`
 saying what to install, instead of Spark's own stack trace.
 
