@@ -158,7 +158,7 @@ def test_local_relation_elsewhere(spark: Any, unpartitioned: str, tmp_path: Path
                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """Off a local master the words go as a local relation (the driver's disk is not the executors')."""
     monkeypatch.setattr(planned_module, "_RANGE_RUNS", -1)
-    monkeypatch.setattr(planned_module, "_driver_files_readable", lambda spark: False)
+    monkeypatch.setattr(planned_module._connect, "local_master", lambda spark: False)
     read = jobs.read_planned(spark, "db.t", warehouse=unpartitioned, use_index=False, small_read_bytes=0)
     expected = _reference(spark, read.plan.files, read.dataframe.columns, tmp_path)
     assert _rows(read.dataframe) == _rows(expected)

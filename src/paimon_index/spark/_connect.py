@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 #: The Spark Connect client's classes live under this package (classic ones under pyspark.sql and
 #: pyspark.sql.classic); asking by module name imports nothing (the Connect client needs grpc).
 _CONNECT_PACKAGE = "pyspark.sql.connect"
+#: How a local master is spelled (``local``, ``local[2]``, ``local-cluster[...]``).
+LOCAL_MASTER_PREFIX = "local"
 #: Rows of the probe that reads Spark's default parallelism in Connect: spread evenly over the
 #: default number of partitions of ``spark.range``, so every partition holds some.
 _PROBE_ROWS = 1 << 16
@@ -45,7 +47,7 @@ def local_master(spark: SparkSession) -> bool:
     through Spark Connect: this process is its client, not the driver, and may be elsewhere."""
     if is_connect(spark):
         return False
-    return str(spark.sparkContext.master).startswith("local")
+    return str(spark.sparkContext.master).startswith(LOCAL_MASTER_PREFIX)
 
 
 def is_connect(spark: Any) -> bool:

@@ -346,7 +346,7 @@ def _deleted_frame(spark: SparkSession, batch: Sequence[FilePlan]) -> DataFrame:
 
     schema = StructType([StructField(_KEY, LongType(), False), StructField(_WORD, LongType(), False)])
     words = _words(batch)
-    if not _driver_files_readable(spark):
+    if not _connect.local_master(spark):
         return spark.createDataFrame(words, schema)
     return _parquet(spark, schema, [_scratch_file("words", words)])
 
@@ -378,11 +378,6 @@ def _hadoop_serves(spark: SparkSession, scheme: str) -> bool:
     except Py4JJavaError:  # Hadoop's UnsupportedFileSystemException: no such file system
         return False
     return True
-
-
-def _driver_files_readable(spark: SparkSession) -> bool:
-    """Whether Spark's tasks read the driver's local files (:func:`_connect.local_master`)."""
-    return _connect.local_master(spark)
 
 
 def _parquet(spark: SparkSession, schema: Any, paths: list[str]) -> DataFrame:
@@ -565,7 +560,7 @@ def _small_read(spark: SparkSession, plan: ReadPlan, groups: Mapping[int, _Group
     Small means: at most :data:`SMALL_READ_FILES` files of plain columns (:data:`_SMALL_TYPES`), whose
     candidate row groups hold at most ``max_bytes`` (None: :data:`SMALL_READ_BYTES`) of column chunks,
     leaving at most :data:`SMALL_READ_ROWS` candidate rows, handed over as a local relation. Without
-    a ``max_bytes``, on a local master (:func:`_driver_files_readable`: the driver's cores and disk
+    a ``max_bytes``, on a local master (:func:`_connect.local_master`: the driver's cores and disk
     are the executors') a plan whose indexes selected the rows of every file is small up to
     :data:`LOCAL_SELECTED_ROWS` selected rows in :data:`LOCAL_SELECTED_FILES` files, whatever their
     bytes, when its candidate row groups hold no more column-chunk bytes than Spark would read of
@@ -587,7 +582,7 @@ def _small_read(spark: SparkSession, plan: ReadPlan, groups: Mapping[int, _Group
         if all(f.selected is not None for f in plan.files) else None
     may_be_local = (max_bytes is None and reads is not None and selected_rows is not None
                     and selected_rows <= LOCAL_SELECTED_ROWS and len(plan.files) <= LOCAL_SELECTED_FILES
-                    and _driver_files_readable(spark))
+                    and _connect.local_master(spark))
     budget = SMALL_READ_BYTES if max_bytes is None else max_bytes
     if not may_be_local:
         if len(plan.files) > SMALL_READ_FILES:
@@ -662,7 +657,7 @@ def _small_read(spark: SparkSession, plan: ReadPlan, groups: Mapping[int, _Group
 def _driver_threads(spark: SparkSession) -> int:
     """Threads the driver reads with: the local master's cores (Spark's tasks would use them), else
     this machine's, at most :data:`_MAX_DRIVER_THREADS`."""
-    cores = _connect.parallelism(spark) if _driver_files_readable(spark) else (os.cpu_count() or 1)
+    cores = _connect.parallelism(spark) if _connect.local_master(spark) else (os.cpu_count() or 1)
     return max(1, min(cores, _MAX_DRIVER_THREADS))
 
 

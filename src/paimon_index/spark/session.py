@@ -54,7 +54,6 @@ __all__ = ["MIN_JAVA", "check_executors", "configure", "java_version", "local_se
 
 MIN_JAVA = 17
 DEFAULT_MASTER = "local[*]"
-LOCAL_MASTER_PREFIX = "local"
 SINGLE_TASK = "spark.sql.optimizer.singleTaskExecution"
 DAEMON_MODULE = "spark.python.daemon.module"
 SESSION_CONF = {
@@ -152,7 +151,7 @@ def local_session(app_name: str = "paimon-index", *, master: str = DEFAULT_MASTE
     spark.sparkContext.setLogLevel("WARN")
     # Local executors are Python workers of this machine started with PYSPARK_PYTHON (set above) and
     # this environment; a local master skips the check's job.
-    configure(spark, check=not master.startswith(LOCAL_MASTER_PREFIX))
+    configure(spark, check=not master.startswith(_connect.LOCAL_MASTER_PREFIX))
     return spark
 
 
@@ -196,7 +195,7 @@ def _starts_a_driver(master: str) -> bool:
     local master, no JVM yet, none handed over by ``spark-submit`` (PYSPARK_GATEWAY_PORT)."""
     from pyspark import SparkContext
 
-    return (master.startswith(LOCAL_MASTER_PREFIX) and SparkContext._gateway is None
+    return (master.startswith(_connect.LOCAL_MASTER_PREFIX) and SparkContext._gateway is None
             and "PYSPARK_GATEWAY_PORT" not in os.environ)
 
 
