@@ -446,10 +446,14 @@ def test_a_change_the_plan_proves_large_is_not_fetched_first(spark, tmp_path: Pa
     to the tasks without a LIMIT fetching rows first; a DELETE the indexes cannot count (an
     unindexed conjunct) is fetched and, being few, written on the driver; on a local master the
     driver writes up to ``LOCAL_CHANGE_ROWS``. Each leaves pypaimon's merge read equal to the model."""
+    from paimon_index.spark import planned
     from paimon_index.table.pk import merge_on_read as table_merge_on_read
 
     monkeypatch.setattr(jobs, "SMALL_CHANGE_ROWS", 50)
     monkeypatch.setattr(jobs, "LOCAL_CHANGE_ROWS", 50)
+    # Spark's reader reads the rows (the driver writes rows its own read took: the test below).
+    monkeypatch.setattr(planned, "SMALL_READ_ROWS", 10)
+    monkeypatch.setattr(planned, "LOCAL_SELECTED_ROWS", 10)
     limits: list[int] = []
     frame = type(spark.range(1))
     limit = frame.limit
@@ -486,3 +490,74 @@ def test_a_change_the_plan_proves_large_is_not_fetched_first(spark, tmp_path: Pa
     assert (len(limits), driver_writes) == (fetched, ["delete", "update"])
     merged = paimon_index.open_table(warehouse, "o.t").read()  # pypaimon's merge
     assert sorted(tuple(r.values()) for r in merged.to_pylist()) == sorted(model.values())
+
+
+def test_a_change_reads_its_selected_rows_on_the_driver_into_a_file_it_removes(
+        spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inside DELETE / UPDATE (SQL and the jobs' verbs) the driver reads the rows the bitmap selected
+    past ``LOCAL_SELECTED_ROWS`` (up to 1/``CHANGE_SELECTED_SHARE`` of the plan's rows) and hands
+    them to Spark's tasks in a scratch file of the statement's own, gone when it ends; a query
+    outside a change keeps the limit. Every step's rows equal the model, read back by pypaimon's
+    merge."""
+    from paimon_index.spark import planned
+
+    monkeypatch.setattr(planned, "LOCAL_SELECTED_ROWS", 10)
+    monkeypatch.setattr(planned, "SMALL_READ_ROWS", 20)
+    files: list[tuple[int, str]] = []
+    scratch_file = planned._scratch_file
+
+    def recorded(kind: str, table: pa.Table) -> str:
+        path = scratch_file(kind, table)
+        if kind == "rows":
+            files.append((table.num_rows, path))
+        return path
+
+    monkeypatch.setattr(planned, "_scratch_file", recorded)
+    warehouse = str(tmp_path)
+    paimon = paimon_index.spark.attach(spark, warehouse=warehouse)
+    paimon.sql("CREATE DATABASE o")
+    paimon.sql("CREATE TABLE o.t (id BIGINT NOT NULL, k INT, s STRING) TBLPROPERTIES ('primary-key' = 'id', "
+               "'bucket' = '2', 'file-index.bitmap.columns' = 'k')")
+    paimon.sql("INSERT INTO o.t SELECT id, CAST(id % 10 AS INT), 'a' FROM range(1000)")
+    paimon.sql("INSERT INTO o.t SELECT id, CAST(id % 10 AS INT), 'b' FROM range(0, 1000, 3)")  # two versions
+    model = {i: (i, i % 10, "b" if i % 3 == 0 else "a") for i in range(1000)}
+
+    def merged() -> list[tuple[Any, ...]]:
+        return sorted(tuple(r.values()) for r in paimon_index.open_table(warehouse, "o.t").read().to_pylist())
+
+    rows = paimon.sql("SELECT * FROM o.t WHERE k = 2").collect()  # 100 selected rows: Spark's reader
+    assert sorted(tuple(r) for r in rows) == sorted(v for v in model.values() if v[1] == 2)
+    assert files == []
+
+    paimon.sql("UPDATE o.t SET s = concat(s, '!') WHERE k = 2")
+    model = {i: (i, v[1], v[2] + "!") if v[1] == 2 else v for i, v in model.items()}
+    assert [n for n, _ in files] == [100]
+    paimon.sql("DELETE FROM o.t WHERE k = 3 AND s = 'b'")
+    model = {i: v for i, v in model.items() if not (v[1] == 3 and v[2] == "b")}
+    jobs.update(spark, "o.t", {"s": "'d'"}, "k = 4", warehouse=warehouse)
+    model = {i: (i, v[1], "d") if v[1] == 4 else v for i, v in model.items()}
+    jobs.delete(spark, "o.t", "k = 5", warehouse=warehouse)
+    model = {i: v for i, v in model.items() if v[1] != 5}
+    # The DELETE's 100 selected rows (k = 3) kept to its 34 by the read's Arrow pre-filter.
+    assert [n for n, _ in files] == [100, 34, 100, 100]
+    assert not any(Path(path).exists() for _, path in files)
+    assert merged() == sorted(model.values())
+
+    # With the driver's writes on (a local master), rows the statement's read held on the driver
+    # are written there past LOCAL_CHANGE_ROWS.
+    from paimon_index.table.pk import merge_on_read as table_merge_on_read
+
+    monkeypatch.setattr(jobs, "SMALL_CHANGE_ROWS", 50)
+    monkeypatch.setattr(jobs, "LOCAL_CHANGE_ROWS", 50)
+    driver_writes: list[int] = []
+    write_changes = table_merge_on_read.write_changes
+
+    def written_on_the_driver(table: Any, rows: pa.Table, **options: Any) -> int | None:
+        driver_writes.append(rows.num_rows)
+        return write_changes(table, rows, **options)
+
+    monkeypatch.setattr(table_merge_on_read, "write_changes", written_on_the_driver)
+    paimon.sql("UPDATE o.t SET s = 'e' WHERE k = 6")
+    model = {i: (i, v[1], "e") if v[1] == 6 else v for i, v in model.items()}
+    assert driver_writes == [100]
+    assert merged() == sorted(model.values())

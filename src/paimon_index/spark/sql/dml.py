@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from sqlglot import exp
 
 from paimon_index.errors import InvalidOptionError, SqlError
+from paimon_index.spark.planned import change_statement
 from paimon_index.spark.sql.names import DIALECT, TableName, resolve
 from paimon_index.spark.sql.query import OwnConjuncts, own_conjuncts, rewrite
 from paimon_index.table.files import FILE_PATH_COLUMN, METADATA_COLUMNS, ROW_INDEX_COLUMN
@@ -78,12 +79,14 @@ def run(catalog: Catalog, statement: exp.Expr) -> DataFrame:
         _insert(catalog, statement, target, name)
     elif isinstance(statement, exp.TruncateTable):
         _truncate(catalog, name)
-    elif isinstance(statement, exp.Delete):
-        _delete(catalog, statement, target, name)
-    elif isinstance(statement, exp.Update):
-        _update(catalog, statement, target, name)
-    elif isinstance(statement, exp.Merge):
-        _merge(catalog, statement, target, name)
+    elif isinstance(statement, (exp.Delete, exp.Update, exp.Merge)):
+        with change_statement():  # its target read is consumed before it returns
+            if isinstance(statement, exp.Delete):
+                _delete(catalog, statement, target, name)
+            elif isinstance(statement, exp.Update):
+                _update(catalog, statement, target, name)
+            else:
+                _merge(catalog, statement, target, name)
     else:  # pragma: no cover - sql.execute routes only the kinds above here
         raise SqlError(f"{type(statement).__name__.upper()} is not a DML statement")
     return _empty(catalog)
