@@ -251,9 +251,14 @@ def test_candidate_rows_take_the_selected_live_rows_of_the_wanted_groups(tmp_pat
         deleted = np.unique(rng.integers(0, 1000, 50)) if rng.random() < 0.5 else None
         f = SimpleNamespace(selected=selected, deleted=deleted)
         with pq.ParquetFile(path) as parquet:
-            got = planned._candidate_rows(parquet, f, wanted, SimpleNamespace(), group)
+            starts, live = planned._group_starts(parquet), planned._live_selected(f)
+            got = planned._candidate_rows(parquet, f, wanted, group, starts, live)
+            # A row group at a time (how a file with a selection is read): the same rows.
+            one_by_one = pa.concat_tables([planned._candidate_rows(parquet, f, [g], group, starts, live)
+                                           for g in wanted])
         want = [int(i) for i in selected if i // 100 in wanted and (deleted is None or i not in deleted)]
         assert got["id"].to_pylist() == want and got["s"].to_pylist() == [f"r{i}" for i in want]
+        assert one_by_one.equals(got)
 
 
 def test_selected_rows_of_dictionary_encoded_strings_are_read_as_indices(tmp_path: Path) -> None:
@@ -279,7 +284,8 @@ def test_selected_rows_of_dictionary_encoded_strings_are_read_as_indices(tmp_pat
     f = SimpleNamespace(selected=selected, deleted=selected[::7])
     with TableIO(LocalFileIO()).parquet(path) as parquet:
         assert planned._dictionary_columns(parquet, [0, 1, 2], group) == ["few"]
-        got = planned._candidate_rows(parquet, f, [0, 2], SimpleNamespace(), group)
+        got = planned._candidate_rows(parquet, f, [0, 2], group, planned._group_starts(parquet),
+                                      planned._live_selected(f))
     want = [int(i) for i in selected if i // 100_000 in (0, 2) and i not in set(selected[::7].tolist())]
     assert got.schema == table.schema
     assert got.to_pylist() == table.take(pa.array(want)).to_pylist()
