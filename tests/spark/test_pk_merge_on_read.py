@@ -560,4 +560,8 @@ def test_a_change_reads_its_selected_rows_on_the_driver_into_a_file_it_removes(
     paimon.sql("UPDATE o.t SET s = 'e' WHERE k = 6")
     model = {i: (i, v[1], "e") if v[1] == 6 else v for i, v in model.items()}
     assert driver_writes == [100]
+    # Rows a subquery's read took are not the change's: its 100 rows go to the tasks.
+    paimon.sql("DELETE FROM o.t WHERE id IN (SELECT id FROM o.t WHERE k = 7)")
+    model = {i: v for i, v in model.items() if v[1] != 7}
+    assert driver_writes == [100]
     assert merged() == sorted(model.values())

@@ -473,8 +473,8 @@ def change_statement() -> Iterator[None]:
 
 
 def statement_rows_read() -> int:
-    """The rows the running change statement's reads took on the driver (0: none, or no statement):
-    rows the driver held once already."""
+    """The rows the running change statement's reads of its target (``read_planned(change_of=...)``)
+    took on the driver (0: none, or no statement): rows the driver held once already."""
     statement = _STATEMENT.get()
     return 0 if statement is None else statement.rows_read
 
@@ -704,9 +704,6 @@ def _small_read(spark: SparkSession, plan: ReadPlan, groups: Mapping[int, _Group
     rows = sum(t.num_rows for t in tables)
     if rows > (local_limit if local else SMALL_READ_ROWS):
         return None
-    statement = _STATEMENT.get()
-    if statement is not None:
-        statement.rows_read += rows
     as_file = rows > SMALL_READ_ROWS
     parts: dict[int, list[pa.Table]] = {}
     for (f, _, _), table in zip(reading, tables, strict=True):
@@ -1063,6 +1060,9 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
     # use_index=False is the comparison without any pruning: no row-group statistics either.
     small = None if fallback is not None or not plan.files or not use_index or metadata else \
         _small_read(spark, plan, groups, current, small_read_bytes, reads if reads is not None else selected)
+    statement = _STATEMENT.get()
+    if small is not None and statement is not None and change_of is not None:
+        statement.rows_read += small.rows  # the change's own rows (not a subquery's)
     extra = list(METADATA_COLUMNS) if metadata else []
     if fallback is not None:
         df = source_read(spark, table, snapshot_id if change_of is None else change_of, warehouse,
