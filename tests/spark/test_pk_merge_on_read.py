@@ -492,8 +492,9 @@ def test_a_change_the_plan_proves_large_is_not_fetched_first(spark, tmp_path: Pa
     assert sorted(tuple(r.values()) for r in merged.to_pylist()) == sorted(model.values())
 
 
+@pytest.mark.parametrize("bucket", ["2", "-1"])
 def test_a_change_reads_its_selected_rows_on_the_driver_into_a_file_it_removes(
-        spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bucket: str) -> None:
     """Inside DELETE / UPDATE (SQL and the jobs' verbs) the driver reads the rows the bitmap selected
     past ``LOCAL_SELECTED_ROWS`` (up to 1/``CHANGE_SELECTED_SHARE`` of the plan's rows) and hands
     them to Spark's tasks in a scratch file of the statement's own, gone when it ends; a query
@@ -517,7 +518,7 @@ def test_a_change_reads_its_selected_rows_on_the_driver_into_a_file_it_removes(
     paimon = paimon_index.spark.attach(spark, warehouse=warehouse)
     paimon.sql("CREATE DATABASE o")
     paimon.sql("CREATE TABLE o.t (id BIGINT NOT NULL, k INT, s STRING) TBLPROPERTIES ('primary-key' = 'id', "
-               "'bucket' = '2', 'file-index.bitmap.columns' = 'k')")
+               f"'bucket' = '{bucket}', 'file-index.bitmap.columns' = 'k')")
     paimon.sql("INSERT INTO o.t SELECT id, CAST(id % 10 AS INT), 'a' FROM range(1000)")
     paimon.sql("INSERT INTO o.t SELECT id, CAST(id % 10 AS INT), 'b' FROM range(0, 1000, 3)")  # two versions
     model = {i: (i, i % 10, "b" if i % 3 == 0 else "a") for i in range(1000)}

@@ -106,7 +106,7 @@ def test_clustered_random_and_all_but_one(spark: Any, unpartitioned: str, tmp_pa
     assert live[0] == 1  # the file with every row but one deleted
     text = read.dataframe._jdf.queryExecution().executedPlan().toString()
     if path == "words":  # the words are a file Spark reads, not a local relation shipped in tasks
-        assert "LeftOuter" in text and "LocalTableScan" not in text
+        assert "LeftAnti" in text and "LocalTableScan" not in text
     else:
         assert "Join" not in text
 
@@ -122,9 +122,27 @@ def test_the_default_rule(spark: Any, unpartitioned: str, tmp_path: Path) -> Non
     """Without forcing: the random file's thousand runs join, the same rows come back."""
     read = jobs.read_planned(spark, "db.t", warehouse=unpartitioned, use_index=False, small_read_bytes=0)
     text = read.dataframe._jdf.queryExecution().executedPlan().toString()
-    assert "LeftOuter" in text
+    assert "LeftAnti" in text
     expected = _reference(spark, read.plan.files, read.dataframe.columns, tmp_path)
     assert _rows(read.dataframe) == _rows(expected)
+
+
+def test_a_read_with_vectors_is_estimated_no_larger_than_its_files(spark: Any, unpartitioned: str) -> None:
+    """Spark's size estimate of the read with its vectors joined is the scan's (an anti join's), so
+    a small table with vectors is broadcast into a join. Joined as an outer join plus a filter, it
+    was estimated as the product of the scan's and the words' sizes, and joined by a shuffle."""
+    read = jobs.read_planned(spark, "db.t", warehouse=unpartitioned, use_index=False, small_read_bytes=0)
+    assert "LeftAnti" in read.dataframe._jdf.queryExecution().executedPlan().toString()
+
+    def estimated(df: Any) -> int:
+        return int(str(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
+
+    files = spark.read.parquet(*[f.path for f in read.plan.files])
+    assert estimated(read.dataframe) <= estimated(files)
+    big = spark.range(3_000_000).withColumnRenamed("id", "k")
+    joined = big.join(read.dataframe, big["k"] == read.dataframe["id"])
+    plan = joined._jdf.queryExecution().executedPlan().toString()
+    assert "BroadcastHashJoin [k" in plan and "SortMergeJoin" not in plan
 
 
 @pytest.mark.parametrize("path", sorted(PATHS))
@@ -239,7 +257,7 @@ def test_only_the_deleted_rows_the_index_kept_are_dropped(spark: Any, tmp_path: 
         assert f.kept_deleted.tolist() == np.intersect1d(np.flatnonzero(rows == "rare"), f.deleted).tolist()
     assert 0 < sum(len(f.kept_deleted) for f in vectors if f.kept_deleted is not None) <= 16
     text = read.dataframe._jdf.queryExecution().executedPlan().toString()
-    assert ("LeftOuter" in text) == (path == "words")
+    assert ("LeftAnti" in text) == (path == "words")
     names = read.dataframe.columns
     expected = _reference(spark, read.plan.files, names, tmp_path / path).filter(where)
     assert _rows(read.dataframe) == _rows(expected)

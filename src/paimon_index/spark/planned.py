@@ -100,6 +100,9 @@ __all__ = ["PlannedRead", "read", "read_planned"]
 _ROW = "__paimon_index_row__"
 _KEY = "__paimon_index_key__"
 _WORD = "__paimon_index_word__"
+#: The word's key on the side of the words (another name than the rows' :data:`_KEY`: the join's
+#: condition names both).
+_WORD_KEY = "__paimon_index_word_key__"
 _WORD_SHIFT = 6
 _WORD_ROWS = 1 << _WORD_SHIFT
 #: A batch's keys (files x words) stay well inside a BIGINT up to this many rows per file.
@@ -344,7 +347,7 @@ def _words(batch: Sequence[FilePlan]) -> pa.Table:
         bit = np.left_shift(np.uint64(1), (positions & (_WORD_ROWS - 1)).astype(np.uint64))
         keys.append(word[starts] + ordinal * stride)
         words.append(np.add.reduceat(bit, starts).view(np.int64))
-    return pa.table({_KEY: pa.array(np.concatenate(keys), pa.int64()),
+    return pa.table({_WORD_KEY: pa.array(np.concatenate(keys), pa.int64()),
                      _WORD: pa.array(np.concatenate(words), pa.int64())})
 
 
@@ -358,7 +361,7 @@ def _deleted_frame(spark: SparkSession, batch: Sequence[FilePlan]) -> DataFrame:
     """
     from pyspark.sql.types import LongType, StructField, StructType
 
-    schema = StructType([StructField(_KEY, LongType(), False), StructField(_WORD, LongType(), False)])
+    schema = StructType([StructField(_WORD_KEY, LongType(), False), StructField(_WORD, LongType(), False)])
     words = _words(batch)
     if not _connect.local_master(spark):
         return spark.createDataFrame(words, schema)
@@ -523,8 +526,10 @@ def _live(spark: SparkSession, scanned: DataFrame, batch: Sequence[FilePlan], ex
 
     A batch whose vectors hold at most :data:`_RANGE_RUNS` runs of deleted positions (a delete of a
     clustered range) is filtered on ``_metadata.row_index`` (:func:`_range_filter`); any other is
-    left-outer joined, broadcast, with its 64-row words of deleted bits (:func:`_deleted_frame`) and
-    keeps the rows whose bit is clear.
+    left-anti joined, broadcast, with its 64-row words of deleted bits (:func:`_deleted_frame`): a
+    row goes when its word's bit is set. An anti join, not an outer join and a filter: Spark
+    estimates an anti join's output as large as its left side, an outer join's as the product of
+    both sides' sizes, which kept a small table with vectors (TPC-H's part) out of broadcast joins.
     """
     from pyspark.sql import functions as F
 
@@ -534,10 +539,10 @@ def _live(spark: SparkSession, scanned: DataFrame, batch: Sequence[FilePlan], ex
     if sum(len(firsts) for firsts, _ in runs_of) <= _RANGE_RUNS:
         return scanned.where(_range_filter(batch, runs_of)).select("*", *extra)
     keyed = scanned.select("*", *extra, _row_key(batch), F.col("_metadata.row_index").alias(_ROW))
-    joined = keyed.join(F.broadcast(_deleted_frame(spark, batch)), [_KEY], "left_outer")
-    clear = F.expr(f"shiftright({_WORD}, CAST({_ROW} & {_WORD_ROWS - 1} AS INT)) & 1 = 0")
-    live = joined.where(F.col(_WORD).isNull() | clear)
-    return live.drop(_KEY, _WORD, _ROW)
+    deleted = F.expr(f"{_KEY} = {_WORD_KEY} AND "
+                     f"shiftright({_WORD}, CAST({_ROW} & {_WORD_ROWS - 1} AS INT)) & 1 = 1")
+    live = keyed.join(F.broadcast(_deleted_frame(spark, batch)), deleted, "left_anti")
+    return live.drop(_KEY, _ROW)
 
 
 def _scan(spark: SparkSession, group: _Group, files: Sequence[FilePlan], current: Any,
