@@ -47,6 +47,8 @@ ALLOWED: dict[tuple[str, str], str] = {
                                         "half of it), not table data",
     ("spark/planned.py", "os.path.isdir"): "the scratch directory of those files is still there, not "
                                            "table data",
+    ("spark/planned.py", "os.remove"): "a change statement's own scratch file of the rows it read, "
+                                       "removed when it ends, not table data",
     ("spark/class_archive.py", "Path"): "the driver JVM's class archive in the user's cache directory "
                                         "and Spark's jars, not table data",
     ("spark/class_archive.py", "os.path.realpath"): "the java binary the archive is keyed on, not table data",
