@@ -565,4 +565,10 @@ def test_a_change_reads_its_selected_rows_on_the_driver_into_a_file_it_removes(
     paimon.sql("DELETE FROM o.t WHERE id IN (SELECT id FROM o.t WHERE k = 7)")
     model = {i: v for i, v in model.items() if v[1] != 7}
     assert driver_writes == [100]
+    # Selected rows past LOCAL_SELECTED_ROWS holding more than CHANGE_SELECTED_BYTES: Spark's reader.
+    monkeypatch.setattr(planned, "CHANGE_SELECTED_BYTES", 1)
+    read_before = len(files)
+    paimon.sql("UPDATE o.t SET s = 'f' WHERE k = 8")
+    model = {i: (i, v[1], "f") if v[1] == 8 else v for i, v in model.items()}
+    assert (len(files), driver_writes) == (read_before, [100])
     assert merged() == sorted(model.values())

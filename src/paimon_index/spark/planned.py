@@ -425,6 +425,7 @@ def _scratch_file(kind: str, table: pa.Table) -> str:
 
 
 def _content_digest(table: pa.Table) -> str:
+    """A digest of ``table``'s schema and every buffer of its columns (its scratch file's name)."""
     import hashlib
 
     digest = hashlib.blake2b(digest_size=16)
@@ -445,7 +446,8 @@ _SCRATCH_LOCK = threading.Lock()
 
 @dataclass
 class _Statement:
-    """The running change statement: its scratch files, and the rows its small reads took."""
+    """The running change statement: its scratch files, and the rows its target reads took on the
+    driver."""
 
     files: list[str] = dataclasses.field(default_factory=list)
     rows_read: int = 0
