@@ -334,17 +334,17 @@ class _SparkKeyedRows:
         return is_merge_on_read(_opened(self.warehouse, self.table, dict(self.catalog_options or {})))
 
     def matching(self, where: str, snapshot_id: int) -> DataFrame:
-        if self._merge_on_read():  # the merged rows of ``snapshot_id``, committed exactly on it
-            from paimon_index.spark.merge_on_read import merged_frame
+        from paimon_index.spark.merge_on_read import merged_frame
 
-            rows, _, self._proven = merged_frame(self.spark, self.warehouse, self.table, self.catalog_options,
-                                                 snapshot_id, where)
-            return rows
-        # The latest snapshot, not ``snapshot_id``: the source's writer plans the upsert on the
-        # latest one (it takes no snapshot to commit on), so reading an older one would only widen
-        # the window in which a concurrent change is overwritten.
-        del snapshot_id
-        return _source(self.spark, self.warehouse, self.catalog_options).load(self.table).filter(where)
+        # Merge-on-read: the merged rows of ``snapshot_id``, committed exactly on it. Deletion
+        # vectors: the latest snapshot, not ``snapshot_id``: the upsert plans on the latest one (it
+        # takes no snapshot to commit on), so reading an older one would only widen the window in
+        # which a concurrent change is overwritten.
+        exact = self._merge_on_read()
+        rows, _, proven = merged_frame(self.spark, self.warehouse, self.table, self.catalog_options,
+                                       snapshot_id if exact else None, where)
+        self._proven = proven if exact else 0
+        return rows
 
     def deleted(self, rows: DataFrame) -> DataFrame:
         from pyspark.sql import functions as F

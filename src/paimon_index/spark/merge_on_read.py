@@ -20,12 +20,15 @@ them. A small DELETE/UPDATE is written on the driver instead
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import DataFrame, SparkSession
 
 from paimon_index.errors import UnsupportedTableError
 from paimon_index.table.pk.plan import ROW_KIND_COLUMN
+
+if TYPE_CHECKING:
+    from paimon_index.table.api import Table
 
 __all__ = ["is_merge_on_read", "merged_frame", "spark_schema", "write_frame"]
 
@@ -48,12 +51,14 @@ def spark_schema(paimon_table: Any) -> Any:
 
 
 def merged_frame(spark: SparkSession, warehouse: str, table: str, catalog_options: Mapping[str, str] | None,
-                 snapshot_id: int | None = None, where: str | None = None
+                 snapshot_id: int | None = None, where: str | None = None,
+                 opened: Table | None = None
                  ) -> tuple[DataFrame, int | None, int]:
     """The merged rows of ``table`` at ``snapshot_id`` (default: the latest, pinned here) as a
     DataFrame, the snapshot they are of (None: the table is empty), and how many rows its plan
     proves match ``where`` (its indexes answered exactly; 0: unknown). ``where`` (Spark SQL, a
-    condition every row the caller takes meets) prunes the read and filters it.
+    condition every row the caller takes meets) prunes the read and filters it; ``opened``: the
+    table already open. Merge-on-read and deletion-vectors tables alike.
 
     Planned like any read (each key's older versions subtracted, :mod:`paimon_index.table.pk.versions`:
     indexes and Spark's Parquet reader, or the driver for a few rows); what the plan cannot subtract
@@ -62,7 +67,7 @@ def merged_frame(spark: SparkSession, warehouse: str, table: str, catalog_option
     from paimon_index.spark.planned import proven_rows, read_planned, source_read
     from paimon_index.table.api import open_table
 
-    opened = open_table(warehouse, table, catalog_options=catalog_options)
+    opened = opened or open_table(warehouse, table, catalog_options=catalog_options)
     pinned = opened.snapshot_id if snapshot_id is None else snapshot_id
     if pinned is None:
         return spark.createDataFrame([], spark_schema(opened.paimon_table)), None, 0
