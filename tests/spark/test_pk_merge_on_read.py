@@ -492,9 +492,9 @@ def test_a_change_the_plan_proves_large_is_not_fetched_first(spark, tmp_path: Pa
     assert sorted(tuple(r.values()) for r in merged.to_pylist()) == sorted(model.values())
 
 
-@pytest.mark.parametrize("bucket", ["2", "-1"])
+@pytest.mark.parametrize(("bucket", "partitioned"), [("2", False), ("-1", False), ("2", True)])
 def test_a_change_reads_its_selected_rows_on_the_driver_into_a_file_it_removes(
-        spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bucket: str) -> None:
+        spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bucket: str, partitioned: bool) -> None:
     """Inside DELETE / UPDATE (SQL and the jobs' verbs) the driver reads the rows the bitmap selected
     past ``LOCAL_SELECTED_ROWS`` (up to 1/``CHANGE_SELECTED_SHARE`` of the plan's rows) and hands
     them to Spark's tasks in a scratch file of the statement's own, gone when it ends; a query
@@ -517,17 +517,23 @@ def test_a_change_reads_its_selected_rows_on_the_driver_into_a_file_it_removes(
     warehouse = str(tmp_path)
     paimon = paimon_index.spark.attach(spark, warehouse=warehouse)
     paimon.sql("CREATE DATABASE o")
-    paimon.sql("CREATE TABLE o.t (id BIGINT NOT NULL, k INT, s STRING) TBLPROPERTIES ('primary-key' = 'id', "
-               f"'bucket' = '{bucket}', 'file-index.bitmap.columns' = 'k')")
-    paimon.sql("INSERT INTO o.t SELECT id, CAST(id % 10 AS INT), 'a' FROM range(1000)")
-    paimon.sql("INSERT INTO o.t SELECT id, CAST(id % 10 AS INT), 'b' FROM range(0, 1000, 3)")  # two versions
+    # Partitioned: a partition column p = id % 3 in the key (every k in every partition); the model
+    # keeps (id, k, s).
+    partition = (", p INT) PARTITIONED BY (p", ",p", ", CAST(id % 3 AS INT)") if partitioned else ("", "", "")
+    paimon.sql(f"CREATE TABLE o.t (id BIGINT NOT NULL, k INT, s STRING{partition[0]}) TBLPROPERTIES ("
+               f"'primary-key' = 'id{partition[1]}', 'bucket' = '{bucket}', "
+               "'file-index.bitmap.columns' = 'k')")
+    paimon.sql(f"INSERT INTO o.t SELECT id, CAST(id % 10 AS INT), 'a'{partition[2]} FROM range(1000)")
+    paimon.sql(f"INSERT INTO o.t SELECT id, CAST(id % 10 AS INT), 'b'{partition[2]} "
+               "FROM range(0, 1000, 3)")  # two versions
     model = {i: (i, i % 10, "b" if i % 3 == 0 else "a") for i in range(1000)}
 
     def merged() -> list[tuple[Any, ...]]:
-        return sorted(tuple(r.values()) for r in paimon_index.open_table(warehouse, "o.t").read().to_pylist())
+        rows = paimon_index.open_table(warehouse, "o.t").read().to_pylist()
+        return sorted((r["id"], r["k"], r["s"]) for r in rows)
 
     rows = paimon.sql("SELECT * FROM o.t WHERE k = 2").collect()  # 100 selected rows: Spark's reader
-    assert sorted(tuple(r) for r in rows) == sorted(v for v in model.values() if v[1] == 2)
+    assert sorted((r.id, r.k, r.s) for r in rows) == sorted(v for v in model.values() if v[1] == 2)
     assert files == []
 
     paimon.sql("UPDATE o.t SET s = concat(s, '!') WHERE k = 2")
