@@ -180,6 +180,35 @@ def test_selected_rows_on_a_local_master_are_read_on_the_driver(spark: Any, ware
         live.unpersist()
 
 
+#: ORs whose Bloom-filter leaf leaves the files holding the key without a selection (a "maybe"),
+#: the bitmap selecting the rows of every other file.
+UNSELECTING = ["s = 's4' OR id = 123", "s = 's2' OR id IN (5, 777)"]
+
+
+def test_files_the_indexes_could_not_select_in_are_read_on_the_driver_within_a_share(
+        spark: Any, warehouse: str, monkeypatch: Any) -> None:
+    """On a local master, files without a selection among files with one are read whole on the
+    driver and pre-filtered there, while they hold at most 1/``UNSELECTED_SHARE`` of the plan's
+    rows; past that share, Spark's Parquet reader reads the plan."""
+    live = _live_rows(spark, warehouse)
+    monkeypatch.setattr(planned, "SMALL_READ_FILES", 1)
+    monkeypatch.setattr(planned, "SMALL_READ_ROWS", 5)
+    try:
+        for where in UNSELECTING:
+            want = _key(live.filter(where).collect())
+            monkeypatch.setattr(planned, "UNSELECTED_SHARE", 2)
+            read = jobs.read_planned(spark, "db.t", where, SCHEMA.names, warehouse=warehouse)
+            unselected = [f for f in read.plan.files if f.selected is None]
+            assert 0 < len(unselected) < len(read.plan.files), where
+            assert read.small_rows is not None and read.small_rows > 5, where
+            assert _key(read.dataframe.collect()) == want and want, where
+            monkeypatch.setattr(planned, "UNSELECTED_SHARE", 100)
+            over = jobs.read_planned(spark, "db.t", where, SCHEMA.names, warehouse=warehouse)
+            assert over.small_rows is None and _key(over.dataframe.collect()) == want, where
+    finally:
+        live.unpersist()
+
+
 def test_small_read_evolved_and_timestamp_tables(spark: Any, tmp_path: Path) -> None:
     """Files of an older schema are projected as on Spark's path (renamed, widened, added columns);
     a timestamp column leaves the read to Spark's Parquet reader."""

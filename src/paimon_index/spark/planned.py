@@ -143,6 +143,11 @@ SMALL_READ_FILES = 8
 LOCAL_SELECTED_ROWS = 250_000
 #: ... in at most this many data files (the driver reads every footer to weigh its bytes).
 LOCAL_SELECTED_FILES = 256
+#: ... of which files without a selection (read whole, then pre-filtered) hold at most 1/this of
+#: the plan's rows. Measured (spark_sql.py's 2M events, 20 files, ``status = 'DISPUTED' OR id IN
+#: (...)``, the ids in 1, 2, 3, 5, 10 files, all columns hashed, median of 4): the driver 0.29,
+#: 0.24, 0.53, 0.46, 0.51 s against Spark's reader 0.80, 0.62, 0.58, 0.49, 0.51 s.
+UNSELECTED_SHARE = 4
 #: Inside a change statement (:func:`change_statement`: DELETE, UPDATE, MERGE), the driver also
 #: reads selected rows past :data:`LOCAL_SELECTED_ROWS`, up to 1/n of the plan's rows: the
 #: statement consumes them and its scratch file goes when it ends. Measured on the 20M-row
@@ -631,9 +636,10 @@ def _small_read(spark: SparkSession, plan: ReadPlan, groups: Mapping[int, _Group
     candidate row groups hold at most ``max_bytes`` (None: :data:`SMALL_READ_BYTES`) of column chunks,
     leaving at most :data:`SMALL_READ_ROWS` candidate rows, handed over as a local relation. Without
     a ``max_bytes``, on a local master (:func:`_connect.local_master`: the driver's cores and disk
-    are the executors') a plan whose indexes selected the rows of every file is small up to
-    :data:`LOCAL_SELECTED_ROWS` selected rows in :data:`LOCAL_SELECTED_FILES` files, whatever their
-    bytes, when its candidate row groups hold no more column-chunk bytes than Spark would read of
+    are the executors') a plan whose indexes selected rows is small up to
+    :data:`LOCAL_SELECTED_ROWS` candidate rows (selected rows; a file without a selection counted
+    whole, such files at most 1/:data:`UNSELECTED_SHARE` of the plan's rows) in
+    :data:`LOCAL_SELECTED_FILES` files, whatever their bytes, when its candidate row groups hold no more column-chunk bytes than Spark would read of
     the columns ``reads`` (the query's columns; None: unknown, no such read): the driver decodes them
     with a thread per core and no job (see :data:`LOCAL_SELECTED_ROWS`); more than
     :data:`SMALL_READ_ROWS` rows go to Spark as a Parquet file in the process's scratch directory
@@ -650,13 +656,20 @@ def _small_read(spark: SparkSession, plan: ReadPlan, groups: Mapping[int, _Group
         return None
     from paimon_index.predicate import ALWAYS_TRUE
 
-    selected_rows = sum(len(f.selected) for f in plan.files if f.selected is not None) \
-        if all(f.selected is not None for f in plan.files) else None
-    local_limit = max(LOCAL_SELECTED_ROWS, sum(f.row_count for f in plan.files) // CHANGE_SELECTED_SHARE) \
+    plan_rows = sum(f.row_count for f in plan.files)
+    local_limit = max(LOCAL_SELECTED_ROWS, plan_rows // CHANGE_SELECTED_SHARE) \
         if _STATEMENT.get() is not None else LOCAL_SELECTED_ROWS
-    may_be_local = (max_bytes is None and reads is not None and selected_rows is not None
-                    and selected_rows <= local_limit and len(plan.files) <= LOCAL_SELECTED_FILES
-                    and _connect.local_master(spark))
+    # Files the indexes could not select rows of (a Bloom filter's "maybe" in an OR) are candidates
+    # whole, filtered by the Arrow pre-filter: bounded by the limit and by a share of the plan, so
+    # the rows handed to Spark stay few against what Spark's reader would read.
+    unselected_rows = sum(f.live_rows for f in plan.files if f.selected is None)
+    candidate_rows = sum(len(f.selected) for f in plan.files if f.selected is not None) + unselected_rows
+    selected_rows = candidate_rows if all(f.selected is not None for f in plan.files) else None
+    may_be_local = (max_bytes is None and reads is not None
+                    and (unselected_rows == 0 or plan.predicate is not ALWAYS_TRUE)
+                    and candidate_rows <= local_limit
+                    and unselected_rows * UNSELECTED_SHARE <= plan_rows
+                    and len(plan.files) <= LOCAL_SELECTED_FILES and _connect.local_master(spark))
     budget = SMALL_READ_BYTES if max_bytes is None else max_bytes
     if not may_be_local:
         if len(plan.files) > SMALL_READ_FILES:
@@ -687,18 +700,19 @@ def _small_read(spark: SparkSession, plan: ReadPlan, groups: Mapping[int, _Group
                 read_names = group.mapping.file_columns(reads) or []
                 spark_bytes += sum(_chunk_bytes(parquet, g, read_names)
                                    for g in range(parquet.metadata.num_row_groups))
-                if (selected_rows or 0) > LOCAL_SELECTED_ROWS and f.selected is not None and f.row_count:
+                if candidate_rows > LOCAL_SELECTED_ROWS and f.row_count:
                     # Weighed only past the plain limit (inside a change statement).
                     decoded = sum(parquet.metadata.row_group(g).total_byte_size
                                   for g in range(parquet.metadata.num_row_groups))
-                    selected_bytes += decoded * len(f.selected) // f.row_count
+                    taken = f.row_count if f.selected is None else len(f.selected)
+                    selected_bytes += decoded * taken // f.row_count
             elif chosen_bytes > budget:
                 return None
             chosen.append((f, parquet, wanted))
         # The driver decodes every column of its row groups, Spark only the columns read of all of
         # them: the driver reads only when that is no more bytes.
         local = may_be_local and chosen_bytes <= spark_bytes and (
-            (selected_rows or 0) <= LOCAL_SELECTED_ROWS or selected_bytes <= CHANGE_SELECTED_BYTES)
+            candidate_rows <= LOCAL_SELECTED_ROWS or selected_bytes <= CHANGE_SELECTED_BYTES)
         if not local and (len(chosen) > SMALL_READ_FILES or chosen_bytes > budget
                           or (selected_rows or 0) > SMALL_READ_ROWS):
             return None
