@@ -58,8 +58,10 @@ wrote: a delete is never lost, a row never comes back.
 from __future__ import annotations
 
 import contextlib
+import os
 import posixpath
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -400,12 +402,21 @@ def _group(bucket: BucketFiles, files: list[Any], options: CompactOptions, snaps
 # the rewrite (a task, or the driver)
 # ------------------------------------------------------------------------------------------------
 def _live_rows(io: TableIO, group: CompactGroup, schema: ReadSchema) -> pa.Table | None:
-    report = ScanReport()
-    parts = []
-    for plan in group.files:
+    """The group's live rows, in file order. The files are read in threads, one a core: pyarrow
+    decodes and filters without the GIL, and a group is one task's work however many cores the
+    machine has (20M rows in two files with 30% deleted: 2.6 s read one after the other)."""
+    def live(plan: FilePlan) -> pa.Table | None:
+        report = ScanReport()  # one a thread: its counters are plain ints
         resolved = resolve(io, plan, ALWAYS_TRUE, schema, report)
-        if resolved is not None:  # None: every row deleted
-            parts.append(read_rows(io, resolved, ALWAYS_TRUE, schema, report))
+        return None if resolved is None else read_rows(io, resolved, ALWAYS_TRUE, schema, report)
+
+    threads = min(len(group.files), os.cpu_count() or 1)
+    if threads > 1:
+        with ThreadPoolExecutor(threads, thread_name_prefix="paimon-index-compact") as pool:
+            read = list(pool.map(live, group.files))
+    else:
+        read = [live(plan) for plan in group.files]
+    parts = [rows for rows in read if rows is not None]  # None: every row deleted
     if not parts:
         return None
     return pa.concat_tables(parts, promote_options="permissive")
