@@ -639,8 +639,9 @@ def _small_read(spark: SparkSession, plan: ReadPlan, groups: Mapping[int, _Group
     are the executors') a plan whose indexes selected rows is small up to
     :data:`LOCAL_SELECTED_ROWS` candidate rows (selected rows; a file without a selection counted
     whole, such files at most 1/:data:`UNSELECTED_SHARE` of the plan's rows) in
-    :data:`LOCAL_SELECTED_FILES` files, whatever their bytes, when its candidate row groups hold no more column-chunk bytes than Spark would read of
-    the columns ``reads`` (the query's columns; None: unknown, no such read): the driver decodes them
+    :data:`LOCAL_SELECTED_FILES` files, whatever their bytes, when its candidate row groups hold no
+    more column-chunk bytes than Spark would read of the columns ``reads`` (the query's columns;
+    None: unknown, no such read): the driver decodes them
     with a thread per core and no job (see :data:`LOCAL_SELECTED_ROWS`); more than
     :data:`SMALL_READ_ROWS` rows go to Spark as a Parquet file in the process's scratch directory
     (:func:`_scratch_file`). Inside a change statement (:func:`change_statement`) the selected rows
