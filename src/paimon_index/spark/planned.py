@@ -663,9 +663,10 @@ def _small_read(spark: SparkSession, plan: ReadPlan, groups: Mapping[int, _Group
     # Files the indexes could not select rows of (a Bloom filter's "maybe" in an OR) are candidates
     # whole, filtered by the Arrow pre-filter: bounded by the limit and by a share of the plan, so
     # the rows handed to Spark stay few against what Spark's reader would read.
-    unselected_rows = sum(f.live_rows for f in plan.files if f.selected is None)
+    unselected = [f for f in plan.files if f.selected is None]
+    unselected_rows = sum(f.live_rows for f in unselected)
     candidate_rows = sum(len(f.selected) for f in plan.files if f.selected is not None) + unselected_rows
-    selected_rows = candidate_rows if all(f.selected is not None for f in plan.files) else None
+    selected_rows = None if unselected else candidate_rows  # every file's rows selected: their count
     may_be_local = (max_bytes is None and reads is not None
                     and (unselected_rows == 0 or plan.predicate is not ALWAYS_TRUE)
                     and candidate_rows <= local_limit
