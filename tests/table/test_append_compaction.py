@@ -227,3 +227,40 @@ def test_the_snapshot_is_what_java_calls_a_compaction(tmp_path: Path) -> None:
     text = json.loads((tmp_path / "db.db" / "t" / "snapshot" / f"snapshot-{snapshot_id}").read_text())
     assert text["commitKind"] == "COMPACT"
     assert text["deltaRecordCount"] < 0  # rows of deleted rows left with the vectors
+
+
+@pytest.mark.parametrize("index_file", [False, True])
+def test_each_rewritten_files_index_is_built_from_its_rows_beside_the_write(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, index_file: bool) -> None:
+    """A rewritten file's index is built from the rows in memory while the file is written (not
+    from the file read back after it), and is byte for byte the index built from the file."""
+    from paimon_index.fileindex.options import FileIndexOptions
+    from paimon_index.table import write
+    from paimon_index.table.fileio import TableIO
+    from paimon_index.table.files import container_source
+    from paimon_index.table.paimon import table_options
+    from paimon_index.table.schemas import read_schema
+
+    # target-file-size small enough that the rewrite rolls into several files
+    table, before = _loaded(tmp_path, {"index_file": index_file}, **{"target-file-size": "8kb"})
+    from_file = write.file_container
+    calls: list[str] = []
+
+    def spy(meta: Any, *args: Any, **kwargs: Any) -> bytes | None:
+        calls.append(meta.file_name)
+        return from_file(meta, *args, **kwargs)
+
+    monkeypatch.setattr(write, "file_container", spy)
+    assert table.compact(full=True).snapshot_id is not None
+    assert calls == []  # every file's index came from its rows in memory
+    assert _sorted(table.read()).equals(before)
+    paimon = table.paimon_table
+    rewritten = [m for m in _files(table) if m.file_source == 1]
+    assert len(rewritten) > 1
+    io = TableIO.of(paimon)
+    options = FileIndexOptions.from_table_options(table_options(paimon))
+    for meta in rewritten:
+        stored = container_source(meta)
+        if isinstance(stored, str):  # a .index file beside the data file (a local warehouse)
+            stored = Path(stored.removeprefix("file://").removeprefix("file:")).read_bytes()
+        assert stored == from_file(meta, options, read_schema(paimon), io=io), meta.file_name

@@ -69,7 +69,7 @@ import pyarrow as pa
 
 from paimon_index.deletionvectors.maintainer import BucketDvMaintainer
 from paimon_index.errors import InvalidOptionError, PaimonIndexError, UnsupportedTableError
-from paimon_index.fileindex.options import parse_bool, parse_int, parse_memory_size
+from paimon_index.fileindex.options import FileIndexOptions, parse_bool, parse_int, parse_memory_size
 from paimon_index.predicate import ALWAYS_TRUE
 from paimon_index.table.fileio import FileIOSource, TableIO
 from paimon_index.table.files import FilePlan, ScanReport, file_plan, read_rows, resolve
@@ -78,7 +78,7 @@ from paimon_index.table.plan import DV_BITMAP64, DV_ENABLED, BucketFiles, plan_s
 from paimon_index.table.rewrite import PartitionSelection, partition_filter
 from paimon_index.table.schemas import ReadSchema, read_schema
 from paimon_index.table.transaction import Transaction
-from paimon_index.table.write import attach_file_indexes, conform, new_table_write
+from paimon_index.table.write import attach_file_indexes, conform, new_table_write, rows_container
 
 __all__ = [
     "CompactGroup",
@@ -429,11 +429,21 @@ def rewrite_group(table: PaimonTable, group: CompactGroup, schema: ReadSchema) -
     rows = _live_rows(io, group, schema)
     if rows is None or rows.num_rows == 0:
         return []
+    options = FileIndexOptions.from_table_options(table_options(table))
+    types = read_schema(table)
     messages: list[Any] = []
     try:
-        for start in range(0, rows.num_rows, group.rows_per_file):
-            messages += _write_chunk(table, group, rows.slice(start, group.rows_per_file))
-        attach_file_indexes(table, messages)
+        # Each file's index is built from its rows in memory while pypaimon writes them (both
+        # release the GIL; a group is one task's work); it is kept only if the written file holds
+        # exactly those rows (attach_file_indexes reads its indexed columns back to check).
+        with ThreadPoolExecutor(1, thread_name_prefix="paimon-index-compact-index") as pool:
+            for start in range(0, rows.num_rows, group.rows_per_file):
+                chunk = rows.slice(start, group.rows_per_file)
+                built = None if options.empty else pool.submit(rows_container, chunk, options, types)
+                written = _write_chunk(table, group, chunk)
+                messages += written
+                attach_file_indexes(table, written, options,
+                                    None if built is None else (chunk, built.result()))
     except BaseException:
         orphan = Transaction(table, None, operation=_OPERATION)
         orphan.stage(messages)

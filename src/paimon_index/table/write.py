@@ -54,7 +54,7 @@ from paimon_index.table.stats import attach_value_stats
 from paimon_index.types import DataType
 
 __all__ = ["INDEX_FILE_SUFFIX", "attach_file_indexes", "conform", "file_container", "new_table_write",
-           "store_container", "write_arrow",
+           "rows_container", "store_container", "write_arrow",
            "write_files", "write_with", "writing"]
 
 def attach_file_indexes(table: PaimonTable, messages: list[Any],
@@ -113,6 +113,11 @@ def file_container(meta: Any, options: FileIndexOptions, schema: Mapping[str, Da
         # Exactly the file's rows, in file order. A ParquetFile, not read_table: the latter would
         # treat a partition folder such as dt=2024-01-01/ as a column and clash with the file's.
         rows = parquet.read(columns=present) if present else parquet.read()
+    return rows_container(rows, options, schema)
+
+
+def rows_container(rows: pa.Table, options: FileIndexOptions, schema: Mapping[str, DataType]) -> bytes | None:
+    """The container ``options`` ask for, built from ``rows`` with the table's types (``schema``)."""
     return build_file_index(rows, options, {k: v for k, v in schema.items() if k in rows.schema.names})
 
 
@@ -262,8 +267,7 @@ def write_files(table: PaimonTable, data: pa.Table | pa.RecordBatch, options: Fi
         with ThreadPoolExecutor(max_workers=1) as pool:
             # Build the index from the rows in memory while pypaimon writes the Parquet file (both
             # release the GIL); it is used only if the file turns out to hold exactly these rows.
-            subset = {k: v for k, v in schema.items() if k in rows.schema.names}
-            future = None if opts.empty else pool.submit(build_file_index, rows, opts, subset)
+            future = None if opts.empty else pool.submit(rows_container, rows, opts, schema)
             write_with(writer, rows)
             try:
                 written = writer.prepare_commit()
