@@ -357,16 +357,13 @@ class _SparkKeyedRows:
     def upsert(self, rows: DataFrame, snapshot_id: int) -> tuple[int | None, int]:
         # Rows with a row kind are a DELETE's (``deleted``): they remove their keys on every engine.
         deleting = ROW_KIND_COLUMN in rows.columns
-        if self._merge_on_read():
-            # One row per matching row (deleted or assigned): the count the plan proved is theirs.
-            return _upsert(self.spark, rows, self.table, warehouse=self.warehouse,
-                           catalog_options=self.catalog_options, delete_keys=deleting,
-                           operation="delete" if deleting else "update", planned=snapshot_id,
-                           rows_at_least=self._proven)
-        del snapshot_id  # see matching
+        # Merge-on-read: committed exactly on ``snapshot_id``, one row per matching row (deleted or
+        # assigned), so the count the plan proved is theirs. Deletion vectors: the upsert plans on
+        # the latest snapshot (see matching; ``_proven`` is 0).
         return _upsert(self.spark, rows, self.table, warehouse=self.warehouse,
                        catalog_options=self.catalog_options, delete_keys=deleting,
-                       operation="delete" if deleting else "update")
+                       operation="delete" if deleting else "update",
+                       planned=snapshot_id if self._merge_on_read() else LATEST, rows_at_least=self._proven)
 
 
 def _assigned(value: Any) -> Column:
