@@ -305,14 +305,18 @@ def materialize(spec: TableSpec, root: Path) -> Materialized:
     live = spec.live_table()
     parquet_dir = root / "parquet"
     parquet_dir.mkdir()
-    # Several files, as the table has: one per batch of live rows.
+    # Several files, as the table has: one per batch of live rows. No statistics: pyarrow leaves NaN
+    # out of a float column's min/max, and Spark's Parquet filter pushdown then skips row groups
+    # whose NaN rows Spark's own semantics keep (`d >= CAST('Infinity' AS DOUBLE)` holds for NaN):
+    # the reference must be Spark's evaluation of every row (docs/read-path.md, FLOAT/DOUBLE).
     gone = spec.deleted_ids
     for k, rows in enumerate(spec.batches):
         kept = [r for r in rows if r[ID] not in gone]
         if kept:
-            pq.write_table(pa.Table.from_pylist(kept, schema=schema), parquet_dir / f"part-{k}.parquet")
+            pq.write_table(pa.Table.from_pylist(kept, schema=schema), parquet_dir / f"part-{k}.parquet",
+                           write_statistics=False)
     if not any(parquet_dir.iterdir()):
-        pq.write_table(schema.empty_table(), parquet_dir / "part-0.parquet")
+        pq.write_table(schema.empty_table(), parquet_dir / "part-0.parquet", write_statistics=False)
     return Materialized(spec, str(warehouse), IDENTIFIER, str(parquet_dir), live)
 
 
