@@ -703,6 +703,10 @@ def _read_groups(parquet: pq.ParquetFile, positions: np.ndarray | None, report: 
     offset_in_read = np.concatenate(([0], np.cumsum(sizes[wanted])[:-1]))
     slot = np.searchsorted(wanted, group_of)
     local = positions - starts[group_of] + offset_in_read[slot]
+    if data.num_columns == 0:
+        # No column read (a count, or a WHERE only on columns this file's schema lacks): Arrow's take
+        # of a table without columns keeps no row, and only the number of rows matters here.
+        return data.slice(0, len(local))
     if len(local) * DENSE_SELECTION_DIVISOR > data.num_rows:
         # Most rows wanted (e.g. all but the deleted ones): a mask filter beats a gather.
         mask = np.zeros(data.num_rows, dtype=bool)
