@@ -141,18 +141,26 @@ def test_job_killed_on_the_commit_path(tmp_path, kind_name, job, point_name, who
     assert code == (-signal.SIGKILL if who == "driver" else 1), f"exit {code}:\n{log}"
 
     after = harness.existing_snapshots(warehouse)[-1]
-    assert after in (before, before + 1), f"snapshots jumped from {before} to {after}"
+    # One commit: one snapshot, or a primary-key change of older rows' APPEND and COMPACT (Java's two).
+    assert after in (before, before + 1, before + 2), f"snapshots jumped from {before} to {after}"
     if who == "task":
         assert after == before, "a task died, yet a snapshot landed"
     elif point_name == "snapshot-file-written":
-        assert after == before + 1, "the snapshot file was written, yet the table is at the old state"
+        assert after > before, "the snapshot file was written, yet the table is at the old state"
     else:
         assert after == before, "killed before the commit, yet a snapshot landed"
-    expected = ops.apply_to_model(model, op) if after == before + 1 else model
-    assert ops.read_rows(warehouse) == expected
-    assert ops.read_rows_pypaimon(warehouse) == expected
+    expected = ops.apply_to_model(model, op) if after > before else model
+    # Killed between the two: the change landed in level-0 files, which deletion-vectors readers
+    # (ours, pypaimon's, Java's) see once the next write or compaction folds them (below).
+    visible = model if after > before and harness.pending(warehouse) else expected
+    assert ops.read_rows(warehouse) == visible
+    assert ops.read_rows_pypaimon(warehouse) == visible
 
-    if who == "worker":  # Spark's abort left no file behind either (a dead task's files it cannot know)
+    between = visible is model and after > before
+    if who == "worker" and not between:
+        # Spark's abort left no file behind either (a dead task's files it cannot know). Killed
+        # between the two snapshots, the abort keeps every file of a commit that landed, the
+        # compaction's too, as Java's writer leaves them: remove_orphan_files deletes those (below).
         files.assert_exactly_referenced(warehouse, "after Spark's abort")
     time.sleep(0.05)  # every file is now strictly older than the cutoff
     remove_orphan_files(open_table(warehouse, ops.IDENTIFIER), older_than=time.time())
