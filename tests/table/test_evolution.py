@@ -684,3 +684,4 @@ def test_a_count_on_a_column_older_files_lack_counts_their_few_live_rows(tmp_pat
     assert sorted(table.read("extra IS NULL").column("id").to_pylist()) == [7, 10]
     assert table.count("extra IS NULL") == 2
     assert table.count("extra IS NULL", use_index=False) == 2
+    assert table.read(columns=[]).num_rows == 3  # no column at all
