@@ -152,12 +152,12 @@ def test_job_killed_on_the_commit_path(tmp_path, kind_name, job, point_name, who
     expected = ops.apply_to_model(model, op) if after > before else model
     # Killed between the two: the change landed in level-0 files, which deletion-vectors readers
     # (ours, pypaimon's, Java's) see once the next write or compaction folds them (below).
-    visible = model if after > before and harness.pending(warehouse) else expected
+    hidden = after > before and harness.pending(warehouse)
+    visible = model if hidden else expected
     assert ops.read_rows(warehouse) == visible
     assert ops.read_rows_pypaimon(warehouse) == visible
 
-    between = visible is model and after > before
-    if who == "worker" and not between:
+    if who == "worker" and not hidden:
         # Spark's abort left no file behind either (a dead task's files it cannot know). Killed
         # between the two snapshots, the abort keeps every file of a commit that landed, the
         # compaction's too, as Java's writer leaves them: remove_orphan_files deletes those (below).
