@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -31,6 +30,7 @@ import pytest
 
 import paimon_index
 from jvm import spark_conf
+from ports import free_port, listening
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 STARTUP_SECONDS = 120
@@ -62,17 +62,6 @@ class ConnectServer:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait(timeout=10)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as s:
-        return s.connect_ex(("127.0.0.1", port)) == 0
 
 
 def _why_not() -> str | None:
@@ -113,7 +102,7 @@ def start_server(workdir: Path, master: str = "local[2]") -> ConnectServer:
 
     from paimon_index.spark.session import SESSION_CONF
 
-    port = _free_port()
+    port = free_port()
     conf = {**SESSION_CONF, **spark_conf(), "spark.connect.grpc.binding.address": "127.0.0.1",
             "spark.connect.grpc.binding.port": str(port), "spark.driver.memory": "1g",
             "spark.sql.warehouse.dir": str(workdir / "spark-warehouse")}
@@ -129,7 +118,7 @@ def start_server(workdir: Path, master: str = "local[2]") -> ConnectServer:
                                    start_new_session=True)
     server = ConnectServer(f"sc://127.0.0.1:{port}", log, process)
     deadline = time.monotonic() + STARTUP_SECONDS
-    while not _listening(port):
+    while not listening(port, process.pid):
         if process.poll() is not None:
             pytest.skip(f"the Spark Connect server exited ({process.returncode}): {server.log_tail(10)}")
         if time.monotonic() > deadline:

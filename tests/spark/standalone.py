@@ -12,11 +12,12 @@ import contextlib
 import os
 import re
 import signal
-import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ports import free_port, listening
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
@@ -27,12 +28,6 @@ _REGISTERED = re.compile(r"Master: Registering worker")
 
 class ClusterUnavailable(RuntimeError):
     """The cluster could not be started here (no Java, ports, or a process died)."""
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _java() -> str:
@@ -79,12 +74,13 @@ class Standalone:
         # (pip's pyspark has none) Spark's launcher also wants the Scala version spelled out.
         env = {**env, "SPARK_HOME": str(_spark_home()), "SPARK_SCALA_VERSION": SCALA_VERSION,
                "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_WORKER_DIR": str(self.workdir / "work")}
-        port = _free_port()
+        port = free_port()
         self.url = f"spark://127.0.0.1:{port}"
         # No REST submission server: it takes a fixed port (6066) another cluster may hold.
         self.master = self._spawn("master", ["-Dspark.master.rest.enabled=false", MASTER_CLASS, "--host",
                                              "127.0.0.1", "--port", str(port), "--webui-port", "0"], env)
-        self._wait(lambda: _listening(port), "the master to listen")
+        master = self.master
+        self._wait(lambda: listening(port, master.pid), "the master to listen")
         for i in range(workers):
             self.workers.append(self._spawn(f"worker-{i}", [
                 WORKER_CLASS, self.url, "--host", "127.0.0.1", "--cores", str(cores), "--memory", memory,
@@ -113,11 +109,6 @@ class Standalone:
         for proc in [*self.workers, self.master]:
             if proc is not None:
                 _kill_group(proc)
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as s:
-        return s.connect_ex(("127.0.0.1", port)) == 0
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
