@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from paimon_index.errors import ConcurrentChangeError, InvalidPredicateError
+from paimon_index.errors import ConcurrentChangeError, InvalidPredicateError, TableError
 from paimon_index.fileindex.format import ContainerReader
 from paimon_index.table.catalog import alter_table_options, catalog, create_table, open_table
 from paimon_index.table.read import read_arrow
@@ -503,3 +503,47 @@ def test_a_rewrite_whose_planned_snapshot_expired_deletes_the_index_files_it_wro
     with pytest.raises(ConcurrentChangeError, match="no longer exists"):
         commit_rewrite(_table(warehouse), messages, snapshot_id=planned.pop())
     assert not [p for p in written if p.exists()]
+
+
+def test_a_rewrite_whose_files_an_expiry_removed_while_it_ran_is_refused(
+        warehouse: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by the concurrent histories (tests/table/test_reliability.py): ``rewrite_file_index``
+    planned on a snapshot, another writer compacted and expired it, and the rewrite raised a raw
+    ``FileNotFoundError`` -- neither a refusal to retry nor naming the operation."""
+    import paimon_index
+    from paimon_index.table import rewrite
+
+    alter_table_options(warehouse, NAME, set_options={"file-index.bloom-filter.columns": "id"})
+    plan = rewrite.plan_rewrite
+
+    def planned_then_compacted_and_expired_by_another(*args: Any, **kwargs: Any) -> Any:
+        tasks = plan(*args, **kwargs)
+        other = paimon_index.open_table(warehouse, NAME)
+        other.compact(full=True)
+        other.expire_snapshots(retain_last=1)
+        return tasks
+
+    monkeypatch.setattr(rewrite, "plan_rewrite", planned_then_compacted_and_expired_by_another)
+    table = paimon_index.open_table(warehouse, NAME)
+    planned = table.snapshot_id
+    refused = (rf"rewrite_file_index of {NAME}: snapshot {planned} it planned on was expired while it ran "
+               r"\(.+\.parquet is gone\); run it again")
+    with pytest.raises(ConcurrentChangeError, match=refused):
+        table.rewrite_file_index()
+    assert table.snapshot_id == planned + 1  # the other writer's compaction; the rewrite committed nothing
+    monkeypatch.undo()
+    assert table.rewrite_file_index().snapshot_id is None  # run again: the compaction's files have it
+
+
+def test_a_change_whose_file_was_removed_by_hand_names_it(warehouse: str) -> None:
+    """A file the latest snapshot lists, gone (no expiry): an error naming the change, the snapshot
+    and the file, not a raw ``FileNotFoundError``."""
+    import paimon_index
+
+    table = paimon_index.open_table(warehouse, NAME)
+    gone = next(Path(warehouse).glob("db.db/t/dt=a/bucket-0/data-*.parquet"))
+    gone.unlink()
+    with pytest.raises(TableError, match=rf"compact of {NAME} \(snapshot {table.snapshot_id}\): a file it "
+                                         rf"lists is missing: .*{gone.name}") as caught:
+        table.compact(full=True)
+    assert not isinstance(caught.value, ConcurrentChangeError)

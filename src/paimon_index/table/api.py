@@ -30,7 +30,8 @@ row with Spark's meaning, then the result is cast to the column's type as Spark'
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -188,6 +189,23 @@ class Table:
         """Refuse a change to a system table or branch (read-only here; see ``parse_identifier``)."""
         _catalog.parse_identifier(self.identifier, for_write=True)
 
+    @contextmanager
+    def _changing(self, operation: str) -> Iterator[None]:
+        """Run a change: refused on a system table or branch (read-only here; see
+        ``parse_identifier``); a file of the snapshot it planned on that goes missing while it runs
+        is a refusal when an expiry removed that snapshot meanwhile, else an error naming the file
+        (:func:`~paimon_index.table.files.planned_file_gone`; the concurrency suite found a raw
+        ``FileNotFoundError`` from ``rewrite_file_index``). The latest snapshot at the start stands
+        for the planned one: planned on it or later, and expiry removes the oldest first."""
+        self._writable()
+        start = self.snapshot_id
+        try:
+            yield
+        except FileNotFoundError as e:
+            from paimon_index.table.files import planned_file_gone
+
+            raise planned_file_gone(self._paimon, f"{operation} of {self.identifier}", start, e) from e
+
     @property
     def paimon_table(self) -> Any:
         """The underlying pypaimon table (for the table layer; not a stable API)."""
@@ -223,32 +241,32 @@ class Table:
             DataError: rows that do not fit the table.
             ConcurrentChangeError: (overwrite, upsert) another commit landed meanwhile.
         """
-        self._writable()
-        from paimon_index.table.write import write_arrow
+        with self._changing(mode):
+            from paimon_index.table.write import write_arrow
 
-        if mode not in (APPEND, OVERWRITE):
-            raise InvalidOptionError(f"write mode must be {APPEND!r} or {OVERWRITE!r}, got {mode!r}")
-        rows = _as_table(data)
-        if mode == APPEND and self.is_primary_key_table:
-            return self._result(APPEND, self._upsert(rows), rows.num_rows)
-        if self.is_primary_key_table:
-            from paimon_index.table.pk.overwrite import overwrite_rows
+            if mode not in (APPEND, OVERWRITE):
+                raise InvalidOptionError(f"write mode must be {APPEND!r} or {OVERWRITE!r}, got {mode!r}")
+            rows = _as_table(data)
+            if mode == APPEND and self.is_primary_key_table:
+                return self._result(APPEND, self._upsert(rows), rows.num_rows)
+            if self.is_primary_key_table:
+                from paimon_index.table.pk.overwrite import overwrite_rows
 
-            # Deletion vectors: new files in levels >= 1, where merge-free readers see them;
-            # merge-on-read: key-value files in level 0 (dynamic buckets: from a fresh HASH index).
-            snapshot = overwrite_rows(self._paimon, rows)
+                # Deletion vectors: new files in levels >= 1, where merge-free readers see them;
+                # merge-on-read: key-value files in level 0 (dynamic buckets: from a fresh HASH index).
+                snapshot = overwrite_rows(self._paimon, rows)
+                return self._result(mode, snapshot, rows.num_rows if snapshot is not None else 0)
+            snapshot = write_arrow(self._paimon, rows, overwrite=mode == OVERWRITE)
             return self._result(mode, snapshot, rows.num_rows if snapshot is not None else 0)
-        snapshot = write_arrow(self._paimon, rows, overwrite=mode == OVERWRITE)
-        return self._result(mode, snapshot, rows.num_rows if snapshot is not None else 0)
 
     def upsert(self, data: pa.Table | pa.RecordBatch) -> CommitResult:
         """Insert or replace rows by primary key (rows with ``_ROW_KIND`` '-D'/'-U' delete their key)."""
-        self._writable()
-        if not self.is_primary_key_table:
-            raise TableError(f"upsert needs a primary-key table; {self.identifier} has no primary key "
-                             "(use write)")
-        rows = _as_table(data)
-        return self._result("upsert", self._upsert(rows), rows.num_rows)
+        with self._changing("upsert"):
+            if not self.is_primary_key_table:
+                raise TableError(f"upsert needs a primary-key table; {self.identifier} has no primary key "
+                                 "(use write)")
+            rows = _as_table(data)
+            return self._result("upsert", self._upsert(rows), rows.num_rows)
 
     def _upsert(self, rows: pa.Table, planned: int | object | None = UPSERT_LATEST, *,
                 delete_keys: bool = False) -> int | None:
@@ -291,13 +309,13 @@ class Table:
             InvalidOptionError: an append table without ``deletion-vectors.enabled``.
             ConcurrentChangeError: another commit landed after the rows were found.
         """
-        self._writable()
-        if self.is_primary_key_table:
-            return self._pk_change("delete", where, None)
-        from paimon_index.table.row_level import delete_rows
+        with self._changing("delete"):
+            if self.is_primary_key_table:
+                return self._pk_change("delete", where, None)
+            from paimon_index.table.row_level import delete_rows
 
-        change = delete_rows(self._paimon, where)
-        return commit_result(self._paimon, "delete", change.snapshot_id, change.rows)
+            change = delete_rows(self._paimon, where)
+            return commit_result(self._paimon, "delete", change.snapshot_id, change.rows)
 
     def update(self, set: Mapping[str, Any], where: Predicate | str | None = None) -> CommitResult:
         """``UPDATE t SET col = value-or-expression, ... WHERE where`` in one commit (as ``delete``).
@@ -307,15 +325,15 @@ class Table:
             InvalidPredicateError: expression text that does not parse or is not supported.
             DataError: a value that does not fit its column (overflow, division by zero).
         """
-        self._writable()
-        assignments = self._assignments(set)
-        predicate = ALWAYS_TRUE if where is None else where
-        if self.is_primary_key_table:
-            return self._pk_change("update", predicate, assignments)
-        from paimon_index.table.row_level import update_rows
+        with self._changing("update"):
+            assignments = self._assignments(set)
+            predicate = ALWAYS_TRUE if where is None else where
+            if self.is_primary_key_table:
+                return self._pk_change("update", predicate, assignments)
+            from paimon_index.table.row_level import update_rows
 
-        change = update_rows(self._paimon, assignments, predicate)
-        return commit_result(self._paimon, "update", change.snapshot_id, change.rows)
+            change = update_rows(self._paimon, assignments, predicate)
+            return commit_result(self._paimon, "update", change.snapshot_id, change.rows)
 
     def _assignments(self, values: Mapping[str, Any]) -> dict[str, Any]:
         from paimon_index.table.row_level import assignment_columns
@@ -347,21 +365,21 @@ class Table:
         ``compaction.delete-ratio-threshold`` rewritten without their deleted rows (``full``: as
         Paimon's full compaction). ``snapshot_id`` is None when nothing was worth compacting.
         """
-        self._writable()
-        if not self.is_primary_key_table:
-            from paimon_index.table.append_compaction import compact_append
+        with self._changing("compact"):
+            if not self.is_primary_key_table:
+                from paimon_index.table.append_compaction import compact_append
 
-            return self._result("compact", compact_append(self._paimon, full=full), 0)
-        from paimon_index.table.pk import compact
+                return self._result("compact", compact_append(self._paimon, full=full), 0)
+            from paimon_index.table.pk import compact
 
-        return self._result("compact", compact(self._paimon, full=full), 0)
+            return self._result("compact", compact(self._paimon, full=full), 0)
 
     def rewrite_file_index(self, where: Any = None) -> CommitResult:
         """Rebuild the file indexes the current ``file-index.*`` options ask for (``where``: partitions)."""
-        self._writable()
-        from paimon_index.table.rewrite import rewrite_file_index
+        with self._changing("rewrite_file_index"):
+            from paimon_index.table.rewrite import rewrite_file_index
 
-        return self._result("rewrite_file_index", rewrite_file_index(self._paimon, where), 0)
+            return self._result("rewrite_file_index", rewrite_file_index(self._paimon, where), 0)
 
     def _result(self, operation: str, snapshot_id: int | None, rows: int) -> CommitResult:
         return commit_result(self._paimon, operation, snapshot_id, rows)

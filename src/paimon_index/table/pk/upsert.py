@@ -355,18 +355,13 @@ def upsert_arrow(table: Any, data: pa.Table, *, planned: int | object | None = L
 
 
 def _file_gone(table: Any, snapshot: Any, error: FileNotFoundError) -> Exception:
-    """A file of the snapshot an upsert planned on went missing while it ran: an expiry removed the
-    snapshot meanwhile (ConcurrentChangeError: run it again; its transaction deleted what it wrote),
-    else a TableError naming the file. Found by the concurrency suite: a DELETE's fold of level-0
-    files read a deletion-vector file an expiry had just deleted (a raw FileNotFoundError)."""
-    from paimon_index.table.files import missing_file_error
+    """A file of the snapshot an upsert planned on went missing while it ran (its transaction deleted
+    what it wrote). Found by the concurrency suite: a DELETE's fold of level-0 files read a
+    deletion-vector file an expiry had just deleted (a raw FileNotFoundError)."""
+    from paimon_index.table.files import planned_file_gone
 
     planned = None if snapshot is None else int(snapshot.id)
-    if planned is not None and snapshot_by_id(table, planned) is None:
-        return ConcurrentChangeError(f"upsert of {table_name(table)}: snapshot {planned} it planned on "
-                                     f"was expired while it ran ({error.filename or error} is gone); run it "
-                                     "again")
-    return missing_file_error(f"upsert of {table_name(table)} (snapshot {planned})", error)
+    return planned_file_gone(table, f"upsert of {table_name(table)}", planned, error)
 
 
 def folded_snapshot_id(table: Any, planned: int | object | None = LATEST) -> int | None:
