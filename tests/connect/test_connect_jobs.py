@@ -323,3 +323,20 @@ def test_the_client_process_starts_no_jvm(connect_server, tmp_path: Path) -> Non
     assert got["read"] == [[i, i % 5] for i in range(8) if i % 5]
     # ... and this process never had a JVM: no SparkContext, no Py4J gateway, no java child.
     assert (got["context"], got["gateway"], got["java"]) == (False, False, [])
+
+
+
+def test_a_project_error_a_task_raises_is_raised_as_itself(connect_spark) -> None:
+    """As in classic mode (tests/spark/test_append_compaction_job.py): the server's exception
+    carries the task's traceback, its last line the project error."""
+    from paimon_index.errors import ConcurrentChangeError
+
+    def refused(payload: int):  # type: ignore[no-untyped-def]  (nested: pickled by value)
+        from paimon_index.errors import ConcurrentChangeError
+
+        raise ConcurrentChangeError(f"snapshot 3 was expired while task {payload} ran: run it again")
+        yield b""
+
+    with pytest.raises(ConcurrentChangeError, match=r"^snapshot 3 was expired while task 7 ran: run it again$"
+                       ):
+        _connect.run_tasks(connect_spark, [7], refused)

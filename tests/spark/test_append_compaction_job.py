@@ -168,3 +168,48 @@ def test_call_compact_arguments_on_append_and_primary_key_tables(spark: Any, tmp
     # only the partition named was compacted: its file with a vector alone, the 3 others packed
     assert counts == {(0,): 2, (1,): 4}
     assert paimon_index.open_table(str(tmp_path), "db.pt").read().sort_by("id").equals(before)
+
+
+def test_a_file_a_task_finds_missing_is_named_on_the_driver(spark: Any, tmp_path: Path) -> None:
+    """A Spark task's error reached the user as PySpark's ``PythonException``, whose message is
+    the executor's whole traceback: a data file removed by hand failed the compaction job with a
+    raw ``FileNotFoundError`` in it. Now the TableError naming the job and the file, as the Python
+    API's ``compact`` raises."""
+    from paimon_index.errors import TableError
+
+    table = paimon_index.create_table(str(tmp_path), "db.t", SCHEMA, options=TABLES["u"][0])
+    for k in range(4):
+        table.write(_batch(k * 100, 100))
+    gone = sorted((tmp_path / "db.db" / "t" / "bucket-0").glob("data-*.parquet"))[0]
+    gone.unlink()
+    with pytest.raises(TableError, match=rf"^compaction of db\.t \(in a Spark task\): a file it lists is "
+                                         rf"missing: .*{gone.name}$") as caught:
+        jobs.compact(spark, "db.t", full=True, warehouse=str(tmp_path))
+    assert "PythonException" in type(caught.value.__cause__).__name__
+    assert table.snapshot_id == 4  # nothing committed
+
+
+def test_a_project_error_a_task_raises_is_raised_as_itself(spark: Any) -> None:
+    """``except ConcurrentChangeError`` (retry) did not catch a refusal raised in a Spark task."""
+    from paimon_index.errors import ConcurrentChangeError, CorruptFileError
+    from paimon_index.spark import _connect
+
+    def refused(payload: int) -> Any:
+        if payload == 2:
+            raise ConcurrentChangeError(f"snapshot 3 was expired while task {payload} ran: run it again")
+        yield b"ok"
+
+    with pytest.raises(ConcurrentChangeError, match=r"^snapshot 3 was expired while task 2 ran: run it again$"
+                       ):
+        _connect.run_tasks(spark, [1, 2, 3], refused)
+
+    def corrupt(payload: int) -> Any:
+        raise CorruptFileError("bad magic", path="/x/data-1.parquet.index", offset=0)
+        yield b""
+
+    with pytest.raises(CorruptFileError, match=r"^/x/data-1\.parquet\.index@0: bad magic$"):
+        _connect.run_tasks(spark, [1], corrupt)
+    # Not a project error: left as Spark raised it.
+    with pytest.raises(Exception, match="ZeroDivisionError") as other:
+        _connect.run_tasks(spark, [0], lambda payload: iter([bytes(1 // payload)]))
+    assert not isinstance(other.value, ConcurrentChangeError)

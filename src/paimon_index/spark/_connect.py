@@ -3,6 +3,7 @@
     is_connect(spark) -> bool                  a Spark Connect client session (no JVM here)
     parallelism(spark) -> int                  the cluster's default parallelism, in both modes
     run_tasks(spark, payloads, run) -> list    one Spark task per payload, their results on the driver
+    task_errors(what)                          a project exception a task raised, raised on the driver
     quoted(name) -> str                        a column name as Spark SQL text (`a.b` stays one name)
     local_master(spark) -> bool                this process is the driver of a local master
 
@@ -15,7 +16,9 @@ only the classic mode has (accumulators for progress and scan reports) is asked 
 from __future__ import annotations
 
 import pickle
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -32,6 +35,10 @@ LOCAL_MASTER_PREFIX = "local"
 #: default number of partitions of ``spark.range``, so every partition holds some.
 _PROBE_ROWS = 1 << 16
 _ID, _PAYLOAD, _RESULT = "id", "payload", "result"
+#: The last line of a task's Python traceback, which PySpark (classic and Connect) puts in the
+#: message of the exception it raises on the driver: a project exception, or a file found missing.
+_TASK_PROJECT_ERROR = re.compile(r"^paimon_index\.errors\.(\w+): (.+)$", re.MULTILINE)
+_TASK_FILE_GONE = re.compile(r"^FileNotFoundError: (.+)$", re.MULTILINE)
 _parallelism: dict[str, int] = {}
 
 
@@ -76,9 +83,42 @@ def parallelism(spark: SparkSession) -> int:
     return _parallelism[key]
 
 
-def run_tasks(spark: SparkSession, payloads: Sequence[Any],
-              run: Callable[[Any], Iterator[bytes]]) -> list[bytes]:
-    """``run(payload)`` for every payload, one Spark task each; every ``bytes`` they yield, collected.
+@contextmanager
+def task_errors(what: str) -> Iterator[None]:
+    """Run a Spark job of paimon-index tasks (``what`` names it: ``"compaction of db.t"``).
+
+    A project exception a task raised is raised again on the driver as itself, chained to Spark's:
+    PySpark raises a ``PythonException`` whose message is the executor's whole traceback, which an
+    ``except ConcurrentChangeError`` (retry) does not catch. A file a task found missing becomes the
+    :class:`~paimon_index.errors.TableError` naming it. Anything else is left as Spark raised it.
+    """
+    from paimon_index import errors
+
+    try:
+        yield
+    except errors.PaimonIndexError:
+        raise
+    except Exception as e:
+        text = str(e)
+        found = list(_TASK_PROJECT_ERROR.finditer(text))
+        kind = getattr(errors, found[-1].group(1), None) if found else None
+        if isinstance(kind, type) and issubclass(kind, errors.PaimonIndexError):
+            message = found[-1].group(2)
+            raised = kind(message)
+            raised.args = (message,)  # as the task wrote it (CorruptFileError prefixes its path)
+            raise raised from e
+        gone = list(_TASK_FILE_GONE.finditer(text))
+        if gone:
+            from paimon_index.table.files import missing_file_error
+
+            raise missing_file_error(f"{what} (in a Spark task)", FileNotFoundError(gone[-1].group(1))) from e
+        raise
+
+
+def run_tasks(spark: SparkSession, payloads: Sequence[Any], run: Callable[[Any], Iterator[bytes]],
+              what: str = "a Spark job of paimon-index") -> list[bytes]:
+    """``run(payload)`` for every payload, one Spark task each; every ``bytes`` they yield, collected
+    (a task's error as :func:`task_errors` raises it; ``what`` names the job).
 
     Classic: ``sc.parallelize(payloads, len(payloads))``, one job, each task unpickling its own
     payload. Connect has no ``parallelize``: ``spark.range(n, numPartitions=n)`` holds one id per
@@ -94,7 +134,8 @@ def run_tasks(spark: SparkSession, payloads: Sequence[Any],
                 yield from run(payload)
 
         tasks = spark.sparkContext.parallelize(payloads, len(payloads))
-        return list(tasks.mapPartitions(partition).collect())
+        with task_errors(what):
+            return list(tasks.mapPartitions(partition).collect())
 
     from pyspark.sql import functions as F
     from pyspark.sql.types import BinaryType, LongType, StructField, StructType
@@ -113,4 +154,5 @@ def run_tasks(spark: SparkSession, payloads: Sequence[Any],
                 yield pa.RecordBatch.from_arrays([pa.array(out, pa.binary())], [_RESULT])
 
     result = StructType([StructField(_RESULT, BinaryType(), False)])
-    return [row[0] for row in joined.mapInArrow(task, result).collect()]
+    with task_errors(what):
+        return [row[0] for row in joined.mapInArrow(task, result).collect()]

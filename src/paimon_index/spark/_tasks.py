@@ -189,9 +189,11 @@ def overwrite_job(rows: DataFrame, warehouse: str, table: str, catalog_options: 
     return rows.mapInArrow(write, MESSAGE_SCHEMA)
 
 
-def collect(messages: DataFrame) -> tuple[list[Any], int]:
-    """The tasks' commit messages and the number of rows they marked deleted (runs the job)."""
-    rows = messages.collect()
+def collect(messages: DataFrame, what: str = "a Spark write of paimon-index") -> tuple[list[Any], int]:
+    """The tasks' commit messages and the number of rows they marked deleted (runs the job; a
+    task's error as :func:`~paimon_index.spark._connect.task_errors` raises it)."""
+    with _connect.task_errors(what):
+        rows = messages.collect()
     return ([pickle.loads(row.message) for row in rows if row.message is not None],
             sum(row.rows for row in rows))
 
@@ -307,7 +309,8 @@ def dynamic_upsert_job(df: DataFrame, warehouse: str, table: str, catalog_option
     stage = df.mapInArrow(routed, with_hash).repartition(assigners, dynamic.ASSIGNER_COLUMN)
     stage = stage.mapInArrow(assigned, with_bucket) \
         .repartition(partitions, dynamic.BUCKET_COLUMN, *partition_keys)
-    rows = stage.mapInArrow(prepared, "prepared binary").collect()
+    with _connect.task_errors(f"upsert into {table}"):
+        rows = stage.mapInArrow(prepared, "prepared binary").collect()
     return [pickle.loads(row.prepared) for row in rows]
 
 
@@ -355,7 +358,7 @@ def rebuild_job(spark: SparkSession, groups: list[list[RewriteTask]], files_done
         if files_done is not None:
             files_done.add(len(group))
 
-    return _connect.run_tasks(spark, groups, rebuild)
+    return _connect.run_tasks(spark, groups, rebuild, f"rewrite_file_index of {table}")
 
 
 def packed(spark: SparkSession, items: Sequence[T], sizes: Sequence[int]) -> list[list[T]]:
@@ -379,7 +382,7 @@ def compact_job(spark: SparkSession, tasks: list[list[tuple[int, CompactGroup]]]
         for index, group in work:
             yield pickle.dumps((index, rewrite_group(opened, group, schema)))
 
-    return [pickle.loads(p) for p in _connect.run_tasks(spark, tasks, rewrite)]
+    return [pickle.loads(p) for p in _connect.run_tasks(spark, tasks, rewrite, f"compaction of {table}")]
 
 
 # -- primary-key compaction ----------------------------------------------------------------------
@@ -399,7 +402,7 @@ def pk_compact_job(spark: SparkSession, works: list[BucketWork], warehouse: str,
         for done in compact_buckets(opened, group, io):
             yield pickle.dumps(done)
 
-    return [pickle.loads(p) for p in _connect.run_tasks(spark, groups, run)]
+    return [pickle.loads(p) for p in _connect.run_tasks(spark, groups, run, f"compaction of {table}")]
 
 
 PROGRESS_INTERVAL_S = 0.5

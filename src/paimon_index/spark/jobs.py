@@ -114,7 +114,7 @@ from paimon_index.table.api import (
 from paimon_index.table.catalog import parse_identifier
 from paimon_index.table.fileio import TableIO
 from paimon_index.table.files import FilePlan, missing_files_named
-from paimon_index.table.paimon import DYNAMIC_BUCKET, bucket_number, latest_snapshot
+from paimon_index.table.paimon import DYNAMIC_BUCKET, bucket_number, latest_snapshot, table_name
 from paimon_index.table.pk.merge_on_read import LATEST
 from paimon_index.table.pk.upsert import DELETE_KIND, ROW_KIND_COLUMN, change_by_key
 from paimon_index.table.row_level import (
@@ -404,7 +404,7 @@ def _read_pinned(spark: SparkSession, warehouse: str, table: str, plan: RowChang
 
 def _stage(txn: Transaction, messages: DataFrame) -> int:
     """Run the job, stage the commit messages its tasks returned; the rows they changed."""
-    collected, rows = _tasks.collect(messages)
+    collected, rows = _tasks.collect(messages, f"{txn.operation} of {table_name(txn.table)}")
     txn.stage(collected)
     return rows
 
@@ -604,7 +604,7 @@ def count(spark: SparkSession, table: str, where: str | None = None, *, warehous
         found = sum(aggregate.count_by_reading(io, f, bound, schema, task_report, use_index) for f in chunk)
         yield pickle.dumps((found, task_report))
 
-    for pickled in _connect.run_tasks(spark, chunks, count_files):
+    for pickled in _connect.run_tasks(spark, chunks, count_files, f"count of {table}"):
         found, task_report = pickle.loads(pickled)
         total += found
         report.merge(task_report)
@@ -663,12 +663,14 @@ def overwrite(df: DataFrame, table: str, partition: Mapping[str, Any] | None = N
 
         by_bucket = _tasks.bucket_owned(df, paimon_table, warehouse, table, catalog_options,
                                         _connect.parallelism(df.sparkSession))
-        messages, written = _tasks.collect(_tasks.overwrite_job(by_bucket, warehouse, table, catalog_options))
+        messages, written = _tasks.collect(_tasks.overwrite_job(by_bucket, warehouse, table, catalog_options),
+                                           f"overwrite of {table}")
         snapshot = commit_overwrite(target, messages, planned=None if before is None else int(before.id),
                                     partition=partition or None)
         return _result(warehouse, table, catalog_options, OVERWRITE, snapshot, written)
     with Transaction(target, before, overwrite=True, partition=partition, operation="overwrite") as txn:
-        collected, _ = _tasks.collect(_tasks.write_job(df, warehouse, table, catalog_options))
+        collected, _ = _tasks.collect(_tasks.write_job(df, warehouse, table, catalog_options),
+                                      f"overwrite of {table}")
         txn.stage(collected)
         rows = sum(int(f.row_count) for m in collected for f in m.new_files)
         snapshot = txn.commit()

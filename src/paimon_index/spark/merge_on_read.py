@@ -132,7 +132,8 @@ def _write_by_tasks(rows: DataFrame, paimon_table: Any, planned: int | object | 
         check_changes(paimon_table, operation, deleting=False)
     rows = _tasks.bucket_owned(rows, paimon_table, warehouse, table, catalog_options, partitions)
     messages, written = _tasks.collect(_tasks.change_job(rows, warehouse, table, catalog_options,
-                                                         kind=kind, operation=operation))
+                                                         kind=kind, operation=operation),
+                                       f"{operation} of {table}")
     return commit_changes(paimon_table, messages, planned=planned, operation=operation), written
 
 
