@@ -526,8 +526,8 @@ def test_a_rewrite_whose_files_an_expiry_removed_while_it_ran_is_refused(
     monkeypatch.setattr(rewrite, "plan_rewrite", planned_then_compacted_and_expired_by_another)
     table = paimon_index.open_table(warehouse, NAME)
     planned = table.snapshot_id
-    refused = (rf"rewrite_file_index of {NAME}: snapshot {planned} it planned on was expired while it ran "
-               r"\(.+\.parquet is gone\); run it again")
+    refused = (rf"^rewrite_file_index of {NAME}: .+/data-[^/]+\.parquet was replaced by a newer commit and "
+               r"expired while it ran; run it again$")
     with pytest.raises(ConcurrentChangeError, match=refused):
         table.rewrite_file_index()
     assert table.snapshot_id == planned + 1  # the other writer's compaction; the rewrite committed nothing
@@ -543,7 +543,7 @@ def test_a_change_whose_file_was_removed_by_hand_names_it(warehouse: str) -> Non
     table = paimon_index.open_table(warehouse, NAME)
     gone = next(Path(warehouse).glob("db.db/t/dt=a/bucket-0/data-*.parquet"))
     gone.unlink()
-    with pytest.raises(TableError, match=rf"compact of {NAME} \(snapshot {table.snapshot_id}\): a file it "
-                                         rf"lists is missing: .*{gone.name}") as caught:
+    with pytest.raises(TableError, match=rf"^compact of {NAME}: a file it lists is missing: .*{gone.name}$"
+                       ) as caught:
         table.compact(full=True)
     assert not isinstance(caught.value, ConcurrentChangeError)

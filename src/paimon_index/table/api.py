@@ -192,19 +192,17 @@ class Table:
     @contextmanager
     def _changing(self, operation: str) -> Iterator[None]:
         """Run a change: refused on a system table or branch (read-only here; see
-        ``parse_identifier``); a file of the snapshot it planned on that goes missing while it runs
-        is a refusal when an expiry removed that snapshot meanwhile, else an error naming the file
-        (:func:`~paimon_index.table.files.planned_file_gone`; the concurrency suite found a raw
-        ``FileNotFoundError`` from ``rewrite_file_index``). The latest snapshot at the start stands
-        for the planned one: planned on it or later, and expiry removes the oldest first."""
+        ``parse_identifier``); a file it needed that goes missing while it runs is a refusal when a
+        newer commit replaced it and an expiry removed it, else an error naming the file
+        (:func:`~paimon_index.table.maintenance.file_gone_error`; the concurrency suite found a raw
+        ``FileNotFoundError`` from ``rewrite_file_index``)."""
         self._writable()
-        start = self.snapshot_id
         try:
             yield
         except FileNotFoundError as e:
-            from paimon_index.table.files import planned_file_gone
+            from paimon_index.table.maintenance import file_gone_error
 
-            raise planned_file_gone(self._paimon, f"{operation} of {self.identifier}", start, e) from e
+            raise file_gone_error(self._paimon, f"{operation} of {self.identifier}", e) from e
 
     @property
     def paimon_table(self) -> Any:

@@ -109,9 +109,9 @@ __all__ = [
     "index_container",
     "missing_file_error",
     "missing_files_named",
+    "missing_path",
     "open_container",
     "partition_text",
-    "planned_file_gone",
     "range_bitmap_reader",
     "read_positions",
     "read_rows",
@@ -785,28 +785,15 @@ def missing_file_error(what: str, error: FileNotFoundError) -> TableError:
     """A data, index or DV file a plan lists that is gone (removed by hand, or by an expiry or orphan
     clean-up that ran while an old snapshot was read), as a :class:`~paimon_index.errors.TableError`
     naming the file; ``what``: the operation, e.g. ``"read of db.t (snapshot 4)"``."""
-    return TableError(f"{what}: a file it lists is missing: {_missing_path(error)}")
+    return TableError(f"{what}: a file it lists is missing: {missing_path(error)}")
 
 
-def _missing_path(error: FileNotFoundError) -> str:
+def missing_path(error: FileNotFoundError) -> str:
+    """The path a ``FileNotFoundError`` names (in its ``filename``, or quoted in its message)."""
     if error.filename:
         return str(error.filename)
     quoted = re.search(r"'([^']+)'", str(error))  # pyarrow names the path only in its message
     return quoted.group(1) if quoted else str(error)
-
-
-def planned_file_gone(table: Any, what: str, planned: int | None, error: FileNotFoundError) -> TableError:
-    """A file of the snapshot ``planned`` that the change ``what`` planned on went missing while it
-    ran. When an expiry removed that snapshot meanwhile, a newer commit had replaced the file and the
-    change would have been refused at its commit: :class:`~paimon_index.errors.ConcurrentChangeError`,
-    run it again. Else the :func:`missing_file_error` naming the file."""
-    from paimon_index.errors import ConcurrentChangeError
-    from paimon_index.table.paimon import snapshot_by_id
-
-    if planned is not None and snapshot_by_id(table, planned) is None:
-        return ConcurrentChangeError(f"{what}: snapshot {planned} it planned on was expired while it ran "
-                                     f"({_missing_path(error)} is gone); run it again")
-    return missing_file_error(what if planned is None else f"{what} (snapshot {planned})", error)
 
 
 @contextmanager
