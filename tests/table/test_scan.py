@@ -167,3 +167,22 @@ def test_topn_bound_against_a_model(tmp_path: Path, seed: int) -> None:
                     continue
                 assert bound == (values[k - 1] if ascending else values[-k]), (column, k, ascending)
     assert topn_bound(plan_read(t, "id > 3"), "big", 1, ascending=False) is None  # a WHERE: no bound
+
+
+@pytest.mark.parametrize("where", ["s = 's2-1'", "s = 's1-0' OR id = 170", "s IN ('s0-0', 's3-2') AND v <> 1",
+                                   "s = 's1-0'"])
+def test_index_rows_minus_a_bitmap_vector_equal_the_positions_lookup(table: Any, where: str,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 32-bit vector splits the index's rows into kept and deleted with roaring's AND / AND-NOT;
+    every other vector by a lookup of sorted positions: the same split."""
+    from paimon_index.table import files
+
+    def split(plan: Any) -> list[tuple[Any, ...]]:
+        return [(f.name, None if f.selected is None else f.selected.tolist(),
+                 None if f.kept_deleted is None else f.kept_deleted.tolist(), f.deletion_needed)
+                for f in plan.files]
+
+    by_bitmap = split(plan_read(table, where))
+    assert any(kept_deleted for _, _, kept_deleted, _ in by_bitmap)  # the vectors hit some index rows
+    monkeypatch.setattr(files, "BitmapDeletionVector", type("NoVectorIsOne", (), {}))
+    assert split(plan_read(table, where)) == by_bitmap

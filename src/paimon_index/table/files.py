@@ -69,7 +69,7 @@ from pyroaring import BitMap
 
 from paimon_index.arrow_filter import filter_rows
 from paimon_index.deletionvectors.index_file import prefetch_vectors, read_vector
-from paimon_index.deletionvectors.vector import DeletionVector, sorted_contains
+from paimon_index.deletionvectors.vector import BitmapDeletionVector, DeletionVector, sorted_contains
 from paimon_index.errors import CorruptFileError, TableError
 from paimon_index.fileindex.base import TopN
 from paimon_index.fileindex.evaluate import FileIndexEvaluator
@@ -415,9 +415,13 @@ class SplitVectors:
             cache.put(key, vector, PARSED_WEIGHT_FACTOR * (deletion.length or 0))
         return vector
 
-    def deleted_positions(self, deletion: Any, row_count: int) -> np.ndarray | None:
-        """The file's deletion vector as sorted positions (None when it deletes nothing)."""
-        positions = np.asarray(self.read(deletion).positions(), dtype=np.int64)
+    def deleted_positions(self, deletion: Any, row_count: int, vector: DeletionVector | None = None
+                          ) -> np.ndarray | None:
+        """The file's deletion vector (``vector``: already :meth:`read`) as sorted positions (None
+        when it deletes nothing)."""
+        if vector is None:
+            vector = self.read(deletion)
+        positions = np.asarray(vector.positions(), dtype=np.int64)
         if len(positions) and int(positions[-1]) >= row_count:
             raise _past_the_end(deletion, int(positions[-1]), row_count)
         return positions if len(positions) else None
@@ -562,11 +566,16 @@ def _resolve(io: TableIO, plan: FilePlan, bound: Predicate, schema: Mapping[str,
              exact_answers: bool, weighing: IndexWeighing | None = None,
              superseded: np.ndarray | None = None) -> FilePlan | None:
     deleted = None
+    deleted_bitmap: BitMap | None = None  # the vector as a bitmap, where it is one and all of ``deleted``
     if plan.deletion is not None:
         assert vectors is not None
-        deleted = vectors.deleted_positions(plan.deletion, plan.row_count)
+        vector = vectors.read(plan.deletion)
+        deleted = vectors.deleted_positions(plan.deletion, plan.row_count, vector)
+        if isinstance(vector, BitmapDeletionVector):
+            deleted_bitmap = vector.bitmap
     if superseded is not None and len(superseded):
         deleted = superseded if deleted is None else np.union1d(deleted, superseded)
+        deleted_bitmap = None
     selected: np.ndarray | None = None
     kept_deleted: np.ndarray | None = None
     deletion_needed = deleted is not None
@@ -591,14 +600,20 @@ def _resolve(io: TableIO, plan: FilePlan, bound: Predicate, schema: Mapping[str,
             report.files_skipped_by_index += 1
             return None
         if isinstance(result, Rows):
-            kept = bitmap_positions(result.bitmap)
             exact = result.exact and topn is None
-            if deleted is not None and topn is None:  # TopN candidates are live rows already
-                # Sorted positions on both sides: a binary search per kept row (a bitmap of the
-                # whole vector cost ~5 ms a file for 20,000 deleted rows).
+            if deleted is not None and deleted_bitmap is not None and topn is None:
+                # Both bitmaps: roaring's AND / AND-NOT (~0.2 ms a file of 1.5M rows, 15% deleted,
+                # against ~1.4 ms for the positions' lookup below).
+                kept_deleted = bitmap_positions(result.bitmap & deleted_bitmap)
+                kept = bitmap_positions(result.bitmap - deleted_bitmap)
+            elif deleted is not None and topn is None:  # TopN candidates are live rows already
+                kept = bitmap_positions(result.bitmap)
                 is_deleted = sorted_contains(deleted, kept)
                 kept_deleted = kept[is_deleted]
                 kept = kept[~is_deleted]
+            else:
+                kept = bitmap_positions(result.bitmap)
+            if kept_deleted is not None:
                 report.rows_removed_by_deletion_vectors += len(kept_deleted)
                 # Every row the query can match is a kept row: only the deleted ones among them count.
                 deletion_needed = bool(len(kept_deleted))
