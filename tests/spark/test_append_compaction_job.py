@@ -209,6 +209,17 @@ def test_a_project_error_a_task_raises_is_raised_as_itself(spark: Any) -> None:
 
     with pytest.raises(CorruptFileError, match=r"^/x/data-1\.parquet\.index@0: bad magic$"):
         _connect.run_tasks(spark, [1], corrupt)
+    def failed_while_refused(payload: int) -> Any:
+        try:
+            raise ConcurrentChangeError("refused")
+        except ConcurrentChangeError:
+            raise ValueError("the clean-up failed")  # noqa: B904 (both in the traceback, chained)
+        yield b""
+
+    # What the task raised last counts: a ValueError while handling a refusal is no refusal.
+    with pytest.raises(Exception, match="the clean-up failed") as other:
+        _connect.run_tasks(spark, [1], failed_while_refused)
+    assert not isinstance(other.value, ConcurrentChangeError)
     # Not a project error: left as Spark raised it.
     with pytest.raises(Exception, match="ZeroDivisionError") as other:
         _connect.run_tasks(spark, [0], lambda payload: iter([bytes(1 // payload)]))

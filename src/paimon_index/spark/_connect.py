@@ -35,10 +35,11 @@ LOCAL_MASTER_PREFIX = "local"
 #: default number of partitions of ``spark.range``, so every partition holds some.
 _PROBE_ROWS = 1 << 16
 _ID, _PAYLOAD, _RESULT = "id", "payload", "result"
-#: The last line of a task's Python traceback, which PySpark (classic and Connect) puts in the
-#: message of the exception it raises on the driver: a project exception, or a file found missing.
-_TASK_PROJECT_ERROR = re.compile(r"^paimon_index\.errors\.(\w+): (.+)$", re.MULTILINE)
-_TASK_FILE_GONE = re.compile(r"^FileNotFoundError: (.+)$", re.MULTILINE)
+#: A Python exception's line in a task's traceback, which PySpark (classic and Connect) puts in the
+#: message of the exception it raises on the driver; the last one is what the task raised.
+_TASK_EXCEPTION = re.compile(r"^(?!org\.|java\.|scala\.)([A-Za-z_][\w.]*(?:Error|Exception)): (.*)$",
+                             re.MULTILINE)
+_PROJECT_ERRORS = "paimon_index.errors."
 _parallelism: dict[str, int] = {}
 
 
@@ -99,19 +100,18 @@ def task_errors(what: str) -> Iterator[None]:
     except errors.PaimonIndexError:
         raise
     except Exception as e:
-        text = str(e)
-        found = list(_TASK_PROJECT_ERROR.finditer(text))
-        kind = getattr(errors, found[-1].group(1), None) if found else None
+        raised = [m.groups() for m in _TASK_EXCEPTION.finditer(str(e))]
+        name, message = raised[-1] if raised else ("", "")
+        project = name.startswith(_PROJECT_ERRORS)
+        kind = getattr(errors, name[len(_PROJECT_ERRORS):], None) if project else None
         if isinstance(kind, type) and issubclass(kind, errors.PaimonIndexError):
-            message = found[-1].group(2)
-            raised = kind(message)
-            raised.args = (message,)  # as the task wrote it (CorruptFileError prefixes its path)
-            raise raised from e
-        gone = list(_TASK_FILE_GONE.finditer(text))
-        if gone:
+            error = kind(message)
+            error.args = (message,)  # as the task wrote it (CorruptFileError prefixes its path)
+            raise error from e
+        if name == "FileNotFoundError":
             from paimon_index.table.files import missing_file_error
 
-            raise missing_file_error(f"{what} (in a Spark task)", FileNotFoundError(gone[-1].group(1))) from e
+            raise missing_file_error(f"{what} (in a Spark task)", FileNotFoundError(message)) from e
         raise
 
 
