@@ -194,13 +194,13 @@ class Table:
         """Run a change: refused on a system table or branch (read-only here; see
         ``parse_identifier``); a file it needed that goes missing while it runs is a refusal when a
         newer commit replaced it and an expiry removed it, else an error naming the file
-        (:func:`~paimon_index.table.maintenance.file_gone_error`; the concurrency suite found a raw
+        (:func:`~paimon_index.table.files.file_gone_error`; the concurrency suite found a raw
         ``FileNotFoundError`` from ``rewrite_file_index``)."""
         self._writable()
         try:
             yield
         except FileNotFoundError as e:
-            from paimon_index.table.maintenance import file_gone_error
+            from paimon_index.table.files import file_gone_error
 
             raise file_gone_error(self._paimon, f"{operation} of {self.identifier}", e) from e
 

@@ -104,6 +104,7 @@ __all__ = [
     "container_source",
     "estimated_matches",
     "exact_selection",
+    "file_gone_error",
     "file_plan",
     "index_answer",
     "index_container",
@@ -809,6 +810,36 @@ def missing_path(error: FileNotFoundError) -> str:
         return str(error.filename)
     quoted = re.search(r"'([^']+)'", str(error))  # pyarrow names the path only in its message
     return quoted.group(1) if quoted else str(error)
+
+
+def file_gone_error(table: Any, what: str, error: FileNotFoundError, planned: int | None = None
+                    ) -> TableError:
+    """A file the change ``what`` needed went missing while it ran.
+
+    A refusal (:class:`~paimon_index.errors.ConcurrentChangeError`: run it again) when a newer
+    commit replaced the file and an expiry removed it -- the change would have been refused at its
+    commit anyway: the snapshot ``planned`` it planned on no longer exists, or (``planned`` unknown)
+    the latest snapshot does not reference the file (by name: unique in a table, whatever the path's
+    spelling). Else the error naming the file (removed by hand). Found by the concurrent histories:
+    ``rewrite_file_index`` raised a raw ``FileNotFoundError``, as a DELETE's fold of level-0 files
+    once did."""
+    from paimon_index.errors import ConcurrentChangeError
+    from paimon_index.table.maintenance import referenced_files
+    from paimon_index.table.paimon import latest_snapshot, snapshot_exists
+
+    path = missing_path(error)
+    if planned is not None:
+        if not snapshot_exists(table, planned):
+            return ConcurrentChangeError(f"{what}: snapshot {planned} it planned on was expired while it "
+                                         f"ran ({path} is gone); run it again")
+        return missing_file_error(f"{what} (snapshot {planned})", error)
+    latest = latest_snapshot(table)
+    if latest is not None:
+        names = {posixpath.basename(p) for p in referenced_files(table, latest, missing_ok=True)}
+        if posixpath.basename(path) not in names:
+            return ConcurrentChangeError(f"{what}: {path} was replaced by a newer commit and expired while "
+                                         "it ran; run it again")
+    return missing_file_error(what, error)
 
 
 @contextmanager

@@ -70,7 +70,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from paimon_index.errors import ConcurrentChangeError, CorruptFileError, InvalidOptionError, TableError
+from paimon_index.errors import CorruptFileError, InvalidOptionError
 from paimon_index.table.fileio import FileStatus, TableIO
 
 __all__ = [
@@ -121,32 +121,6 @@ class OrphanResult:
 
 def _local(path: str) -> str:
     return path[len("file://"):] if path.startswith("file://") else path
-
-
-def file_gone_error(table: Any, what: str, error: FileNotFoundError, planned: int | None = None
-                    ) -> TableError:
-    """A file the change ``what`` needed went missing while it ran.
-
-    A refusal (:class:`~paimon_index.errors.ConcurrentChangeError`: run it again) when a newer
-    commit replaced the file and an expiry removed it -- the change would have been refused at its
-    commit anyway: the snapshot ``planned`` it planned on no longer exists, or (``planned`` unknown)
-    the latest snapshot does not reference the file. Else the error naming the file (removed by
-    hand). Found by the concurrent histories: ``rewrite_file_index`` raised a raw
-    ``FileNotFoundError``, as a DELETE's fold of level-0 files once did."""
-    from paimon_index.table.files import missing_file_error, missing_path
-    from paimon_index.table.paimon import latest_snapshot, snapshot_exists
-
-    path = missing_path(error)
-    if planned is not None:
-        if not snapshot_exists(table, planned):
-            return ConcurrentChangeError(f"{what}: snapshot {planned} it planned on was expired while it "
-                                         f"ran ({path} is gone); run it again")
-        return missing_file_error(f"{what} (snapshot {planned})", error)
-    latest = latest_snapshot(table)
-    if latest is not None and _local(path) not in referenced_files(table, latest, missing_ok=True):
-        return ConcurrentChangeError(f"{what}: {path} was replaced by a newer commit and expired while it "
-                                     "ran; run it again")
-    return missing_file_error(what, error)
 
 
 def _cutoff_seconds(older_than: datetime | float | int, name: str = "older_than") -> float:

@@ -358,7 +358,7 @@ def _file_gone(table: Any, snapshot: Any, error: FileNotFoundError) -> Exception
     """A file of the snapshot an upsert planned on went missing while it ran (its transaction deleted
     what it wrote). Found by the concurrency suite: a DELETE's fold of level-0 files read a
     deletion-vector file an expiry had just deleted (a raw FileNotFoundError)."""
-    from paimon_index.table.maintenance import file_gone_error
+    from paimon_index.table.files import file_gone_error
 
     planned = None if snapshot is None else int(snapshot.id)
     return file_gone_error(table, f"upsert of {table_name(table)}", error, planned)
