@@ -395,6 +395,10 @@ class MatrixRun:
     seconds: dict[str, float] = field(default_factory=dict)
     #: why Java Paimon's read was not run (no ``java``, no ../shared/java-paimon)
     java_skipped: str | None = None
+    #: where the kinds' warehouses live (default: under ``root``), e.g. ``s3://bucket/matrix``, and
+    #: the catalog options every verb and read is given for it (``fs.s3.*``)
+    warehouse_root: str | None = None
+    catalog_options: dict[str, str] = field(default_factory=dict)
 
     # reporting ----------------------------------------------------------------------------------
     def record(self, kind: Kind, state: str, path: str, where: Expr | None, text: str | None,
@@ -425,12 +429,14 @@ class MatrixRun:
     # the sequence -------------------------------------------------------------------------------
     def run_kind(self, kind: Kind, states: Iterable[str]) -> None:
         rng = random.Random(f"{self.seed}-{kind.name}")
-        warehouse = str(self.root / kind.name)
+        warehouse = (str(self.root / kind.name) if self.warehouse_root is None
+                     else f"{self.warehouse_root}/{kind.name}")
         import paimon_index
 
         table = paimon_index.create_table(warehouse, IDENTIFIER, arrow_schema(kind),
                                           partition_keys=[PARTITION] if kind.partitioned else [],
-                                          primary_keys=kind.keys, options=kind.options())
+                                          primary_keys=kind.keys, options=kind.options(),
+                                          catalog_options=self.catalog_options)
         sequence = TableSequence(self, kind, warehouse, table, Model(kind), rng)
         for number, state in enumerate(states):
             started = time.perf_counter()
@@ -531,7 +537,8 @@ class TableSequence:
     def reopen(self) -> None:
         import paimon_index
 
-        self.table = paimon_index.open_table(self.warehouse, IDENTIFIER)
+        self.table = paimon_index.open_table(self.warehouse, IDENTIFIER,
+                                             catalog_options=self.run.catalog_options)
 
     # states -------------------------------------------------------------------------------------
     def state_load(self) -> None:
@@ -552,7 +559,7 @@ class TableSequence:
         self.model.append(rows)
         ids = self.rng.sample(sorted(r[ID] for r in self.model.rows), min(8, len(self.model.rows)))
         jobs.delete(self.run.spark, IDENTIFIER, f"id IN ({', '.join(map(str, ids))})",
-                    warehouse=self.warehouse)
+                    warehouse=self.warehouse, catalog_options=self.run.catalog_options)
         self.model.remove(lambda r: r[ID] not in ids)
 
     def state_update(self) -> None:
@@ -567,7 +574,8 @@ class TableSequence:
         # to it (seed 2344863), so the rows at the minimum are left out of the change.
         above_minimum = f"bi IS NULL OR bi > {_BIGINT_MIN + 1} - 1"
         jobs.update(self.run.spark, IDENTIFIER, {"d": 2.5, "bi": "bi - 1"},
-                    f"({w2.sql(SPARK)}) AND ({above_minimum})", warehouse=self.warehouse)
+                    f"({w2.sql(SPARK)}) AND ({above_minimum})", warehouse=self.warehouse,
+                    catalog_options=self.run.catalog_options)
         self.model.change(lambda r: evaluate(w2, r) is True and (r["bi"] is None or r["bi"] > _BIGINT_MIN),
                           lambda r: r.update(d=2.5, bi=None if r["bi"] is None else r["bi"] - 1))
 
@@ -591,7 +599,8 @@ class TableSequence:
         for r in rows:  # one row per key in a Spark upsert
             last[r[ID]] = r
         rows = list(last.values())
-        jobs.upsert(self.run.spark, self.spark_df(rows), IDENTIFIER, warehouse=self.warehouse)
+        jobs.upsert(self.run.spark, self.spark_df(rows), IDENTIFIER, warehouse=self.warehouse,
+                    catalog_options=self.run.catalog_options)
         self.model.append(rows)
 
     def state_delete_update(self) -> None:
@@ -630,7 +639,7 @@ class TableSequence:
         from pypaimon.schema.data_types import AtomicType
         from pypaimon.schema.schema_change import SchemaChange
 
-        catalog = CatalogFactory.create({"warehouse": self.warehouse})
+        catalog = CatalogFactory.create({"warehouse": self.warehouse, **self.run.catalog_options})
         catalog.alter_table(IDENTIFIER, [SchemaChange.rename_column(UNINDEXED, RENAMED),
                                          SchemaChange.add_column(EXTRA, AtomicType("INT")),
                                          SchemaChange.update_column_type(WIDENED, AtomicType("BIGINT"))])
@@ -656,7 +665,8 @@ class TableSequence:
         """After the schema change: a full compaction by the Spark job (old-schema files rewritten)."""
         from paimon_index.spark import jobs
 
-        jobs.compact(self.run.spark, IDENTIFIER, full=True, warehouse=self.warehouse)
+        jobs.compact(self.run.spark, IDENTIFIER, full=True, warehouse=self.warehouse,
+                     catalog_options=self.run.catalog_options)
 
     # reading -------------------------------------------------------------------------------------
     def wheres(self) -> list[Expr]:
@@ -759,14 +769,16 @@ class _StateReader:
         from paimon_index.spark import jobs
 
         spark, name, warehouse = self.spark, IDENTIFIER, self.warehouse
+        options = self.run.catalog_options
         sql = None if where is None else where.sql(SPARK)
         text = None if where is None else where.sql(PYTHON)
         want = self.want(where)
         if not source:  # the point lookup (and the new column's WHERE): the small read's own case
             def small() -> str | None:
                 if self.kind.merge_on_read:  # no read plan to take: jobs.read reads it merged
-                    return diff_rows(want, self.spark_rows(jobs.read(spark, name, sql, warehouse=warehouse)))
-                planned = jobs.read_planned(spark, name, sql, warehouse=warehouse)
+                    return diff_rows(want, self.spark_rows(jobs.read(spark, name, sql, warehouse=warehouse,
+                                                                            catalog_options=options)))
+                planned = jobs.read_planned(spark, name, sql, warehouse=warehouse, catalog_options=options)
                 files = len(getattr(planned.plan, "files", ()))
                 self.run.small_reads.append((self.kind.name, self.state, files, planned.fallback,
                                              planned.small_rows))
@@ -774,12 +786,13 @@ class _StateReader:
             self.attempt("planned-small", where, sql, small)
             return
         self.attempt("source", where, sql, lambda: diff_rows(want, self.spark_rows(
-            _filtered(spark.read.format("paimon_index").option("warehouse", warehouse).load(name), sql))))
+            _filtered(spark.read.format("paimon_index").option("warehouse", warehouse).options(**options)
+                      .load(name), sql))))
         self.attempt("planned-parquet", where, sql, lambda: diff_rows(want, self.spark_rows(
-            jobs.read(spark, name, sql, warehouse=warehouse, small_read_bytes=0))))
+            jobs.read(spark, name, sql, warehouse=warehouse, catalog_options=options, small_read_bytes=0))))
         # jobs.count takes the paimon_index.sql dialect, as Table.count does.
         self.attempt("count-spark", where, text, lambda: diff_rows(
-            [(len(want),)], [(jobs.count(spark, name, text, warehouse=warehouse),)]))
+            [(len(want),)], [(jobs.count(spark, name, text, warehouse=warehouse, catalog_options=options),)]))
 
     def topn(self, column: str, where: Expr) -> None:
         """ORDER BY c DESC, id LIMIT k: Python without a WHERE and with one, Spark with one."""
@@ -798,13 +811,14 @@ class _StateReader:
             sql = case.sql(SPARK)
             self.attempt("topn-spark", case, f"{sql} ORDER BY {order} LIMIT {k}",
                          lambda s=sql, w=want, n=k: diff_rows(w, self.spark_rows(jobs.read(
-                             self.spark, IDENTIFIER, s, warehouse=self.warehouse, order_by=order, limit=n)),
+                             self.spark, IDENTIFIER, s, warehouse=self.warehouse,
+                             catalog_options=self.run.catalog_options, order_by=order, limit=n)),
                              ordered=True))
 
     def java(self) -> None:
         """This snapshot, for Java Paimon to read later in one JVM with every other recorded one."""
         snapshot = self.table.snapshot_id
-        if snapshot is None:
+        if snapshot is None or self.run.catalog_options:  # the oracle reads local warehouses
             return
         columns = {c: "x" for c in self.names}
         for where in [None, *[w for w in self.wheres if java_ok(w, columns)][:2]]:
