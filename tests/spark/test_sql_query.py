@@ -304,6 +304,60 @@ def test_sql_selecting_every_column_is_read_on_the_driver(warehouse: tuple[Any, 
             _normal(spark.sql(_reference_text(text)).collect()), text
 
 
+#: Statements answered by the counted rows alone (no Spark job); then some that must not be folded.
+FOLDED_COUNTS = [
+    "SELECT count(*) FROM db.a",
+    "SELECT COUNT(1) AS n, count(*) FROM db.b",
+    "SELECT count(*), count(*) AS `Two words` FROM db.a AS x",
+    "SELECT count(*) AS n FROM db.a WHERE s = 's3'",  # the bitmap counts it exactly
+    "SELECT * FROM (SELECT count(*) AS n FROM db.b) AS x",
+]
+UNFOLDED_COUNTS = [
+    "SELECT count(*) FROM db.a LIMIT 0",
+    "SELECT count(*) AS n FROM db.a HAVING count(*) > 5",
+    "SELECT count(*) AS n FROM db.a HAVING count(*) > 5000",
+    "SELECT count(DISTINCT 1) FROM db.b",
+    "SELECT count(*) + 1 FROM db.a",
+    "SELECT count(0) FROM db.a",
+    "SELECT count(*) FROM db.a WHERE s = 's3' OR id % 2 = 0",  # not counted by the indexes
+    "SELECT (SELECT count(*) FROM db.b) + (SELECT count(1) FROM db.a) AS m",
+    "SELECT count(*) FROM db.a UNION ALL SELECT count(*) FROM db.b",
+]
+
+
+def test_a_count_of_counted_rows_is_answered_without_a_spark_job(warehouse: tuple[Any, Path],
+                                                                  spark: Any) -> None:
+    """``SELECT count(*) FROM t`` counted ``spark.range(<rows>)`` in a Spark job (~50-70 ms, where
+    Paimon's connector answers by aggregate push-down); a SELECT of nothing but ``count(*)`` /
+    ``count(1)`` over counted rows is now an inline table Spark collects without a job. Column
+    names, types and rows as Spark's own read of the same rows gives them; other shapes unchanged."""
+    paimon, _ = warehouse
+    context = spark.sparkContext
+
+    def run(number: int, text: str) -> tuple[Any, list[Any], list[int]]:
+        group = f"fold-count-{number}"
+        context.setJobGroup(group, text)
+        try:
+            got = paimon.sql(text)
+            rows = got.collect()
+        finally:
+            context.setJobGroup(None, None)  # type: ignore[arg-type]
+        return got, rows, list(context.statusTracker().getJobIdsForGroup(group))
+
+    for number, text in enumerate(FOLDED_COUNTS + UNFOLDED_COUNTS):
+        got, rows, jobs = run(number, text)
+        want = spark.sql(_reference_text(text))
+        assert got.columns == want.columns, text
+        assert [f.dataType for f in got.schema.fields] == [f.dataType for f in want.schema.fields], text
+        assert _normal(rows) == _normal(want.collect()), text
+        if text in FOLDED_COUNTS:
+            assert jobs == [], f"{text}: Spark jobs {jobs}"
+    _, rows, jobs = run(-1, "SELECT count(*) FROM db.a VERSION AS OF 1")  # the first 1,000 rows
+    assert (rows, jobs) == ([(1000,)], [])
+    plan = paimon.sql("EXPLAIN SELECT count(*) FROM db.a").collect()[0][0]
+    assert "row count from metadata" in plan and "LocalTableScan" in plan
+
+
 def test_a_count_reads_no_data_file(warehouse: tuple[Any, Path], spark: Any) -> None:
     """``SELECT count(*)`` of a table with deletion vectors read every file's row positions (0.67 s
     on TPC-H SF1's lineitem, Paimon's connector 0.09 s); its answer is the files' row counts minus

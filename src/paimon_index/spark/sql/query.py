@@ -30,6 +30,10 @@ How a query runs:
 and the LIMIT, every WHERE conjunct pushed) also hands the read the ORDER BY and k: each file's
 range bitmap then keeps only its candidates for the top k.
 
+A SELECT that reads none of a reference's columns (``SELECT count(*) FROM t``) gets the rows counted
+from metadata instead (``rows_only``); when it is nothing but ``count(*)`` columns, the answer itself
+replaces it, as an inline table Spark collects without a job (:func:`_fold_count`).
+
 Time travel: ``FROM t VERSION AS OF <snapshot id | 'tag'>`` and ``TIMESTAMP AS OF '<time>'``
 (:mod:`.travel`). System tables ``t$snapshots`` ... are read by :mod:`.system_tables`.
 """
@@ -58,6 +62,8 @@ __all__ = ["OwnConjuncts", "Reference", "Rewritten", "explain", "own_conjuncts",
 #: (the read would evaluate it apart from the statement, and Spark again on the rows it kept). Nor is
 #: one with a function sqlglot does not know (``exp.Anonymous``): a UDF may be non-deterministic
 #: (``asNondeterministic()``), and so may a Spark function newer than sqlglot.
+#: The name Spark gives ``count(*)`` and ``count(1)`` without an alias.
+_SPARK_COUNT_NAME = "count(1)"
 _NON_DETERMINISTIC = frozenset({"rand", "random", "randn", "uniform", "randstr", "uuid", "shuffle",
                                 "current_timestamp", "now",
                                 "current_date", "curdate", "localtimestamp", "current_time",
@@ -384,9 +390,11 @@ def rewrite(catalog: Catalog, statement: exp.Expr, *, skip: frozenset[int] = fro
         references.append(ref)
     reads = []
     for (table, _), ref in zip(found, references, strict=True):
-        reads.append((ref.placeholder, _read(catalog, ref)))
+        df = _read(catalog, ref)
         if ref.rows_only and ref.counted_where is not None:  # the indexes counted its rows exactly
             ref.counted_where.set("where", None)
+        if not (ref.rows_only and _fold_count(table, ref)):
+            reads.append((ref.placeholder, df))
         original = table.args.get("alias")
         replacement = exp.Table(this=exp.to_identifier(ref.placeholder),
                                 alias=exp.TableAlias(this=exp.to_identifier(ref.alias),
@@ -400,6 +408,46 @@ def rewrite(catalog: Catalog, statement: exp.Expr, *, skip: frozenset[int] = fro
     for placeholder, df in reads:
         rewritten = rewritten.bind(placeholder, df)
     return rewritten
+
+
+def _fold_count(table: exp.Table, ref: Reference) -> bool:
+    """Replace the SELECT over ``table`` by its answer when it is nothing but ``count(*)``s of the
+    rows counted from metadata: ``SELECT count(*) AS n FROM t`` becomes ``SELECT r.c0 AS n FROM
+    VALUES (CAST(<rows> AS BIGINT)) AS r(c0)``; whether it did. Spark collects an inline table
+    without a job (a local relation), where counting the reference's ``range`` of rows is one
+    (~50 ms; so is a SELECT without FROM, a scan of Spark's one-row relation). Paimon's connector
+    answers ``count(*)`` by aggregate push-down the same way. A WHERE the indexes did not count, a
+    GROUP BY, HAVING, DISTINCT, ORDER BY, LIMIT, ... or any other projection leave it as it is."""
+    select = _select_of(table)
+    if select is None or ref.planned is None:
+        return False
+    if any(value for key, value in select.args.items() if key not in ("expressions", "from_")):
+        return False
+    names = []
+    for projection in select.expressions:
+        count = projection.this if isinstance(projection, exp.Alias) else projection
+        if not (isinstance(count, exp.Count) and _counts_every_row(count)):
+            return False
+        names.append(projection.args["alias"] if isinstance(projection, exp.Alias)
+                     else exp.to_identifier(_SPARK_COUNT_NAME, quoted=True))
+    rows = exp.cast(exp.Literal.number(ref.planned.plan.report.rows_returned), exp.DataType.Type.BIGINT)
+    # Positional names inside: a SELECT may name two counts alike, an inline table's columns not.
+    inner = [exp.to_identifier(f"c{i}") for i in range(len(names))]
+    values = exp.Values(expressions=[exp.Tuple(expressions=[rows.copy() for _ in names])],
+                        alias=exp.TableAlias(this=exp.to_identifier(ref.placeholder), columns=inner))
+    select.set("expressions", [exp.alias_(exp.column(column, ref.placeholder), name)
+                               for column, name in zip(inner, names, strict=True)])
+    select.set("from_", exp.From(this=values))
+    return True
+
+
+def _counts_every_row(count: exp.Count) -> bool:
+    """``count(*)`` or ``count(1)``: every row counted (no DISTINCT, no column, no filter)."""
+    if any(value for key, value in count.args.items() if key not in ("this", "big_int")):
+        return False
+    argument = count.this
+    return isinstance(argument, exp.Star) or (
+        isinstance(argument, exp.Literal) and not argument.is_string and argument.this == "1")
 
 
 def _reshaped(table: exp.Table) -> bool:
