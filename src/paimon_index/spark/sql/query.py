@@ -33,6 +33,8 @@ range bitmap then keeps only its candidates for the top k.
 A SELECT that reads none of a reference's columns (``SELECT count(*) FROM t``) gets the rows counted
 from metadata instead (``rows_only``); when it is nothing but ``count(*)`` columns, the answer itself
 replaces it, as an inline table Spark collects without a job (:func:`_fold_count`).
+``SELECT * FROM t [WHERE <every conjunct pushed>]`` is the planned read's own DataFrame
+(:func:`_read_is_the_answer`).
 
 Time travel: ``FROM t VERSION AS OF <snapshot id | 'tag'>`` and ``TIMESTAMP AS OF '<time>'``
 (:mod:`.travel`). System tables ``t$snapshots`` ... are read by :mod:`.system_tables`.
@@ -601,7 +603,33 @@ def _read(catalog: Catalog, ref: Reference) -> DataFrame:
 
 def run(catalog: Catalog, statement: exp.Expr) -> DataFrame:
     """A query (SELECT, WITH, set operation) as a DataFrame."""
-    return rewrite(catalog, statement).dataframe(catalog.spark)
+    rewritten = rewrite(catalog, statement)
+    answer = _read_is_the_answer(statement, rewritten)
+    return answer if answer is not None else rewritten.dataframe(catalog.spark)
+
+
+def _read_is_the_answer(statement: exp.Expr, rewritten: Rewritten) -> DataFrame | None:
+    """The planned read itself when the statement is ``SELECT * FROM t [WHERE ...]`` with every
+    conjunct of its WHERE pushed into that read: the read applies them (Spark's ``filter`` of the
+    same texts) and has the table's columns in the table's order, which is that statement's answer.
+    Running the statement over it instead costs a temporary view made and dropped and an analysis
+    of the text (~15-20 ms of a 40 ms point lookup)."""
+    if not isinstance(statement, exp.Select) or len(rewritten.references) != 1:
+        return None
+    if any(value for key, value in statement.args.items() if key not in ("expressions", "from_", "where")):
+        return None
+    (star,) = statement.expressions if len(statement.expressions) == 1 else (None,)
+    if not isinstance(star, exp.Star) or any(star.args.values()):
+        return None
+    source = statement.args["from_"].this
+    (ref,) = rewritten.references
+    if not isinstance(source, exp.Table) or _reshaped(source) or ref.planned is None or ref.rows_only \
+            or ref.order_by is not None or ref.how != "planned read":
+        return None
+    where = statement.args.get("where")
+    if where is not None and not _among(_conjuncts(where.this), ref.conjuncts):
+        return None
+    return ref.planned.dataframe
 
 
 # ------------------------------------------------------------------------------------------------
