@@ -35,7 +35,14 @@ ROWS = 2_000
 DELETES = ("id BETWEEN 100 AND 700 OR id BETWEEN 1500 AND 1510",
            f"id >= {ROWS} AND id < {2 * ROWS} AND r < 30",
            f"id >= {2 * ROWS} AND id < {3 * ROWS} AND id <> {2 * ROWS + 321}")
-PATHS = {"ranges": 1 << 30, "words": -1}  # _RANGE_RUNS forcing each way of applying the vectors
+#: (_RANGE_RUNS, _SET_POSITIONS) forcing each way of applying the vectors
+PATHS = {"ranges": (1 << 30, 0), "positions": (-1, 1 << 30), "words": (-1, -1)}
+
+
+def _force(monkeypatch: pytest.MonkeyPatch, path: str) -> None:
+    runs, positions = PATHS[path]
+    monkeypatch.setattr(planned_module, "_RANGE_RUNS", runs)
+    monkeypatch.setattr(planned_module, "_SET_POSITIONS", positions)
 
 
 def _batch(k: int, rows: int = ROWS, seed: int | None = None) -> pa.Table:
@@ -77,7 +84,7 @@ def _reference(spark: Any, files: Any, names: list[str], tmp: Path) -> Any:
 
 def _check(spark: Any, warehouse: str, table: str, tmp: Path, monkeypatch: pytest.MonkeyPatch,
            path: str) -> Any:
-    monkeypatch.setattr(planned_module, "_RANGE_RUNS", PATHS[path])
+    _force(monkeypatch, path)
     read = jobs.read_planned(spark, table, warehouse=warehouse, use_index=False, small_read_bytes=0)
     names = read.dataframe.columns
     assert any(f.deleted is not None for f in read.plan.files)
@@ -157,7 +164,7 @@ def test_files_of_equal_size(spark: Any, tmp_path: Path, monkeypatch: pytest.Mon
     table = t.paimon_table
     plan = plan_read(table, None)
     assert len({f.file_size for f in plan.files}) == 1 and len(plan.files) == 3
-    monkeypatch.setattr(planned_module, "_RANGE_RUNS", PATHS[path])
+    _force(monkeypatch, path)
     # the table's delete hits the same rows of each file: give each file a vector of its own too
     rng = np.random.default_rng(7)
     vectors = [np.arange(0, ROWS - 1, dtype=np.int64),  # all but the last row
@@ -175,7 +182,7 @@ def test_files_of_equal_size(spark: Any, tmp_path: Path, monkeypatch: pytest.Mon
 def test_local_relation_elsewhere(spark: Any, unpartitioned: str, tmp_path: Path,
                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """Off a local master the words go as a local relation (the driver's disk is not the executors')."""
-    monkeypatch.setattr(planned_module, "_RANGE_RUNS", -1)
+    _force(monkeypatch, "words")
     monkeypatch.setattr(planned_module._connect, "local_master", lambda spark: False)
     read = jobs.read_planned(spark, "db.t", warehouse=unpartitioned, use_index=False, small_read_bytes=0)
     expected = _reference(spark, read.plan.files, read.dataframe.columns, tmp_path)
@@ -247,7 +254,7 @@ def test_only_the_deleted_rows_the_index_kept_are_dropped(spark: Any, tmp_path: 
     if path == "ranges":  # the default rule: the kept deletes are few runs
         monkeypatch.undo()
     else:
-        monkeypatch.setattr(planned_module, "_RANGE_RUNS", PATHS[path])
+        _force(monkeypatch, path)
     read = jobs.read_planned(spark, "db.t", where, warehouse=root, small_read_bytes=0)
     vectors = [f for f in read.plan.files if f.deleted is not None]
     assert vectors and sum(len(f.deleted) for f in vectors) >= 400
@@ -264,3 +271,23 @@ def test_only_the_deleted_rows_the_index_kept_are_dropped(spark: Any, tmp_path: 
     own = t.read()
     assert sorted(r["id"] for r in read.dataframe.collect()) == \
         sorted(i for i, c in zip(own["id"].to_pylist(), own["c"].to_pylist(), strict=True) if c == "rare")
+
+
+def test_a_few_scattered_deletes_are_a_set_of_positions(spark: Any, tmp_path: Path) -> None:
+    """A point change deletes a few rows far apart (more runs than a range filter takes): they were
+    joined with their words, a broadcast job of its own (TPC-H's part after its upsert: 96
+    positions); by default they are now a filter of per-file position sets, no join, the same rows
+    as Spark's own read of the live rows."""
+    root = str(tmp_path / "wh")
+    t = paimon_index.create_table(root, "db.t", SCHEMA, options=OPTIONS)
+    for k in range(2):
+        t.write(_batch(k))
+    t.delete(f"id % 37 = 5 AND id < {ROWS + 500}")  # ~68 rows in the first file, ~14 in the second
+    read = jobs.read_planned(spark, "db.t", warehouse=root, use_index=False, small_read_bytes=0)
+    deleted = [len(f.deleted) for f in read.plan.files if f.deleted is not None]
+    assert len(deleted) == 2 and sum(deleted) > planned_module._RANGE_RUNS
+    text = read.dataframe._jdf.queryExecution().executedPlan().toString()
+    assert "Join" not in text and "INSET" in text.upper()
+    expected = _reference(spark, read.plan.files, read.dataframe.columns, tmp_path)
+    assert _rows(read.dataframe) == _rows(expected)
+    assert read.dataframe.count() == 2 * ROWS - sum(deleted)

@@ -111,6 +111,12 @@ _MAX_ROWS = 1 << 40
 #: filtered on ``_metadata.row_index`` instead of joined (measured faster up to ~10 runs, slower from
 #: ~40: each run is one more comparison per row; see :func:`_live`).
 _RANGE_RUNS = 16
+#: ... else a batch whose vectors hold at most this many deleted positions, every file under 2^31
+#: rows, is filtered by a set of positions per file (``CAST(row_index AS INT) IN (...)``, which Spark
+#: compiles to a ``switch`` up to ``spark.sql.optimizer.inSetSwitchThreshold``, 400): no broadcast
+#: job for the few rows a point change deletes (TPC-H's part after its upsert: 96 positions).
+_SET_POSITIONS = 400
+_INT_ROWS = 1 << 31
 #: The data file's name (URI-decoded) of each row of a read with the metadata columns, joined with
 #: the plan's files for their path, partition and bucket (:func:`_with_metadata`).
 _NAME = "__paimon_index_file_name__"
@@ -518,6 +524,19 @@ def _range_filter(batch: Sequence[FilePlan], runs_of: Sequence[tuple[np.ndarray,
     return _balanced(live, lambda a, b: a & b)
 
 
+def _position_filter(batch: Sequence[FilePlan], positions_of: Sequence[np.ndarray]) -> Any:
+    """``CASE file_size WHEN s THEN NOT (CAST(row_index AS INT) IN (p, ...)) ... END``: the live
+    rows of ``batch`` (each file's sorted deleted positions in ``positions_of``) as one filter, a set
+    of positions per file (for a few positions only: :data:`_SET_POSITIONS`); a row of a file the
+    batch does not list (none: the scan is of the batch's files) is kept, as the words join keeps it."""
+    from pyspark.sql import functions as F
+
+    row = "CAST(_metadata.row_index AS INT)"
+    cases = " ".join(f"WHEN {f.file_size} THEN NOT ({row} IN ({', '.join(map(str, positions.tolist()))}))"
+                     for f, positions in zip(batch, positions_of, strict=True) if len(positions))
+    return F.expr(f"CASE _metadata.file_size {cases} ELSE TRUE END")
+
+
 def _balanced(columns: list[Any], op: Any) -> Any:
     """``columns`` joined by ``op`` as a balanced tree (a chain of thousands overflows Spark's stack)."""
     while len(columns) > 1:
@@ -532,8 +551,9 @@ def _live(spark: SparkSession, scanned: DataFrame, batch: Sequence[FilePlan], ex
     with the columns ``extra`` (on ``_metadata``: resolvable on the scan, not after a projection).
 
     A batch whose vectors hold at most :data:`_RANGE_RUNS` runs of deleted positions (a delete of a
-    clustered range) is filtered on ``_metadata.row_index`` (:func:`_range_filter`); any other is
-    left-anti joined, broadcast, with its 64-row words of deleted bits (:func:`_deleted_frame`): a
+    clustered range) is filtered on ``_metadata.row_index`` (:func:`_range_filter`); one holding at
+    most :data:`_SET_POSITIONS` positions by a set of them per file (:func:`_position_filter`); any
+    other is left-anti joined, broadcast, with its 64-row words of deleted bits (:func:`_deleted_frame`): a
     row goes when its word's bit is set. An anti join, not an outer join and a filter: Spark
     estimates an anti join's output as large as its left side, an outer join's as the product of
     both sides' sizes, which kept a small table with vectors (TPC-H's part) out of broadcast joins.
@@ -545,6 +565,9 @@ def _live(spark: SparkSession, scanned: DataFrame, batch: Sequence[FilePlan], ex
         runs_of.append(_deleted_runs(_dropped(f)))  # once per file: a vector can be millions of rows
     if sum(len(firsts) for firsts, _ in runs_of) <= _RANGE_RUNS:
         return scanned.where(_range_filter(batch, runs_of)).select("*", *extra)
+    positions_of = [_sorted(_dropped(f)) for f in batch]
+    if sum(len(p) for p in positions_of) <= _SET_POSITIONS and all(f.row_count < _INT_ROWS for f in batch):
+        return scanned.where(_position_filter(batch, positions_of)).select("*", *extra)
     keyed = scanned.select("*", *extra, _row_key(batch), F.col("_metadata.row_index").alias(_ROW))
     deleted = F.expr(f"{_KEY} = {_WORD_KEY} AND "
                      f"shiftright({_WORD}, CAST({_ROW} & {_WORD_ROWS - 1} AS INT)) & 1 = 1")
