@@ -312,8 +312,7 @@ def _sorted(deleted: np.ndarray) -> np.ndarray:
 
 
 def _deleted_runs(deleted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The first and last positions of each run of consecutive deleted positions."""
-    deleted = _sorted(deleted)
+    """The first and last positions of each run of consecutive deleted positions (:func:`_sorted`)."""
     breaks = np.flatnonzero(np.diff(deleted) != 1)
     return (deleted[np.concatenate(([0], breaks + 1))],
             deleted[np.concatenate((breaks, [len(deleted) - 1]))])
@@ -345,13 +344,13 @@ def _row_key(batch: Sequence[FilePlan]) -> Any:
                   ).alias(_KEY)
 
 
-def _words(batch: Sequence[FilePlan]) -> pa.Table:
-    """(key, word) of every 64-row word of ``batch`` holding a deleted row: bit ``i`` of the word is
-    row ``key's first row + i`` (keys of :func:`_row_key`)."""
+def _words(batch: Sequence[FilePlan], positions_of: Sequence[np.ndarray]) -> pa.Table:
+    """(key, word) of every 64-row word of ``batch`` holding a deleted row (each file's sorted
+    positions in ``positions_of``): bit ``i`` of the word is row ``key's first row + i`` (keys of
+    :func:`_row_key`)."""
     stride = _stride(batch)
     keys, words = [], []
-    for ordinal, f in enumerate(batch):
-        positions = _sorted(_dropped(f))
+    for ordinal, positions in enumerate(positions_of):
         word = positions >> _WORD_SHIFT
         starts = np.flatnonzero(np.concatenate(([True], word[1:] != word[:-1])))
         # Distinct positions of one word are distinct bits: their sum is their OR.
@@ -362,7 +361,8 @@ def _words(batch: Sequence[FilePlan]) -> pa.Table:
                      _WORD: pa.array(np.concatenate(words), pa.int64())})
 
 
-def _deleted_frame(spark: SparkSession, batch: Sequence[FilePlan]) -> DataFrame:
+def _deleted_frame(spark: SparkSession, batch: Sequence[FilePlan], positions_of: Sequence[np.ndarray]
+                   ) -> DataFrame:
     """The deleted rows of ``batch`` as (key, word) rows (:func:`_words`), one DataFrame to broadcast.
 
     On a local master they are a Parquet file that Spark reads (:func:`_scratch_file`): a local
@@ -373,7 +373,7 @@ def _deleted_frame(spark: SparkSession, batch: Sequence[FilePlan]) -> DataFrame:
     from pyspark.sql.types import LongType, StructField, StructType
 
     schema = StructType([StructField(_WORD_KEY, LongType(), False), StructField(_WORD, LongType(), False)])
-    words = _words(batch)
+    words = _words(batch, positions_of)
     if not _connect.local_master(spark):
         return spark.createDataFrame(words, schema)
     return _parquet(spark, schema, [_scratch_file("words", words)])
@@ -560,18 +560,17 @@ def _live(spark: SparkSession, scanned: DataFrame, batch: Sequence[FilePlan], ex
     """
     from pyspark.sql import functions as F
 
-    runs_of = []
-    for f in batch:
-        runs_of.append(_deleted_runs(_dropped(f)))  # once per file: a vector can be millions of rows
+    # Sorted once per file, for whichever way applies them: a vector can be millions of rows.
+    positions_of = [_sorted(_dropped(f)) for f in batch]
+    runs_of = [_deleted_runs(positions) for positions in positions_of]
     if sum(len(firsts) for firsts, _ in runs_of) <= _RANGE_RUNS:
         return scanned.where(_range_filter(batch, runs_of)).select("*", *extra)
-    positions_of = [_sorted(_dropped(f)) for f in batch]
     if sum(len(p) for p in positions_of) <= _SET_POSITIONS and all(f.row_count < _INT_ROWS for f in batch):
         return scanned.where(_position_filter(batch, positions_of)).select("*", *extra)
     keyed = scanned.select("*", *extra, _row_key(batch), F.col("_metadata.row_index").alias(_ROW))
     deleted = F.expr(f"{_KEY} = {_WORD_KEY} AND "
                      f"shiftright({_WORD}, CAST({_ROW} & {_WORD_ROWS - 1} AS INT)) & 1 = 1")
-    live = keyed.join(F.broadcast(_deleted_frame(spark, batch)), deleted, "left_anti")
+    live = keyed.join(F.broadcast(_deleted_frame(spark, batch, positions_of)), deleted, "left_anti")
     return live.drop(_KEY, _ROW)
 
 

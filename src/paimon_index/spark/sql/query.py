@@ -623,8 +623,10 @@ def _read_is_the_answer(statement: exp.Expr, rewritten: Rewritten) -> DataFrame 
         return None
     source = statement.args["from_"].this
     (ref,) = rewritten.references
+    # No planned read (a system table, the source's merge read) or the counted rows of a SELECT
+    # that reads no column: the statement over it.
     if not isinstance(source, exp.Table) or _reshaped(source) or ref.planned is None or ref.rows_only \
-            or ref.order_by is not None or ref.how != "planned read":
+            or ref.order_by is not None:
         return None
     where = statement.args.get("where")
     if where is not None and not _among(_conjuncts(where.this), ref.conjuncts):
