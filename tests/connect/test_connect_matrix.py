@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from differential.known_bugs import report_differences
-from differential.matrix import APPEND_STATES, KINDS, PK_STATES, REFERENCE_STATES, MatrixRun
+from differential.matrix import KINDS, MatrixRun, states_for, states_of
 
 pytestmark = [pytest.mark.spark, pytest.mark.connect]
 
@@ -35,8 +35,7 @@ def test_every_state_read_every_spark_way_over_connect(connect_spark: Any, tmp_p
 
     assert isinstance(connect_spark, ConnectSession)
     run = MatrixRun(connect_spark, tmp_path, SEED)
-    states = PK_STATES if KINDS[kind].primary_key else APPEND_STATES
-    run.run_kind(KINDS[kind], states)
+    run.run_kind(KINDS[kind], states_of(kind))
     differences = [m for messages in run.differences.values() for m in messages]
     claimed = [m for messages in run.claimed.values() for m in messages]
     report_differences(f"{kind} over Spark Connect", differences, claimed)
@@ -45,8 +44,7 @@ def test_every_state_read_every_spark_way_over_connect(connect_spark: Any, tmp_p
     for path in SPARK_PATHS:
         if path == "planned-small" and KINDS[kind].merge_on_read:
             continue
-        wanted = set(states) & set(REFERENCE_STATES) if path == "reference" else set(states)
-        seen = {s for k, s, p in run.visited if k == kind and p == path}
+        seen, wanted = run.states_read(kind, path), states_for(kind, path)
         assert seen == wanted, f"{path}: states not read over Connect: {wanted - seen}"
     if not KINDS[kind].merge_on_read:  # the driver's small read was taken at least once
         assert any(rows is not None for _, _, _, _, rows in run.small_reads), run.small_reads

@@ -401,6 +401,10 @@ class MatrixRun:
     catalog_options: dict[str, str] = field(default_factory=dict)
 
     # reporting ----------------------------------------------------------------------------------
+    def states_read(self, kind: str, path: str) -> set[str]:
+        """The states of ``kind`` that ``path`` read (compared with the model or refused by a crash)."""
+        return {s for k, s, p in self.visited if k == kind and p == path}
+
     def record(self, kind: Kind, state: str, path: str, where: Expr | None, text: str | None,
                detail: str | None, spec: TableSpec) -> None:
         self.visited.add((kind.name, state, path))
@@ -487,6 +491,17 @@ APPEND_STATES = ("load", "delete", "update", "overwrite", "evolve", "evolved-upd
 #: The overwrite comes last on primary-key tables: "after-overwrite" upserts once more on top of it.
 PK_STATES = ("load", "upsert", "delete-update", "compact", "evolve", "evolved-compact", "overwrite",
              "after-overwrite")
+
+
+def states_of(kind: str) -> tuple[str, ...]:
+    """The states the sequence of the kind named ``kind`` goes through."""
+    return PK_STATES if KINDS[kind].primary_key else APPEND_STATES
+
+
+def states_for(kind: str, path: str) -> set[str]:
+    """The states of ``kind`` the read path ``path`` reads (the reference: only REFERENCE_STATES)."""
+    states = set(states_of(kind))
+    return states & set(REFERENCE_STATES) if path == "reference" else states
 
 
 class TableSequence:

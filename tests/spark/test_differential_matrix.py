@@ -29,7 +29,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from differential.known_bugs import report_differences
-from differential.matrix import APPEND_STATES, KINDS, PATHS, PK_STATES, REFERENCE_STATES, MatrixRun
+from differential.matrix import APPEND_STATES, KINDS, PATHS, PK_STATES, MatrixRun, states_for, states_of
 from javaoracle import java_oracle
 
 pytestmark = pytest.mark.spark
@@ -38,10 +38,6 @@ CI_SEED = 0
 #: The most data files a small read opens (paimon_index.spark.planned.SMALL_READ_FILES).
 SMALL_READ_FILES = 8
 SLOW_EXAMPLES = 3
-
-
-def states_of(kind: str) -> tuple[str, ...]:
-    return PK_STATES if KINDS[kind].primary_key else APPEND_STATES
 
 
 #: Kinds the CI variant leaves to ``-m slow`` (CI's time budget; the slow variant runs all seven):
@@ -99,11 +95,8 @@ def test_cell(matrix: MatrixRun, kind: str, path: str) -> None:
     if path == "pypaimon" and not KINDS[kind].pypaimon_reads:
         pytest.skip("pypaimon reads no 64-bit deletion vectors (this kind's); Java Paimon does")
     if path != "mutation":  # every state reached and read this way (a failed verb ends the sequence)
-        seen = {s for k, s, p in matrix.visited if k == kind and p == path}
+        seen, states = matrix.states_read(kind, path), states_for(kind, path)
         crashed = matrix.differences.get((kind, "mutation")) or matrix.claimed.get((kind, "mutation"))
-        states = set(states_of(kind))
-        if path == "reference":
-            states &= set(REFERENCE_STATES)
         if not crashed:
             assert seen == states, f"states not read by {path}: {states - seen}"
     report_differences(f"{kind} / {path}", matrix.differences.get((kind, path), []),

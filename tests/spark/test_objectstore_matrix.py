@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from differential.known_bugs import report_differences
-from differential.matrix import APPEND_STATES, KINDS, PATHS, PK_STATES, REFERENCE_STATES, MatrixRun
+from differential.matrix import KINDS, PATHS, MatrixRun, states_for, states_of
 from objectstore.conftest import S3Warehouse, s3, s3_server  # noqa: F401  (fixtures)
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -33,8 +33,7 @@ def test_every_state_read_every_way_on_s3(spark: Any, s3: S3Warehouse, tmp_path:
     monkeypatch.chdir(tmp_path)  # a path mistaken for local would land here, and be seen below
     run = MatrixRun(spark, tmp_path, SEED, warehouse_root=f"{s3.warehouse}/matrix",
                     catalog_options=dict(s3.catalog_options))
-    states = PK_STATES if KINDS[kind].primary_key else APPEND_STATES
-    run.run_kind(KINDS[kind], states)
+    run.run_kind(KINDS[kind], states_of(kind))
     differences = [m for messages in run.differences.values() for m in messages]
     claimed = [m for messages in run.claimed.values() for m in messages]
     report_differences(f"{kind} on S3", differences, claimed)
@@ -43,8 +42,7 @@ def test_every_state_read_every_way_on_s3(spark: Any, s3: S3Warehouse, tmp_path:
         if path in ("java", "mutation") or (path == "pypaimon" and not KINDS[kind].pypaimon_reads) \
                 or (path == "planned-small" and KINDS[kind].merge_on_read):
             continue
-        wanted = set(states) & set(REFERENCE_STATES) if path == "reference" else set(states)
-        seen = {s for k, s, p in run.visited if k == kind and p == path}
+        seen, wanted = run.states_read(kind, path), states_for(kind, path)
         assert seen == wanted, f"{path}: states not read on S3: {wanted - seen}"
     assert s3.objects(f"wh/matrix/{kind}/"), "the table is not in the bucket"
     assert not any(p.name != "parquet" for p in tmp_path.iterdir()), list(tmp_path.iterdir())
