@@ -17,8 +17,9 @@ What runs where:
    ``where`` applied by Spark itself -- so every row returned is what Spark's filter says, by
    construction. Files with a deletion vector are read with ``_metadata.file_size`` and
    ``_metadata.row_index`` and keep the rows their vector does not hold (:func:`_live`: a filter on
-   the deleted runs when there are a few, else a broadcast join with 64-row words of deleted bits
-   that Spark reads from a Parquet file, so no task carries the vector); files without one, or
+   the deleted runs or positions when there are a few, else a broadcast join with 64-row words of
+   deleted bits that Spark reads from a Parquet file on a local master, so no task carries the
+   vector, and elsewhere from local relations small enough per task); files without one, or
    whose vector deletes none of the rows the indexes kept (``FilePlan.deletion_needed``: Spark's
    filter then never meets a deleted row), are read with neither. Where the indexes kept rows, only
    the deleted rows among them are dropped (``FilePlan.kept_deleted``): Spark's filter rejects every
@@ -117,6 +118,10 @@ _RANGE_RUNS = 16
 #: job for the few rows a point change deletes (TPC-H's part after its upsert: 96 positions).
 _SET_POSITIONS = 400
 _INT_ROWS = 1 << 31
+#: Off a local master, the words are local relations of at most this many rows per leaf partition
+#: (~42 bytes a row in a task: ~0.7 MB), see :func:`_deleted_frame`.
+_LOCAL_WORDS_PER_TASK = 16384
+_LEAF_PARALLELISM = "spark.sql.leafNodeDefaultParallelism"
 #: The data file's name (URI-decoded) of each row of a read with the metadata columns, joined with
 #: the plan's files for their path, partition and bucket (:func:`_with_metadata`).
 _NAME = "__paimon_index_file_name__"
@@ -374,9 +379,25 @@ def _deleted_frame(spark: SparkSession, batch: Sequence[FilePlan], positions_of:
 
     schema = StructType([StructField(_WORD_KEY, LongType(), False), StructField(_WORD, LongType(), False)])
     words = _words(batch, positions_of)
-    if not _connect.local_master(spark):
-        return spark.createDataFrame(words, schema)
-    return _parquet(spark, schema, [_scratch_file("words", words)])
+    if _connect.local_master(spark):
+        return _parquet(spark, schema, [_scratch_file("words", words)])
+    # Spark collects a local relation for the broadcast with a job whose tasks carry its rows, a
+    # share per leaf partition: relations of at most _LOCAL_WORDS_PER_TASK rows per such partition
+    # keep each task small (one relation of 31,000 words measured 650 KB a task on 2 cores).
+    step = _LOCAL_WORDS_PER_TASK * _leaf_parallelism(spark)
+    out = None
+    for first in range(0, max(words.num_rows, 1), step):
+        part = spark.createDataFrame(words.slice(first, step), schema)
+        out = part if out is None else out.union(part)
+    assert out is not None
+    return out
+
+
+def _leaf_parallelism(spark: SparkSession) -> int:
+    """How many partitions Spark gives a local relation's scan (``spark.sql.leafNodeDefaultParallelism``,
+    else the default parallelism); its rows are spread over them."""
+    configured = spark.conf.get(_LEAF_PARALLELISM, None)
+    return max(1, int(configured)) if configured else _connect.parallelism(spark)
 
 
 def _unreadable_store(spark: SparkSession, files: Sequence[FilePlan]) -> str | None:
