@@ -30,3 +30,23 @@ def pypaimon_objects(payload: Any) -> list[str]:
     pickler = _Recording(io.BytesIO())
     pickler.dump(payload)
     return sorted(set(pickler.found))
+
+
+def pypaimon_objects_in_function(function: Any) -> list[str]:
+    """The pypaimon objects a function sent to Spark tasks carries (its closure, its defaults),
+    pickled by value as PySpark pickles it (cloudpickle)."""
+    from pyspark.cloudpickle import cloudpickle
+
+    found: list[str] = []
+
+    class Recording(cloudpickle.Pickler):  # type: ignore[misc]
+        def reducer_override(self, obj: Any) -> Any:
+            if isinstance(obj, TableIO):
+                return TableIO, (None,)
+            module = getattr(type(obj), "__module__", "") or ""
+            if module.startswith("pypaimon"):
+                found.append(f"{module}.{type(obj).__qualname__}")
+            return super().reducer_override(obj)
+
+    Recording(io.BytesIO()).dump(function)
+    return sorted(set(found))

@@ -137,10 +137,10 @@ def test_a_row_of_a_file_the_plan_does_not_hold_fails_the_read(spark: Any, table
 def test_a_mark_naming_a_file_the_bucket_does_not_hold_is_refused() -> None:
     """Positions of a file the snapshot does not hold in that bucket would make a vector no read
     applies: the rows would stay. Refused before any vector file is written (no store needed)."""
-    bucket = BucketPlan(partition=None, bucket=0, dv_entries=(), index_dir="/nowhere", bitmap64=False,
+    bucket = BucketPlan(partition=(), bucket=0, vectors=(), index_dir="/nowhere", bitmap64=False,
                         live_files=frozenset({"data-1.parquet"}))
     with pytest.raises(PaimonIndexError, match=r"data-2\.parquet"):
-        mark_positions(bucket, {"/t/bucket-0/data-1.parquet": np.array([0]),
+        mark_positions(None, bucket, {"/t/bucket-0/data-1.parquet": np.array([0]),
                                 "/t/bucket-0/data-2.parquet": np.array([1])})
 
 

@@ -19,7 +19,7 @@ import pytest
 
 import paimon_index
 from paimon_index.spark.datasource import PaimonIndexDataSource
-from payloads import pypaimon_objects
+from payloads import pypaimon_objects, pypaimon_objects_in_function
 
 pytestmark = pytest.mark.spark
 
@@ -80,6 +80,55 @@ def test_compaction_work_holds_no_pypaimon_object(tmp_path: Path) -> None:
     works = plan_buckets(plan_snapshot(table, table.snapshot_manager().get_latest_snapshot()), True, 0.5, 5)
     assert works and any(w.vectors for w in works)
     assert pypaimon_objects(works) == []
+
+
+def test_row_change_marks_hold_no_pypaimon_object(tmp_path: Path) -> None:
+    """DELETE/UPDATE of an append table: the mark tasks get the buckets' vector files by location
+    (they held the planned pypaimon Snapshot and every bucket's IndexManifestEntry objects)."""
+    from paimon_index.spark import _tasks
+    from paimon_index.table.catalog import open_table
+    from paimon_index.table.row_level import plan_row_change
+
+    warehouse = str(tmp_path)
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("p", pa.int32())])
+    t = paimon_index.create_table(warehouse, "db.t", schema, partition_keys=["p"],
+                                  options={"deletion-vectors.enabled": "true", "bucket": "-1"})
+    ids = np.arange(200, dtype=np.int64)
+    t.write(pa.table({"id": ids, "p": (ids % 2).astype(np.int32)}, schema=schema))
+    t.delete("id < 20")  # vectors to restore
+    plan = plan_row_change(open_table(warehouse, "db.t"))
+    assert plan is not None and any(b.vectors for b in plan.buckets.values())
+    assert pypaimon_objects(plan.buckets) == []
+    assert pypaimon_objects_in_function(_tasks._mark_task(plan, warehouse, "db.t", None)) == []
+
+
+def test_rewrite_tasks_hold_no_pypaimon_object(tmp_path: Path) -> None:
+    """rewrite_file_index: a task gets each file's locations and index storage as plain values and
+    reports how it stored the new index; the driver keeps the DataFileMeta (they were pickled)."""
+    from paimon_index.table.catalog import alter_table_options, open_table
+    from paimon_index.table.rewrite import plan_rewrite, rewrite_file
+
+    warehouse = str(tmp_path)
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("p", pa.int32())])
+    t = paimon_index.create_table(warehouse, "db.t", schema, partition_keys=["p"], options={"bucket": "-1"})
+    ids = np.arange(200, dtype=np.int64)
+    t.write(pa.table({"id": ids, "p": (ids % 2).astype(np.int32)}, schema=schema))
+    alter_table_options(warehouse, "db.t", set_options={"file-index.bloom-filter.columns": "id",
+                                                        "file-index.in-manifest-threshold": "16b"})
+    table = open_table(warehouse, "db.t")
+    plan = plan_rewrite(table)
+    assert len(plan.tasks) == 2
+    assert pypaimon_objects(plan.tasks) == []
+    outcomes = [rewrite_file(table, task) for task in plan.tasks]
+    assert all(o is not None and o.extra_files for o in outcomes)  # new .index files
+    assert pypaimon_objects(outcomes) == []
+
+
+def test_the_function_check_sees_a_pypaimon_object() -> None:
+    from pypaimon.schema.data_types import AtomicType
+
+    captured = AtomicType("INT")
+    assert pypaimon_objects_in_function(lambda: captured) == ["pypaimon.schema.data_types.AtomicType"]
 
 
 def _int_type() -> Any:

@@ -161,7 +161,7 @@ def test_index_file_names_follow_paimon() -> None:
 
 
 def test_nothing_is_committed_when_every_index_is_up_to_date(warehouse: str) -> None:
-    tasks = plan_rewrite(_table(warehouse))
+    tasks = plan_rewrite(_table(warehouse)).tasks
     assert len(tasks) == 2 * WRITES and all(t.verify and t.reason == REASON_VERIFY for t in tasks)
     seen: list[tuple[int, int]] = []
     assert _rewrite(warehouse, progress=lambda done, total: seen.append((done, total))) is None
@@ -173,7 +173,7 @@ def test_adding_index_types_rewrites_every_file_and_the_new_indexes_are_used(war
     alter_table_options(warehouse, NAME, set_options={
         "file-index.bloom-filter.columns": "id", "file-index.range-bitmap.columns": "score",
         "file-index.bloom-filter.id.items": "2000", "file-index.in-manifest-threshold": "64b"})
-    tasks = plan_rewrite(_table(warehouse))
+    tasks = plan_rewrite(_table(warehouse)).tasks
     assert all(not t.verify and t.reason == REASON_INDEX_TYPES_CHANGED for t in tasks)  # no byte compare
 
     assert _rewrite(warehouse) is not None
@@ -203,9 +203,9 @@ def test_only_out_of_date_files_are_rewritten(warehouse: str, truth) -> None:
     fresh = set(written) - set(old)
     assert len(fresh) == 2
 
-    tasks = plan_rewrite(_table(warehouse))
-    assert {t.meta.file_name for t in tasks if not t.verify} == set(old)
-    assert {t.meta.file_name for t in tasks if t.verify} == fresh
+    tasks = plan_rewrite(_table(warehouse)).tasks
+    assert {t.file.file_name for t in tasks if not t.verify} == set(old)
+    assert {t.file.file_name for t in tasks if t.verify} == fresh
     assert _rewrite(warehouse) is not None
     assert _changed(written, _metas(warehouse)) == set(old)
     answers = _answers(warehouse, use_index=False)
@@ -217,7 +217,7 @@ def test_changed_index_option_is_found_by_comparing_bytes(warehouse: str, truth)
     _rewrite(warehouse)
     before = _metas(warehouse)
     alter_table_options(warehouse, NAME, set_options={"file-index.bloom-filter.id.fpp": "0.001"})
-    tasks = plan_rewrite(_table(warehouse))
+    tasks = plan_rewrite(_table(warehouse)).tasks
     assert all(t.verify for t in tasks)  # same index types: only the bytes can tell
     assert _rewrite(warehouse) is not None
     assert _changed(before, _metas(warehouse)) == set(before)
@@ -255,7 +255,7 @@ def test_empty_configuration_removes_every_index(warehouse: str, truth) -> None:
     assert all(meta.extra_files == [] and meta.embedded_index is None
                for meta, _ in _metas(warehouse).values())
     _same_answers(warehouse, truth)
-    assert plan_rewrite(_table(warehouse)) == [] and _rewrite(warehouse) is None
+    assert plan_rewrite(_table(warehouse)).tasks == [] and _rewrite(warehouse) is None
 
 
 def test_moving_between_embedded_and_index_files(warehouse: str, truth) -> None:
@@ -301,7 +301,7 @@ def test_removing_then_re_adding_an_index_keeps_every_file_visible(warehouse: st
     alter_table_options(warehouse, NAME, remove=["file-index.bitmap.columns"])
     assert _rewrite(warehouse) is not None and _listing(warehouse) == {}
     alter_table_options(warehouse, NAME, set_options={"file-index.bitmap.columns": "tag"})
-    tasks = plan_rewrite(_table(warehouse))
+    tasks = plan_rewrite(_table(warehouse)).tasks
     assert all(task.retired for task in tasks)  # each file's embedded entry was deleted once
     assert _rewrite(warehouse) is not None
     after = _metas(warehouse)
@@ -337,9 +337,9 @@ def test_partition_restricted_rewrite_touches_only_that_partition(warehouse: str
     alter_table_options(warehouse, NAME, set_options={"file-index.bloom-filter.columns": "id"})
     before = _metas(warehouse)
     in_a = {name for name, (_, dt) in before.items() if dt == "a"}
-    assert len(plan_rewrite(_table(warehouse), "dt = 'a'")) == len(in_a)
-    assert plan_rewrite(_table(warehouse), {"dt": "zzz"}) == []
-    assert len(plan_rewrite(_table(warehouse), [{"dt": "a"}, {"dt": "b"}])) == len(before)
+    assert len(plan_rewrite(_table(warehouse), "dt = 'a'").tasks) == len(in_a)
+    assert plan_rewrite(_table(warehouse), {"dt": "zzz"}).tasks == []
+    assert len(plan_rewrite(_table(warehouse), [{"dt": "a"}, {"dt": "b"}]).tasks) == len(before)
 
     assert _rewrite(warehouse, where="dt = 'a'") is not None
     middle = _metas(warehouse)
@@ -362,7 +362,7 @@ def test_unreadable_index_file_is_rebuilt(warehouse: str, truth) -> None:
     index = Path(meta.file_path).parent / meta.extra_files[0]
     good = index.read_bytes()
     index.write_bytes(b"garbage")
-    tasks = {t.meta.file_name: t for t in plan_rewrite(_table(warehouse))}
+    tasks = {t.file.file_name: t for t in plan_rewrite(_table(warehouse)).tasks}
     assert tasks[meta.file_name].reason == REASON_INDEX_UNREADABLE
     assert sum(not t.verify for t in tasks.values()) == 1
     assert _rewrite(warehouse) is not None
@@ -375,15 +375,15 @@ def test_a_stale_rewrite_is_refused_and_changes_nothing(warehouse: str, truth) -
     alter_table_options(warehouse, NAME, set_options={"file-index.bloom-filter.columns": "id",
                                                       "file-index.in-manifest-threshold": "16b"})
     table = _table(warehouse)
-    tasks = plan_rewrite(table)
-    stale = [rewrite_file(table, task) for task in tasks]
+    plan = plan_rewrite(table)
+    stale = plan.messages(rewrite_file(table, task) for task in plan.tasks)
     stale_files = [Path(m.new_files[0].aligned_file_path(x))
                    for m in stale for x in m.new_files[0].extra_files]
     assert stale_files and all(p.exists() for p in stale_files)
     winner = _rewrite(warehouse)  # another job commits the same rewrite first
     state = _metas(warehouse)
     with pytest.raises(ConcurrentChangeError, match="run it again"):
-        commit_rewrite(_table(warehouse), stale, snapshot_id=tasks[0].snapshot_id)
+        commit_rewrite(_table(warehouse), stale, snapshot_id=plan.snapshot_id)
     assert _snapshot(warehouse) == winner and _changed(state, _metas(warehouse)) == set()
     # the stale job wrote <data-file>.index first, so the winner took the next name; the refused
     # job's index files are gone, the winner's are there
@@ -397,7 +397,8 @@ def test_a_stale_rewrite_without_its_plan_is_still_refused(warehouse: str, truth
     alter_table_options(warehouse, NAME, set_options={"file-index.bloom-filter.columns": "id",
                                                       "file-index.in-manifest-threshold": "16b"})
     table = _table(warehouse)
-    stale = [rewrite_file(table, task) for task in plan_rewrite(table)]
+    plan = plan_rewrite(table)
+    stale = plan.messages(rewrite_file(table, task) for task in plan.tasks)
     winner = _rewrite(warehouse)
     with pytest.raises(ConcurrentChangeError, match="run it again"):
         commit_rewrite(_table(warehouse), stale)  # based on the latest snapshot: pypaimon's check
@@ -441,7 +442,7 @@ def test_a_renamed_column_is_indexed_under_its_name_in_the_file(tmp_path: Path) 
     alter_table_options(warehouse, NAME, set_options={"file-index.bitmap.columns": "label"})
 
     table = _table(warehouse)
-    meta = plan_rewrite(table)[0].meta
+    meta = plan_rewrite(table).tasks[0].file
     with ContainerReader(build_current_container(table, meta)) as container:
         assert container.columns == ["tag"]  # as Paimon's FileIndexProcessor maps it, by field id
     assert _rewrite(warehouse) is not None and _rewrite(warehouse) is None
@@ -491,17 +492,16 @@ def test_a_rewrite_whose_planned_snapshot_expired_deletes_the_index_files_it_wro
     alter_table_options(warehouse, NAME, set_options={"file-index.bloom-filter.columns": "id",
                                                       "file-index.in-manifest-threshold": "64b"})
     table = _table(warehouse)
-    tasks = plan_rewrite(table)
-    planned = {t.snapshot_id for t in tasks}
-    assert len(planned) == 1 and None not in planned
-    messages = [rewrite_file(table, t) for t in tasks]
+    plan = plan_rewrite(table)
+    assert plan.snapshot_id is not None and plan.tasks
+    messages = plan.messages(rewrite_file(table, t) for t in plan.tasks)
     written = [Path(m.new_files[0].file_path).with_name(e) for m in messages if m is not None
                for e in m.new_files[0].extra_files or ()]
     assert written and all(p.exists() for p in written)
     write_arrow(table, _batch(10 * ROWS_PER_WRITE, np.random.default_rng(1)))  # a newer snapshot
     expire_snapshots(_table(warehouse), retain_last=1)  # the planned one is gone
     with pytest.raises(ConcurrentChangeError, match="no longer exists"):
-        commit_rewrite(_table(warehouse), messages, snapshot_id=planned.pop())
+        commit_rewrite(_table(warehouse), messages, snapshot_id=plan.snapshot_id)
     assert not [p for p in written if p.exists()]
 
 

@@ -1,6 +1,6 @@
 """What the Spark jobs of :mod:`paimon_index.spark.jobs` run on executors (private to them).
 
-    mark_job(matched, plan) -> DataFrame        DELETE/UPDATE: one task per bucket marks its rows
+    mark_job(matched, plan, ...) -> DataFrame   DELETE/UPDATE: one task per bucket marks its rows
     write_job(rows, warehouse, table) -> DataFrame   UPDATE: tasks write the new rows' data files
     change_job(rows, warehouse, table, ...) -> DataFrame   merge-on-read changes: tasks write level 0
     collect(messages) -> (commit messages, rows)     the driver's half: what the tasks returned
@@ -115,7 +115,11 @@ def _fold(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         yield pa.RecordBatch.from_pydict(out, schema=_FOLDED_ARROW)
 
 
-def _mark_task(plan: RowChangePlan) -> Callable[[tuple[Any, ...], pa.Table], pa.Table]:
+def _mark_task(plan: RowChangePlan, warehouse: str, table: str,
+               catalog_options: CatalogOptions) -> Callable[[tuple[Any, ...], pa.Table], pa.Table]:
+    # The task gets the buckets' plain plans, never the plan itself (its pinned snapshot is pypaimon's).
+    buckets, snapshot_id = plan.buckets, plan.snapshot_id
+
     def mark(key: tuple[Any, ...], rows: pa.Table) -> pa.Table:
         partition, bucket = key[0].as_py(), key[1].as_py()
         by_file: dict[str, list[np.ndarray]] = {}
@@ -124,18 +128,24 @@ def _mark_task(plan: RowChangePlan) -> Callable[[tuple[Any, ...], pa.Table], pa.
             by_file.setdefault(path, []).append(np.frombuffer(blob, dtype=np.int64))
         positions = {path: np.concatenate(chunks) for path, chunks in by_file.items()}
         marked = sum(len(p) for p in positions.values())
-        return _pickled([mark_positions(plan.bucket(partition, bucket), positions)], marked)
+        planned = RowChangePlan(snapshot_id, [], buckets).bucket(partition, bucket)
+        opened = open_table(warehouse, table, catalog_options=catalog_options)  # its partition fields
+        return _pickled([mark_positions(opened, planned, positions)], marked)
 
     return mark
 
 
-def mark_job(matched: DataFrame, plan: RowChangePlan) -> DataFrame:
+def mark_job(matched: DataFrame, plan: RowChangePlan, warehouse: str, table: str,
+             catalog_options: CatalogOptions) -> DataFrame:
     """The matched rows' positions marked in their buckets' vectors, one task per bucket
     (:func:`paimon_index.table.row_level.mark_positions`, each writing the bucket's new DV index
     file). Each task of ``matched`` first folds its rows per data file (:func:`_fold`): the shuffle
-    carries position arrays, not a row (and a file path) per matched row."""
+    carries position arrays, not a row (and a file path) per matched row. The tasks receive the
+    buckets' plain plans (:class:`~paimon_index.table.row_level.BucketPlan`) and open the table for
+    its partition fields."""
     positions = matched.select(*METADATA_COLUMNS).mapInArrow(_fold, _FOLDED_SCHEMA)
-    return positions.groupBy(PARTITION_COLUMN, BUCKET_COLUMN).applyInArrow(_mark_task(plan), MESSAGE_SCHEMA)
+    return positions.groupBy(PARTITION_COLUMN, BUCKET_COLUMN).applyInArrow(
+        _mark_task(plan, warehouse, table, catalog_options), MESSAGE_SCHEMA)
 
 
 def write_job(rows: DataFrame, warehouse: str, table: str, catalog_options: CatalogOptions) -> DataFrame:
@@ -347,8 +357,9 @@ def rebuild_job(spark: SparkSession, groups: list[list[RewriteTask]], files_done
                 table: str, catalog_options: CatalogOptions) -> list[bytes]:
     """One task per group: rebuild and compare each file's container
     (:func:`paimon_index.table.rewrite.rewrite_file`); runs the job and returns every file's pickled
-    commit message. ``files_done`` (an accumulator, or None -- Spark Connect has none) counts the
-    files done as groups finish."""
+    outcome (:class:`~paimon_index.table.rewrite.RewrittenIndex`, None: up to date; the driver
+    makes the commit messages). ``files_done`` (an accumulator, or None -- Spark Connect has none)
+    counts the files done as groups finish."""
     from paimon_index.table.rewrite import rewrite_file
 
     def rebuild(group: list[RewriteTask]) -> Iterator[bytes]:

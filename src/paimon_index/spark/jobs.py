@@ -413,7 +413,7 @@ def _delete_by_position(spark: SparkSession, table: str, where: str, *, warehous
                         catalog_options: CatalogOptions) -> RowChange:
     def mark(plan: RowChangePlan, txn: Transaction) -> int:
         matched = _read_pinned(spark, warehouse, table, plan, catalog_options, where)
-        return _stage(txn, _tasks.mark_job(matched, plan))
+        return _stage(txn, _tasks.mark_job(matched, plan, warehouse, table, catalog_options))
 
     return change_rows(_opened(warehouse, table, catalog_options), "delete", mark)
 
@@ -424,7 +424,8 @@ def _update_by_position(spark: SparkSession, table: str, assignments: Mapping[st
         matched = _read_pinned(spark, warehouse, table, plan, catalog_options, where)
         written = _tasks.write_job(_assigned_rows(matched, columns, assignments), warehouse, table,
                                    catalog_options)
-        return _stage(txn, _tasks.mark_job(matched, plan).unionAll(written))
+        marked = _tasks.mark_job(matched, plan, warehouse, table, catalog_options)
+        return _stage(txn, marked.unionAll(written))
 
     return change_rows(_opened(warehouse, table, catalog_options), "update", mark)
 
@@ -485,10 +486,11 @@ def rewrite_file_index(spark: SparkSession, table: str, where: str | None = None
     from paimon_index.table.rewrite import commit_rewrite, plan_rewrite
 
     paimon_table = _opened(warehouse, table, catalog_options)
-    tasks = plan_rewrite(paimon_table, where)
+    plan = plan_rewrite(paimon_table, where)
+    tasks = plan.tasks
     if not tasks:
         return _result(warehouse, table, catalog_options, "rewrite_file_index", None, 0)
-    groups = _tasks.packed(spark, tasks, [_tasks.file_bytes(t.meta) for t in tasks])
+    groups = _tasks.packed(spark, tasks, [_tasks.file_bytes(t.file) for t in tasks])
     # Spark Connect has no accumulators: its progress bar shows the start and the end only.
     files_done = None if _connect.is_connect(spark) else spark.sparkContext.accumulator(0)
     if progress:
@@ -497,8 +499,8 @@ def rewrite_file_index(spark: SparkSession, table: str, where: str | None = None
             pickled = _tasks.rebuild_job(spark, groups, files_done, warehouse, table, catalog_options)
     else:
         pickled = _tasks.rebuild_job(spark, groups, files_done, warehouse, table, catalog_options)
-    messages = [pickle.loads(p) for p in pickled]
-    snapshot = commit_rewrite(paimon_table, messages, snapshot_id=tasks[0].snapshot_id)
+    messages = plan.messages(pickle.loads(p) for p in pickled)
+    snapshot = commit_rewrite(paimon_table, messages, snapshot_id=plan.snapshot_id)
     return _result(warehouse, table, catalog_options, "rewrite_file_index", snapshot, 0)
 
 
@@ -710,7 +712,7 @@ def change_matched(spark: SparkSession, table: str, build: MatchedRows, *, opera
     with Transaction(paimon_table, None if plan is None else plan.snapshot, operation=operation) as txn:
         parts: list[DataFrame] = []
         if marked is not None and plan is not None:
-            parts.append(_tasks.mark_job(marked, plan))
+            parts.append(_tasks.mark_job(marked, plan, warehouse, table, catalog_options))
         if written is not None:
             parts.append(_tasks.write_job(written, warehouse, table, catalog_options))
         rows = 0

@@ -67,11 +67,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from paimon_index.deletionvectors.maintainer import BucketDvMaintainer
 from paimon_index.errors import InvalidOptionError, PaimonIndexError, UnsupportedTableError
 from paimon_index.fileindex.options import FileIndexOptions, parse_bool, parse_int, parse_memory_size
 from paimon_index.predicate import ALWAYS_TRUE
-from paimon_index.table.fileio import FileIOSource, TableIO
+from paimon_index.table.bucket_vectors import restore
+from paimon_index.table.fileio import TableIO
 from paimon_index.table.files import FilePlan, ScanReport, file_plan, read_rows, resolve
 from paimon_index.table.paimon import CommitMessage, PaimonTable, table_name, table_options
 from paimon_index.table.plan import DV_BITMAP64, DV_ENABLED, BucketFiles, plan_snapshot
@@ -508,20 +508,8 @@ def _vectors_without(table: PaimonTable, bucket: BucketFiles, removed: set[str],
     """(index adds, index deletes) of the bucket's DV index without the vectors of ``removed``."""
     if not any(name in bucket.deletion_files for name in removed):
         return [], []
-    opened: list[FileIOSource] = []
-
-    def open_index_file(meta: Any) -> FileIOSource:
-        path = meta.external_path or posixpath.join(index_dir, meta.file_name)
-        opened.append(io.source(path, size=meta.file_size))
-        return opened[-1]
-
-    try:
-        maintainer = BucketDvMaintainer.restore(bucket.dv_entries, open_index_file,
-                                                partition=bucket.partition_row, bucket=bucket.bucket,
-                                                bitmap64=bitmap64, live_files=bucket.file_names)
-    finally:
-        for source in opened:
-            source.close()
+    maintainer = restore(bucket.dv_entries, bucket.partition_row, bucket.bucket, index_dir, io,
+                         bitmap64=bitmap64, live_files=bucket.file_names)
     for name in removed:
         maintainer.remove_deletion_vector_of(name)
     commit = maintainer.commit_to(index_dir, write=io.write_new)

@@ -18,7 +18,7 @@ does. Three halves, so a Spark job can spread the middle one over executors:
     * same set -> a task that *verifies*: the options of one index (bloom ``fpp``, ``items``...) or
       the in-manifest threshold may have changed, which only the bytes show.
 
-``rewrite_file`` (executor)
+``rewrite_file`` (executor; the task holds plain values only, ``RewriteTask``)
     reads the file's indexed columns (only those) and builds the container the current options
     ask for (:func:`~paimon_index.fileindex.builder.build_file_index`) — so index types and columns
     no longer configured are dropped and an empty configuration removes the index. A verifying
@@ -37,7 +37,9 @@ does. Three halves, so a Spark job can spread the middle one over executors:
 
 ``commit_rewrite`` (driver)
     commits all changed files as **one** snapshot: per file a ``CommitMessage`` deleting the old
-    ``DataFileMeta`` and adding the same data file with its new index. Nothing is committed when
+    ``DataFileMeta`` and adding the same data file with its new index (``RewritePlan.messages``:
+    the executors report how each index is stored, the driver's own ``DataFileMeta`` of the
+    planned snapshot carry it into the messages). Nothing is committed when
     no file changed.
 
 Why DELETE + ADD of one file name works, and when it does not
@@ -108,8 +110,11 @@ __all__ = [
     "REASON_INDEX_TYPES_CHANGED",
     "REASON_INDEX_UNREADABLE",
     "REASON_VERIFY",
+    "IndexedFile",
     "PartitionSelection",
+    "RewritePlan",
     "RewriteTask",
+    "RewrittenIndex",
     "build_current_container",
     "commit_rewrite",
     "next_index_file_name",
@@ -160,8 +165,28 @@ def next_index_file_name(data_file: str, current: str | None) -> str:
 
 
 @dataclass(frozen=True)
+class IndexedFile:
+    """A data file as a rewrite task needs it: the plain values of its ``DataFileMeta``."""
+
+    file_name: str
+    file_path: str
+    level: int
+    schema_id: int
+    file_size: int
+    extra_files: tuple[str, ...]
+    embedded_index: bytes | None
+
+    @classmethod
+    def of(cls, meta: Any) -> IndexedFile:
+        embedded = meta.embedded_index
+        return cls(str(meta.file_name), str(meta.file_path), int(meta.level), int(meta.schema_id),
+                   int(meta.file_size or 0), tuple(meta.extra_files or ()),
+                   None if embedded is None else bytes(embedded))
+
+
+@dataclass(frozen=True)
 class RewriteTask:
-    """One data file whose index may need rebuilding (pickled to an executor).
+    """One data file whose index may need rebuilding (plain values: pickled to an executor).
 
     ``verify``: the file's container has the configured index types, so the executor rebuilds it
     and rewrites only when the bytes (or the storage, embedded vs file) differ; otherwise the
@@ -170,14 +195,49 @@ class RewriteTask:
 
     partition: tuple[Any, ...]
     bucket: int
-    meta: Any  # pypaimon DataFileMeta, as listed in the planned snapshot
+    file: IndexedFile
     verify: bool = True
     reason: str = REASON_VERIFY
     #: (extra files, embedded index) of this data file's entries already DELETEd in the planned
     #: snapshot's manifests: an ADD with one of them would be invisible (module docstring).
     retired: frozenset[Retired] = frozenset()
-    #: The snapshot this task was planned on: the commit lands exactly as the next one.
-    snapshot_id: int | None = None
+
+
+@dataclass(frozen=True)
+class RewrittenIndex:
+    """A task's outcome for one data file: how its index is now stored (plain values; the driver
+    turns it into the commit message with the file's own ``DataFileMeta``)."""
+
+    partition: tuple[Any, ...]
+    bucket: int
+    level: int
+    file_name: str
+    extra_files: tuple[str, ...]
+    embedded_index: bytes | None
+
+
+@dataclass
+class RewritePlan:
+    """The files to check, on one snapshot (``snapshot_id``: the commit lands exactly as the next
+    one; None: an empty table). ``tasks`` go to the executors; ``metas`` (pypaimon ``DataFileMeta``
+    by file) stay on the driver, which builds the commit messages from them."""
+
+    snapshot_id: int | None
+    tasks: list[RewriteTask]
+    metas: dict[FileKey, Any]
+
+    def messages(self, rewritten: Iterable[RewrittenIndex | None]) -> list[Any]:
+        """The commit message of each rewritten file: its planned entry deleted, the same data
+        file added with its new index."""
+        out = []
+        for done in rewritten:
+            if done is None:
+                continue
+            meta = self.metas[(done.partition, done.bucket, done.level, done.file_name)]
+            new = replace(meta, extra_files=list(done.extra_files), embedded_index=done.embedded_index)
+            out.append(CommitMessage(partition=done.partition, bucket=done.bucket, new_files=[new],
+                                     deleted_files=[meta]))
+        return out
 
 
 # ------------------------------------------------------------------------------------------------
@@ -330,7 +390,7 @@ def _retired(table: PaimonTable, snapshot: Any, keys: set[FileKey]) -> dict[File
 
 
 def plan_rewrite(table: PaimonTable, partitions: PartitionSelection | None = None,
-                 options: FileIndexOptions | None = None) -> list[RewriteTask]:
+                 options: FileIndexOptions | None = None) -> RewritePlan:
     """The data files of the latest snapshot (in ``partitions``) whose index may need rebuilding.
 
     Files with no index configured and none present are left out; see the module docstring for
@@ -345,7 +405,7 @@ def plan_rewrite(table: PaimonTable, partitions: PartitionSelection | None = Non
     plan = plan_snapshot(table, for_write=True)
     snapshot = plan.snapshot
     if snapshot is None:
-        return []
+        return RewritePlan(None, [], {})
     splits = plan.splits
     selected = select(list(dict.fromkeys(tuple(split.partition.values or ()) for split in splits)))
     schemas = _Schemas(table, opts)
@@ -360,8 +420,9 @@ def plan_rewrite(table: PaimonTable, partitions: PartitionSelection | None = Non
             if decision is not None:
                 planned.append((partition, split.bucket, meta, *decision))
     retired = _retired(table, snapshot, {_key(p, b, m) for p, b, m, _, _ in planned}) if planned else {}
-    return [RewriteTask(p, b, m, verify, reason, frozenset(retired.get(_key(p, b, m), ())), snapshot.id)
-            for p, b, m, verify, reason in planned]
+    tasks = [RewriteTask(p, b, IndexedFile.of(m), verify, reason, frozenset(retired.get(_key(p, b, m), ())))
+             for p, b, m, verify, reason in planned]
+    return RewritePlan(snapshot.id, tasks, {_key(p, b, m): m for p, b, m, _, _ in planned})
 
 
 # ------------------------------------------------------------------------------------------------
@@ -449,40 +510,42 @@ def _fresh_index_name(table: PaimonTable, meta: Any, retired: frozenset[Retired]
     return name
 
 
-def _store(table: PaimonTable, meta: Any, storage: str, container: bytes | None,
-           retired: frozenset[Retired]) -> Any:
-    """``meta`` with its index stored as decided; other extra files are kept."""
-    extras = list(_other_extras(meta))
+def _store(table: PaimonTable, file: IndexedFile, storage: str, container: bytes | None,
+           retired: frozenset[Retired]) -> tuple[tuple[str, ...], bytes | None]:
+    """(extra files, embedded index) of ``file`` with its index stored as decided (a new index
+    file written here); other extra files are kept."""
+    extras = _other_extras(file)
     if storage == STORE_NONE:
-        return replace(meta, extra_files=extras, embedded_index=None)
+        return extras, None
     if storage == STORE_EMBEDDED:
-        return replace(meta, extra_files=extras, embedded_index=container)
-    name = _fresh_index_name(table, meta, retired)
-    with table.file_io.new_output_stream(posixpath.join(posixpath.dirname(meta.file_path), name)) as out:
+        return extras, container
+    name = _fresh_index_name(table, file, retired)
+    with table.file_io.new_output_stream(posixpath.join(posixpath.dirname(file.file_path), name)) as out:
         out.write(container)
-    return replace(meta, extra_files=[*extras, name], embedded_index=None)
+    return (*extras, name), None
 
 
 def rewrite_file(table: PaimonTable, task: RewriteTask,
-                 options: FileIndexOptions | None = None) -> Any | None:
-    """The pypaimon ``CommitMessage`` replacing the file's index, or None when it is up to date.
+                 options: FileIndexOptions | None = None) -> RewrittenIndex | None:
+    """How the file's index is stored after rebuilding it, or None when it is up to date (the
+    executor's half: ``table`` opened where it runs, the task plain values only).
 
-    A new ``.index`` file, if any, is written here; it becomes visible only with the commit.
+    A new ``.index`` file, if any, is written here; it becomes visible only with the commit
+    (:meth:`RewritePlan.messages`, :func:`commit_rewrite`).
     """
     opts = _options(table, options)
-    meta = task.meta
-    file_schema = _Schemas(table, opts).of(meta.schema_id)
+    file = task.file
+    file_schema = _Schemas(table, opts).of(file.schema_id)
     io = TableIO.of(table)
-    wanted = _build(meta, file_schema, io)
-    storage, container = _storage(meta, wanted, opts.in_manifest_threshold, task.retired)
+    wanted = _build(file, file_schema, io)
+    storage, container = _storage(file, wanted, opts.in_manifest_threshold, task.retired)
     # A task planned because the index types differ is rewritten without reading the old bytes,
     # unless the build came out with other types than planned (a column missing from the file).
     compare = task.verify or _pairs(wanted) != file_schema.pairs
-    if (compare or storage == STORE_NONE) and _up_to_date(meta, storage, container, io):
+    if (compare or storage == STORE_NONE) and _up_to_date(file, storage, container, io):
         return None
-    new_meta = _store(table, meta, storage, container, task.retired)
-    return CommitMessage(partition=task.partition, bucket=task.bucket, new_files=[new_meta],
-                         deleted_files=[meta])
+    extras, embedded = _store(table, file, storage, container, task.retired)
+    return RewrittenIndex(task.partition, task.bucket, file.level, file.file_name, extras, embedded)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -492,7 +555,7 @@ def commit_rewrite(table: PaimonTable, messages: Iterable[Any | None], *, snapsh
                    ) -> int | None:
     """Commit the rewritten files as snapshot ``snapshot_id + 1``; None when none changed.
 
-    ``snapshot_id`` is the snapshot the tasks were planned on (``RewriteTask.snapshot_id``); without
+    ``snapshot_id`` is the snapshot the tasks were planned on (``RewritePlan.snapshot_id``); without
     it the latest snapshot is taken as the base (the old, inexact behaviour, for callers that lost
     the plan).
 
@@ -526,10 +589,12 @@ def rewrite_file_index(table: PaimonTable, where: PartitionSelection | None = No
     None when every index was up to date (nothing is committed then).
     """
     options = _options(table, None)
-    tasks = plan_rewrite(table, where, options)
-    messages = []
-    for done, task in enumerate(tasks, 1):
-        messages.append(rewrite_file(table, task, options))
+    plan = plan_rewrite(table, where, options)
+    rewritten = []
+    for done, task in enumerate(plan.tasks, 1):
+        rewritten.append(rewrite_file(table, task, options))
         if progress is not None:
-            progress(done, len(tasks))
-    return commit_rewrite(table, messages, snapshot_id=tasks[0].snapshot_id if tasks else None)
+            progress(done, len(plan.tasks))
+    if not plan.tasks:
+        return None
+    return commit_rewrite(table, plan.messages(rewritten), snapshot_id=plan.snapshot_id)

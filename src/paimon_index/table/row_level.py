@@ -39,7 +39,6 @@ the pinned snapshot under the current schema.
 
 from __future__ import annotations
 
-import inspect
 import posixpath
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -49,7 +48,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from paimon_index.deletionvectors.maintainer import BucketDvMaintainer
 from paimon_index.errors import (
     DataError,
     InvalidOptionError,
@@ -58,7 +56,8 @@ from paimon_index.errors import (
 )
 from paimon_index.fileindex.options import parse_bool
 from paimon_index.predicate import Predicate
-from paimon_index.table.fileio import FileIOSource, TableIO
+from paimon_index.table.bucket_vectors import VectorFile, restore_plain, vector_files
+from paimon_index.table.fileio import TableIO
 from paimon_index.table.files import (
     BUCKET_COLUMN,
     FILE_PATH_COLUMN,
@@ -98,11 +97,12 @@ SNAPSHOT_ID = "scan.snapshot-id"
 
 @dataclass(frozen=True)
 class BucketPlan:
-    """What an executor needs to update one bucket's deletion vectors (pickled to it)."""
+    """What an executor needs to update one bucket's deletion vectors (pickled to it: plain values
+    and the table's store only)."""
 
-    partition: Any  # GenericRow
+    partition: tuple[Any, ...]  # its values
     bucket: int
-    dv_entries: tuple[Any, ...]  # the bucket's DELETION_VECTORS IndexManifestEntry objects
+    vectors: tuple[VectorFile, ...]  # the bucket's DELETION_VECTORS index files, as plain values
     index_dir: str
     bitmap64: bool
     #: The bucket's data files in the planned snapshot: vectors of other files are not restored.
@@ -153,13 +153,14 @@ def plan_row_change(table: PaimonTable) -> RowChangePlan | None:
     io = TableIO.of(table)
     for bucket in planned.buckets.values():
         plan.buckets[(partition_text(keys, bucket.partition_row), bucket.bucket)] = BucketPlan(
-            bucket.partition_row, bucket.bucket, bucket.dv_entries, index_dir, bitmap64, bucket.file_names,
-            io=io)
+            tuple(bucket.partition_row.values), bucket.bucket, vector_files(bucket.dv_entries), index_dir,
+            bitmap64, bucket.file_names, io=io)
     return plan
 
 
-def mark_deleted(bucket: BucketPlan, rows: pa.Table) -> Any | None:
-    """Add the rows (metadata columns file path + row index) to the bucket's vectors.
+def mark_deleted(table: PaimonTable, bucket: BucketPlan, rows: pa.Table) -> Any | None:
+    """Add the rows (metadata columns file path + row index) to the bucket's vectors (``table``: the
+    table opened where this runs, for its partition fields).
 
     Writes the bucket's new DV index file and returns its pypaimon ``CommitMessage`` (None when
     nothing changes).
@@ -169,10 +170,10 @@ def mark_deleted(bucket: BucketPlan, rows: pa.Table) -> Any | None:
     encoded = paths.dictionary_encode()
     indices = encoded.indices.to_numpy(zero_copy_only=False)
     by_file = {path: positions[indices == code] for code, path in enumerate(encoded.dictionary.to_pylist())}
-    return mark_positions(bucket, by_file)
+    return mark_positions(table, bucket, by_file)
 
 
-def mark_positions(bucket: BucketPlan, positions: Mapping[str, np.ndarray]) -> Any | None:
+def mark_positions(table: PaimonTable, bucket: BucketPlan, positions: Mapping[str, np.ndarray]) -> Any | None:
     """Add the positions of each data file (path -> row positions, any order, repeats allowed) to
     the bucket's vectors: :func:`mark_deleted` with the rows already grouped by file.
 
@@ -189,32 +190,14 @@ def mark_positions(bucket: BucketPlan, positions: Mapping[str, np.ndarray]) -> A
     if bucket.io is None:
         raise PaimonIndexError(f"bucket {bucket.bucket}: a plan without the table's store cannot read or "
                                "write deletion vectors")
-    io = bucket.io
-    opened: list[FileIOSource] = []
-
-    def open_index_file(meta: Any) -> FileIOSource:
-        # The old DV index file, by range through the table's store (never a local open).
-        path = meta.external_path or posixpath.join(bucket.index_dir, meta.file_name)
-        opened.append(io.source(path, size=meta.file_size))
-        return opened[-1]
-
-    extra: dict[str, Any] = {}
-    restore_takes_live_files = "live_files" in inspect.signature(BucketDvMaintainer.restore).parameters
-    if bucket.live_files is not None and restore_takes_live_files:
-        extra["live_files"] = bucket.live_files  # drop vectors of files the snapshot no longer holds
-    try:
-        maintainer = BucketDvMaintainer.restore(bucket.dv_entries, open_index_file,
-                                                partition=bucket.partition, bucket=bucket.bucket,
-                                                bitmap64=bucket.bitmap64, **extra)
-    finally:
-        for source in opened:
-            source.close()
+    maintainer = restore_plain(table, bucket.partition, bucket.bucket, bucket.vectors, bucket.index_dir,
+                               bucket.io, bitmap64=bucket.bitmap64, live_files=bucket.live_files)
     for path, file_positions in positions.items():
         maintainer.notify_new_deletions(posixpath.basename(path), np.sort(file_positions))
-    commit = maintainer.commit_to(bucket.index_dir, write=io.write_new)
+    commit = maintainer.commit_to(bucket.index_dir, write=bucket.io.write_new)
     if commit.is_empty:
         return None
-    return CommitMessage(partition=tuple(bucket.partition.values), bucket=bucket.bucket, new_files=[],
+    return CommitMessage(partition=bucket.partition, bucket=bucket.bucket, new_files=[],
                          index_adds=list(commit.added), index_deletes=list(commit.deleted))
 
 
@@ -258,7 +241,7 @@ def _mark_all(plan: RowChangePlan, matched: pa.Table, txn: Transaction) -> None:
     for group in keys.group_by(["p", "b"]).aggregate([]).to_pylist():
         mask = pc.and_(pc.equal(matched.column(PARTITION_COLUMN), group["p"]),
                        pc.equal(matched.column(BUCKET_COLUMN), group["b"]))
-        txn.stage(mark_deleted(plan.bucket(group["p"], group["b"]), matched.filter(mask)))
+        txn.stage(mark_deleted(txn.table, plan.bucket(group["p"], group["b"]), matched.filter(mask)))
 
 
 @dataclass(frozen=True)

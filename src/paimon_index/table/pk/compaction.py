@@ -27,7 +27,6 @@ runs the buckets here one after the other (:meth:`paimon_index.Table.compact`);
 
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -39,12 +38,10 @@ from paimon_index.errors import (
     PrimaryKeyTableError,
     UnsupportedChangelogProducerError,
 )
+from paimon_index.table.bucket_vectors import VectorFile, restore_plain, vector_files
 from paimon_index.table.fileio import TableIO
 from paimon_index.table.paimon import (
-    DELETION_VECTORS,
     CommitMessage,
-    index_manifest_entry,
-    partition_row,
     table_name,
     table_options,
 )
@@ -77,18 +74,6 @@ class CompactFile:
     row_count: int
     schema_id: int
     file_size: int
-
-
-@dataclass(frozen=True)
-class VectorFile:
-    """A ``DELETION_VECTORS`` index file of the bucket: where it is and its vectors' ranges
-    ((data file, offset, length, cardinality), as the index manifest records them)."""
-
-    file_name: str
-    file_size: int
-    row_count: int
-    external_path: str | None
-    ranges: tuple[tuple[str, int, int, int | None], ...]
 
 
 @dataclass(frozen=True)
@@ -226,8 +211,9 @@ def plan_buckets(plan: Plan, full: bool, threshold: float, top: int) -> list[Buc
     for (partition, bucket_id), bucket in sorted(plan.buckets.items(), key=repr):
         if not bucket.dv_entries and (not full or (len(bucket.files) == 1 and bucket.files[0].level == top)):
             continue
-        works.append(BucketWork(tuple(partition), bucket_id, _compact_files(bucket), _vector_files(bucket),
-                                full, threshold, top, plan.index_dir, plan.bitmap64))
+        works.append(BucketWork(tuple(partition), bucket_id, _compact_files(bucket),
+                                vector_files(bucket.dv_entries), full, threshold, top, plan.index_dir,
+                                plan.bitmap64))
     return works
 
 
@@ -236,39 +222,10 @@ def _compact_files(bucket: Bucket) -> tuple[CompactFile, ...]:
                              int(m.file_size or 0)) for m in bucket.files)
 
 
-def _vector_files(bucket: Bucket) -> tuple[VectorFile, ...]:
-    out = []
-    for entry in bucket.dv_entries:
-        meta = entry.index_file
-        ranges = tuple((name, int(r.offset), int(r.length),
-                        None if r.cardinality is None else int(r.cardinality))
-                       for name, r in (meta.dv_ranges or {}).items())
-        out.append(VectorFile(meta.file_name, int(meta.file_size), int(meta.row_count), meta.external_path,
-                              ranges))
-    return tuple(out)
-
-
 def _restore(table: Any, work: BucketWork, io: TableIO) -> BucketDvMaintainer:
     """The bucket's vectors from the plain description (live files only, as the plan's maintainer)."""
-    partition = partition_row(table, work.partition)
-    entries = [index_manifest_entry(table, work.partition, work.bucket, DELETION_VECTORS, v.file_name,
-                                    v.file_size, v.row_count, external_path=v.external_path,
-                                    dv_ranges=v.ranges)
-               for v in work.vectors]
-    opened: list[Any] = []
-
-    def open_index_file(meta: Any) -> Any:
-        path = meta.external_path or posixpath.join(work.index_dir, meta.file_name)
-        opened.append(io.source(path, size=meta.file_size))
-        return opened[-1]
-
-    try:
-        return BucketDvMaintainer.restore(entries, open_index_file, partition=partition, bucket=work.bucket,
-                                          bitmap64=work.bitmap64,
-                                          live_files={f.file_name for f in work.files})
-    finally:
-        for source in opened:
-            source.close()
+    return restore_plain(table, work.partition, work.bucket, work.vectors, work.index_dir, io,
+                         bitmap64=work.bitmap64, live_files={f.file_name for f in work.files})
 
 
 def compact_bucket(table: Any, work: BucketWork, io: TableIO) -> BucketCompacted:

@@ -22,7 +22,6 @@ every level); vectors are restored for live files only (:func:`maintainer`).
 
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,7 +39,8 @@ from paimon_index.errors import (
     UnsupportedTableError,
 )
 from paimon_index.fileindex.options import parse_bool, parse_int
-from paimon_index.table.fileio import FileIOSource, TableIO
+from paimon_index.table.bucket_vectors import restore
+from paimon_index.table.fileio import TableIO
 from paimon_index.table.paimon import DELETING_VALUE_KINDS, table_name, table_options
 from paimon_index.table.pk.merge import MERGE_ENGINE, ROW_KIND_COLUMN, SEQUENCE_FIELD, merge_engine
 from paimon_index.table.plan import DV_BITMAP64, DV_ENABLED
@@ -298,21 +298,8 @@ def check_merge_free(table: Any) -> bool:
 def maintainer(plan: Plan, bucket: Bucket) -> BucketDvMaintainer:
     """The bucket's vectors, restricted to its live data files (a vector of a file the snapshot no
     longer holds is dropped, never committed again)."""
-    opened: list[FileIOSource] = []
-
-    def open_index_file(meta: Any) -> FileIOSource:
-        # By range through the seam (its vectors fetched in one request), size from the manifest.
-        path = meta.external_path or posixpath.join(plan.index_dir, meta.file_name)
-        opened.append(plan.io.source(path, size=meta.file_size))
-        return opened[-1]
-
-    try:
-        return BucketDvMaintainer.restore(bucket.dv_entries, open_index_file, partition=bucket.partition,
-                                          bucket=bucket.bucket, bitmap64=plan.bitmap64,
-                                          live_files={m.file_name for m in bucket.files})
-    finally:
-        for source in opened:
-            source.close()
+    return restore(bucket.dv_entries, bucket.partition, bucket.bucket, plan.index_dir, plan.io,
+                   bitmap64=plan.bitmap64, live_files={m.file_name for m in bucket.files})
 
 
 def live_current_rows(table: Any, meta: Any, dvs: BucketDvMaintainer | None, columns: list[str],
