@@ -4,7 +4,8 @@ The source's partitions carry each (partition, bucket)'s files as unresolved ``F
 predicate and the current schema detached from pypaimon's schema manager (the mappings of the files'
 schema versions computed on the driver). The one pypaimon object a task still gets is the table's
 FileIO inside ``TableIO`` (pickled by pypaimon itself: a task must open the same store), checked
-here by name so that nothing else slips in beside it.
+here by name so that nothing else slips in beside it. The last test runs one statement per kind of
+Spark job and checks everything PySpark pickles for their tasks.
 """
 
 from __future__ import annotations
@@ -167,3 +168,78 @@ def test_merge_on_read_partitions_hold_no_pypaimon_object(spark, tmp_path: Path)
     got = spark.read.format("paimon_index").option("warehouse", warehouse).load("db.m").collect()
     assert sorted(tuple(r) for r in got) == sorted(tuple(r.values()) for r in t.read().to_pylist())
     assert len(got) == 36
+
+
+#: One statement per kind of Spark job the verbs run (append, fixed- and dynamic-bucket primary
+#: key in deletion-vectors mode, merge-on-read primary key): writes, row-level changes, reads,
+#: counts, compactions, index rewrite, overwrite.
+_EVERY_JOB = [
+    "CREATE TABLE db.a (id BIGINT, s STRING, p INT) PARTITIONED BY (p) TBLPROPERTIES ("
+    "'deletion-vectors.enabled' = 'true', 'bucket' = '-1', 'file-index.bitmap.columns' = 's')",
+    "INSERT INTO db.a SELECT id, concat('s', id % 5), CAST(id % 2 AS INT) FROM range(2000)",
+    "DELETE FROM db.a WHERE id < 100",
+    "UPDATE db.a SET s = 'u' WHERE id BETWEEN 100 AND 150",
+    "MERGE INTO db.a t USING (SELECT id, 'm' AS s, CAST(id % 2 AS INT) AS p FROM range(1900, 2100)) src "
+    "ON t.id = src.id WHEN MATCHED THEN UPDATE SET s = src.s WHEN NOT MATCHED THEN INSERT *",
+    "SELECT count(*) FROM db.a WHERE s = 'u'",
+    "SELECT * FROM db.a WHERE id = 7",
+    "CALL sys.compact(table => 'db.a')",
+    "ALTER TABLE db.a SET TBLPROPERTIES ('file-index.bloom-filter.columns' = 'id')",
+    "CALL sys.rewrite_file_index(table => 'db.a')",
+    "INSERT OVERWRITE db.a SELECT id, 'o', CAST(id % 2 AS INT) FROM range(500)",
+    "CREATE TABLE db.k (id BIGINT NOT NULL, s STRING, p INT NOT NULL) PARTITIONED BY (p) TBLPROPERTIES ("
+    "'primary-key' = 'id,p', 'bucket' = '2', 'deletion-vectors.enabled' = 'true')",
+    "INSERT INTO db.k SELECT id, concat('s', id % 5), CAST(id % 2 AS INT) FROM range(2000)",
+    "INSERT INTO db.k SELECT id, 'v2', CAST(id % 2 AS INT) FROM range(0, 2000, 3)",
+    "DELETE FROM db.k WHERE id < 100",
+    "UPDATE db.k SET s = 'u' WHERE id BETWEEN 100 AND 150",
+    "SELECT count(*) FROM db.k WHERE s = 'u'",
+    "CALL sys.compact(table => 'db.k')",
+    "INSERT OVERWRITE db.k SELECT id, 'o', CAST(id % 2 AS INT) FROM range(500)",
+    "CREATE TABLE db.d (id BIGINT NOT NULL, s STRING) TBLPROPERTIES ("
+    "'primary-key' = 'id', 'bucket' = '-1', 'deletion-vectors.enabled' = 'true')",
+    "INSERT INTO db.d SELECT id, 'a' FROM range(1000)",
+    "INSERT INTO db.d SELECT id, 'b' FROM range(500, 1500)",
+    "CALL sys.compact(table => 'db.d', compact_strategy => 'full')",
+    "CREATE TABLE db.m (id BIGINT NOT NULL, s STRING) TBLPROPERTIES ('primary-key' = 'id', 'bucket' = '2')",
+    "INSERT INTO db.m SELECT id, 'a' FROM range(1000)",
+    "DELETE FROM db.m WHERE id < 10",
+    "SELECT count(*) FROM db.m",
+    "CALL sys.compact(table => 'db.m')",
+]
+
+
+def test_no_statement_ships_a_pypaimon_object_to_a_task(spark: Any, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Everything PySpark pickles for a task on the driver -- the functions of mapInArrow and
+    applyInArrow, parallelized payloads -- checked while each kind of job runs (before: DELETE,
+    UPDATE and MERGE of an append table shipped the pinned Snapshot and IndexManifestEntry objects,
+    rewrite_file_index each file's DataFileMeta)."""
+    from pyspark import serializers
+
+    from paimon_index.spark import attach
+
+    shipped: dict[str, set[str]] = {}
+    pickled = [0]
+    statement = ["setup"]
+    dumps = serializers.CloudPickleSerializer.dumps
+
+    def recording(self: Any, obj: Any) -> bytes:
+        pickled[0] += 1
+        found = pypaimon_objects_in_function(obj)
+        if found:
+            shipped.setdefault(statement[0], set()).update(found)
+        return dumps(self, obj)
+
+    monkeypatch.setattr(serializers.CloudPickleSerializer, "dumps", recording)
+    paimon = attach(spark, warehouse=str(tmp_path))
+    paimon.sql("CREATE DATABASE db")
+    for text in _EVERY_JOB:
+        statement[0] = text
+        paimon.sql(text).collect()
+    statement[0] = "DataFrame write and the source's read"
+    paimon.table("db.a").write(spark.range(100).selectExpr("id", "'w' AS s", "CAST(id % 2 AS INT) AS p"))
+    assert spark.read.format("paimon_index").option("warehouse", str(tmp_path)).load("db.a") \
+        .filter("s = 'w'").count() == 100
+    assert pickled[0] > len(_EVERY_JOB)  # the check saw the jobs' functions
+    assert shipped == {}
