@@ -39,7 +39,7 @@ def pypaimon_objects_in_function(function: Any) -> list[str]:
 
     found: list[str] = []
 
-    class Recording(cloudpickle.Pickler):  # type: ignore[misc]
+    class Recording(cloudpickle.Pickler):
         def reducer_override(self, obj: Any) -> Any:
             if isinstance(obj, TableIO):
                 return TableIO, (None,)
