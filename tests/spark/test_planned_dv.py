@@ -179,31 +179,34 @@ def test_files_of_equal_size(spark: Any, tmp_path: Path, monkeypatch: pytest.Mon
         assert _rows(got) == _rows(_reference(spark, files, got.columns, tmp_path / path / str(id(files))))
 
 
-def test_local_relation_elsewhere(spark: Any, unpartitioned: str, tmp_path: Path,
-                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    """Off a local master the words go as a local relation (the driver's disk is not the executors')."""
-    _force(monkeypatch, "words")
-    monkeypatch.setattr(planned_module._connect, "local_master", lambda spark: False)
-    read = jobs.read_planned(spark, "db.t", warehouse=unpartitioned, use_index=False, small_read_bytes=0)
-    expected = _reference(spark, read.plan.files, read.dataframe.columns, tmp_path)
-    assert _rows(read.dataframe) == _rows(expected)
-
-
+@pytest.mark.parametrize("kind", ["append", "primary key"])
+@pytest.mark.parametrize("rows_per_task", [None, 4])
 def test_words_elsewhere_go_in_relations_a_task_can_carry(spark: Any, unpartitioned: str, tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    """Off a local master Spark collects the words' local relation for the broadcast with a job whose
-    tasks carry its rows (6.4 MB a task for a 20M-row table with 1/7 deleted on 2 cores): they go
-    in relations of at most ``_LOCAL_WORDS_PER_TASK`` rows per leaf partition, unioned."""
+                                                          monkeypatch: pytest.MonkeyPatch, kind: str,
+                                                          rows_per_task: int | None) -> None:
+    """Off a local master the words are local relations (the driver's disk is not the executors').
+    Spark collects a local relation for the broadcast with a job whose tasks carry its rows (6.4 MB
+    a task for a 20M-row table with 1/7 deleted on 2 cores): they go in relations of at most
+    ``_LOCAL_WORDS_PER_TASK`` rows per leaf partition, unioned -- one relation while they fit."""
+    warehouse = unpartitioned
+    if kind == "primary key":
+        warehouse = str(tmp_path / "pk")
+        _randomly_deleted(warehouse, kind)
     _force(monkeypatch, "words")
     monkeypatch.setattr(planned_module._connect, "local_master", lambda spark: False)
-    monkeypatch.setattr(planned_module, "_LOCAL_WORDS_PER_TASK", 4, raising=False)
-    read = jobs.read_planned(spark, "db.t", warehouse=unpartitioned, use_index=False, small_read_bytes=0)
+    if rows_per_task is not None:
+        monkeypatch.setattr(planned_module, "_LOCAL_WORDS_PER_TASK", rows_per_task, raising=False)
+    read = jobs.read_planned(spark, "db.t", warehouse=warehouse, use_index=False, small_read_bytes=0)
+    assert read.plan.primary_key == (kind == "primary key")
     leaves = read.dataframe._jdf.queryExecution().optimizedPlan().collectLeaves()
     relations = [leaves.apply(i) for i in range(leaves.size())]
     sizes = [r.data().size() for r in relations if r.getClass().getSimpleName() == "LocalRelation"]
-    step = 4 * planned_module._connect.parallelism(spark)  # no spark.sql.leafNodeDefaultParallelism here
-    assert len(sizes) > 2 and max(sizes) <= step, sizes
-    expected = _reference(spark, read.plan.files, read.dataframe.columns, tmp_path)
+    if rows_per_task is None:
+        assert len(sizes) == 1, sizes
+    else:
+        step = rows_per_task * planned_module._connect.parallelism(spark)  # no leafNodeDefaultParallelism
+        assert len(sizes) > 2 and max(sizes) <= step, sizes
+    expected = _reference(spark, read.plan.files, read.dataframe.columns, tmp_path / "reference")
     assert _rows(read.dataframe) == _rows(expected)
 
 
