@@ -118,6 +118,36 @@ def test_delete_update_merge_by_position_equal_a_model_and_java(spark: Any, tabl
     assert _java_rows(warehouse) == sorted(model.values())
 
 
+def test_changes_by_position_in_typed_partitions_equal_a_model_and_java(spark: Any, tmp_path: Path) -> None:
+    """A mark task rebuilds its bucket's partition row from plain values (it gets no pypaimon
+    object): DATE before 1970, DECIMAL, TIMESTAMP_NTZ with microseconds and escaped strings as
+    partition values, changed by Spark's DELETE / UPDATE / MERGE and the Python DELETE, then read
+    by Java Paimon."""
+    warehouse = str(tmp_path / "wh")
+    paimon = paimon_index.spark.attach(spark, warehouse=warehouse)
+    paimon.sql("CREATE DATABASE db")
+    paimon.sql("CREATE TABLE db.t (id BIGINT, v STRING, d DATE, c DECIMAL(10,2), s STRING, ts TIMESTAMP_NTZ) "
+               "PARTITIONED BY (d, c, s, ts) TBLPROPERTIES ('deletion-vectors.enabled' = 'true', "
+               "'bucket' = '-1', 'file-index.bitmap.columns' = 'v')")
+    paimon.sql("INSERT INTO db.t SELECT id, concat('v', id % 7), "
+               "date_add(DATE'1969-12-30', CAST(id % 3 AS INT)), CAST(id % 2 AS DECIMAL(10,2)) + 0.25, "
+               "CASE WHEN id % 2 = 0 THEN 'a/b c%' ELSE 'é=x' END, "
+               "TIMESTAMP_NTZ'2020-01-01 00:00:00.123456' + make_interval(0, 0, 0, 0, 0, 0, id % 2) "
+               "FROM range(3000)")
+    paimon.sql("DELETE FROM db.t WHERE id % 5 = 0")
+    paimon.sql("UPDATE db.t SET v = 'u' WHERE id % 11 = 1")
+    paimon.sql("MERGE INTO db.t t USING (SELECT id FROM range(2990, 3010)) src ON t.id = src.id "
+               "WHEN MATCHED THEN DELETE")
+    paimon_index.open_table(warehouse, "db.t").delete("id % 13 = 2")
+    model = {i: "u" if i % 11 == 1 else f"v{i % 7}" for i in range(3000)
+             if i % 5 and not 2990 <= i < 3010 and i % 13 != 2}
+    ours = paimon.sql("SELECT id, v, d, c, s FROM db.t").collect()
+    assert sorted((r["id"], r["v"]) for r in ours) == sorted(model.items())
+    assert {(r["d"].isoformat(), str(r["c"]), r["s"]) for r in ours if r["id"] in (6, 7)} == {
+        ("1969-12-30", "0.25", "a/b c%"), ("1969-12-31", "1.25", "é=x")}
+    assert sorted((int(r[0]), r[1]) for r in _java_rows(warehouse)) == sorted(model.items())
+
+
 def test_a_row_of_a_file_the_plan_does_not_hold_fails_the_read(spark: Any, table: tuple[Any, str],
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """The metadata columns come from joining each row's file name with the plan's files: a row no
