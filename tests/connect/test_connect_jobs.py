@@ -340,3 +340,25 @@ def test_a_project_error_a_task_raises_is_raised_as_itself(connect_spark) -> Non
     with pytest.raises(ConcurrentChangeError, match=r"^snapshot 3 was expired while task 7 ran: run it again$"
                        ):
         _connect.run_tasks(connect_spark, [7], refused)
+
+
+#: Spark's warning for a task over 1000 KiB, in the server's log.
+LARGE_TASK = "contains a task of very large size"
+
+
+def test_payloads_reach_their_tasks_without_a_large_task(connect_spark, connect_server) -> None:
+    """run_tasks broadcasts its pickled payloads as local relations; as one relation, eight payloads
+    of 600 KB made a 2,421 KiB task of the broadcast's collect job (the server warned). Now each
+    relation's share per leaf partition stays under LOCAL_RELATION_TASK_BYTES, and every payload
+    still reaches its own task."""
+    payloads = [bytes([i]) * (600 << 10) for i in range(8)]
+
+    def run(payload: bytes):  # type: ignore[no-untyped-def]  (nested: pickled by value)
+        yield bytes([payload[0]]) + len(payload).to_bytes(8, "little")
+
+    before = connect_server.log.read_text(errors="replace").count(LARGE_TASK)
+    done = _connect.run_tasks(connect_spark, payloads, run)
+    assert sorted(done) == sorted(bytes([i]) + (600 << 10).to_bytes(8, "little") for i in range(8))
+    log = connect_server.log.read_text(errors="replace").splitlines()
+    warnings = [line for line in log if LARGE_TASK in line]
+    assert len(warnings) == before, warnings[before:]

@@ -21,7 +21,7 @@ import pytest
 import paimon_index
 import paimon_index.spark
 import paimonsql
-from paimon_index.spark import jobs
+from paimon_index.spark import _connect, jobs
 from paimon_index.table.append_compaction import plan_compaction
 from paimon_index.table.paimon import latest_snapshot
 from payloads import pypaimon_objects
@@ -192,7 +192,6 @@ def test_a_file_a_task_finds_missing_is_named_on_the_driver(spark: Any, tmp_path
 def test_a_project_error_a_task_raises_is_raised_as_itself(spark: Any) -> None:
     """``except ConcurrentChangeError`` (retry) did not catch a refusal raised in a Spark task."""
     from paimon_index.errors import ConcurrentChangeError, CorruptFileError
-    from paimon_index.spark import _connect
 
     def refused(payload: int) -> Any:
         if payload == 2:
@@ -224,3 +223,28 @@ def test_a_project_error_a_task_raises_is_raised_as_itself(spark: Any) -> None:
     with pytest.raises(Exception, match="ZeroDivisionError") as other:
         _connect.run_tasks(spark, [0], lambda payload: iter([bytes(1 // payload)]))
     assert not isinstance(other.value, ConcurrentChangeError)
+
+
+def test_local_relations_split_rows_by_the_bytes_a_task_carries(spark: Any, monkeypatch: pytest.MonkeyPatch
+                                                                ) -> None:
+    """_connect.local_relations: rows in order, each relation's bytes over the leaf partitions
+    within LOCAL_RELATION_TASK_BYTES, a heavier row alone in its own relation."""
+    from pyspark.sql.types import BinaryType, LongType, StructField, StructType
+
+    monkeypatch.setattr(_connect, "LOCAL_RELATION_TASK_BYTES", 1000)
+    leaf = _connect.leaf_parallelism(spark)
+    sizes = [10, 300, 5000 * leaf, 0, 700, 40, 2000, 1, 1]
+    rows = pa.table({"id": pa.array(range(len(sizes)), pa.int64()),
+                     "payload": pa.array([bytes(n) for n in sizes], pa.binary())})
+    schema = StructType([StructField("id", LongType(), False), StructField("payload", BinaryType(), False)])
+    df = _connect.local_relations(spark, rows, schema)
+    assert [(r["id"], len(r["payload"])) for r in df.collect()] == list(enumerate(sizes))
+    leaves = df._jdf.queryExecution().optimizedPlan().collectLeaves()
+    relations = [leaves.apply(i).data().size() for i in range(leaves.size())]
+    assert sum(relations) == len(sizes) and len(relations) > 2
+    weights = _connect._row_bytes(rows)
+    first = 0
+    for count in relations:  # the relations in order, each within the budget unless one row
+        assert count == 1 or int(weights[first:first + count].sum()) <= 1000 * leaf
+        first += count
+    assert _connect.local_relations(spark, rows.slice(0, 0), schema).count() == 0

@@ -187,15 +187,15 @@ def test_words_elsewhere_go_in_relations_a_task_can_carry(spark: Any, unpartitio
     """Off a local master the words are local relations (the driver's disk is not the executors').
     Spark collects a local relation for the broadcast with a job whose tasks carry its rows (6.4 MB
     a task for a 20M-row table with 1/7 deleted on 2 cores): they go in relations of at most
-    ``_LOCAL_WORDS_PER_TASK`` rows per leaf partition, unioned -- one relation while they fit."""
+    ``_connect.LOCAL_RELATION_TASK_BYTES`` a leaf partition, unioned -- one relation while they fit."""
     warehouse = unpartitioned
     if kind == "primary key":
         warehouse = str(tmp_path / "pk")
         _randomly_deleted(warehouse, kind)
     _force(monkeypatch, "words")
     monkeypatch.setattr(planned_module._connect, "local_master", lambda spark: False)
-    if rows_per_task is not None:
-        monkeypatch.setattr(planned_module, "_LOCAL_WORDS_PER_TASK", rows_per_task, raising=False)
+    if rows_per_task is not None:  # a word's row weighs 42 bytes in a task
+        monkeypatch.setattr(planned_module._connect, "LOCAL_RELATION_TASK_BYTES", rows_per_task * 42)
     read = jobs.read_planned(spark, "db.t", warehouse=warehouse, use_index=False, small_read_bytes=0)
     assert read.plan.primary_key == (kind == "primary key")
     leaves = read.dataframe._jdf.queryExecution().optimizedPlan().collectLeaves()

@@ -118,10 +118,6 @@ _RANGE_RUNS = 16
 #: job for the few rows a point change deletes (TPC-H's part after its upsert: 96 positions).
 _SET_POSITIONS = 400
 _INT_ROWS = 1 << 31
-#: Off a local master, the words are local relations of at most this many rows per leaf partition
-#: (~42 bytes a row in a task: ~0.7 MB), see :func:`_deleted_frame`.
-_LOCAL_WORDS_PER_TASK = 16384
-_LEAF_PARALLELISM = "spark.sql.leafNodeDefaultParallelism"
 #: The data file's name (URI-decoded) of each row of a read with the metadata columns, joined with
 #: the plan's files for their path, partition and bucket (:func:`_with_metadata`).
 _NAME = "__paimon_index_file_name__"
@@ -374,8 +370,9 @@ def _deleted_frame(spark: SparkSession, batch: Sequence[FilePlan], positions_of:
     relation (``createDataFrame``) is shipped inside the broadcast job's tasks, which measured 14 MiB
     per task for 15% of TPC-H SF1's lineitem deleted and a planned Q6 ~4x slower than without the
     vectors. Elsewhere (a cluster, Spark Connect) the driver's disk is not the executors': local
-    relations of at most :data:`_LOCAL_WORDS_PER_TASK` rows per leaf partition, unioned (one relation
-    was 6.4 MB a task for a 20M-row table with 1/7 of its rows deleted on 2 cores; 0.68 MB so).
+    relations (:func:`~paimon_index.spark._connect.local_relations`) of at most 640 KiB a leaf
+    partition, unioned (one relation was 6.4 MB a task for a 20M-row table with 1/7 of its rows
+    deleted on 2 cores; 0.68 MB so).
     """
     from pyspark.sql.types import LongType, StructField, StructType
 
@@ -384,22 +381,8 @@ def _deleted_frame(spark: SparkSession, batch: Sequence[FilePlan], positions_of:
     if _connect.local_master(spark):
         return _parquet(spark, schema, [_scratch_file("words", words)])
     # Spark collects a local relation for the broadcast with a job whose tasks carry its rows, a
-    # share per leaf partition: relations of at most _LOCAL_WORDS_PER_TASK rows per such partition
-    # keep each task small (one relation of 31,000 words measured 650 KB a task on 2 cores).
-    step = _LOCAL_WORDS_PER_TASK * _leaf_parallelism(spark)
-    out = None
-    for first in range(0, max(words.num_rows, 1), step):
-        part = spark.createDataFrame(words.slice(first, step), schema)
-        out = part if out is None else out.union(part)
-    assert out is not None
-    return out
-
-
-def _leaf_parallelism(spark: SparkSession) -> int:
-    """How many partitions Spark gives a local relation's scan (``spark.sql.leafNodeDefaultParallelism``,
-    else the default parallelism); its rows are spread over them."""
-    configured = spark.conf.get(_LEAF_PARALLELISM, None)
-    return max(1, int(configured)) if configured else _connect.parallelism(spark)
+    # share per leaf partition: _connect.local_relations keeps each share small.
+    return _connect.local_relations(spark, words, schema)
 
 
 def _unreadable_store(spark: SparkSession, files: Sequence[FilePlan]) -> str | None:
