@@ -26,9 +26,14 @@ pytestmark = pytest.mark.spark
 
 
 def _partitions(warehouse: str, name: str) -> list[Any]:
+    """The source's partitions; the reader that read them (pickled to every task) and the writer
+    hold no pypaimon object either."""
     source = PaimonIndexDataSource({"warehouse": warehouse, "path": name})
     reader = source.reader(source.schema())
-    return list(reader.partitions())
+    partitions = list(reader.partitions())
+    assert pypaimon_objects_in_function(reader) == []
+    assert pypaimon_objects_in_function(source.writer(source.schema(), False)) == []
+    return partitions
 
 
 @pytest.mark.parametrize("kind", ["append", "primary-key"])
