@@ -44,7 +44,7 @@ from paimon_index.table.files import (
     PARTITION_COLUMN,
     ROW_INDEX_COLUMN,
 )
-from paimon_index.table.row_level import RowChangePlan, mark_positions, write_rows
+from paimon_index.table.row_level import RowChangePlan, bucket_plan, mark_positions, write_rows
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -128,7 +128,7 @@ def _mark_task(plan: RowChangePlan, warehouse: str, table: str,
             by_file.setdefault(path, []).append(np.frombuffer(blob, dtype=np.int64))
         positions = {path: np.concatenate(chunks) for path, chunks in by_file.items()}
         marked = sum(len(p) for p in positions.values())
-        planned = RowChangePlan(snapshot_id, [], buckets).bucket(partition, bucket)
+        planned = bucket_plan(buckets, snapshot_id, partition, bucket)
         opened = open_table(warehouse, table, catalog_options=catalog_options)  # its partition fields
         return _pickled([mark_positions(opened, planned, positions)], marked)
 

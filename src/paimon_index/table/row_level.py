@@ -80,6 +80,7 @@ __all__ = [
     "RowChangePlan",
     "assigned_rows",
     "assignment_columns",
+    "bucket_plan",
     "change_rows",
     "commit_row_change",
     "delete_arrow",
@@ -122,11 +123,18 @@ class RowChangePlan:
     snapshot: Any = None  # the pinned pypaimon Snapshot (driver side), the commit's only allowed base
 
     def bucket(self, partition: str, bucket: int) -> BucketPlan:
-        try:
-            return self.buckets[(partition, bucket)]
-        except KeyError:
-            raise PaimonIndexError(f"bucket {bucket} of partition {partition!r} is not in snapshot "
-                                   f"{self.snapshot_id}") from None
+        return bucket_plan(self.buckets, self.snapshot_id, partition, bucket)
+
+
+def bucket_plan(buckets: Mapping[tuple[str, int], BucketPlan], snapshot_id: int, partition: str,
+                bucket: int) -> BucketPlan:
+    """The plan of ``(partition text, bucket)`` among a row change's ``buckets`` (what a Spark
+    task holds of the plan: no pinned snapshot)."""
+    try:
+        return buckets[(partition, bucket)]
+    except KeyError:
+        raise PaimonIndexError(f"bucket {bucket} of partition {partition!r} is not in snapshot "
+                               f"{snapshot_id}") from None
 
 
 def _check_table(table: PaimonTable) -> dict[str, str]:
