@@ -242,7 +242,7 @@ def test_local_relations_split_rows_by_the_bytes_a_task_carries(spark: Any, monk
     leaves = df._jdf.queryExecution().optimizedPlan().collectLeaves()
     relations = [leaves.apply(i).data().size() for i in range(leaves.size())]
     assert sum(relations) == len(sizes) and len(relations) > 2
-    weights = _connect._row_bytes(rows)
+    weights = _connect.row_bytes(rows)
     first = 0
     for count in relations:  # the relations in order, each within the budget unless one row
         assert count == 1 or int(weights[first:first + count].sum()) <= 1000 * leaf

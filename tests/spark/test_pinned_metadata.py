@@ -92,6 +92,25 @@ def test_positions_are_the_data_files_own_and_equal_the_sources(spark: Any, tabl
     assert _rows(source, df.columns) == got
 
 
+def test_the_plans_files_go_in_relations_a_task_can_carry(spark: Any, table: tuple[Any, str],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The metadata columns join each row's file with one row per planned file, broadcast: a
+    table of many thousand files puts them in several local relations, each task's share within
+    ``LOCAL_RELATION_TASK_BYTES``, and the rows are those of one relation."""
+    from paimon_index.spark import _connect
+
+    paimon, warehouse = table
+    paimon.sql("DELETE FROM db.t WHERE id % 7 = 0")
+    one = read_planned(spark, "db.t", warehouse=warehouse, small_read_bytes=0, metadata=True).dataframe
+    monkeypatch.setattr(_connect, "LOCAL_RELATION_TASK_BYTES", 300)  # ~250 bytes a file's row here
+    split = read_planned(spark, "db.t", warehouse=warehouse, small_read_bytes=0, metadata=True).dataframe
+    leaves = split._jdf.queryExecution().optimizedPlan().collectLeaves()
+    relations = [leaves.apply(i) for i in range(leaves.size())
+                 if leaves.apply(i).getClass().getSimpleName() == "LocalRelation"]
+    assert len(relations) > 2
+    assert _rows(split, split.columns) == _rows(one, one.columns)
+
+
 def test_delete_update_merge_by_position_equal_a_model_and_java(spark: Any, table: tuple[Any, str]) -> None:
     paimon, warehouse = table
     model = {i: (i, s, p) for i, s, p in _model(400)}

@@ -130,6 +130,34 @@ def test_when_the_small_path_is_not_taken(spark: Any, warehouse: str, monkeypatc
         jobs.read(spark, "db.t", warehouse=warehouse, small_read_bytes=-1)
 
 
+def _local_relation_rows(df: Any) -> int:
+    leaves = df._jdf.queryExecution().optimizedPlan().collectLeaves()
+    return sum(leaves.apply(i).data().size() for i in range(leaves.size())
+               if leaves.apply(i).getClass().getSimpleName() == "LocalRelation")
+
+
+def test_heavy_rows_do_not_travel_inside_tasks(spark: Any, warehouse: str, monkeypatch: Any) -> None:
+    """A local relation's rows travel inside the tasks of any job over it (an aggregate, a
+    broadcast): 1,800 candidate rows of 10 KB strings made an 8.9 MB task. Rows that would put more
+    than ``LOCAL_RELATION_TASK_BYTES`` in a task go to Spark as a scratch Parquet file on a local
+    master, and are left to Spark's reader elsewhere."""
+    live = _live_rows(spark, warehouse)
+    where = "id < 60"
+    want = _key(live.filter(where).collect())
+    live.unpersist()
+    light = jobs.read_planned(spark, "db.t", where, warehouse=warehouse)
+    assert light.small_rows and _local_relation_rows(light.dataframe) == light.small_rows
+    monkeypatch.setattr(planned._connect, "LOCAL_RELATION_TASK_BYTES", 1000)  # ~100 bytes a row here
+    heavy = jobs.read_planned(spark, "db.t", where, warehouse=warehouse)
+    assert heavy.small_rows == light.small_rows and _local_relation_rows(heavy.dataframe) == 0
+    assert "rows-" in heavy.dataframe._jdf.queryExecution().toString()  # the scratch file
+    assert _key(heavy.dataframe.collect()) == want and want
+    monkeypatch.setattr(planned._connect, "local_master", lambda spark: False)
+    elsewhere = jobs.read_planned(spark, "db.t", where, warehouse=warehouse)
+    assert elsewhere.small_rows is None and _local_relation_rows(elsewhere.dataframe) == 0
+    assert _key(elsewhere.dataframe.collect()) == want
+
+
 #: Queries whose indexes select the rows of every file they keep (bitmap on s, range bitmap on m).
 SELECTING = [
     "s = 's4'",

@@ -3,6 +3,7 @@
     is_connect(spark) -> bool                  a Spark Connect client session (no JVM here)
     parallelism(spark) -> int                  the cluster's default parallelism, in both modes
     local_relations(spark, rows, schema) -> DataFrame   Arrow rows as local relations a task can carry
+    carried_bytes(spark, rows) -> int | None   the bytes of rows one local relation puts in a task
     run_tasks(spark, payloads, run) -> list    one Spark task per payload, their results on the driver
     task_errors(what)                          a project exception a task raised, raised on the driver
     quoted(name) -> str                        a column name as Spark SQL text (`a.b` stays one name)
@@ -104,7 +105,7 @@ def leaf_parallelism(spark: SparkSession) -> int:
     return max(1, int(configured)) if configured else parallelism(spark)
 
 
-def _row_bytes(rows: pa.Table) -> np.ndarray:
+def row_bytes(rows: pa.Table) -> np.ndarray:
     """Each row's bytes as Spark's UnsafeRow holds it (a null word per 64 fields, 8 bytes a field,
     variable-length values rounded up to 8), plus the task's overhead per row."""
     fields = rows.num_columns
@@ -119,6 +120,18 @@ def _row_bytes(rows: pa.Table) -> np.ndarray:
     return out
 
 
+def carried_bytes(spark: SparkSession, rows: Sequence[pa.Table]) -> int | None:
+    """The bytes a task carries when ``rows`` go to Spark as one local relation (their estimated
+    UnsafeRow bytes over :func:`leaf_parallelism`), or None when that is at most
+    :data:`LOCAL_RELATION_TASK_BYTES` (decided without asking Spark when the rows weigh no more
+    than that in all)."""
+    total = sum(int(row_bytes(t).sum()) for t in rows if t.num_rows)
+    if total <= LOCAL_RELATION_TASK_BYTES:
+        return None
+    share = -(-total // leaf_parallelism(spark))
+    return share if share > LOCAL_RELATION_TASK_BYTES else None
+
+
 def local_relations(spark: SparkSession, rows: pa.Table, schema: StructType) -> DataFrame:
     """``rows`` as local relations (``createDataFrame``) unioned, each small enough that a task of
     the job Spark collects it with for a broadcast carries at most :data:`LOCAL_RELATION_TASK_BYTES`
@@ -127,7 +140,7 @@ def local_relations(spark: SparkSession, rows: pa.Table, schema: StructType) -> 
     if rows.num_rows == 0:
         return spark.createDataFrame(rows, schema)
     budget = LOCAL_RELATION_TASK_BYTES * leaf_parallelism(spark)
-    ends = np.cumsum(_row_bytes(rows))  # bytes up to and including each row
+    ends = np.cumsum(row_bytes(rows))  # bytes up to and including each row
     out: DataFrame | None = None
     first = 0
     while first < rows.num_rows:

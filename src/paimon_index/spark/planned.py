@@ -627,8 +627,14 @@ def _with_metadata(spark: SparkSession, scanned: DataFrame, files: Sequence[File
 
     schema = StructType([StructField(name, IntegerType() if name == BUCKET_COLUMN else StringType(), False)
                          for name in (_NAME, FILE_PATH_COLUMN, PARTITION_COLUMN, BUCKET_COLUMN)])
-    placed = spark.createDataFrame(
-        [(f.name, f.path, partition_text(partition_keys, f.partition), int(f.bucket)) for f in files], schema)
+    # One row per file (~200 bytes): a table of many thousand files is several relations, so the
+    # broadcast's collect job carries no multi-MB task.
+    placed = _connect.local_relations(spark, pa.table({
+        _NAME: pa.array([f.name for f in files], pa.string()),
+        FILE_PATH_COLUMN: pa.array([f.path for f in files], pa.string()),
+        PARTITION_COLUMN: pa.array([partition_text(partition_keys, f.partition) for f in files], pa.string()),
+        BUCKET_COLUMN: pa.array([int(f.bucket) for f in files], pa.int32()),
+    }), schema)
     joined = scanned.join(F.broadcast(placed), [_NAME], "left_outer")
     unknown = F.concat(F.lit("paimon-index: a row of data file "), F.col(_NAME),
                        F.lit(" that the read's plan does not hold"))
@@ -756,7 +762,13 @@ def _small_read(spark: SparkSession, plan: ReadPlan, groups: Mapping[int, _Group
     rows = sum(t.num_rows for t in tables)
     if rows > (local_limit if local else SMALL_READ_ROWS):
         return None
-    as_file = rows > SMALL_READ_ROWS
+    # A local relation's rows travel inside the tasks of any job over it (an aggregate, a join's
+    # broadcast): 1,800 rows of 10 KB strings made a 8.9 MB task. Heavy rows go as a scratch file
+    # where the executors read the driver's disk, else Spark's reader reads the files.
+    heavy = rows <= SMALL_READ_ROWS and _connect.carried_bytes(spark, tables) is not None
+    if heavy and not _connect.local_master(spark):
+        return None
+    as_file = rows > SMALL_READ_ROWS or heavy
     parts: dict[int, list[pa.Table]] = {}
     for (f, _, _), table in zip(reading, tables, strict=True):
         parts.setdefault(f.schema_id, []).append(table)
