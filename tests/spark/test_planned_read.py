@@ -115,6 +115,40 @@ def test_plan_shape(spark: Any, warehouse: str) -> None:
     assert _ids(old.dataframe) == [i for i in range(10) if i % 5 != 3 and i != 5]
 
 
+def _file_status_cache_entries(spark: Any) -> int:
+    """Entries of Spark's shared file status cache (``FileStatusCache.sharedCache``)."""
+    jvm = spark.sparkContext._jvm
+    holder = jvm.java.lang.Class.forName("org.apache.spark.sql.execution.datasources.FileStatusCache$")
+    field = holder.getDeclaredField("sharedCache")
+    field.setAccessible(True)
+    shared = field.get(None)
+    if shared is None:
+        return 0
+    inner = shared.getClass().getDeclaredField(
+        "org$apache$spark$sql$execution$datasources$SharedInMemoryCache$$cache")
+    inner.setAccessible(True)
+    return int(inner.get(shared).size())
+
+
+def test_reads_leave_nothing_in_sparks_file_status_cache(spark: Any, warehouse: str) -> None:
+    """Each planned read's Parquet relation would cache its files' statuses under a key no later
+    read asks for (10 entries a read of 10 files, kept up to 250 MB in a long session); the read
+    gives its relations no cache, and the session's settings are as they were."""
+    spark.read.parquet(*_table(warehouse).new_read_builder().new_scan().plan().splits()[0].file_paths).count()
+    before = _file_status_cache_entries(spark)
+    assert before > 0  # the cache is on in this session: Spark's own read of a file used it
+    spark.conf.set("spark.sql.sources.parallelPartitionDiscovery.threshold", "7")
+    try:
+        for k in range(3):
+            df = jobs.read(spark, "db.t", f"id >= {k}", warehouse=warehouse, small_read_bytes=0)
+            assert df.count() > 0
+        assert _file_status_cache_entries(spark) == before
+        assert spark.conf.get("spark.sql.sources.parallelPartitionDiscovery.threshold") == "7"
+        assert spark.conf.get("spark.sql.hive.filesourcePartitionFileCacheSize", None) is None
+    finally:
+        spark.conf.unset("spark.sql.sources.parallelPartitionDiscovery.threshold")
+
+
 def test_empty_topn_and_errors(spark: Any, warehouse: str) -> None:
     none = jobs.read_planned(spark, "db.t", "id = -1", warehouse=warehouse)
     assert none.plan.files == () and none.dataframe.count() == 0

@@ -131,8 +131,10 @@ _ROWS_PER_RANGE_PARTITION = 1 << 26
 #: backslash, they are literal. (Spark's internal ``__globPaths__=false`` option is no fix: with it,
 #: such a path is listed twice and every row read twice, measured on Spark 4.1.)
 _GLOB = re.compile(r"([\\\[\]{}*?])")
-#: Spark lists more paths than this with a distributed job (see :func:`_no_listing_job`).
+#: Spark lists more paths than this with a distributed job (see :func:`_resolving_files`).
 _LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+#: The size of Spark's shared file status cache; at 0 a relation made gets no cache (ibid.).
+_FILE_STATUS_CACHE = "spark.sql.hive.filesourcePartitionFileCacheSize"
 #: Default of ``small_read_bytes``: the most Parquet column-chunk bytes the driver reads itself for a
 #: selective query instead of running a Spark scan. Measured (2M-row primary-key table, 8 files,
 #: 1,914 rows selected by a bitmap spread over ~26 MB of row groups, local[2]): the driver's read
@@ -781,7 +783,8 @@ def _small_read(spark: SparkSession, plan: ReadPlan, groups: Mapping[int, _Group
         if not found:
             local_rows = spark.createDataFrame([], schema)
         elif as_file:
-            local_rows = _parquet(spark, schema, [_scratch_file(_ROWS_KIND, pa.concat_tables(found))])
+            with _resolving_files(spark, 1):
+                local_rows = _parquet(spark, schema, [_scratch_file(_ROWS_KIND, pa.concat_tables(found))])
         else:
             local_rows = _local_frame(spark, pa.concat_tables(found), schema)
         part = group.project(local_rows, current)
@@ -1031,20 +1034,31 @@ def _shield_floats(df: DataFrame, schema: Any, keep: Sequence[str] = ()) -> Data
 
 
 @contextlib.contextmanager
-def _no_listing_job(spark: SparkSession, files: int) -> Iterator[None]:
-    """Spark lists the paths given to ``spark.read.parquet`` when the DataFrame is made, with a Spark
-    job once there are more than 32 of them; the plan already knows every file, so the listing stays
-    on the driver (one status call per file) while this read's DataFrames are made."""
+def _resolving_files(spark: SparkSession, files: int) -> Iterator[None]:
+    """While a read's Parquet relations are made (``spark.read.parquet``, which resolves them at once
+    in classic mode; a Connect server resolves them when it runs the plan, where this does nothing).
+
+    Spark lists the paths given with a Spark job once there are more than 32 of them; the plan
+    already knows every file, so the listing stays on the driver (one status call per file). And
+    each relation's file index would keep its files' statuses in Spark's shared file status cache
+    under a key of its own, which no later read asks for (10 entries a read of 10 files, 200 after
+    20 reads; 9,806 in 4 minutes of the slow generated-SQL suite), held until the cache's 250 MB
+    (``spark.sql.hive.filesourcePartitionFileCacheSize``); with that size 0 Spark gives the index
+    no cache.
+    """
     conf = spark.conf
-    previous = conf.get(_LISTING_THRESHOLD, None)
-    conf.set(_LISTING_THRESHOLD, str(max(files + 1, 32)))
+    changed = {_LISTING_THRESHOLD: str(max(files + 1, 32)), _FILE_STATUS_CACHE: "0"}
+    previous = {key: conf.get(key, None) for key in changed}
+    for key, value in changed.items():
+        conf.set(key, value)
     try:
         yield
     finally:
-        if previous is None:
-            conf.unset(_LISTING_THRESHOLD)
-        else:
-            conf.set(_LISTING_THRESHOLD, previous)
+        for key, value in previous.items():
+            if value is None:
+                conf.unset(key)
+            else:
+                conf.set(key, value)
 
 
 def _order_columns(orders: Sequence[SortOrder]) -> list[Any]:
@@ -1150,7 +1164,7 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
 
         added = None if not metadata else {_NAME: _file_name_column(),
                                            ROW_INDEX_COLUMN: F.col("_metadata.row_index")}
-        with _no_listing_job(spark, len(plan.files)):
+        with _resolving_files(spark, len(plan.files)):
             for sid, group in groups.items():
                 part = _scan(spark, group, [f for f in plan.files if f.schema_id == sid], current, added)
                 df = part if df is None else df.unionByName(part)
