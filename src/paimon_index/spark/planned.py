@@ -1054,11 +1054,11 @@ def _resolving_files(spark: SparkSession, files: int) -> Iterator[None]:
     try:
         yield
     finally:
-        for key, value in previous.items():
-            if value is None:
+        for key, before in previous.items():
+            if before is None:
                 conf.unset(key)
             else:
-                conf.set(key, value)
+                conf.set(key, before)
 
 
 def _order_columns(orders: Sequence[SortOrder]) -> list[Any]:
