@@ -149,6 +149,35 @@ def test_reads_leave_nothing_in_sparks_file_status_cache(spark: Any, warehouse: 
         spark.conf.unset("spark.sql.sources.parallelPartitionDiscovery.threshold")
 
 
+def test_overlapping_reads_put_the_sessions_settings_back(spark: Any, warehouse: str) -> None:
+    """Reads on one session from several threads overlap while they make their relations: each
+    saved and put back the session's settings itself, so one that started second and ended last
+    left the first one's values behind (the listing threshold and a file status cache of size 0,
+    for every later query of the session). Overlapped here in the order threads can take."""
+    from paimon_index.spark import planned
+
+    threshold = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+    first, second = planned._resolving_files(spark, 40), planned._resolving_files(spark, 90)
+    first.__enter__()
+    second.__enter__()
+    assert spark.conf.get(threshold) == "91" and spark.conf.get(planned._FILE_STATUS_CACHE) == "0"
+    first.__exit__(None, None, None)
+    assert spark.conf.get(threshold) == "91"  # the second still makes its relations
+    second.__exit__(None, None, None)
+    assert spark.conf.get(threshold, None) is None
+    assert spark.conf.get(planned._FILE_STATUS_CACHE, None) is None
+    # and real threads, each reading while the others do
+    from concurrent.futures import ThreadPoolExecutor
+
+    want = jobs.read(spark, "db.t", "id >= 10", warehouse=warehouse, small_read_bytes=0).count()
+    with ThreadPoolExecutor(4) as pool:
+        counts = list(pool.map(lambda k: jobs.read(spark, "db.t", "id >= 10", warehouse=warehouse,
+                                                   small_read_bytes=0).count(), range(12)))
+    assert counts == [want] * 12
+    assert spark.conf.get(threshold, None) is None
+    assert spark.conf.get(planned._FILE_STATUS_CACHE, None) is None
+
+
 def test_empty_topn_and_errors(spark: Any, warehouse: str) -> None:
     none = jobs.read_planned(spark, "db.t", "id = -1", warehouse=warehouse)
     assert none.plan.files == () and none.dataframe.count() == 0

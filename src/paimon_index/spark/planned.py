@@ -1033,6 +1033,20 @@ def _shield_floats(df: DataFrame, schema: Any, keep: Sequence[str] = ()) -> Data
     return df.select(*columns, *[F.col(k) for k in keep])
 
 
+@dataclass
+class _Resolving:
+    """A session's settings while reads make their relations (:func:`_resolving_files`)."""
+
+    previous: dict[str, str | None]  # the session's own values (None: not set)
+    readers: int = 0
+    threshold: int = 0
+
+
+_RESOLVING_CONFS = (_LISTING_THRESHOLD, _FILE_STATUS_CACHE)
+_RESOLVING_LOCK = threading.Lock()
+_resolving: dict[int, _Resolving] = {}
+
+
 @contextlib.contextmanager
 def _resolving_files(spark: SparkSession, files: int) -> Iterator[None]:
     """While a read's Parquet relations are made (``spark.read.parquet``, which resolves them at once
@@ -1046,19 +1060,30 @@ def _resolving_files(spark: SparkSession, files: int) -> Iterator[None]:
     (``spark.sql.hive.filesourcePartitionFileCacheSize``); with that size 0 Spark gives the index
     no cache.
     """
-    conf = spark.conf
-    changed = {_LISTING_THRESHOLD: str(max(files + 1, 32)), _FILE_STATUS_CACHE: "0"}
-    previous = {key: conf.get(key, None) for key in changed}
-    for key, value in changed.items():
-        conf.set(key, value)
+    # Reads on one session may overlap (threads): the first to start saves the session's values,
+    # the last to end puts them back, and the threshold is the most any of them needs.
+    key = id(spark)
+    with _RESOLVING_LOCK:
+        held = _resolving.get(key)
+        if held is None:
+            held = _resolving[key] = _Resolving({k: spark.conf.get(k, None) for k in _RESOLVING_CONFS})
+            spark.conf.set(_FILE_STATUS_CACHE, "0")
+        held.readers += 1
+        if files + 1 > held.threshold:
+            held.threshold = max(files + 1, 32)
+            spark.conf.set(_LISTING_THRESHOLD, str(held.threshold))
     try:
         yield
     finally:
-        for key, before in previous.items():
-            if before is None:
-                conf.unset(key)
-            else:
-                conf.set(key, before)
+        with _RESOLVING_LOCK:
+            held.readers -= 1
+            if held.readers == 0:
+                del _resolving[key]
+                for name, before in held.previous.items():
+                    if before is None:
+                        spark.conf.unset(name)
+                    else:
+                        spark.conf.set(name, before)
 
 
 def _order_columns(orders: Sequence[SortOrder]) -> list[Any]:
