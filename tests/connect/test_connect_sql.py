@@ -120,3 +120,24 @@ def test_text_sparks_parser_refuses_is_refused_over_connect(connect_spark, tmp_p
     paimon.sql("CREATE DATABASE db2")
     assert sorted(paimon.databases()) == ["db", "db2"]
     assert [r[0] for r in connect_spark.sql("SHOW DATABASES").collect() if r[0] == "db2"] == []
+
+
+def test_statements_from_other_threads_through_spark_connect(connect_spark, tmp_path: Path) -> None:
+    """As in classic mode (tests/spark/test_threads.py): writes through the source and reads from
+    threads other than the one that made the client session; the server's session runs each."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    paimon = attach(connect_spark, warehouse=str(tmp_path / "w"))
+    paimon.sql("CREATE DATABASE db")
+    primary_key = ", 'primary-key' = 'id', 'bucket' = '2'"
+    for t in range(2):
+        paimon.sql(f"CREATE TABLE db.t{t} (id BIGINT NOT NULL, s STRING) TBLPROPERTIES "
+                   f"('deletion-vectors.enabled' = 'true'{primary_key if t else ''})")
+
+    def work(t: int) -> list[tuple[object, ...]]:
+        paimon.sql(f"INSERT INTO db.t{t} VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+        paimon.sql(f"DELETE FROM db.t{t} WHERE id = 2")
+        return sorted(tuple(r) for r in paimon.sql(f"SELECT * FROM db.t{t}").collect())
+
+    with ThreadPoolExecutor(2) as pool:
+        assert list(pool.map(work, range(2))) == [[(1, "a"), (3, "c")]] * 2

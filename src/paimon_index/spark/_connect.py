@@ -8,6 +8,7 @@
     task_errors(what)                          a project exception a task raised, raised on the driver
     quoted(name) -> str                        a column name as Spark SQL text (`a.b` stays one name)
     local_master(spark) -> bool                this process is the driver of a local master
+    active_session(spark)                      within: the source is found from this thread too
 
 A Spark Connect client has no ``SparkContext``: no accumulators, no ``parallelize``, no
 ``defaultParallelism``, no Py4J. Everything here is DataFrame API, which both modes share; what
@@ -151,6 +152,37 @@ def local_relations(spark: SparkSession, rows: pa.Table, schema: StructType) -> 
         first = last
     assert out is not None
     return out
+
+
+#: The JVM class PySpark's classic session wraps (its companion's static forwarders).
+_CLASSIC_SESSION = "org.apache.spark.sql.classic.SparkSession"
+
+
+@contextmanager
+def active_session(spark: SparkSession) -> Iterator[None]:
+    """Within it, ``spark`` is the active session of this thread's JVM thread.
+
+    Spark finds a Python data source by its name (``format("paimon_index")``) in the *active*
+    session only (``DataSource.lookupDataSource`` asks ``SparkSession.getActiveSession``, a
+    thread-local), which PySpark sets in the thread that made the session: from another Python
+    thread (Py4J pairs it with a JVM thread of its own) every read and write through the source
+    failed with ``ClassNotFoundException: paimon_index.DefaultSource``. The thread's own active
+    session is put back after. Nothing to do through Spark Connect (the server's session runs
+    the plan).
+    """
+    if is_connect(spark):
+        yield
+        return
+    session = getattr(spark._jvm, _CLASSIC_SESSION)
+    before = session.getActiveSession()
+    session.setActiveSession(spark._jsparkSession)
+    try:
+        yield
+    finally:
+        if before.isDefined():
+            session.setActiveSession(before.get())
+        else:
+            session.clearActiveSession()
 
 
 @contextmanager

@@ -212,7 +212,8 @@ def write(df: DataFrame, table: str, mode: str = APPEND, *, warehouse: str,
     counted, rows = _tasks.counted(df.sparkSession, df)
     writer = counted.write.format(SOURCE_NAME).options(**dict(catalog_options or {}))
     user = new_commit_user()  # the snapshot is found by its commit user: others may commit meanwhile
-    writer.option(WAREHOUSE, warehouse).option(COMMIT_USER, user).mode(mode).save(table)
+    with _connect.active_session(df.sparkSession):
+        writer.option(WAREHOUSE, warehouse).option(COMMIT_USER, user).mode(mode).save(table)
     snapshot = snapshot_of_user(_opened(warehouse, table, catalog_options), user, before)
     return _result(warehouse, table, catalog_options, mode, snapshot, int(rows.value))
 
@@ -310,8 +311,9 @@ def _upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
     shuffled = _tasks.bucket_owned(df, paimon_table, warehouse, table, catalog_options, count)
     writer_options[BUCKET_EXCLUSIVE] = "true"
     user = new_commit_user()  # the snapshot is found by its commit user: others may commit meanwhile
-    shuffled.write.format(SOURCE_NAME).options(**writer_options).option(COMMIT_USER, user) \
-        .mode("append").save(table)
+    with _connect.active_session(spark):
+        shuffled.write.format(SOURCE_NAME).options(**writer_options).option(COMMIT_USER, user) \
+            .mode("append").save(table)
     snapshot = snapshot_of_user(_opened(warehouse, table, catalog_options), user, planned_id)
     if snapshot is None:
         return None, 0
@@ -396,9 +398,10 @@ def _read_pinned(spark: SparkSession, warehouse: str, table: str, plan: RowChang
     # Pushdown forced on (the private key; users cannot): every scan of this DataFrame (UPDATE scans
     # it twice) pushes the same filter, so the read plan Spark 4.1-4.3 share between them is right
     # for each (docs/semantics.md).
-    pinned = (_source(spark, warehouse, catalog_options).option(METADATA, "true")
-              .option(SNAPSHOT_ID, str(plan.snapshot_id)).option(CURRENT_SCHEMA, "true")
-              .option(SINGLE_SCAN_PUSHDOWN, "true").load(table))
+    with _connect.active_session(spark):
+        pinned = (_source(spark, warehouse, catalog_options).option(METADATA, "true")
+                  .option(SNAPSHOT_ID, str(plan.snapshot_id)).option(CURRENT_SCHEMA, "true")
+                  .option(SINGLE_SCAN_PUSHDOWN, "true").load(table))
     return pinned if where is None else pinned.filter(where)
 
 
@@ -633,7 +636,8 @@ def spark_schema(spark: SparkSession, table: str, *, warehouse: str,
 
         merged: StructType = merged_schema(paimon_table)
         return merged
-    schema: StructType = _source(spark, warehouse, catalog_options).load(table).schema
+    with _connect.active_session(spark):
+        schema: StructType = _source(spark, warehouse, catalog_options).load(table).schema
     return schema
 
 
@@ -704,7 +708,8 @@ def change_matched(spark: SparkSession, table: str, build: MatchedRows, *, opera
     paimon_table = _opened(warehouse, table, catalog_options)
     plan = plan_row_change(paimon_table)
     if plan is None:
-        loaded = _source(spark, warehouse, catalog_options).option(METADATA, "true").load(table)
+        with _connect.active_session(spark):
+            loaded = _source(spark, warehouse, catalog_options).option(METADATA, "true").load(table)
         pinned = spark.createDataFrame([], loaded.schema)
     else:
         pinned = _read_pinned(spark, warehouse, table, plan, catalog_options, prune)

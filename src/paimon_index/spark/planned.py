@@ -1404,7 +1404,8 @@ def source_read(spark: SparkSession, table: str, snapshot_id: int | None, wareho
         reader = reader.option(CURRENT_SCHEMA, "true")
     if snapshot_id is not None:
         reader = reader.option(SNAPSHOT_ID, str(snapshot_id))
-    return reader.load(table)
+    with _connect.active_session(spark):
+        return reader.load(table)
 
 
 def merge_read(spark: SparkSession, table: str, snapshot_id: int | None, warehouse: str,
