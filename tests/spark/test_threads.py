@@ -110,3 +110,71 @@ def test_statements_from_a_thread_pool_equal_a_model(spark: Any, tmp_path: Path)
     with ThreadPoolExecutor(THREADS) as pool:
         wrong = [w for ws in pool.map(work, range(THREADS)) for w in ws]
     assert not wrong, wrong
+
+
+def test_upserts_racing_on_one_table_are_refused_as_concurrent_changes(spark: Any, tmp_path: Path) -> None:
+    """Four threads upsert into one empty primary-key table at once: the tasks plan on the empty
+    table and the first commit wins; the others must be refused with ``ConcurrentChangeError``
+    (what a retry loop catches) and leave nothing. The source commits on the driver in a Python
+    worker, and Spark wrapped that error in an ``AnalysisException`` with the whole traceback."""
+    from paimon_index.errors import ConcurrentChangeError
+
+    paimon = attach(spark, warehouse=str(tmp_path))
+    paimon.sql("CREATE DATABASE db")
+    refused: list[BaseException] = []
+    for attempt in range(5):  # a round where the threads happened to run one after another refuses none
+        paimon.sql(f"CREATE TABLE db.u{attempt} (id BIGINT NOT NULL, s STRING) {PRIMARY_KEY}")
+        barrier = threading.Barrier(THREADS)
+
+        def upsert(t: int, table: str = f"db.u{attempt}",
+                   barrier: threading.Barrier = barrier) -> BaseException | None:
+            barrier.wait()
+            try:
+                paimon.sql(f"INSERT INTO {table} VALUES ({t}, 'a'), ({t + 100}, 'b')")
+            except Exception as error:  # the test asserts its type below
+                return error
+            return None
+
+        with ThreadPoolExecutor(THREADS) as pool:
+            outcomes = list(pool.map(upsert, range(THREADS)))
+        refused = [e for e in outcomes if e is not None]
+        assert all(isinstance(e, ConcurrentChangeError) for e in refused), refused
+        assert all("Traceback" not in str(e) and len(str(e)) < 600 for e in refused), refused
+        landed = sorted(i for t, e in enumerate(outcomes) if e is None for i in (t, t + 100))
+        assert sorted(r[0] for r in paimon.sql(f"SELECT id FROM db.u{attempt}").collect()) == landed
+        if refused:
+            break
+    assert refused, "no round raced"
+
+
+def test_statements_overlapping_in_threads_do_not_leave_a_stale_listing(spark: Any, tmp_path: Path) -> None:
+    """A statement memoizes the warehouse's listings while it runs. The memo was the noun's own
+    attribute: two threads' statements overlapping (the second saw the first's memo as its outer
+    one and put it back when it ended) left a memo that outlived both, and a table created after
+    them was "not found" by every later statement (found by upserts from four threads)."""
+    paimon = attach(spark, warehouse=str(tmp_path))
+    paimon.sql("CREATE DATABASE db")
+    first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
+
+    def first() -> None:
+        with paimon.one_statement():
+            paimon.sql("SHOW TABLES IN db").collect()  # memoized: no table
+            first_in.set()
+            second_in.wait(10)
+        first_out.set()
+
+    def second() -> None:
+        first_in.wait(10)
+        with paimon.one_statement():
+            second_in.set()
+            first_out.wait(10)
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    paimon.sql("CREATE TABLE db.later (id BIGINT)")
+    paimon.sql("INSERT INTO db.later VALUES (1)")
+    assert [tuple(r) for r in paimon.sql("SELECT * FROM db.later").collect()] == [(1,)]
+    assert _in_new_thread(lambda: paimon.sql("SELECT count(*) FROM db.later").collect()[0][0]) == 1

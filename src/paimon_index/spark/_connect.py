@@ -46,6 +46,12 @@ _ID, _PAYLOAD, _RESULT = "id", "payload", "result"
 _TASK_EXCEPTION = re.compile(r"^(?!org\.|java\.|scala\.)([A-Za-z_][\w.]*(?:Error|Exception)): (.*)$",
                              re.MULTILINE)
 _PROJECT_ERRORS = "paimon_index.errors."
+#: How a value Spark's store assignment refuses starts its task's error (``spark/assign.py``'s
+#: ``raise_error``), after Spark's ``[USER_RAISED_EXCEPTION]``: :func:`task_errors` raises it as a
+#: :class:`~paimon_index.errors.DataError`.
+STORE_REFUSAL_TAG = "DataError: "
+_STORE_REFUSAL = re.compile(r"\[USER_RAISED_EXCEPTION\] " + re.escape(STORE_REFUSAL_TAG)
+                            + r"(.*?)(?: SQLSTATE: [0-9A-Z]{5}|$)", re.DOTALL)
 _parallelism: dict[str, int] = {}
 #: At most this many bytes of a local relation's rows go in one task of the job Spark collects the
 #: relation with for a broadcast: it spreads the rows over the leaf partitions and ships each share
@@ -191,8 +197,10 @@ def task_errors(what: str) -> Iterator[None]:
 
     A project exception a task raised is raised again on the driver as itself, chained to Spark's:
     PySpark raises a ``PythonException`` whose message is the executor's whole traceback, which an
-    ``except ConcurrentChangeError`` (retry) does not catch. A file a task found missing becomes the
-    :class:`~paimon_index.errors.TableError` naming it. Anything else is left as Spark raised it.
+    ``except ConcurrentChangeError`` (retry) does not catch. A value the store assignment refused in
+    a task (:data:`STORE_REFUSAL_TAG`) becomes the :class:`~paimon_index.errors.DataError` naming
+    its column, and a file a task found missing the :class:`~paimon_index.errors.TableError` naming
+    it. Anything else is left as Spark raised it.
     """
     from paimon_index import errors
 
@@ -209,6 +217,9 @@ def task_errors(what: str) -> Iterator[None]:
             error = kind(message)
             error.args = (message,)  # as the task wrote it (CorruptFileError prefixes its path)
             raise error from e
+        refused = None if project else _STORE_REFUSAL.search(str(e))
+        if refused is not None:
+            raise errors.DataError(refused.group(1).strip()) from e
         if name == "FileNotFoundError":
             from paimon_index.table.files import missing_file_error
 

@@ -38,6 +38,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from paimon_index.errors import DataError
+from paimon_index.spark._connect import STORE_REFUSAL_TAG
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -195,9 +196,10 @@ def _cast_target(t: SparkType) -> str:
 
 
 def _fail(message: Column) -> Column:
+    """Fails the task with ``message``, tagged so that the job's caller raises a ``DataError``."""
     from pyspark.sql import functions as F
 
-    return F.raise_error(message)
+    return F.raise_error(F.concat(F.lit(STORE_REFUSAL_TAG), message))
 
 
 def _assigned(value: Column, given: SparkType, field: StructField, column: str, table: str) -> Column:

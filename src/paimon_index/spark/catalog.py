@@ -18,6 +18,7 @@ unchanged. Nothing is registered in the Spark session: the catalog is this Pytho
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
@@ -68,8 +69,10 @@ class Catalog:
         self.warehouse = warehouse
         self.catalog_options = catalog_options
         self.current_database = database
-        # The warehouse's and the session's listings, memoized for one statement (None: not in one).
-        self._listings: dict[tuple[str, ...], Any] | None = None
+        # The warehouse's and the session's listings, memoized for one statement (None: not in one),
+        # per thread: statements run from several threads at once each have their own (one memo
+        # shared between them outlived its statement and hid tables created after it).
+        self._statement = threading.local()
 
     def __repr__(self) -> str:
         return f"Catalog({self.warehouse!r}, current database {self.current_database!r})"
@@ -90,19 +93,20 @@ class Catalog:
         """Within it, each listing (databases, a database's tables, Spark's temporary views) is
         read once: a statement resolves every name several times, and on an object store each
         listing is requests. Only for statements that create or drop nothing (queries and DML)."""
-        outer = self._listings
-        self._listings = {} if outer is None else outer
+        outer = getattr(self._statement, "listings", None)
+        self._statement.listings = {} if outer is None else outer
         try:
             yield
         finally:
-            self._listings = outer
+            self._statement.listings = outer
 
     def _listed(self, key: tuple[str, ...], list_now: Any) -> Any:
-        if self._listings is None:
+        listings: dict[tuple[str, ...], Any] | None = getattr(self._statement, "listings", None)
+        if listings is None:
             return list_now()
-        if key not in self._listings:
-            self._listings[key] = list_now()
-        return self._listings[key]
+        if key not in listings:
+            listings[key] = list_now()
+        return listings[key]
 
     # -- tables ------------------------------------------------------------------------------------
     def table(self, name: str) -> SparkTable:

@@ -212,7 +212,9 @@ def write(df: DataFrame, table: str, mode: str = APPEND, *, warehouse: str,
     counted, rows = _tasks.counted(df.sparkSession, df)
     writer = counted.write.format(SOURCE_NAME).options(**dict(catalog_options or {}))
     user = new_commit_user()  # the snapshot is found by its commit user: others may commit meanwhile
-    with _connect.active_session(df.sparkSession):
+    # The source commits on the driver, where Spark wraps what its commit raised (a
+    # ConcurrentChangeError of an overwrite) in an AnalysisException: raised again as itself.
+    with _connect.active_session(df.sparkSession), _connect.task_errors(f"write to {table}"):
         writer.option(WAREHOUSE, warehouse).option(COMMIT_USER, user).mode(mode).save(table)
     snapshot = snapshot_of_user(_opened(warehouse, table, catalog_options), user, before)
     return _result(warehouse, table, catalog_options, mode, snapshot, int(rows.value))
@@ -243,7 +245,21 @@ def _upsert(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
     when nothing was committed) and the number of rows of ``df`` written. ``delete_keys``: ``df``
     holds a DELETE's ``-D`` rows, which remove their keys whatever the table's merge engine.
     A merge-on-read table (no deletion vectors): ``df``'s rows as level-0 key-value rows, exactly on
-    ``planned`` (:mod:`paimon_index.spark.merge_on_read`)."""
+    ``planned`` (:mod:`paimon_index.spark.merge_on_read`).
+
+    A value the store assignment refuses fails whichever job first computes the rows (the small
+    change's fetch, the tasks' write): raised as the ``DataError`` naming its column, as a project
+    error a task or the source's commit raised is raised as itself (:func:`_connect.task_errors`).
+    """
+    with _connect.task_errors(f"{operation or 'upsert'} of {table}"):
+        return _upsert_rows(spark, df, table, warehouse=warehouse, partitions=partitions,
+                            catalog_options=catalog_options, delete_keys=delete_keys, operation=operation,
+                            planned=planned, rows_at_least=rows_at_least)
+
+
+def _upsert_rows(spark: SparkSession, df: DataFrame, table: str, *, warehouse: str,
+                 partitions: int | None, catalog_options: CatalogOptions, delete_keys: bool,
+                 operation: str | None, planned: object, rows_at_least: int) -> tuple[int | None, int]:
     catalog_options = dict(catalog_options or {})
     paimon_table = _opened(warehouse, table, catalog_options)
     if paimon_table.is_primary_key_table and not pk.dv_mode(paimon_table):
