@@ -37,7 +37,7 @@ from sqlglot import exp
 from paimon_index.errors import InvalidOptionError, SqlError
 from paimon_index.spark.planned import change_statement
 from paimon_index.spark.sql.names import DIALECT, TableName, resolve
-from paimon_index.spark.sql.query import OwnConjuncts, own_conjuncts, rewrite
+from paimon_index.spark.sql.query import OwnConjuncts, own_conjuncts, rewrite, unqualify_database
 from paimon_index.table.files import FILE_PATH_COLUMN, METADATA_COLUMNS, ROW_INDEX_COLUMN
 
 if TYPE_CHECKING:
@@ -58,6 +58,8 @@ _SOURCE_ROW = "__paimon_source_row"
 _MATCHED = "__paimon_matched"
 _ACTION = "__paimon_action"
 _KEY = "__paimon_old_key_"
+#: The new values of an UPDATE or MERGE, by the target's column position.
+_VALUE_PREFIX = "__paimon_v"
 
 
 def run(catalog: Catalog, statement: exp.Expr) -> DataFrame:
@@ -80,6 +82,10 @@ def run(catalog: Catalog, statement: exp.Expr) -> DataFrame:
     elif isinstance(statement, exp.TruncateTable):
         _truncate(catalog, name)
     elif isinstance(statement, (exp.Delete, exp.Update, exp.Merge)):
+        # ``db.t.c`` (the target, or a MERGE's source table, named without an alias) is ``t.c``,
+        # as each is read under that alias (Paimon's connector takes both spellings).
+        using = statement.args.get("using")
+        unqualify_database(statement, [target, *([using] if isinstance(using, exp.Table) else [])])
         with change_statement():  # its target read is consumed before it returns
             if isinstance(statement, exp.Delete):
                 _delete(catalog, statement, target, name)
@@ -158,6 +164,10 @@ def _store_assigned(df: DataFrame, target: _Target) -> DataFrame:
     if len(df.columns) < width:
         raise SqlError(f"{len(df.columns)} values for the {width} columns of {target.name}")
     extra = df.columns[width:]
+    if all(c.startswith(_VALUE_PREFIX) for c in df.columns[:width]):
+        # An UPDATE's or MERGE's values under the statement's own names: an error names the column
+        # the value is assigned to, never `__paimon_v1`.
+        df = df.toDF(*target.names, *extra)
     return store_assigned(df, target.schema, by_name=False, table=str(target.name), passthrough=extra)
 
 
@@ -377,10 +387,10 @@ def _update(catalog: Catalog, statement: exp.Update, node: exp.Table, name: Tabl
     what = f"UPDATE of {name}"
     assigned = _assignments(target, statement.expressions, what)
     _check_key_assignment(target, list(assigned), "UPDATE")
-    values: list[exp.Expr] = [exp.alias_(assigned[n], f"__paimon_v{i}") if n in assigned else
-                              exp.alias_(_col(alias, n), f"__paimon_v{i}")
+    values: list[exp.Expr] = [exp.alias_(assigned[n], f"{_VALUE_PREFIX}{i}") if n in assigned else
+                              exp.alias_(_col(alias, n), f"{_VALUE_PREFIX}{i}")
                               for i, n in enumerate(target.names)]
-    value_names = [F.col(f"__paimon_v{i}") for i in range(len(target.names))]
+    value_names = [F.col(f"{_VALUE_PREFIX}{i}") for i in range(len(target.names))]
     if target.primary_keys:
         read, planned, at_least = _target_read(catalog, name, own)
         rows = _selected(catalog, node, read, values, where)
@@ -496,7 +506,8 @@ def _merge(catalog: Catalog, statement: exp.Merge, node: exp.Table, name: TableN
                 per_clause.append(clause.values.get(column, _col(target_alias, column)))
             else:
                 per_clause.append(clause.values.get(column))
-        columns.append(exp.alias_(_case(guards, per_clause) if clauses else exp.Null(), f"__paimon_v{j}"))
+        value = _case(guards, per_clause) if clauses else exp.Null()
+        columns.append(exp.alias_(value, f"{_VALUE_PREFIX}{j}"))
     matched_flag = exp.and_(exp.Not(this=exp.Is(this=exp.column(_TARGET_ROW, table=target_alias),
                                                  expression=exp.Null())),
                             exp.Not(this=exp.Is(this=exp.column(_SOURCE_ROW, table=source_alias),
@@ -521,7 +532,7 @@ def _merge(catalog: Catalog, statement: exp.Merge, node: exp.Table, name: TableN
                                                     alias=exp.TableAlias(this=exp.to_identifier(target_alias))))
     source = exp.Subquery(this=inner_source, alias=exp.TableAlias(this=exp.to_identifier(source_alias)))
     query = query.join(source, on=statement.args["on"].copy(), join_type=join)
-    value_names = [F.col(f"__paimon_v{j}") for j in range(len(target.names))]
+    value_names = [F.col(f"{_VALUE_PREFIX}{j}") for j in range(len(target.names))]
     by_action = {i: c.action for i, c in enumerate(clauses, start=1)}
     deleting = [i for i, a in by_action.items() if a in ("update", "delete")]
     writing = [i for i, a in by_action.items() if a in ("update", "insert")]
@@ -581,7 +592,7 @@ def _check_keys_kept(changes: DataFrame, target: _Target, updating: list[int]) -
     moved = None
     for i, key in enumerate(target.primary_keys):
         j = target.names.index(key)
-        differs = ~F.col(f"__paimon_v{j}").eqNullSafe(F.col(f"{_KEY}{i}"))
+        differs = ~F.col(f"{_VALUE_PREFIX}{j}").eqNullSafe(F.col(f"{_KEY}{i}"))
         moved = differs if moved is None else (moved | differs)
     assert moved is not None
     if changes.where(F.col(_ACTION).isin(updating) & moved).limit(1).count():

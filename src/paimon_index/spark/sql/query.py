@@ -43,13 +43,14 @@ Time travel: ``FROM t VERSION AS OF <snapshot id | 'tag'>`` and ``TIMESTAMP AS O
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
 from paimon_index.errors import SqlError, UnsupportedTableError
-from paimon_index.spark.sql.names import DIALECT, TableName, resolve
+from paimon_index.spark.sql.names import DIALECT, PAIMON_CATALOG, TableName, resolve
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -58,7 +59,8 @@ if TYPE_CHECKING:
     from paimon_index.spark.sql.names import Catalog
     from paimon_index.table.api import Table
 
-__all__ = ["OwnConjuncts", "Reference", "Rewritten", "explain", "own_conjuncts", "rewrite", "run"]
+__all__ = ["OwnConjuncts", "Reference", "Rewritten", "explain", "own_conjuncts", "rewrite", "run",
+           "unqualify_database"]
 
 #: Functions whose value differs between two evaluations: a conjunct with one is never pushed
 #: (the read would evaluate it apart from the statement, and Spark again on the rows it kept). Nor is
@@ -363,7 +365,7 @@ def rewrite(catalog: Catalog, statement: exp.Expr, *, skip: frozenset[int] = fro
                 raise catalog.not_found(str(name))
             _check_table_node(table, name)
             found.append((table, name))
-    _unqualify_database(tree, found)
+    unqualify_database(tree, [table for table, _ in found])
     # Each reference opens its table once (its columns here, its read below); two references of
     # one table are two opens, two reads.
     opened_of = {id(table): None if name.system else _open(catalog, name) for table, name in found}
@@ -525,18 +527,22 @@ def _check_table_node(table: exp.Table, name: TableName) -> None:
         raise SqlError(f"{name}: {', '.join(dropped)} on a Paimon table is not supported")
 
 
-def _unqualify_database(tree: exp.Expr, found: list[tuple[exp.Table, TableName]]) -> None:
-    """``db.t.c`` names column ``c`` of the reference ``db.t`` (no alias): once the reference is
-    read under its alias ``t``, the column is ``t.c``."""
-    spelled = {((t.catalog or "").lower(), t.db.lower(), t.name.lower())
-               for t, _ in found if not t.alias and t.db}
+def unqualify_database(tree: exp.Expr, tables: Sequence[exp.Table]) -> None:
+    """``db.t.c`` or ``paimon.db.t.c`` names column ``c`` of the reference ``db.t`` or
+    ``paimon.db.t`` (no alias; one of ``tables``), as Spark qualifies a resolved table with its
+    catalog, database and name: once the reference is read under its alias ``t``, the column is
+    ``t.c``."""
+    def key(catalog: str, db: str, name: str) -> tuple[str, str]:
+        # The catalog is Paimon's whether spelled or not; another catalog's name never matches.
+        return (db.lower(), name.lower()) if catalog.lower() in ("", PAIMON_CATALOG) else ("", "")
+
+    spelled = {key(t.catalog or "", t.db, t.name) for t in tables if not t.alias and t.db} - {("", "")}
     for col in tree.find_all(exp.Column):
         db = col.args.get("db")
         if db is None:
             continue
         catalog = col.args.get("catalog")
-        key = ((catalog.name if catalog is not None else "").lower(), db.name.lower(), col.table.lower())
-        if key in spelled or (catalog is None and any(k[1:] == key[1:] for k in spelled)):
+        if key(catalog.name if catalog is not None else "", db.name, col.table) in spelled:
             col.set("db", None)
             col.set("catalog", None)
 
