@@ -535,6 +535,9 @@ def validate_table_options(options: Mapping[str, str],
     parsed = FileIndexOptions.from_table_options(plain, strict=True)
     if columns is not None:
         check_index_columns(parsed, columns)
+    from paimon_index.table.maintenance import check_retention
+
+    check_retention(plain)
     return plain
 
 

@@ -65,7 +65,7 @@ from __future__ import annotations
 import posixpath
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -211,6 +211,39 @@ _DURATION_UNITS = {"": 1, "ms": 1, "milli": 1, "millis": 1, "millisecond": 1, "m
                    "m": 60_000, "min": 60_000, "mins": 60_000, "minute": 60_000, "minutes": 60_000,
                    "h": 3_600_000, "hour": 3_600_000, "hours": 3_600_000,
                    "d": 86_400_000, "day": 86_400_000, "days": 86_400_000}
+
+
+def check_retention(options: Mapping[str, str]) -> None:
+    """Paimon's checks of a table's retention options (``SchemaValidation.validateTableSchema``),
+    made before a table is created or its options altered: each ``*.num-retained.min`` at least 1
+    and not larger than its ``*.num-retained.max`` (the changelog's defaulting to the snapshot's).
+
+    Raises:
+        InvalidOptionError: naming the options, as Paimon's message does.
+    """
+    def number(key: str, default: int) -> int:
+        text = options.get(key)
+        if text is None:
+            return default
+        try:
+            return int(str(text).strip())
+        except ValueError:
+            raise InvalidOptionError(f"'{key}' = {text!r} is not a whole number") from None
+
+    snapshot_min = number(SNAPSHOT_NUM_RETAINED_MIN, _DEFAULTS[SNAPSHOT_NUM_RETAINED_MIN])
+    snapshot_max = number(SNAPSHOT_NUM_RETAINED_MAX, _DEFAULTS[SNAPSHOT_NUM_RETAINED_MAX])
+    changelog_min = number(CHANGELOG_NUM_RETAINED_MIN, snapshot_min)
+    changelog_max = number(CHANGELOG_NUM_RETAINED_MAX, snapshot_max)
+    for low, high, low_key, high_key in ((snapshot_min, snapshot_max, SNAPSHOT_NUM_RETAINED_MIN,
+                                          SNAPSHOT_NUM_RETAINED_MAX),
+                                         (changelog_min, changelog_max, CHANGELOG_NUM_RETAINED_MIN,
+                                          CHANGELOG_NUM_RETAINED_MAX)):
+        if low < 1:
+            raise InvalidOptionError(f"{low_key} should be at least 1 (it is {low})")
+        if low > high:
+            unset = "" if low_key in options else ", unset: the default"
+            raise InvalidOptionError(f"{low_key} should not be larger than {high_key} "
+                                     f"({low}{unset} > {high}); set both")
 
 
 def _duration_ms(key: str, text: str) -> int:

@@ -52,7 +52,8 @@ def execute(catalog: Catalog, text: str) -> DataFrame:
         raise SqlError("sql() needs the text of one SQL statement")
     statement = parse(text)
     if statement is None:
-        return catalog.spark.sql(text)
+        described = ddl.describe_column(catalog, text)  # DESCRIBE t col: sqlglot does not parse it
+        return described if described is not None else catalog.spark.sql(text)
     if isinstance(statement, (exp.Command, exp.Create, exp.Drop, exp.Alter, exp.Describe, exp.Use)):
         spark_parses(catalog.spark, text)
     if isinstance(statement, exp.Command):
@@ -73,5 +74,12 @@ def execute(catalog: Catalog, text: str) -> DataFrame:
             return query.run(catalog, statement)
         if isinstance(statement, (exp.Insert, exp.Delete, exp.Update, exp.Merge, exp.TruncateTable)):
             return dml.run(catalog, statement)
+        if isinstance(statement, exp.Refresh):
+            # Every statement plans a Paimon table's latest snapshot: nothing is cached to refresh.
+            return catalog.spark.range(0).select()
+        if isinstance(statement, (exp.Cache, exp.Uncache)):
+            raise SqlError(f"{text.strip()[:200]}: Spark's cache of a Paimon table is not supported (every "
+                           "query plans the table's latest snapshot); cache a query's result instead: "
+                           "paimon.sql('SELECT ...').cache()")
     raise SqlError(f"statement {type(statement).__name__.upper()} is not supported on Paimon tables: "
                    f"{text.strip()[:200]}")

@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from paimon_index.spark.sql.names import Catalog
 
 
-__all__ = ["command", "run"]
+__all__ = ["command", "describe_column", "run"]
 
 #: The table property Paimon's connector reads the primary key from (it is not kept as an option).
 PRIMARY_KEY = "primary-key"
@@ -754,6 +754,8 @@ def command(catalog: Catalog, keyword: str, rest: str, text: str) -> DataFrame:
             else:
                 rows = list(props.items())
             return _frame(catalog, [("key", "string"), ("value", "string")], rows)
+        if words[0] == "COLUMNS" and words[1:2] in (["IN"], ["FROM"]):
+            return _show_columns(catalog, rest, toks, words, text)
         if words[0] == "PARTITIONS":
             name, end, shown = _name_at(catalog, rest, toks, 1)
             if name is None:
@@ -795,6 +797,66 @@ def command(catalog: Catalog, keyword: str, rest: str, text: str) -> DataFrame:
                 if name is not None and catalog.has_table(name.identifier):
                     raise SqlError(f"{keyword} {rest[:200]}: not supported on the Paimon table {name}")
     return catalog.spark.sql(text)
+
+
+def describe_column(catalog: Catalog, text: str) -> DataFrame | None:
+    """``DESC[RIBE] [TABLE] [EXTENDED|FORMATTED] t col`` of a Paimon table (text sqlglot does not
+    parse): the column's name, type and comment, as Paimon's connector answers (EXTENDED adds no
+    statistics there either). None when ``text`` is not that or names no Paimon table."""
+    from sqlglot import Dialect
+
+    try:  # Spark's tokenizer: a backticked column name is one identifier
+        toks = list(Dialect.get_or_raise(DIALECT).tokenize(text))
+    except TokenError:
+        return None
+    words = _words(toks)
+    if not words or words[0] not in ("DESC", "DESCRIBE"):
+        return None
+    start = 1 + (words[1:2] == ["TABLE"])
+    start += words[start : start + 1] in (["EXTENDED"], ["FORMATTED"])
+    if start >= len(toks):
+        return None
+    try:
+        name, end, shown = _name_at(catalog, text, toks, start)
+    except SqlError:
+        return None
+    if name is None or end >= len(toks):
+        return None
+    info = _Info(catalog, _existing(catalog, name, shown))
+    spelled = text[toks[end].start :].strip().rstrip(";").strip()
+    if end + 1 != len(toks) or toks[end].token_type not in (TokenType.VAR, TokenType.IDENTIFIER):
+        raise SqlError(f"DESCRIBE {shown} {spelled}: only a top-level column can be described")
+    wanted = toks[end].text
+    field = next((f for f in info.fields if f.name == wanted), None) or \
+        next((f for f in info.fields if f.name.lower() == wanted.lower()), None)
+    if field is None:
+        raise SqlError(f"DESCRIBE {shown}: no column {wanted!r} (UNRESOLVED_COLUMN); its columns: "
+                       f"{[f.name for f in info.fields]}")
+    rows = [("col_name", field.name), ("data_type", spark_type(_field_type(field))),
+            ("comment", field.description if field.description is not None else "NULL")]
+    return _frame(catalog, [("info_name", "string"), ("info_value", "string")], rows)
+
+
+def _show_columns(catalog: Catalog, rest: str, toks: list[Any], words: list[str], text: str) -> DataFrame:
+    """``SHOW COLUMNS (IN|FROM) t [(IN|FROM) db]``: one row per column, as Paimon's connector lists
+    them (its column is named ``column``)."""
+    name, end, shown = _name_at(catalog, rest, toks, 2)
+    if end < len(toks):
+        if words[end] not in ("IN", "FROM") or end + 1 >= len(toks):
+            raise SqlError(f"SHOW COLUMNS {rest[:200]}: expected IN <database> after the table name")
+        database, after, _ = _name_at(catalog, rest, toks, end + 1)
+        if after < len(toks):
+            raise SqlError(f"SHOW COLUMNS {rest[:200]}: unexpected text after the database name")
+        spelled = rest[toks[end + 1].start : toks[after - 1].end + 1]
+        qualified = f"{spelled}.{shown}" if "." not in shown else None
+        if qualified is None:
+            raise SqlError(f"SHOW COLUMNS {rest[:200]}: the table {shown} names its database already")
+        name, _, shown = _name_at(catalog, qualified, _tokens(qualified), 0)
+        del database
+    if name is None:
+        return catalog.spark.sql(text)
+    info = _Info(catalog, _existing(catalog, name, shown))
+    return _frame(catalog, [("column", "string")], [(f.name,) for f in info.fields])
 
 
 def _show_databases(catalog: Catalog, rest: str, toks: list[Any], words: list[str], text: str) -> DataFrame:

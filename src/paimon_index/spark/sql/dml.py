@@ -60,6 +60,8 @@ _ACTION = "__paimon_action"
 _KEY = "__paimon_old_key_"
 #: The new values of an UPDATE or MERGE, by the target's column position.
 _VALUE_PREFIX = "__paimon_v"
+#: The argument key of a statement's WITH clause in sqlglot's tree ("with" before sqlglot 30).
+_WITH = "with_" if "with_" in exp.Insert.arg_types else "with"
 
 
 def run(catalog: Catalog, statement: exp.Expr) -> DataFrame:
@@ -228,10 +230,17 @@ def _insert_rows(catalog: Catalog, statement: exp.Insert, node: exp.Table, targe
     """The INSERT's query aligned to the table's columns (Spark's rules) and stored into its types."""
     from pyspark.sql import functions as F
 
-    query = statement.expression.copy()
-    with_ = statement.args.get("with")
+    source = statement.expression
+    if source is None:  # INSERT INTO t TABLE s: sqlglot keeps the table as the insert's source
+        source = statement.args.get("source")
+        if not isinstance(source, exp.Table):
+            raise SqlError(f"INSERT into {target.name}: no query or VALUES to insert")
+        source = exp.select(exp.Star()).from_(source.copy())
+    query = source.copy()
+    # WITH ... INSERT INTO t SELECT ...: the CTEs are the query's (sqlglot 30 keys them "with_")
+    with_ = statement.args.get(_WITH)
     if with_ is not None and isinstance(query, exp.Query):
-        query.set("with", with_.copy())
+        query.set(_WITH, with_.copy())
     rows = _run_query(catalog, query)
     listed = statement.this.expressions if isinstance(statement.this, exp.Schema) else None
     what = f"INSERT into {target.name}"
