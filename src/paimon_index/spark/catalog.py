@@ -73,6 +73,8 @@ class Catalog:
         # per thread: statements run from several threads at once each have their own (one memo
         # shared between them outlived its statement and hid tables created after it).
         self._statement = threading.local()
+        # The temporary views paimon.sql made over Paimon tables (spark/sql/views.py).
+        self.views: dict[str, Any] = {}
 
     def __repr__(self) -> str:
         return f"Catalog({self.warehouse!r}, current database {self.current_database!r})"

@@ -46,7 +46,7 @@ def _command(statement: exp.Expr) -> tuple[str, str]:
 
 def execute(catalog: Catalog, text: str) -> DataFrame:
     """Run one statement (see the module docstring)."""
-    from paimon_index.spark.sql import ddl, dml, procedures, query
+    from paimon_index.spark.sql import ddl, dml, procedures, query, views
 
     if not isinstance(text, str) or not text.strip():
         raise SqlError("sql() needs the text of one SQL statement")
@@ -61,11 +61,31 @@ def execute(catalog: Catalog, text: str) -> DataFrame:
         if keyword == "CALL":
             return procedures.call(catalog, rest)
         if keyword == "EXPLAIN":
+            if catalog.views:  # the views it reads, put in place
+                explained = parse(rest)
+                if explained is not None:
+                    rest = views.expand(catalog, explained).sql(DIALECT)
             with catalog.one_statement():
                 return query.explain(catalog, rest, text)
         return ddl.command(catalog, keyword, rest, text)
+    if isinstance(statement, exp.Create):
+        with catalog.one_statement():
+            made = views.create(catalog, statement, text)
+        if made is not None:
+            return made
+        if isinstance(statement.expression, exp.Query):  # CREATE TABLE ... AS a query reading views
+            statement.set("expression", views.expand(catalog, statement.expression))
+    if isinstance(statement, exp.Drop):
+        dropped = views.drop(catalog, statement, text)
+        if dropped is not None:
+            return dropped
+    if isinstance(statement, exp.Describe) and catalog.views:
+        described = views.describe(catalog, statement)
+        if described is not None:
+            return described
     if isinstance(statement, (exp.Create, exp.Drop, exp.Alter, exp.Describe, exp.Use)):
         return ddl.run(catalog, statement, text)
+    statement = views.expand(catalog, statement)
     with catalog.one_statement():
         if not names_paimon_table(catalog, statement):
             return catalog.spark.sql(text)

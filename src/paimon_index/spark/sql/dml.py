@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from paimon_index.spark.sql.names import Catalog
 
 
-__all__ = ["run"]
+__all__ = ["empty_result", "run"]
 
 #: Spark's session option choosing static or dynamic partition overwrite.
 PARTITION_OVERWRITE_MODE = "spark.sql.sources.partitionOverwriteMode"
@@ -72,7 +72,7 @@ def run(catalog: Catalog, statement: exp.Expr) -> DataFrame:
         # The target is Spark's (e.g. INSERT INTO a Spark table SELECT ... FROM a Paimon table):
         # Spark runs it, the Paimon tables read by the planned read.
         rewrite(catalog, statement, skip=frozenset({id(target)})).dataframe(catalog.spark).collect()
-        return _empty(catalog)
+        return empty_result(catalog)
     if name.system is not None:
         raise SqlError(f"{type(statement).__name__.upper()} of the system table {name} is not possible: "
                        "system tables are read-only")
@@ -97,7 +97,7 @@ def run(catalog: Catalog, statement: exp.Expr) -> DataFrame:
                 _merge(catalog, statement, target, name)
     else:  # pragma: no cover - sql.execute routes only the kinds above here
         raise SqlError(f"{type(statement).__name__.upper()} is not a DML statement")
-    return _empty(catalog)
+    return empty_result(catalog)
 
 
 def _target_node(statement: exp.Expr) -> exp.Table | None:
@@ -107,7 +107,7 @@ def _target_node(statement: exp.Expr) -> exp.Table | None:
     return node if isinstance(node, exp.Table) else None
 
 
-def _empty(catalog: Catalog) -> DataFrame:
+def empty_result(catalog: Catalog) -> DataFrame:
     """A statement's result: no column, no row (``range(0).select()``: 20-25 ms in a warm session,
     where ``createDataFrame([], StructType([]))`` took 45-55 ms)."""
     return catalog.spark.range(0).select()

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import sqlglot
 from sqlglot import exp
@@ -80,6 +80,8 @@ class Catalog(Protocol):
     warehouse: str
     catalog_options: dict[str, str]
     current_database: str
+    #: The temporary views ``paimon.sql`` made (:mod:`.views`), by lower-case name.
+    views: dict[str, Any]
 
     def database_spelling(self, name: str) -> str | None: ...
 
