@@ -516,6 +516,48 @@ def _check_key_spelling(key: str, value: str) -> None:
         check(value, key)
 
 
+#: Paimon's ``CoreOptions`` retention keys (table/maintenance.py expires by them) and defaults.
+SNAPSHOT_NUM_RETAINED_MIN = "snapshot.num-retained.min"
+SNAPSHOT_NUM_RETAINED_MAX = "snapshot.num-retained.max"
+CHANGELOG_NUM_RETAINED_MIN = "changelog.num-retained.min"
+CHANGELOG_NUM_RETAINED_MAX = "changelog.num-retained.max"
+DEFAULT_SNAPSHOTS_RETAINED_MIN = 10
+_UNBOUNDED_RETAINED = 2**31 - 1
+
+
+def check_retention(options: Mapping[str, str]) -> None:
+    """Paimon's checks of a table's retention options (``SchemaValidation.validateTableSchema``),
+    made before a table is created or its options altered: each ``*.num-retained.min`` at least 1
+    and not larger than its ``*.num-retained.max`` (the changelog's defaulting to the snapshot's).
+
+    Raises:
+        InvalidOptionError: naming the options, as Paimon's message does.
+    """
+    def number(key: str, default: int) -> int:
+        text = options.get(key)
+        if text is None:
+            return default
+        try:
+            return int(str(text).strip())
+        except ValueError:
+            raise InvalidOptionError(f"'{key}' = {text!r} is not a whole number") from None
+
+    snapshot_min = number(SNAPSHOT_NUM_RETAINED_MIN, DEFAULT_SNAPSHOTS_RETAINED_MIN)
+    snapshot_max = number(SNAPSHOT_NUM_RETAINED_MAX, _UNBOUNDED_RETAINED)
+    changelog_min = number(CHANGELOG_NUM_RETAINED_MIN, snapshot_min)
+    changelog_max = number(CHANGELOG_NUM_RETAINED_MAX, snapshot_max)
+    for low, high, low_key, high_key in ((snapshot_min, snapshot_max, SNAPSHOT_NUM_RETAINED_MIN,
+                                          SNAPSHOT_NUM_RETAINED_MAX),
+                                         (changelog_min, changelog_max, CHANGELOG_NUM_RETAINED_MIN,
+                                          CHANGELOG_NUM_RETAINED_MAX)):
+        if low < 1:
+            raise InvalidOptionError(f"{low_key} should be at least 1 (it is {low})")
+        if low > high:
+            unset = "" if low_key in options else ", unset: the default"
+            raise InvalidOptionError(f"{low_key} should not be larger than {high_key} "
+                                     f"({low}{unset} > {high}); set both")
+
+
 def validate_table_options(options: Mapping[str, str],
                            columns: Mapping[str, DataType | str] | None = None) -> dict[str, str]:
     """Check a table's options as :mod:`paimon_index.table.catalog` describes; return them as strings.
@@ -535,8 +577,6 @@ def validate_table_options(options: Mapping[str, str],
     parsed = FileIndexOptions.from_table_options(plain, strict=True)
     if columns is not None:
         check_index_columns(parsed, columns)
-    from paimon_index.table.maintenance import check_retention
-
     check_retention(plain)
     return plain
 

@@ -65,12 +65,19 @@ from __future__ import annotations
 import posixpath
 import re
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from paimon_index.errors import CorruptFileError, InvalidOptionError
+from paimon_index.table.catalog import (
+    CHANGELOG_NUM_RETAINED_MAX,
+    CHANGELOG_NUM_RETAINED_MIN,
+    DEFAULT_SNAPSHOTS_RETAINED_MIN,
+    SNAPSHOT_NUM_RETAINED_MAX,
+    SNAPSHOT_NUM_RETAINED_MIN,
+)
 from paimon_index.table.fileio import FileStatus, TableIO
 
 __all__ = [
@@ -196,14 +203,10 @@ def _changelogs(table: Any) -> list[Any]:
 
 
 #: Paimon's ``CoreOptions`` keys and defaults of the snapshot and changelog lifecycles.
-SNAPSHOT_NUM_RETAINED_MIN = "snapshot.num-retained.min"
-SNAPSHOT_NUM_RETAINED_MAX = "snapshot.num-retained.max"
 SNAPSHOT_TIME_RETAINED = "snapshot.time-retained"
 SNAPSHOT_EXPIRE_LIMIT = "snapshot.expire.limit"
-CHANGELOG_NUM_RETAINED_MIN = "changelog.num-retained.min"
-CHANGELOG_NUM_RETAINED_MAX = "changelog.num-retained.max"
 CHANGELOG_TIME_RETAINED = "changelog.time-retained"
-_DEFAULTS = {SNAPSHOT_NUM_RETAINED_MIN: 10, SNAPSHOT_NUM_RETAINED_MAX: 2**31 - 1,
+_DEFAULTS = {SNAPSHOT_NUM_RETAINED_MIN: DEFAULT_SNAPSHOTS_RETAINED_MIN, SNAPSHOT_NUM_RETAINED_MAX: 2**31 - 1,
              SNAPSHOT_TIME_RETAINED: 3600 * 1000, SNAPSHOT_EXPIRE_LIMIT: 50}
 #: Units of Paimon's ``TimeUtils.parseDuration``, in milliseconds.
 _DURATION_UNITS = {"": 1, "ms": 1, "milli": 1, "millis": 1, "millisecond": 1, "milliseconds": 1,
@@ -211,39 +214,6 @@ _DURATION_UNITS = {"": 1, "ms": 1, "milli": 1, "millis": 1, "millisecond": 1, "m
                    "m": 60_000, "min": 60_000, "mins": 60_000, "minute": 60_000, "minutes": 60_000,
                    "h": 3_600_000, "hour": 3_600_000, "hours": 3_600_000,
                    "d": 86_400_000, "day": 86_400_000, "days": 86_400_000}
-
-
-def check_retention(options: Mapping[str, str]) -> None:
-    """Paimon's checks of a table's retention options (``SchemaValidation.validateTableSchema``),
-    made before a table is created or its options altered: each ``*.num-retained.min`` at least 1
-    and not larger than its ``*.num-retained.max`` (the changelog's defaulting to the snapshot's).
-
-    Raises:
-        InvalidOptionError: naming the options, as Paimon's message does.
-    """
-    def number(key: str, default: int) -> int:
-        text = options.get(key)
-        if text is None:
-            return default
-        try:
-            return int(str(text).strip())
-        except ValueError:
-            raise InvalidOptionError(f"'{key}' = {text!r} is not a whole number") from None
-
-    snapshot_min = number(SNAPSHOT_NUM_RETAINED_MIN, _DEFAULTS[SNAPSHOT_NUM_RETAINED_MIN])
-    snapshot_max = number(SNAPSHOT_NUM_RETAINED_MAX, _DEFAULTS[SNAPSHOT_NUM_RETAINED_MAX])
-    changelog_min = number(CHANGELOG_NUM_RETAINED_MIN, snapshot_min)
-    changelog_max = number(CHANGELOG_NUM_RETAINED_MAX, snapshot_max)
-    for low, high, low_key, high_key in ((snapshot_min, snapshot_max, SNAPSHOT_NUM_RETAINED_MIN,
-                                          SNAPSHOT_NUM_RETAINED_MAX),
-                                         (changelog_min, changelog_max, CHANGELOG_NUM_RETAINED_MIN,
-                                          CHANGELOG_NUM_RETAINED_MAX)):
-        if low < 1:
-            raise InvalidOptionError(f"{low_key} should be at least 1 (it is {low})")
-        if low > high:
-            unset = "" if low_key in options else ", unset: the default"
-            raise InvalidOptionError(f"{low_key} should not be larger than {high_key} "
-                                     f"({low}{unset} > {high}); set both")
 
 
 def _duration_ms(key: str, text: str) -> int:
