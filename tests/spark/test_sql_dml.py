@@ -119,6 +119,8 @@ STEPS: list[tuple[str, str, Callable[[Model], None]]] = [
           "INSERT INTO db.a SELECT * FROM x",
      _insert("a", lambda m: [(i + 600, s, p) for i, s, p in m["src"] if i < 10])),
     ("a", "INSERT INTO db.a TABLE db.src", _insert("a", lambda m: list(m["src"]))),
+    # DEFAULT: a NULL (Spark's VALUES refused the keyword: UNRESOLVED_COLUMN `DEFAULT`)
+    ("a", "INSERT INTO db.a VALUES (700, DEFAULT, 'x')", _insert("a", lambda m: [(700, None, "x")])),
     # DELETE: arithmetic, functions, IN (SELECT ...), EXISTS over another Paimon table
     ("a", "DELETE FROM db.a WHERE id % 7 = 0", _delete("a", lambda r, m: r[0] % 7 == 0)),
     ("a", "DELETE FROM db.a WHERE upper(s) = 'S3' AND p = 'x'",
@@ -165,6 +167,8 @@ STEPS: list[tuple[str, str, Callable[[Model], None]]] = [
     ("k", "UPDATE db.k SET s = upper(s), p = 'u' WHERE id BETWEEN 10 AND 20",
      _update("k", lambda r, m: 10 <= r[0] <= 20, lambda r: (r[0], r[1].upper(), "u"))),
     ("k", MERGE_SQL.format(t="k"), _merge("k")),
+    ("k", "UPDATE db.k SET s = DEFAULT WHERE id = 22", _update("k", lambda r, m: r[0] == 22,
+                                                               lambda r: (r[0], None, r[2]))),
     ("k", "MERGE INTO db.k USING db.src ON db.k.id = db.src.id "
           "WHEN MATCHED AND db.src.p = 'z' THEN UPDATE SET s = concat(db.k.s, '/', db.src.s)",
      _update("k", lambda r, m: any(x[0] == r[0] and x[2] == "z" for x in m["src"]),
@@ -260,7 +264,8 @@ def _fresh(seeded: tuple[str, str, Model], tmp_path: Path) -> tuple[str, Model]:
 #: The short variant: one statement of each kind on each table kind.
 SHORT = [i for i, (_, text, _) in enumerate(STEPS) if text.startswith((
     "DELETE FROM db.a AS t WHERE EXISTS", "MERGE INTO db.a", "INSERT OVERWRITE db.owp", "UPDATE db.k",
-    "MERGE INTO db.k", "UPDATE db.a SET s = 'qualified'", "WITH x AS", "INSERT INTO db.a TABLE"))]
+    "MERGE INTO db.k", "UPDATE db.a SET s = 'qualified'", "WITH x AS", "INSERT INTO db.a TABLE",
+    "INSERT INTO db.a VALUES (700, DEFAULT", "UPDATE db.k SET s = DEFAULT"))]
 
 
 def test_each_statement_kind_on_both_table_kinds(spark, seeded, tmp_path: Path) -> None:

@@ -133,6 +133,10 @@ SHAPES = [
     "SELECT count(*) FROM (SELECT id, s FROM db.a WHERE id > 2500) t WHERE t.s = 's0'",
     "SELECT * FROM db.b WHERE name = 'upd' AND w IS NULL",
     "SELECT name, count(*) FROM paimon.db.b GROUP BY name",
+    # join hints name the references' aliases (before session 32 the hint's name was replaced by the
+    # read: "BROADCAST(_pyspark_... AS b)", a ParseException)
+    "SELECT /*+ BROADCAST(b) */ a.id, b.name FROM db.a a JOIN db.b b ON a.id = b.id WHERE a.s = 's2'",
+    "SELECT /*+ MERGE(a, b), REPARTITION(3) */ count(*) FROM db.a a JOIN db.b b ON a.id = b.id",
     # a column qualified by database.table (the reference is read under the alias `a`)
     "SELECT db.a.id, db.a.v FROM db.a LEFT SEMI JOIN db.b b ON db.a.id = b.id WHERE db.a.s = 's1'",
     # what Spark does to a reference before its SELECT sees it (each was dropped once: wrong rows)

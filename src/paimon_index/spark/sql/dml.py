@@ -36,7 +36,7 @@ from sqlglot import exp
 
 from paimon_index.errors import InvalidOptionError, SqlError
 from paimon_index.spark.planned import change_statement
-from paimon_index.spark.sql.names import DIALECT, TableName, resolve
+from paimon_index.spark.sql.names import DIALECT, TableName, relations, resolve
 from paimon_index.spark.sql.query import OwnConjuncts, own_conjuncts, rewrite, unqualify_database
 from paimon_index.table.files import FILE_PATH_COLUMN, METADATA_COLUMNS, ROW_INDEX_COLUMN
 
@@ -79,6 +79,7 @@ def run(catalog: Catalog, statement: exp.Expr) -> DataFrame:
     if not catalog.has_table(name.identifier):
         raise catalog.not_found(str(name))
     assert target is not None
+    _defaults(catalog, statement, name)
     if isinstance(statement, exp.Insert):
         _insert(catalog, statement, target, name)
     elif isinstance(statement, exp.TruncateTable):
@@ -98,6 +99,47 @@ def run(catalog: Catalog, statement: exp.Expr) -> DataFrame:
     else:  # pragma: no cover - sql.execute routes only the kinds above here
         raise SqlError(f"{type(statement).__name__.upper()} is not a DML statement")
     return empty_result(catalog)
+
+
+def _is_default(node: exp.Expr | None) -> bool:
+    """Spark's ``DEFAULT`` keyword as a value (a backticked `DEFAULT` is a column of that name)."""
+    if isinstance(node, exp.Var):
+        return node.name.upper() == "DEFAULT"
+    return isinstance(node, exp.Column) and not node.table and isinstance(node.this, exp.Identifier) \
+        and not node.this.quoted and node.name.upper() == "DEFAULT"
+
+
+def _defaults(catalog: Catalog, statement: exp.Expr, name: TableName) -> None:
+    """``DEFAULT`` in an INSERT's VALUES, an UPDATE's or a MERGE's SET and a MERGE's INSERT VALUES
+    becomes NULL: a Paimon column's default, as Paimon's connector writes it (Spark's own VALUES
+    refused the keyword outside an INSERT: UNRESOLVED_COLUMN `DEFAULT`). A table with
+    ``fields.<column>.default-value`` options is refused instead of writing a NULL there."""
+    values: list[exp.Expr] = []
+    if isinstance(statement, exp.Insert) and isinstance(statement.expression, exp.Values):
+        values += [e for row in statement.expression.expressions for e in row.expressions]
+    assignments = list(statement.expressions) if isinstance(statement, exp.Update) else []
+    if isinstance(statement, exp.Merge):
+        for when in statement.find_all(exp.When):
+            then = when.args.get("then")
+            if isinstance(then, exp.Update):
+                assignments += then.expressions
+            elif isinstance(then, exp.Insert) and isinstance(then.expression, exp.Tuple):
+                values += then.expression.expressions
+    found = [v for v in values if _is_default(v)] + \
+        [a.expression for a in assignments if isinstance(a, exp.EQ) and _is_default(a.expression)]
+    if not found:
+        return
+    from paimon_index.table.catalog import open_table
+    from paimon_index.table.paimon import table_options
+
+    opened = open_table(catalog.warehouse, name.identifier, catalog_options=catalog.catalog_options)
+    options = table_options(opened)
+    defined = sorted(k for k in options if k.startswith("fields.") and k.endswith(".default-value"))
+    if defined:
+        raise SqlError(f"DEFAULT on {name}, whose columns have default values ({', '.join(defined)}), is "
+                       "not supported: write the values")
+    for node in found:
+        node.replace(exp.Null())
 
 
 def _target_node(statement: exp.Expr) -> exp.Table | None:
@@ -181,7 +223,7 @@ def _run_query(catalog: Catalog, query: exp.Expr, bound: dict[str, DataFrame] | 
     """``query`` (built here around the target) as a DataFrame: every Paimon reference in it read
     by the planned read, the placeholders of ``bound`` bound to their DataFrames."""
     bound = bound or {}
-    skip = frozenset(id(t) for t in query.find_all(exp.Table) if t.name in bound)
+    skip = frozenset(id(t) for t in relations(query) if t.name in bound)
     rewritten = rewrite(catalog, query, skip=skip)
     for placeholder, df in bound.items():
         rewritten = rewritten.bind(placeholder, df)

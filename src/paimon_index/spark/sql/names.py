@@ -36,7 +36,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 __all__ = ["DIALECT", "PAIMON_CATALOG", "SYSTEM_TABLE_SEPARATOR", "Catalog", "TableName", "cte_names",
-           "names_paimon_table", "parse", "resolve", "resolve_parts", "spark_parses", "table_parts"]
+           "names_paimon_table", "parse", "relations", "resolve", "resolve_parts", "spark_parses",
+           "table_parts"]
 
 
 class SparkText(Spark):
@@ -233,8 +234,14 @@ def cte_names(statement: exp.Expr) -> frozenset[str]:
     return frozenset(cte.alias.lower() for cte in statement.find_all(exp.CTE))
 
 
+def relations(tree: exp.Expr) -> list[exp.Table]:
+    """The table nodes of ``tree`` that name a relation: not those of a hint (``/*+ BROADCAST(a) */``
+    names the relation whose alias is ``a``; replaced by a read, it stayed a name Spark refused)."""
+    return [t for t in tree.find_all(exp.Table) if t.find_ancestor(exp.Hint) is None]
+
+
 def names_paimon_table(catalog: Catalog, statement: exp.Expr) -> bool:
     """Whether any table the statement names is a Paimon table of the catalog."""
     ctes = cte_names(statement)
     return any(resolve(catalog, t, cte_names=ctes, must_exist=False) is not None
-               for t in statement.find_all(exp.Table))
+               for t in relations(statement))

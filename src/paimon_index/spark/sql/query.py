@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 from sqlglot import exp
 
 from paimon_index.errors import SqlError, UnsupportedTableError
-from paimon_index.spark.sql.names import DIALECT, PAIMON_CATALOG, TableName, resolve
+from paimon_index.spark.sql.names import DIALECT, PAIMON_CATALOG, TableName, relations, resolve
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -356,7 +356,7 @@ def rewrite(catalog: Catalog, statement: exp.Expr, *, skip: frozenset[int] = fro
     ctes = cte_names(tree)
     found: list[tuple[exp.Table, TableName]] = []
     skip_paths = _paths(statement, skip)
-    for table in list(tree.find_all(exp.Table)):
+    for table in relations(tree):
         if _path(table) in skip_paths:
             continue
         name = resolve(catalog, table, cte_names=ctes, must_exist=False)

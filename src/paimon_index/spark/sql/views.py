@@ -24,7 +24,7 @@ from sqlglot import exp
 
 from paimon_index.errors import SqlError
 from paimon_index.spark.sql.dml import empty_result
-from paimon_index.spark.sql.names import DIALECT, cte_names, names_paimon_table
+from paimon_index.spark.sql.names import DIALECT, cte_names, names_paimon_table, relations
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -136,7 +136,7 @@ def expand(catalog: Catalog, statement: exp.Expr, reading: tuple[str, ...] = ())
     ctes = cte_names(statement)
     written = {id(statement.this)} if isinstance(statement, (exp.Insert, exp.Delete, exp.Update,
                                                              exp.Merge)) else set()
-    for table in list(statement.find_all(exp.Table)):
+    for table in relations(statement):
         key = table.name.lower()
         if key in reading and not table.db and not table.catalog and key not in ctes:
             raise SqlError(f"recursive view {table.name} detected (RECURSIVE_VIEW): "
