@@ -156,6 +156,11 @@ STEPS: list[tuple[str, str, Callable[[Model], None]]] = [
                              + [r for r in m["src"] if r[2] == "y"])),
     ("", "SET spark.sql.sources.partitionOverwriteMode = static", lambda m: None),
     ("tr", "TRUNCATE TABLE db.tr", lambda m: m.__setitem__("tr", [])),
+    # one partition's rows (before session 32 the PARTITION clause was ignored: every row went)
+    ("owp", "TRUNCATE TABLE db.owp PARTITION (p = 'y')",
+     lambda m: m.__setitem__("owp", [r for r in m["owp"] if r[2] != "y"])),
+    ("dyn", "ALTER TABLE db.dyn DROP PARTITION (p = 'z')",
+     lambda m: m.__setitem__("dyn", [r for r in m["dyn"] if r[2] != "z"])),
     # primary-key table: INSERT upserts, DELETE / UPDATE / MERGE by key
     ("k", "INSERT INTO db.k VALUES (1, 'up', 'q'), (100, 'v', 'x')",
      _insert("k", lambda m: [(1, "up", "q"), (100, "v", "x")])),
@@ -265,7 +270,8 @@ def _fresh(seeded: tuple[str, str, Model], tmp_path: Path) -> tuple[str, Model]:
 SHORT = [i for i, (_, text, _) in enumerate(STEPS) if text.startswith((
     "DELETE FROM db.a AS t WHERE EXISTS", "MERGE INTO db.a", "INSERT OVERWRITE db.owp", "UPDATE db.k",
     "MERGE INTO db.k", "UPDATE db.a SET s = 'qualified'", "WITH x AS", "INSERT INTO db.a TABLE",
-    "INSERT INTO db.a VALUES (700, DEFAULT", "UPDATE db.k SET s = DEFAULT"))]
+    "INSERT INTO db.a VALUES (700, DEFAULT", "UPDATE db.k SET s = DEFAULT", "TRUNCATE TABLE db.owp PARTITION",
+    "ALTER TABLE db.dyn DROP PARTITION"))]
 
 
 def test_each_statement_kind_on_both_table_kinds(spark, seeded, tmp_path: Path) -> None:
@@ -365,6 +371,31 @@ def test_values_the_store_assignment_refuses_are_data_errors_naming_the_column(s
 
 def _rows_of(paimon: Any) -> list[tuple[Any, ...]]:
     return sorted(tuple(r) for r in paimon.sql("SELECT * FROM db.t").collect())
+
+
+def test_partitions_that_do_not_exist(spark, tmp_path: Path) -> None:
+    """TRUNCATE of a partition that does not exist changes nothing, no snapshot (Paimon's connector:
+    the same for a whole spec); DROP PARTITION of one is refused unless IF EXISTS, before anything
+    is written; a partition of another table kind or a column that is no partition key is refused."""
+    paimon = paimon_index.spark.attach(spark, warehouse=str(tmp_path))
+    paimon.sql("CREATE DATABASE db")
+    paimon.sql("CREATE TABLE db.t (id INT, p STRING, d DATE) PARTITIONED BY (p, d)")
+    paimon.sql("INSERT INTO db.t VALUES (1, 'x', DATE'2024-01-01'), (2, 'x', DATE'2024-01-02'), "
+               "(3, 'y', NULL)")
+    before = _snapshot(str(tmp_path), "t")
+    paimon.sql("TRUNCATE TABLE db.t PARTITION (p = 'nope')")
+    paimon.sql("ALTER TABLE db.t DROP IF EXISTS PARTITION (p = 'x', d = DATE'1999-01-01')")
+    with pytest.raises(PaimonIndexError, match="PARTITIONS_NOT_FOUND"):
+        paimon.sql("ALTER TABLE db.t DROP PARTITION (p = 'nope')")
+    with pytest.raises(PaimonIndexError, match="not a partition column"):
+        paimon.sql("TRUNCATE TABLE db.t PARTITION (id = 1)")
+    with pytest.raises(PaimonIndexError, match="one PARTITION"):
+        paimon.sql("ALTER TABLE db.t DROP PARTITION (p = 'x'), PARTITION (p = 'y')")
+    assert _snapshot(str(tmp_path), "t") == before
+    paimon.sql("ALTER TABLE db.t DROP PARTITION (d = DATE'2024-01-02')")  # some of the keys: every match
+    assert sorted(tuple(r) for r in paimon.sql("SELECT id FROM db.t").collect()) == [(1,), (3,)]
+    paimon.sql("ALTER TABLE db.t ADD PARTITION (p = 'w')")  # nothing to add: a partition holds rows
+    assert _snapshot(str(tmp_path), "t") == before + 1
 
 
 @pytest.mark.slow

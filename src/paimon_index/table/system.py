@@ -27,7 +27,7 @@ from paimon_index.table.fileio import TableIO
 from paimon_index.table.files import container_source, open_container, partition_text
 from paimon_index.table.paimon import PaimonTable
 
-__all__ = ["FILE_INDEXES_SCHEMA", "file_indexes"]
+__all__ = ["FILE_INDEXES_SCHEMA", "file_indexes", "partition_values", "partitions"]
 
 FILE_INDEXES_SCHEMA = pa.schema([
     ("partition", pa.string()), ("bucket", pa.int32()), ("file_path", pa.string()),
@@ -75,10 +75,14 @@ _FILE_SOURCES = {"0": "APPEND", "1": "COMPACT"}
 
 def partitions(table: PaimonTable) -> list[str]:
     """The latest snapshot's partitions as ``k1=v1/k2=v2`` (Spark's SHOW PARTITIONS), sorted."""
-    seen: set[str] = set()
-    for split in table.new_read_builder().new_scan().plan().splits():
-        seen.add(partition_text(table.partition_keys or [], split.partition))
-    return sorted(seen)
+    keys = table.partition_keys or []
+    return sorted({partition_text(keys, values) for values in partition_values(table)})
+
+
+def partition_values(table: PaimonTable) -> set[tuple[Any, ...]]:
+    """The latest snapshot's partitions, each its values in partition-key order."""
+    return {tuple(getattr(split.partition, "values", split.partition) or [])
+            for split in table.new_read_builder().new_scan().plan().splits()}
 
 
 def _java_map(text: Any) -> Any:

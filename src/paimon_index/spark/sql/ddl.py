@@ -446,6 +446,10 @@ def _alter(catalog: Catalog, statement: exp.Alter, text: str) -> DataFrame:
             column = _column(catalog, name, action.this.name)
             field = _catalog.paimon_field(f"`{column}` {action.args['dtype'].sql(DIALECT)}")
             changes.append(SchemaChange.update_column_type(column, field.type, keep_nullability=True))
+        elif isinstance(action, exp.DropPartition):
+            _drop_partitions(catalog, name, action)
+        elif isinstance(action, exp.AddPartition):
+            pass  # a Paimon partition exists once it holds rows: nothing to add (the connector's no-op)
         elif isinstance(action, exp.AlterColumn) and action.args.get("comment") is not None:
             column = _column(catalog, name, action.this.name)
             changes.append(SchemaChange.update_column_comment(column, action.args["comment"].name))
@@ -460,6 +464,19 @@ def _alter(catalog: Catalog, statement: exp.Alter, text: str) -> DataFrame:
             catalog.warehouse, name.identifier, changes, catalog_options=catalog.catalog_options
         )
     return _empty(catalog)
+
+
+def _drop_partitions(catalog: Catalog, name: TableName, action: exp.DropPartition) -> None:
+    """``ALTER TABLE t DROP [IF EXISTS] PARTITION (p = v, ...)``: the matching partitions' rows
+    removed in one snapshot, as ``TRUNCATE TABLE t PARTITION (...)``; one spec per statement (two
+    would be two snapshots). A spec matching no partition is refused unless ``IF EXISTS``."""
+    from paimon_index.spark.sql.dml import truncate
+
+    specs = action.expressions
+    if len(specs) != 1:
+        raise SqlError(f"ALTER TABLE {name} DROP PARTITION: one PARTITION (...) per statement (each is "
+                       "its own snapshot); run one statement per partition")
+    truncate(catalog, name, specs[0], missing_ok=bool(action.args.get("exists")))
 
 
 def _column(catalog: Catalog, name: TableName, column: str) -> str:

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from paimon_index.spark.sql.names import Catalog
 
 
-__all__ = ["empty_result", "run"]
+__all__ = ["empty_result", "run", "truncate"]
 
 #: Spark's session option choosing static or dynamic partition overwrite.
 PARTITION_OVERWRITE_MODE = "spark.sql.sources.partitionOverwriteMode"
@@ -83,7 +83,8 @@ def run(catalog: Catalog, statement: exp.Expr) -> DataFrame:
     if isinstance(statement, exp.Insert):
         _insert(catalog, statement, target, name)
     elif isinstance(statement, exp.TruncateTable):
-        _truncate(catalog, name)
+        # a partition that does not exist: nothing to truncate (as Paimon's connector, whole specs)
+        truncate(catalog, name, statement.args.get("partition"), missing_ok=True)
     elif isinstance(statement, (exp.Delete, exp.Update, exp.Merge)):
         # ``db.t.c`` (the target, or a MERGE's source table, named without an alias) is ``t.c``,
         # as each is read under that alias (Paimon's connector takes both spellings).
@@ -323,13 +324,31 @@ def _insert(catalog: Catalog, statement: exp.Insert, node: exp.Table, name: Tabl
         jobs.write(rows, name.identifier, "append", **_where(catalog))
         return
     dynamic = str(catalog.spark.conf.get(PARTITION_OVERWRITE_MODE, "static")).lower() == "dynamic"
-    partition = None
-    if static and not dynamic:
-        evaluated = catalog.spark.createDataFrame([(1,)], "x int").select(
-            *[_store_value(v, target, n) for n, v in static.items()]).first()
-        assert evaluated is not None
-        partition = {n: evaluated[i] for i, n in enumerate(static)}
+    partition = _partition_values(catalog, static, target) if static and not dynamic else None
     jobs.overwrite(rows, name.identifier, partition, dynamic=dynamic, **_where(catalog))
+
+
+def _partition_values(catalog: Catalog, static: dict[str, exp.Expr], target: _Target) -> dict[str, Any]:
+    """A static partition spec's values, each evaluated by Spark and cast to its column's type."""
+    evaluated = catalog.spark.createDataFrame([(1,)], "x int").select(
+        *[_store_value(v, target, n) for n, v in static.items()]).first()
+    assert evaluated is not None
+    return {n: evaluated[i] for i, n in enumerate(static)}
+
+
+def _partition_exists(catalog: Catalog, name: TableName, partition: dict[str, Any]) -> bool:
+    """Whether the latest snapshot has a partition with these values (some of the keys: any)."""
+    from paimon_index.table.catalog import open_table
+    from paimon_index.table.system import partition_values
+
+    table = open_table(catalog.warehouse, name.identifier, catalog_options=catalog.catalog_options)
+    keys = list(table.partition_keys or [])
+
+    def same(a: Any, b: Any) -> bool:
+        return bool(a == b) or str(a) == str(b)
+
+    return any(all(same(values[keys.index(k)], v) for k, v in partition.items())
+               for values in partition_values(table))
 
 
 def _store_value(value: exp.Expr, target: _Target, name: str) -> Column:
@@ -338,12 +357,39 @@ def _store_value(value: exp.Expr, target: _Target, name: str) -> Column:
     return F.expr(value.sql(DIALECT)).cast(target.schema[name].dataType).alias(name)
 
 
-def _truncate(catalog: Catalog, name: TableName) -> None:
+def truncate(catalog: Catalog, name: TableName, spec: exp.Expr | None, *, missing_ok: bool = False) -> None:
+    """``TRUNCATE TABLE t [PARTITION (p = v, ...)]`` (also ``ALTER TABLE t DROP PARTITION``): an
+    overwrite with no rows, of the whole table or of the partitions matching the spec (a spec of
+    some partition columns matches every partition with those values), in one snapshot. A spec
+    matching no partition is refused before anything is written (``missing_ok``: nothing happens),
+    as Paimon's connector refuses it. Before session 32 the PARTITION clause was ignored: the whole
+    table was truncated."""
     from paimon_index.spark import jobs
 
     target = _open(catalog, name)
+    partition = None
+    if spec is not None:
+        static: dict[str, exp.Expr] = {}
+        for item in spec.expressions:
+            if not isinstance(item, exp.EQ):
+                raise SqlError(f"PARTITION ({spec.sql(DIALECT)}) of {name}: give every column a value "
+                               "(p = 'x')")
+            column = target.column(item.this.name, "PARTITION clause")
+            if column not in target.partition_keys:
+                raise SqlError(f"PARTITION clause: {column!r} is not a partition column of {name} "
+                               f"(partition columns: {target.partition_keys})")
+            static[column] = item.expression
+        if not static:
+            raise SqlError(f"PARTITION () of {name} names no partition column")
+        partition = _partition_values(catalog, static, target)
+        if not _partition_exists(catalog, name, partition):
+            if missing_ok:
+                return
+            shown = ", ".join(f"{k} = {v!r}" for k, v in partition.items())
+            raise SqlError(f"PARTITION ({shown}) of {name}: no such partition (PARTITIONS_NOT_FOUND); "
+                           f"its partitions: SHOW PARTITIONS {name}")
     empty = catalog.spark.createDataFrame([], target.schema)
-    jobs.overwrite(empty, name.identifier, None, dynamic=False, **_where(catalog))
+    jobs.overwrite(empty, name.identifier, partition, dynamic=False, **_where(catalog))
 
 
 # ------------------------------------------------------------------------------------------------
