@@ -202,6 +202,20 @@ def test_column_listing_refresh_and_cache(paimon: Any) -> None:
         paimon.sql("CACHE TABLE db.cols")
 
 
+@pytest.mark.parametrize("clause", ["CLUSTERED BY (a) INTO 4 BUCKETS", "PARTITIONED BY (bucket(4, a))",
+                                    "STORED AS PARQUET", "ROW FORMAT DELIMITED"])
+def test_create_clauses_not_carried_out_are_refused(paimon: Any, clause: str) -> None:
+    """Before session 32 ``CLUSTERED BY ... INTO 4 BUCKETS`` made a table without buckets and
+    ``EXTERNAL`` a managed one, silently; Paimon's connector refuses them (a non-identity
+    partition transform, a format)."""
+    paimon.sql("CREATE DATABASE db")
+    with pytest.raises(SqlError, match="not supported"):
+        paimon.sql(f"CREATE TABLE db.c (a INT) {clause}")
+    with pytest.raises(SqlError, match="EXTERNAL is not supported"):
+        paimon.sql("CREATE EXTERNAL TABLE db.c (a INT)")
+    assert not paimon.sql("SHOW TABLES IN db").collect()
+
+
 def test_retention_options_are_checked_as_paimon_checks_them(paimon: Any) -> None:
     """Paimon refuses snapshot.num-retained.min above .max (its default min is 10) or below 1, on
     CREATE and ALTER (its connector refused this ALTER; ours took it before session 32)."""

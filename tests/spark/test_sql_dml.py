@@ -373,6 +373,20 @@ def _rows_of(paimon: Any) -> list[tuple[Any, ...]]:
     return sorted(tuple(r) for r in paimon.sql("SELECT * FROM db.t").collect())
 
 
+def test_clauses_not_carried_out_are_refused(spark, tmp_path: Path) -> None:
+    """A clause Spark's parser takes and this layer does not carry out is refused, the table
+    unchanged: ``INSERT INTO t REPLACE WHERE ...`` ran as a plain INSERT before session 32."""
+    paimon = paimon_index.spark.attach(spark, warehouse=str(tmp_path))
+    paimon.sql("CREATE DATABASE db")
+    paimon.sql("CREATE TABLE db.t (a INT, p INT) PARTITIONED BY (p)")
+    paimon.sql("INSERT INTO db.t VALUES (1, 1), (2, 2)")
+    before = _snapshot(str(tmp_path), "t")
+    with pytest.raises(PaimonIndexError, match="REPLACE WHERE"):
+        paimon.sql("INSERT INTO db.t REPLACE WHERE p = 1 SELECT 9 AS a, 1 AS p")
+    assert _snapshot(str(tmp_path), "t") == before
+    assert sorted(tuple(r) for r in paimon.sql("SELECT * FROM db.t").collect()) == [(1, 1), (2, 2)]
+
+
 def test_partitions_that_do_not_exist(spark, tmp_path: Path) -> None:
     """TRUNCATE of a partition that does not exist changes nothing, no snapshot (Paimon's connector:
     the same for a whole spec); DROP PARTITION of one is refused unless IF EXISTS, before anything

@@ -205,16 +205,30 @@ def _create(catalog: Catalog, statement: exp.Create, text: str) -> DataFrame:
         for prop in props.expressions:
             if isinstance(prop, exp.PartitionedByProperty):
                 part = prop.this
-                partition_keys = [
-                    c.name for c in (part.expressions if isinstance(part, exp.Schema | exp.Tuple) else [part])
-                ]
+                keys = part.expressions if isinstance(part, exp.Schema | exp.Tuple) else [part]
+                odd = [k.sql(DIALECT) for k in keys
+                       if not isinstance(k, exp.Column | exp.Identifier | exp.ColumnDef)]
+                if odd:  # bucket(4, a), days(ts): Paimon partitions by column values only
+                    raise SqlError(f"CREATE TABLE {name}: partition transform {odd[0]} is not supported "
+                                   "(PARTITIONED BY (column, ...); buckets: TBLPROPERTIES ('bucket' = 'n'))")
+                partition_keys = [k.name for k in keys]
             elif isinstance(prop, exp.SchemaCommentProperty):
                 comment = prop.this.name
-            elif isinstance(prop, exp.FileFormatProperty | exp.LocationProperty):
+            elif isinstance(prop, exp.LocationProperty):
                 raise SqlError(
                     f"CREATE TABLE {name}: {prop.sql(DIALECT)} is not supported; Paimon tables "
                     "live in the warehouse (drop the clause)"
                 )
+            elif isinstance(prop, exp.FileFormatProperty):
+                if not _provider_clause(prop):
+                    raise SqlError(f"CREATE TABLE {name}: {prop.sql(DIALECT)} is not supported; Paimon "
+                                   "tables are Paimon's format (drop the clause)")
+            elif type(prop) is not exp.Property and not isinstance(prop, exp.OptionsProperty):
+                # Never dropped: CLUSTERED BY ... INTO n BUCKETS made a table without buckets, and
+                # EXTERNAL a managed one. Paimon's connector refuses them as well.
+                hint = " (buckets: TBLPROPERTIES ('bucket' = 'n', 'bucket-key' = 'c'))" \
+                    if isinstance(prop, exp.ClusteredByProperty) else ""
+                raise SqlError(f"CREATE TABLE {name}: {prop.sql(DIALECT)[:80]} is not supported{hint}")
     provider = _provider(text, props)
     if provider is not None and provider.lower() != _PROVIDER:
         raise SqlError(
@@ -248,6 +262,12 @@ def _create(catalog: Catalog, statement: exp.Create, text: str) -> DataFrame:
         columns.append(_column_ddl(col, not_null=col.name in primary_keys))
     _create_table(catalog, name, ", ".join(columns), partition_keys, primary_keys, options, comment)
     return _empty(catalog)
+
+
+def _provider_clause(prop: exp.FileFormatProperty) -> bool:
+    """Whether ``prop`` is a ``USING <provider>`` clause (checked by :func:`_provider`), not Hive's
+    ``STORED AS <format>``."""
+    return not prop.sql(DIALECT).upper().startswith("STORED")
 
 
 def _refuse_missing_database(catalog: Catalog, table: exp.Table) -> None:

@@ -79,6 +79,7 @@ def run(catalog: Catalog, statement: exp.Expr) -> DataFrame:
     if not catalog.has_table(name.identifier):
         raise catalog.not_found(str(name))
     assert target is not None
+    _refuse_unread_clauses(statement, name)
     _defaults(catalog, statement, name)
     if isinstance(statement, exp.Insert):
         _insert(catalog, statement, target, name)
@@ -100,6 +101,30 @@ def run(catalog: Catalog, statement: exp.Expr) -> DataFrame:
     else:  # pragma: no cover - sql.execute routes only the kinds above here
         raise SqlError(f"{type(statement).__name__.upper()} is not a DML statement")
     return empty_result(catalog)
+
+
+#: The parts of each statement kind this module carries out (sqlglot's argument keys; a hint is
+#: advisory and stays with the statement's query). Any other clause Spark's parser took is refused:
+#: ``INSERT INTO t REPLACE WHERE ...`` ran as a plain INSERT before session 32, and ``TRUNCATE
+#: TABLE t PARTITION (...)`` truncated the whole table.
+_HANDLED: dict[type[exp.Expr], set[str]] = {
+    exp.Insert: {"this", "expression", "overwrite", "by_name", _WITH, "source", "hint"},
+    exp.Delete: {"this", "where", "hint"},
+    exp.Update: {"this", "expressions", "where", "hint"},
+    exp.Merge: {"this", "using", "on", "whens"},
+    exp.TruncateTable: {"expressions", "partition"},
+}
+
+
+def _refuse_unread_clauses(statement: exp.Expr, name: TableName) -> None:
+    handled = _HANDLED.get(type(statement))
+    unread = sorted(k for k, v in statement.args.items() if v and handled is not None and k not in handled)
+    if unread:
+        kind = type(statement).__name__.upper()
+        what = {"where": "REPLACE WHERE (use INSERT OVERWRITE ... PARTITION (...))"}.get(unread[0], unread[0])
+        raise SqlError(f"{kind} on {name}: the clause {what} is not supported")
+    if isinstance(statement, exp.TruncateTable) and len(statement.expressions) != 1:
+        raise SqlError("TRUNCATE TABLE: one table per statement")
 
 
 def _is_default(node: exp.Expr | None) -> bool:
