@@ -141,3 +141,19 @@ def test_statements_from_other_threads_through_spark_connect(connect_spark, tmp_
 
     with ThreadPoolExecutor(2) as pool:
         assert list(pool.map(work, range(2))) == [[(1, "a"), (3, "c")]] * 2
+
+
+def test_views_and_partition_truncation_through_spark_connect(connect_spark, tmp_path: Path) -> None:
+    """Session 32's SQL additions over Spark Connect: a temporary view read at each statement,
+    TRUNCATE of one partition, DROP PARTITION."""
+    paimon = attach(connect_spark, warehouse=str(tmp_path / "w"))
+    paimon.sql("CREATE DATABASE db")
+    paimon.sql("CREATE TABLE db.t (id BIGINT, p STRING) PARTITIONED BY (p) "
+               "TBLPROPERTIES ('deletion-vectors.enabled' = 'true')")
+    paimon.sql("INSERT INTO db.t VALUES (1, 'x'), (2, 'y'), (3, 'z')")
+    paimon.sql("CREATE TEMPORARY VIEW v AS SELECT * FROM db.t WHERE id > 1")
+    assert paimon.sql("SELECT count(*) FROM v").collect()[0][0] == 2
+    paimon.sql("TRUNCATE TABLE db.t PARTITION (p = 'y')")
+    assert sorted(r[0] for r in paimon.sql("SELECT id FROM v").collect()) == [3]
+    paimon.sql("ALTER TABLE db.t DROP PARTITION (p = 'z')")
+    assert sorted(tuple(r) for r in paimon.sql("SELECT * FROM db.t").collect()) == [(1, "x")]
