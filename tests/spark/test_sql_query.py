@@ -133,6 +133,21 @@ SHAPES = [
     "SELECT count(*) FROM (SELECT id, s FROM db.a WHERE id > 2500) t WHERE t.s = 's0'",
     "SELECT * FROM db.b WHERE name = 'upd' AND w IS NULL",
     "SELECT name, count(*) FROM paimon.db.b GROUP BY name",
+    # derived tables (and views put in place): the enclosing WHERE's conjuncts on plain projections
+    # are copied down to the reference (session 32); grouping, LIMIT, computed columns and joins stop it
+    "SELECT count(*) FROM (SELECT * FROM db.a) d WHERE d.s = 's3' AND v > 10",
+    "SELECT k FROM (SELECT id AS k, s FROM db.a WHERE v > 0) AS d WHERE s = 's1' AND k < 500",
+    "SELECT * FROM (SELECT * FROM (SELECT id, s, v FROM db.a) x WHERE x.v > 5) y WHERE y.s = 's2'",
+    "SELECT d.k FROM (SELECT id, s FROM db.a) AS d(k, t) WHERE d.t = 's4' AND d.k > 100",
+    "SELECT count(*) FROM (SELECT s, count(*) c FROM db.a GROUP BY s) d WHERE d.s = 's1'",
+    "SELECT count(*) FROM (SELECT id, s FROM db.a ORDER BY id LIMIT 100) d WHERE s = 's1'",
+    "SELECT count(*) FROM (SELECT id, s, id + 1 AS s2 FROM db.a) d WHERE s2 = 10 OR s = 's5'",
+    "SELECT count(*) FROM (SELECT * FROM db.a WHERE id < 900) d LEFT JOIN db.b b ON d.id = b.id "
+    "WHERE d.s = 's1' AND b.id IS NULL",
+    "SELECT count(*) FROM (SELECT a.* FROM db.a a) d WHERE d.v IS NULL OR isnan(d.v)",
+    "SELECT id FROM (SELECT id, s FROM db.a) d WHERE s = 's2' AND id IN (SELECT id FROM db.b WHERE w > 3)",
+    "SELECT count(*) FROM (SELECT id, s AS x, v AS x FROM db.a) d WHERE id < 10",
+    "SELECT count(*) FROM (SELECT DISTINCT s FROM db.a) d WHERE s IS NOT NULL",
     # join hints name the references' aliases (before session 32 the hint's name was replaced by the
     # read: "BROADCAST(_pyspark_... AS b)", a ParseException)
     "SELECT /*+ BROADCAST(b) */ a.id, b.name FROM db.a a JOIN db.b b ON a.id = b.id WHERE a.s = 's2'",
@@ -195,6 +210,14 @@ def _pushed(paimon: Any, text: str) -> list[tuple[str, str | None]]:
      [("db.a:x", "(s = 's1')"), ("db.a:y", "(v < 0)")]),
     ("SELECT * FROM db.a WHERE id IN (SELECT id FROM db.b WHERE w = 7)",
      [("db.a:a", None), ("db.b:b", "(w = 7)")]),
+    # copied down through plain derived tables, renamed to the source's columns
+    ("SELECT k FROM (SELECT id AS k, s FROM db.a WHERE v > 0) AS d WHERE s = 's1' AND k < 500",
+     [("db.a:a", "(v > 0 AND `s` = 's1') AND (`id` < 500)")]),
+    ("SELECT * FROM (SELECT * FROM (SELECT id, s, v FROM db.a) x WHERE x.v > 5) y WHERE y.s = 's2'",
+     [("db.a:a", "(`v` > 5) AND (`s` = 's2')")]),
+    ("SELECT count(*) FROM (SELECT id, s FROM db.a LIMIT 100) d WHERE s = 's1'", [("db.a:a", None)]),
+    ("SELECT count(*) FROM (SELECT s, count(*) c FROM db.a GROUP BY s) d WHERE d.s = 's1'",
+     [("db.a:a", None)]),
     # the statement's names and rows are not the table's: nothing pushed
     ("SELECT * FROM db.a AS x(s, v, id) WHERE s < 40", [("db.a:x", None)]),
     ("SELECT * FROM db.a TABLESAMPLE (5 ROWS) WHERE id = 3", [("db.a:a", None)]),

@@ -17,6 +17,10 @@ How a query runs:
      non-deterministic function or function sqlglot does not know (a UDF may be non-deterministic)
      in them.
 
+   - through plain derived tables (a view put in place, ``FROM (SELECT ...) d``): the conjuncts
+     of a SELECT whose only source is the derived table are first copied into the derived
+     table's own WHERE, renamed to its source's columns (:func:`_copy_into_derived`).
+
    Those conjuncts (qualifiers removed) are the planned read's ``where``: the indexes and
    statistics pick the files and rows, and Spark applies the same text to the rows read.
 3. The statement is regenerated (sqlglot's Spark generator without its rewrites for other
@@ -81,6 +85,8 @@ _UNPUSHABLE = (exp.Subquery, exp.Exists, exp.Select, exp.AggFunc, exp.Window, ex
 #: LIMIT (``explode``, ``posexplode``, ``inline``, ``stack`` ...; a function sqlglot does not know may
 #: be one too: ``json_tuple``, ``inline_outer``, a Hive UDTF): with one, no read keeps only its top k.
 _GENERATORS = (exp.UDTF, exp.Anonymous)
+#: sqlglot's key of a SELECT's WITH clause ("with" before sqlglot 30).
+_WITH_KEY = "with_" if "with_" in exp.Select.arg_types else "with"
 #: EXPLAIN lists the index bodies read and not read of at most this many files per reference.
 _EXPLAIN_INDEX_FILES = 20
 #: EXPLAIN's modes, as Spark spells them.
@@ -372,6 +378,10 @@ def rewrite(catalog: Catalog, statement: exp.Expr, *, skip: frozenset[int] = fro
     columns_of: dict[int, frozenset[str] | None] = {
         key: None if t is None else frozenset(n.lower() for n in t.schema.names)
         for key, t in opened_of.items()}
+    for table, _ in found:  # a view put in place, a subquery: the outer WHERE reaches the table
+        known = columns_of[id(table)]
+        if known is not None and not _reshaped(table):
+            _copy_into_derived(table, known)
     references: list[Reference] = []
     token = uuid.uuid4().hex[:8]
     spelled = _spelled_columns(tree)
@@ -502,6 +512,113 @@ def _reads_no_column(table: exp.Table, *, where: bool = False) -> bool:
         if isinstance(node, exp.Func) and _function_name(node) in _NON_DETERMINISTIC:
             return False
     return True
+
+
+#: What keeps a SELECT from being a plain projection of its one source's rows (each output row one
+#: input row that met its WHERE), keys of sqlglot's Select.
+_NOT_PLAIN = ("joins", "laterals", "group", "having", "distinct", "qualify", "limit", "offset", "order",
+              "windows", "sample", "pivots", _WITH_KEY)
+
+
+def _plain(select: exp.Select) -> bool:
+    """Whether ``select`` only filters its one source's rows and picks columns (no grouping,
+    ordering, limit, join, aggregate, window or generator): a conjunct on its output columns keeps
+    the same rows when applied to its input instead."""
+    if any(select.args.get(k) for k in _NOT_PLAIN):
+        return False
+    return all(e.find(exp.AggFunc, exp.Window, *_GENERATORS) is None for e in select.expressions)
+
+
+def _derived_columns(select: exp.Select, derived: exp.Subquery,
+                     known: frozenset[str]) -> dict[str, exp.Column] | None:
+    """The derived table's output columns (lower case) that are one of its SELECT's source columns,
+    each with that column (its qualifier dropped); None when they cannot be told (a column list
+    over a ``*``). Names given twice are left out (ambiguous)."""
+    out: dict[str, exp.Column] = {}
+    twice: set[str] = set()
+    alias = derived.args.get("alias")
+    listed = alias.args.get("columns") if alias is not None else None
+    items = list(select.expressions)
+    if listed and any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star))
+                      for e in items):
+        return None
+    for i, item in enumerate(items):
+        if isinstance(item, exp.Star) or (isinstance(item, exp.Column) and isinstance(item.this, exp.Star)):
+            pairs = [(c, exp.column(exp.to_identifier(c, quoted=True))) for c in known]
+        else:
+            value = item.this if isinstance(item, exp.Alias) else item
+            if not isinstance(value, exp.Column) or value.args.get("db") is not None or \
+                    value.name.lower() not in known:
+                continue
+            name = listed[i].name if listed and i < len(listed) else item.alias_or_name
+            pairs = [(name.lower(), exp.column(exp.to_identifier(value.name, quoted=True)))]
+        for key, column in pairs:
+            if key in out:
+                twice.add(key)
+            out[key] = column
+    for key in twice:
+        del out[key]
+    return out
+
+
+def _copy_into_derived(table: exp.Table, known: frozenset[str]) -> None:
+    """Copy into the WHERE of ``table``'s SELECT the conjuncts of the enclosing SELECTs that hold for
+    its rows: when that SELECT is a plain projection (:func:`_plain`) read as a derived table (a
+    view put in place, ``FROM (SELECT ...) d``) that is the only source of a SELECT, that SELECT's
+    WHERE conjuncts over the derived table's columns only (deterministic, no subquery: as
+    :func:`_pushable`) hold for every row the statement keeps, so the reference may be given them.
+    Up through derived tables of derived tables. Each copy only adds a filter the outer WHERE
+    applies anyway: the outer WHERE keeps every conjunct, Spark evaluates both."""
+    chain: list[tuple[exp.Select, exp.Subquery, exp.Select]] = []
+    inner = _select_of(table)
+    while inner is not None and _plain(inner):
+        derived = inner.parent
+        if not isinstance(derived, exp.Subquery) or not isinstance(derived.parent, exp.From):
+            break
+        outer = derived.parent.parent
+        if not isinstance(outer, exp.Select) or outer.args.get("joins") or outer.args.get("laterals"):
+            break
+        chain.append((inner, derived, outer))
+        inner = outer if _plain(outer) else None
+    # Outermost first: what an enclosing SELECT gives its derived table travels on down the chain.
+    known_of = {id(_select_of(table)): known}
+    for inner, derived, outer in chain:  # the known columns of each level, innermost first
+        columns = _derived_columns(inner, derived, known_of.get(id(inner), frozenset()))
+        known_of[id(outer)] = frozenset(columns or ())
+    for inner, derived, outer in reversed(chain):
+        columns = _derived_columns(inner, derived, known_of.get(id(inner), frozenset()))
+        where = outer.args.get("where")
+        if not columns or where is None:
+            continue
+        alias = derived.alias_or_name.lower()
+        for conjunct in _conjuncts(where.this):
+            copy = _over_columns(conjunct, alias, columns)
+            if copy is not None:
+                inner.where(copy, copy=False)
+
+
+def _over_columns(conjunct: exp.Expr, alias: str, columns: dict[str, exp.Column]) -> exp.Expr | None:
+    """``conjunct`` with its columns (all of them the derived table's, by ``alias`` or unqualified)
+    replaced by the source columns they are; None when it reads anything else or is not pushable."""
+    if conjunct.find(*_UNPUSHABLE) is not None:
+        return None
+    if any(isinstance(f, exp.Anonymous) or _function_name(f) in _NON_DETERMINISTIC
+           for f in conjunct.find_all(exp.Func)):
+        return None
+    copy = conjunct.copy()
+    found = list(copy.find_all(exp.Column))
+    if not found:
+        return None
+    for col in found:
+        if col.args.get("db") is not None or (col.table and col.table.lower() != alias):
+            return None
+        source = columns.get(col.name.lower())
+        if source is None:
+            return None
+        if col is copy:  # a boolean column as the whole conjunct
+            return source.copy()
+        col.replace(source.copy())
+    return copy
 
 
 def _select_of(table: exp.Table) -> exp.Select | None:
