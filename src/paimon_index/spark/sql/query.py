@@ -379,9 +379,9 @@ def rewrite(catalog: Catalog, statement: exp.Expr, *, skip: frozenset[int] = fro
         key: None if t is None else frozenset(n.lower() for n in t.schema.names)
         for key, t in opened_of.items()}
     for table, _ in found:  # a view put in place, a subquery: the outer WHERE reaches the table
-        known = columns_of[id(table)]
-        if known is not None and not _reshaped(table):
-            _copy_into_derived(table, known)
+        opened = opened_of[id(table)]
+        if opened is not None and not _reshaped(table):
+            _copy_into_derived(table, {n.lower(): n for n in opened.schema.names})
     references: list[Reference] = []
     token = uuid.uuid4().hex[:8]
     spelled = _spelled_columns(tree)
@@ -530,10 +530,10 @@ def _plain(select: exp.Select) -> bool:
 
 
 def _derived_columns(select: exp.Select, derived: exp.Subquery,
-                     known: frozenset[str]) -> dict[str, exp.Column] | None:
-    """The derived table's output columns (lower case) that are one of its SELECT's source columns,
-    each with that column (its qualifier dropped); None when they cannot be told (a column list
-    over a ``*``). Names given twice are left out (ambiguous)."""
+                     known: dict[str, str]) -> dict[str, exp.Column] | None:
+    """The derived table's output columns (lower case) that are one of its SELECT's source columns
+    (``known``: lower case -> as spelled), each with that column (its qualifier dropped); None when
+    they cannot be told (a column list over a ``*``). Names given twice are left out (ambiguous)."""
     out: dict[str, exp.Column] = {}
     twice: set[str] = set()
     alias = derived.args.get("alias")
@@ -544,14 +544,14 @@ def _derived_columns(select: exp.Select, derived: exp.Subquery,
         return None
     for i, item in enumerate(items):
         if isinstance(item, exp.Star) or (isinstance(item, exp.Column) and isinstance(item.this, exp.Star)):
-            pairs = [(c, exp.column(exp.to_identifier(c, quoted=True))) for c in known]
+            pairs = [(c, exp.column(exp.to_identifier(spelled, quoted=True))) for c, spelled in known.items()]
         else:
             value = item.this if isinstance(item, exp.Alias) else item
             if not isinstance(value, exp.Column) or value.args.get("db") is not None or \
                     value.name.lower() not in known:
                 continue
             name = listed[i].name if listed and i < len(listed) else item.alias_or_name
-            pairs = [(name.lower(), exp.column(exp.to_identifier(value.name, quoted=True)))]
+            pairs = [(name.lower(), exp.column(exp.to_identifier(known[value.name.lower()], quoted=True)))]
         for key, column in pairs:
             if key in out:
                 twice.add(key)
@@ -561,7 +561,7 @@ def _derived_columns(select: exp.Select, derived: exp.Subquery,
     return out
 
 
-def _copy_into_derived(table: exp.Table, known: frozenset[str]) -> None:
+def _copy_into_derived(table: exp.Table, known: dict[str, str]) -> None:
     """Copy into the WHERE of ``table``'s SELECT the conjuncts of the enclosing SELECTs that hold for
     its rows: when that SELECT is a plain projection (:func:`_plain`) read as a derived table (a
     view put in place, ``FROM (SELECT ...) d``) that is the only source of a SELECT, that SELECT's
@@ -581,12 +581,13 @@ def _copy_into_derived(table: exp.Table, known: frozenset[str]) -> None:
         chain.append((inner, derived, outer))
         inner = outer if _plain(outer) else None
     # Outermost first: what an enclosing SELECT gives its derived table travels on down the chain.
-    known_of = {id(_select_of(table)): known}
+    known_of: dict[int, dict[str, str]] = {id(_select_of(table)): known}
     for inner, derived, outer in chain:  # the known columns of each level, innermost first
-        columns = _derived_columns(inner, derived, known_of.get(id(inner), frozenset()))
-        known_of[id(outer)] = frozenset(columns or ())
+        columns = _derived_columns(inner, derived, known_of.get(id(inner), {}))
+        below = known_of.get(id(inner), {})
+        known_of[id(outer)] = {k: _output_name(inner, derived, k, below) for k in columns or {}}
     for inner, derived, outer in reversed(chain):
-        columns = _derived_columns(inner, derived, known_of.get(id(inner), frozenset()))
+        columns = _derived_columns(inner, derived, known_of.get(id(inner), {}))
         where = outer.args.get("where")
         if not columns or where is None:
             continue
@@ -595,6 +596,17 @@ def _copy_into_derived(table: exp.Table, known: frozenset[str]) -> None:
             copy = _over_columns(conjunct, alias, columns)
             if copy is not None:
                 inner.where(copy, copy=False)
+
+
+def _output_name(select: exp.Select, derived: exp.Subquery, key: str, source: dict[str, str]) -> str:
+    """How the derived table spells its output column ``key`` (lower case); a column of a ``*`` as
+    its ``source`` spells it."""
+    alias = derived.args.get("alias")
+    listed = alias.args.get("columns") if alias is not None else None
+    for name in [c.name for c in listed or []] + [e.alias_or_name for e in select.expressions]:
+        if name.lower() == key:
+            return name
+    return source.get(key, key)
 
 
 def _over_columns(conjunct: exp.Expr, alias: str, columns: dict[str, exp.Column]) -> exp.Expr | None:
