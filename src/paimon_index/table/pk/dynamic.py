@@ -64,7 +64,7 @@ from paimon_index.table.paimon import (
     table_options,
 )
 from paimon_index.table.pk.levels import write_at
-from paimon_index.table.pk.lookup import groups_of, last_per_key
+from paimon_index.table.pk.lookup import groups_of, join_on_keys, last_per_key
 from paimon_index.table.pk.plan import DELETING_KINDS, ROW_KIND_COLUMN, arrow_fields, check_keys, user_columns
 from paimon_index.table.write import conform
 
@@ -336,7 +336,7 @@ def _merged(table: Any, snapshot_id: int | None, rows: pa.Table, scope: set[tupl
     batch = rows.select([*columns, *kinds])
     merged = merged_with_old(table, snapshot_id, batch, scope)
     placed = rows.select([*keys, KEY_HASH_COLUMN, BUCKET_COLUMN])
-    joined = merged.join(placed, keys, join_type="inner")
+    joined = join_on_keys(merged, placed, keys, "inner")
     if joined.num_rows != merged.num_rows:
         raise PrimaryKeyTableError("internal: a merged key lost its bucket")
     return joined
@@ -503,7 +503,7 @@ def _folded_records(table: Any, rows: pa.Table, merge: bool) -> pa.Table:
     if not kinds:
         folded = folded.drop_columns([ROW_KIND_COLUMN])
     placed = last_per_key(rows.select([*keys, KEY_HASH_COLUMN, BUCKET_COLUMN]), keys)
-    joined = folded.join(placed, keys, join_type="inner")
+    joined = join_on_keys(folded, placed, keys, "inner")
     if joined.num_rows != folded.num_rows:
         raise PrimaryKeyTableError("internal: a folded key lost its bucket")
     return joined

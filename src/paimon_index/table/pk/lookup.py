@@ -5,6 +5,7 @@
     file_keys(files, key schema) -> the trimmed keys a bucket's new files hold
     keys_of_partition(keys, table, partition values) -> that partition's keys, trimmed
     last_per_key(rows, keys) -> the last row of each key, input order kept
+    join_on_keys(rows, other, keys, how) -> a semi/inner join whatever the rows' other columns
 
 Every key written or deleted in a bucket is joined with the ``_KEY_*`` columns of the bucket's live
 files whose ``[min_key, max_key]`` can hold it; each match is a row position added to that file's
@@ -71,6 +72,23 @@ def groups_of(rows: pa.Table, columns: list[str]) -> list[tuple[tuple[Any, ...],
         values = tuple(grouped[c][i].as_py() for c in columns)
         out.append((values, np.asarray(grouped[f"{_GROUP_ROW}_list"][i].values.to_numpy(), dtype=np.int64)))
     return sorted(out, key=lambda g: int(g[1][0]))
+
+
+def join_on_keys(rows: pa.Table, other: pa.Table, keys: Sequence[str], join_type: str) -> pa.Table:
+    """``rows.join(other, keys, join_type)`` (``"left semi"`` or ``"inner"``) for rows that may hold
+    nested columns (ARRAY, MAP, ROW), which Arrow's hash join refuses outside the keys ("Data type
+    list<item: int32> is not supported in join non-key field": a DELETE of a primary-key table with
+    an ARRAY column failed with it). The join runs on the keys and each row's number; the rows are
+    then taken by number, in input order, ``other``'s other columns after them (inner)."""
+    keys = list(keys)
+    numbered = rows.select(keys).append_column(_ORDER, pa.array(np.arange(rows.num_rows, dtype=np.int64)))
+    right = other.select(keys) if join_type == "left semi" else other
+    matched = numbered.join(right, keys=keys, join_type=join_type).sort_by(_ORDER)
+    taken = rows.take(matched[_ORDER])
+    for name in right.column_names:
+        if name not in keys:
+            taken = taken.append_column(right.schema.field(name), matched[name])
+    return taken
 
 
 def last_per_key(data: pa.Table, keys: list[str]) -> pa.Table:
@@ -171,7 +189,7 @@ def lookup_rows(table: Any, bucket: Bucket, dvs: BucketDvMaintainer, keys: pa.Ta
                 existing = _positioned_rows(meta, dvs, columns, list(system), read, io)
             else:
                 existing = live_current_rows(table, meta, dvs, columns, list(system), io=io, schema=read)
-            hits = existing.join(keys, keys=keys.column_names, join_type="left semi")
+            hits = join_on_keys(existing, keys, keys.column_names, "left semi")
             if hits.num_rows:
                 hits = hits.select([*system, *columns, *([POSITION] if positions else [])])
                 if positions:

@@ -95,6 +95,7 @@ from paimon_index.table.pk.levels import free_level, rewrite, write_retractions,
 from paimon_index.table.pk.lookup import (
     file_keys,
     groups_of,
+    join_on_keys,
     keys_of_partition,
     last_per_key,
     lookup_rows,
@@ -658,7 +659,7 @@ def _retraction_rows(table: Any, removed: pa.Table, key: BucketKey, deleted_here
     trimmed = trimmed_keys(table)
     hit = pa.concat_tables([conform(f, deleted_here.schema) for f in found]).group_by(trimmed).aggregate([])
     rows = rows_of_partition(removed, table, key[0])
-    rows = rows.join(conform(hit, key_schema(table, trimmed)), keys=trimmed, join_type="left semi")
+    rows = join_on_keys(rows, conform(hit, key_schema(table, trimmed)), trimmed, "left semi")
     if rows.num_rows == 0:
         return None
     kinds = rows[ROW_KIND_COLUMN] if ROW_KIND_COLUMN in rows.column_names else \
