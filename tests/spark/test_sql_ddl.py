@@ -253,6 +253,7 @@ COMPARED = [
     "SHOW CREATE TABLE db.n",
     "DESCRIBE EXTENDED db.n",
     # refused or misread before session 32 (TABLE_OR_VIEW_NOT_FOUND, "not supported")
+    "SHOW PARTITIONS db.t PARTITION (dt = 'x')",
     "SHOW COLUMNS IN db.t",
     "SHOW COLUMNS FROM n IN db",
     "DESCRIBE db.t s",

@@ -46,7 +46,14 @@ from paimon_index.errors import (
     TableExistsError,
     TableNotFoundError,
 )
-from paimon_index.spark.sql.names import DIALECT, PAIMON_CATALOG, SPARK_CATALOG, TableName, resolve_parts
+from paimon_index.spark.sql.names import (
+    DIALECT,
+    PAIMON_CATALOG,
+    SPARK_CATALOG,
+    TableName,
+    parse,
+    resolve_parts,
+)
 from paimon_index.table import catalog as _catalog
 from paimon_index.types import MAX_LENGTH, DataType, Field, TypeRoot, parse_type
 
@@ -797,12 +804,15 @@ def command(catalog: Catalog, keyword: str, rest: str, text: str) -> DataFrame:
             name, end, shown = _name_at(catalog, rest, toks, 1)
             if name is None:
                 return catalog.spark.sql(text)
-            if end < len(toks):
-                raise SqlError(
-                    f"SHOW PARTITIONS {shown} PARTITION (...) is not supported; SHOW PARTITIONS "
-                    f"{shown} lists them all"
-                )
-            return _show_partitions(catalog, _existing(catalog, name, shown))
+            spec = None
+            if end < len(toks):  # PARTITION (p = v, ...): the partitions with those values
+                spelled = rest[toks[end].start :]
+                parsed = parse(f"TRUNCATE TABLE t {spelled}")
+                spec = parsed.args.get("partition") if isinstance(parsed, exp.TruncateTable) else None
+                if spec is None:
+                    raise SqlError(f"SHOW PARTITIONS {shown} {spelled[:100]}: expected PARTITION (column = "
+                                   "value, ...)")
+            return _show_partitions(catalog, _existing(catalog, name, shown), spec)
     if keyword == "ALTER" and words[:1] == ["TABLE"] and "UNSET" in words:
         name, end, shown = _name_at(catalog, rest, toks, 1)
         if name is None:
@@ -995,10 +1005,20 @@ def _show_create(catalog: Catalog, name: TableName) -> DataFrame:
     return _frame(catalog, [("createtab_stmt", "string")], [(out,)])
 
 
-def _show_partitions(catalog: Catalog, name: TableName) -> DataFrame:
+def _show_partitions(catalog: Catalog, name: TableName, spec: exp.Expr | None = None) -> DataFrame:
+    """``SHOW PARTITIONS t [PARTITION (p = v, ...)]``: ``k=v/k2=v2`` rows, sorted; with a spec, the
+    partitions with those values (some of the keys: every such partition)."""
+    from paimon_index.spark.sql.dml import partition_matches, partition_spec
+    from paimon_index.table.files import partition_text
     from paimon_index.table.system import partitions
 
     table = _catalog.open_table(catalog.warehouse, name.identifier, catalog_options=catalog.catalog_options)
     if not table.partition_keys:
         raise SqlError(f"SHOW PARTITIONS {name}: the table is not partitioned")
-    return _frame(catalog, [("partition", "string")], [(p,) for p in partitions(table)])
+    if spec is None:
+        listed = partitions(table)
+    else:
+        keys = list(table.partition_keys)
+        matched = partition_matches(catalog, name, partition_spec(catalog, name, spec))
+        listed = sorted({partition_text(keys, values) for values in matched})
+    return _frame(catalog, [("partition", "string")], [(p,) for p in listed])

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from paimon_index.spark.sql.names import Catalog
 
 
-__all__ = ["empty_result", "run", "truncate"]
+__all__ = ["empty_result", "partition_matches", "partition_spec", "run", "truncate"]
 
 #: Spark's session option choosing static or dynamic partition overwrite.
 PARTITION_OVERWRITE_MODE = "spark.sql.sources.partitionOverwriteMode"
@@ -361,8 +361,32 @@ def _partition_values(catalog: Catalog, static: dict[str, exp.Expr], target: _Ta
     return {n: evaluated[i] for i, n in enumerate(static)}
 
 
-def _partition_exists(catalog: Catalog, name: TableName, partition: dict[str, Any]) -> bool:
-    """Whether the latest snapshot has a partition with these values (some of the keys: any)."""
+def partition_spec(catalog: Catalog, name: TableName, spec: exp.Expr, target: _Target | None = None
+                   ) -> dict[str, Any]:
+    """``PARTITION (p = v, ...)`` of the table ``name``: each partition column (as the table spells
+    it) and its value, evaluated by Spark and cast to the column's type.
+
+    Raises:
+        SqlError: a column that is no partition column, one without a value, none at all.
+    """
+    target = target or _open(catalog, name)
+    static: dict[str, exp.Expr] = {}
+    for item in spec.expressions:
+        if not isinstance(item, exp.EQ):
+            raise SqlError(f"PARTITION ({spec.sql(DIALECT)}) of {name}: give every column a value (p = 'x')")
+        column = target.column(item.this.name, "PARTITION clause")
+        if column not in target.partition_keys:
+            raise SqlError(f"PARTITION clause: {column!r} is not a partition column of {name} "
+                           f"(partition columns: {target.partition_keys})")
+        static[column] = item.expression
+    if not static:
+        raise SqlError(f"PARTITION () of {name} names no partition column")
+    return _partition_values(catalog, static, target)
+
+
+def partition_matches(catalog: Catalog, name: TableName, partition: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """The latest snapshot's partitions (their values in key order) that have these values (some of
+    the keys: every partition with those)."""
     from paimon_index.table.catalog import open_table
     from paimon_index.table.system import partition_values
 
@@ -372,8 +396,8 @@ def _partition_exists(catalog: Catalog, name: TableName, partition: dict[str, An
     def same(a: Any, b: Any) -> bool:
         return bool(a == b) or str(a) == str(b)
 
-    return any(all(same(values[keys.index(k)], v) for k, v in partition.items())
-               for values in partition_values(table))
+    return [values for values in partition_values(table)
+            if all(same(values[keys.index(k)], v) for k, v in partition.items())]
 
 
 def _store_value(value: exp.Expr, target: _Target, name: str) -> Column:
@@ -394,20 +418,8 @@ def truncate(catalog: Catalog, name: TableName, spec: exp.Expr | None, *, missin
     target = _open(catalog, name)
     partition = None
     if spec is not None:
-        static: dict[str, exp.Expr] = {}
-        for item in spec.expressions:
-            if not isinstance(item, exp.EQ):
-                raise SqlError(f"PARTITION ({spec.sql(DIALECT)}) of {name}: give every column a value "
-                               "(p = 'x')")
-            column = target.column(item.this.name, "PARTITION clause")
-            if column not in target.partition_keys:
-                raise SqlError(f"PARTITION clause: {column!r} is not a partition column of {name} "
-                               f"(partition columns: {target.partition_keys})")
-            static[column] = item.expression
-        if not static:
-            raise SqlError(f"PARTITION () of {name} names no partition column")
-        partition = _partition_values(catalog, static, target)
-        if not _partition_exists(catalog, name, partition):
+        partition = partition_spec(catalog, name, spec, target)
+        if not partition_matches(catalog, name, partition):
             if missing_ok:
                 return
             shown = ", ".join(f"{k} = {v!r}" for k, v in partition.items())
