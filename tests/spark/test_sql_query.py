@@ -148,6 +148,8 @@ SHAPES = [
     "SELECT id FROM (SELECT id, s FROM db.a) d WHERE s = 's2' AND id IN (SELECT id FROM db.b WHERE w > 3)",
     "SELECT count(*) FROM (SELECT id, s AS x, v AS x FROM db.a) d WHERE id < 10",
     "SELECT count(*) FROM (SELECT DISTINCT s FROM db.a) d WHERE s IS NOT NULL",
+    # Spark's TABLE statement (sqlglot read it as a column aliased `b`: it went to Spark, not found)
+    "TABLE db.b",
     # join hints name the references' aliases (before session 32 the hint's name was replaced by the
     # read: "BROADCAST(_pyspark_... AS b)", a ParseException)
     "SELECT /*+ BROADCAST(b) */ a.id, b.name FROM db.a a JOIN db.b b ON a.id = b.id WHERE a.s = 's2'",

@@ -44,13 +44,34 @@ def _command(statement: exp.Expr) -> tuple[str, str]:
     return keyword, rest
 
 
+def _table_statement(text: str) -> str | None:
+    """``TABLE t`` (Spark's query for every row of ``t``) as ``SELECT * FROM t``, which sqlglot reads
+    (it took ``TABLE t`` for a column aliased ``t``, and the statement went to Spark unread); None
+    for any other text."""
+    from sqlglot import Dialect
+    from sqlglot.errors import TokenError
+    from sqlglot.tokens import TokenType
+
+    try:
+        toks = Dialect.get_or_raise(DIALECT).tokenize(text)
+    except TokenError:
+        return None
+    if len(toks) < 2 or toks[0].text.upper() != "TABLE":
+        return None
+    names = toks[1:-1] if toks[-1].token_type is TokenType.SEMICOLON else toks[1:]
+    if not all(t.token_type in (TokenType.VAR, TokenType.IDENTIFIER, TokenType.DOT) or t.text.isidentifier()
+               for t in names):
+        return None
+    return "SELECT * FROM " + text[toks[1].start : names[-1].end + 1]
+
+
 def execute(catalog: Catalog, text: str) -> DataFrame:
     """Run one statement (see the module docstring)."""
     from paimon_index.spark.sql import ddl, dml, procedures, query, views
 
     if not isinstance(text, str) or not text.strip():
         raise SqlError("sql() needs the text of one SQL statement")
-    statement = parse(text)
+    statement = parse(_table_statement(text) or text)
     if statement is None:
         described = ddl.describe_column(catalog, text)  # DESCRIBE t col: sqlglot does not parse it
         return described if described is not None else catalog.spark.sql(text)
