@@ -90,7 +90,9 @@ def run(catalog: Catalog, statement: exp.Expr) -> DataFrame:
         # ``db.t.c`` (the target, or a MERGE's source table, named without an alias) is ``t.c``,
         # as each is read under that alias (Paimon's connector takes both spellings).
         using = statement.args.get("using")
-        unqualify_database(statement, [target, *([using] if isinstance(using, exp.Table) else [])])
+        unqualify_database(statement, [target], catalog.current_database)
+        if isinstance(using, exp.Table):  # Spark's table or Paimon's: only as spelled
+            unqualify_database(statement, [using])
         with change_statement():  # its target read is consumed before it returns
             if isinstance(statement, exp.Delete):
                 _delete(catalog, statement, target, name)

@@ -371,7 +371,7 @@ def rewrite(catalog: Catalog, statement: exp.Expr, *, skip: frozenset[int] = fro
                 raise catalog.not_found(str(name))
             _check_table_node(table, name)
             found.append((table, name))
-    unqualify_database(tree, [table for table, _ in found])
+    unqualify_database(tree, [table for table, _ in found], catalog.current_database)
     # Each reference opens its table once (its columns here, its read below); two references of
     # one table are two opens, two reads.
     opened_of = {id(table): None if name.system else _open(catalog, name) for table, name in found}
@@ -656,16 +656,20 @@ def _check_table_node(table: exp.Table, name: TableName) -> None:
         raise SqlError(f"{name}: {', '.join(dropped)} on a Paimon table is not supported")
 
 
-def unqualify_database(tree: exp.Expr, tables: Sequence[exp.Table]) -> None:
-    """``db.t.c`` or ``paimon.db.t.c`` names column ``c`` of the reference ``db.t`` or
-    ``paimon.db.t`` (no alias; one of ``tables``), as Spark qualifies a resolved table with its
+def unqualify_database(tree: exp.Expr, tables: Sequence[exp.Table],
+                       current_database: str | None = None) -> None:
+    """``db.t.c`` or ``paimon.db.t.c`` names column ``c`` of the reference ``db.t``, ``paimon.db.t``
+    or ``t`` of ``current_database`` (Paimon tables without an alias: ``tables``), as Spark
+    qualifies a resolved table with its
     catalog, database and name: once the reference is read under its alias ``t``, the column is
     ``t.c``."""
     def key(catalog: str, db: str, name: str) -> tuple[str, str]:
         # The catalog is Paimon's whether spelled or not; another catalog's name never matches.
         return (db.lower(), name.lower()) if catalog.lower() in ("", PAIMON_CATALOG) else ("", "")
 
-    spelled = {key(t.catalog or "", t.db, t.name) for t in tables if not t.alias and t.db} - {("", "")}
+    # A table named in one part is in the current database: db.t.c names its column c too.
+    spelled = {key(t.catalog or "", t.db or current_database or "", t.name)
+               for t in tables if not t.alias and (t.db or current_database)} - {("", "")}
     for col in tree.find_all(exp.Column):
         db = col.args.get("db")
         if db is None:
