@@ -71,7 +71,7 @@ from pypaimon.manifest.schema.manifest_entry import ManifestEntry
 from pypaimon.manifest.schema.simple_stats import SimpleStats
 from pypaimon.read.reader.deduplicate_merge_function import DeduplicateMergeFunction
 from pypaimon.schema.data_types import PyarrowFieldParser
-from pypaimon.schema.schema_change import SchemaChange
+from pypaimon.schema.schema_change import Move, SchemaChange
 from pypaimon.snapshot.renaming_snapshot_commit import RenamingSnapshotCommit
 from pypaimon.snapshot.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
 from pypaimon.snapshot.snapshot_commit import SnapshotCommit
@@ -108,6 +108,7 @@ __all__ = [
     "ManifestFileManager",
     "ManifestListManager",
     "Message",
+    "Move",
     "PaimonTable",
     "PinnedSnapshotManager",
     "PyarrowFieldParser",

@@ -477,6 +477,11 @@ def _alter(catalog: Catalog, statement: exp.Alter, text: str) -> DataFrame:
             _drop_partitions(catalog, name, action)
         elif isinstance(action, exp.AddPartition):
             pass  # a Paimon partition exists once it holds rows: nothing to add (the connector's no-op)
+        elif isinstance(action, exp.AlterColumn) and action.args.get("drop") and \
+                action.args.get("allow_null"):
+            # DROP NOT NULL (Paimon, as the connector, makes a column nullable; never the reverse)
+            column = _column(catalog, name, action.this.name)
+            changes.append(SchemaChange.update_column_nullability(column, True))
         elif isinstance(action, exp.AlterColumn) and action.args.get("comment") is not None:
             column = _column(catalog, name, action.this.name)
             changes.append(SchemaChange.update_column_comment(column, action.args["comment"].name))
@@ -523,7 +528,21 @@ def _column(catalog: Catalog, name: TableName, column: str) -> str:
 
 
 def _add_column(col: exp.ColumnDef) -> Any:
-    from paimon_index.table.paimon import SchemaChange
+    """``ADD COLUMN c type [COMMENT ..] [FIRST | AFTER x]``."""
+    from paimon_index.table.paimon import Move, SchemaChange
+
+    position = col.args.get("position")
+    move = None
+    if position is not None:
+        col = col.copy()
+        col.set("position", None)
+        where = str(position.args.get("position") or "").upper()
+        if where == "FIRST":
+            move = Move.first(col.name)
+        elif where == "AFTER" and position.this is not None:
+            move = Move.after(col.name, position.this.name)
+        else:
+            raise SqlError(f"ADD COLUMN {col.name} {position.sql(DIALECT)}: use FIRST or AFTER <column>")
 
     if any(
         isinstance(c.args.get("kind"), exp.NotNullColumnConstraint) for c in col.args.get("constraints") or []
@@ -533,7 +552,7 @@ def _add_column(col: exp.ColumnDef) -> Any:
             "nullable (as Paimon requires)"
         )
     field = _catalog.paimon_field(col.sql(DIALECT))
-    return SchemaChange.add_column(field.name, field.type, field.description)
+    return SchemaChange.add_column(field.name, field.type, field.description, move)
 
 
 def _alter_options(catalog: Catalog, name: TableName, set_options: dict[str, str], remove: list[str]) -> None:
