@@ -94,13 +94,18 @@ from paimon_index.spark import _connect, _tasks
 from paimon_index.spark.assign import store_assigned, target_schema
 from paimon_index.spark.datasource import (
     BUCKET_EXCLUSIVE,
-    METADATA,
-    SNAPSHOT_ID,
     SOURCE_NAME,
     WAREHOUSE,
 )
-from paimon_index.spark.options import COMMIT_USER, CURRENT_SCHEMA, DELETE_KEYS, SINGLE_SCAN_PUSHDOWN
-from paimon_index.spark.planned import PlannedRead, change_statement, read, read_planned, statement_rows_read
+from paimon_index.spark.options import COMMIT_USER, DELETE_KEYS
+from paimon_index.spark.planned import (
+    PlannedRead,
+    change_statement,
+    read,
+    read_planned,
+    source_read,
+    statement_rows_read,
+)
 from paimon_index.table import pk
 from paimon_index.table.aggregate import AggregateReport
 from paimon_index.table.api import (
@@ -169,11 +174,6 @@ def _result(warehouse: str, table: str, catalog_options: CatalogOptions, operati
 def _latest(warehouse: str, table: str, catalog_options: CatalogOptions) -> int | None:
     snapshot = latest_snapshot(_opened(warehouse, table, catalog_options))
     return None if snapshot is None else int(snapshot.id)
-
-
-def _source(spark: SparkSession, warehouse: str, catalog_options: CatalogOptions) -> Any:
-    """A ``DataFrameReader`` of the ``paimon_index`` source for the warehouse."""
-    return spark.read.format(SOURCE_NAME).options(**dict(catalog_options or {})).option(WAREHOUSE, warehouse)
 
 
 def write(df: DataFrame, table: str, mode: str = APPEND, *, warehouse: str,
@@ -414,10 +414,8 @@ def _read_pinned(spark: SparkSession, warehouse: str, table: str, plan: RowChang
     # Pushdown forced on (the private key; users cannot): every scan of this DataFrame (UPDATE scans
     # it twice) pushes the same filter, so the read plan Spark 4.1-4.3 share between them is right
     # for each (docs/semantics.md).
-    with _connect.active_session(spark):
-        pinned = (_source(spark, warehouse, catalog_options).option(METADATA, "true")
-                  .option(SNAPSHOT_ID, str(plan.snapshot_id)).option(CURRENT_SCHEMA, "true")
-                  .option(SINGLE_SCAN_PUSHDOWN, "true").load(table))
+    pinned = source_read(spark, table, plan.snapshot_id, warehouse, catalog_options, metadata=True,
+                         current_schema=True, single_scan_pushdown=True)
     return pinned if where is None else pinned.filter(where)
 
 
@@ -652,8 +650,7 @@ def spark_schema(spark: SparkSession, table: str, *, warehouse: str,
 
         merged: StructType = merged_schema(paimon_table)
         return merged
-    with _connect.active_session(spark):
-        schema: StructType = _source(spark, warehouse, catalog_options).load(table).schema
+    schema: StructType = source_read(spark, table, None, warehouse, catalog_options).schema
     return schema
 
 
@@ -724,8 +721,7 @@ def change_matched(spark: SparkSession, table: str, build: MatchedRows, *, opera
     paimon_table = _opened(warehouse, table, catalog_options)
     plan = plan_row_change(paimon_table)
     if plan is None:
-        with _connect.active_session(spark):
-            loaded = _source(spark, warehouse, catalog_options).option(METADATA, "true").load(table)
+        loaded = source_read(spark, table, None, warehouse, catalog_options, metadata=True)
         pinned = spark.createDataFrame([], loaded.schema)
     else:
         pinned = _read_pinned(spark, warehouse, table, plan, catalog_options, prune)

@@ -1388,13 +1388,13 @@ def _bound_value(key: int, dtype: Any, spark_type: Any, *, ascending: bool) -> A
 
 def source_read(spark: SparkSession, table: str, snapshot_id: int | None, warehouse: str,
                 catalog_options: Mapping[str, str] | None, *, metadata: bool = False,
-                current_schema: bool = False) -> DataFrame:
+                current_schema: bool = False, single_scan_pushdown: bool = False) -> DataFrame:
     """The ``paimon_index`` source over the same table (a snapshot only when one was asked for: the
     source reads a pinned snapshot under that snapshot's schema, not the current one --
     ``current_schema``: under the current one, as a change planned on it reads); ``metadata``: with
     its metadata columns."""
     from paimon_index.spark.datasource import METADATA, SOURCE_NAME
-    from paimon_index.spark.options import CURRENT_SCHEMA, SNAPSHOT_ID, WAREHOUSE
+    from paimon_index.spark.options import CURRENT_SCHEMA, SINGLE_SCAN_PUSHDOWN, SNAPSHOT_ID, WAREHOUSE
 
     reader = spark.read.format(SOURCE_NAME).options(**dict(catalog_options or {}))
     reader = reader.option(WAREHOUSE, warehouse)
@@ -1404,6 +1404,8 @@ def source_read(spark: SparkSession, table: str, snapshot_id: int | None, wareho
         reader = reader.option(CURRENT_SCHEMA, "true")
     if snapshot_id is not None:
         reader = reader.option(SNAPSHOT_ID, str(snapshot_id))
+    if single_scan_pushdown:
+        reader = reader.option(SINGLE_SCAN_PUSHDOWN, "true")
     with _connect.active_session(spark):
         return reader.load(table)
 
