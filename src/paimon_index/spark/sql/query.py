@@ -529,33 +529,37 @@ def _plain(select: exp.Select) -> bool:
     return all(e.find(exp.AggFunc, exp.Window, *_GENERATORS) is None for e in select.expressions)
 
 
+def _is_star(item: exp.Expr) -> bool:
+    return isinstance(item, exp.Star) or (isinstance(item, exp.Column) and isinstance(item.this, exp.Star))
+
+
 def _derived_columns(select: exp.Select, derived: exp.Subquery,
-                     known: dict[str, str]) -> dict[str, exp.Column] | None:
+                     known: dict[str, str]) -> dict[str, tuple[str, exp.Column]]:
     """The derived table's output columns (lower case) that are one of its SELECT's source columns
-    (``known``: lower case -> as spelled), each with that column (its qualifier dropped); None when
-    they cannot be told (a column list over a ``*``). Names given twice are left out (ambiguous)."""
-    out: dict[str, exp.Column] = {}
+    (``known``: lower case -> as spelled), each with its own spelling and that source column (its
+    qualifier dropped); none when they cannot be told (a column list over a ``*``). Names given
+    twice are left out (ambiguous)."""
+    out: dict[str, tuple[str, exp.Column]] = {}
     twice: set[str] = set()
     alias = derived.args.get("alias")
     listed = alias.args.get("columns") if alias is not None else None
     items = list(select.expressions)
-    if listed and any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star))
-                      for e in items):
-        return None
+    if listed and any(_is_star(e) for e in items):
+        return {}
     for i, item in enumerate(items):
-        if isinstance(item, exp.Star) or (isinstance(item, exp.Column) and isinstance(item.this, exp.Star)):
-            pairs = [(c, exp.column(exp.to_identifier(spelled, quoted=True))) for c, spelled in known.items()]
+        if _is_star(item):
+            pairs = [(spelled, spelled) for spelled in known.values()]
         else:
             value = item.this if isinstance(item, exp.Alias) else item
             if not isinstance(value, exp.Column) or value.args.get("db") is not None or \
                     value.name.lower() not in known:
                 continue
             name = listed[i].name if listed and i < len(listed) else item.alias_or_name
-            pairs = [(name.lower(), exp.column(exp.to_identifier(known[value.name.lower()], quoted=True)))]
-        for key, column in pairs:
-            if key in out:
-                twice.add(key)
-            out[key] = column
+            pairs = [(name, known[value.name.lower()])]
+        for name, source in pairs:
+            if name.lower() in out:
+                twice.add(name.lower())
+            out[name.lower()] = (name, exp.column(exp.to_identifier(source, quoted=True)))
     for key in twice:
         del out[key]
     return out
@@ -580,14 +584,14 @@ def _copy_into_derived(table: exp.Table, known: dict[str, str]) -> None:
             break
         chain.append((inner, derived, outer))
         inner = outer if _plain(outer) else None
+    # Each level's columns, innermost first (a level's source is the level below it).
+    levels: list[tuple[exp.Select, exp.Subquery, exp.Select, dict[str, exp.Column]]] = []
+    for inner, derived, outer in chain:
+        offered = _derived_columns(inner, derived, known)
+        levels.append((inner, derived, outer, {k: column for k, (_, column) in offered.items()}))
+        known = {k: spelled for k, (spelled, _) in offered.items()}
     # Outermost first: what an enclosing SELECT gives its derived table travels on down the chain.
-    known_of: dict[int, dict[str, str]] = {id(_select_of(table)): known}
-    for inner, derived, outer in chain:  # the known columns of each level, innermost first
-        columns = _derived_columns(inner, derived, known_of.get(id(inner), {}))
-        below = known_of.get(id(inner), {})
-        known_of[id(outer)] = {k: _output_name(inner, derived, k, below) for k in columns or {}}
-    for inner, derived, outer in reversed(chain):
-        columns = _derived_columns(inner, derived, known_of.get(id(inner), {}))
+    for inner, derived, outer, columns in reversed(levels):
         where = outer.args.get("where")
         if not columns or where is None:
             continue
@@ -596,17 +600,6 @@ def _copy_into_derived(table: exp.Table, known: dict[str, str]) -> None:
             copy = _over_columns(conjunct, alias, columns)
             if copy is not None:
                 inner.where(copy, copy=False)
-
-
-def _output_name(select: exp.Select, derived: exp.Subquery, key: str, source: dict[str, str]) -> str:
-    """How the derived table spells its output column ``key`` (lower case); a column of a ``*`` as
-    its ``source`` spells it."""
-    alias = derived.args.get("alias")
-    listed = alias.args.get("columns") if alias is not None else None
-    for name in [c.name for c in listed or []] + [e.alias_or_name for e in select.expressions]:
-        if name.lower() == key:
-            return name
-    return source.get(key, key)
 
 
 def _over_columns(conjunct: exp.Expr, alias: str, columns: dict[str, exp.Column]) -> exp.Expr | None:
