@@ -112,39 +112,46 @@ def test_statements_from_a_thread_pool_equal_a_model(spark: Any, tmp_path: Path)
     assert not wrong, wrong
 
 
-def test_upserts_racing_on_one_table_are_refused_as_concurrent_changes(spark: Any, tmp_path: Path) -> None:
-    """Four threads upsert into one empty primary-key table at once: the tasks plan on the empty
+def test_upserts_racing_on_one_table_are_refused_as_concurrent_changes(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Four threads upsert into one empty primary-key table at once: every upsert plans on the empty
     table and the first commit wins; the others must be refused with ``ConcurrentChangeError``
     (what a retry loop catches) and leave nothing. The source commits on the driver in a Python
-    worker, and Spark wrapped that error in an ``AnalysisException`` with the whole traceback."""
+    worker, and Spark wrapped that error in an ``AnalysisException`` with the whole traceback.
+
+    The threads meet at a barrier right after each pinned the snapshot it plans on, so every run
+    races (a barrier before the statements let them run one after another now and then)."""
     from paimon_index.errors import ConcurrentChangeError
+    from paimon_index.table import pk
 
     paimon = attach(spark, warehouse=str(tmp_path))
     paimon.sql("CREATE DATABASE db")
-    refused: list[BaseException] = []
-    for attempt in range(5):  # a round where the threads happened to run one after another refuses none
-        paimon.sql(f"CREATE TABLE db.u{attempt} (id BIGINT NOT NULL, s STRING) {PRIMARY_KEY}")
-        barrier = threading.Barrier(THREADS)
+    paimon.sql(f"CREATE TABLE db.u (id BIGINT NOT NULL, s STRING) {PRIMARY_KEY}")
+    planned = threading.Barrier(THREADS, timeout=120)
+    pin = pk.folded_snapshot_id
 
-        def upsert(t: int, table: str = f"db.u{attempt}",
-                   barrier: threading.Barrier = barrier) -> BaseException | None:
-            barrier.wait()
-            try:
-                paimon.sql(f"INSERT INTO {table} VALUES ({t}, 'a'), ({t + 100}, 'b')")
-            except Exception as error:  # the test asserts its type below
-                return error
-            return None
+    def pinned_by_all(*args: Any, **kwargs: Any) -> int | None:
+        snapshot_id = pin(*args, **kwargs)
+        planned.wait()
+        return snapshot_id
 
-        with ThreadPoolExecutor(THREADS) as pool:
-            outcomes = list(pool.map(upsert, range(THREADS)))
-        refused = [e for e in outcomes if e is not None]
-        assert all(isinstance(e, ConcurrentChangeError) for e in refused), refused
-        assert all("Traceback" not in str(e) and len(str(e)) < 600 for e in refused), refused
-        landed = sorted(i for t, e in enumerate(outcomes) if e is None for i in (t, t + 100))
-        assert sorted(r[0] for r in paimon.sql(f"SELECT id FROM db.u{attempt}").collect()) == landed
-        if refused:
-            break
-    assert refused, "no round raced"
+    monkeypatch.setattr(pk, "folded_snapshot_id", pinned_by_all)
+
+    def upsert(t: int) -> BaseException | None:
+        try:
+            paimon.sql(f"INSERT INTO db.u VALUES ({t}, 'a'), ({t + 100}, 'b')")
+        except Exception as error:  # the test asserts its type below
+            return error
+        return None
+
+    with ThreadPoolExecutor(THREADS) as pool:
+        outcomes = list(pool.map(upsert, range(THREADS)))
+    refused = [e for e in outcomes if e is not None]
+    assert len(refused) == THREADS - 1, outcomes
+    assert all(isinstance(e, ConcurrentChangeError) for e in refused), refused
+    assert all("Traceback" not in str(e) and len(str(e)) < 600 for e in refused), refused
+    landed = sorted(i for t, e in enumerate(outcomes) if e is None for i in (t, t + 100))
+    assert sorted(r[0] for r in paimon.sql("SELECT id FROM db.u").collect()) == landed
 
 
 def test_statements_overlapping_in_threads_do_not_leave_a_stale_listing(spark: Any, tmp_path: Path) -> None:
