@@ -26,7 +26,15 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from paimon_index.errors import SqlError
-from paimon_index.spark.sql.names import DIALECT, Catalog, cte_names, names_paimon_table, parse, spark_parses
+from paimon_index.spark.sql.names import (
+    DIALECT,
+    Catalog,
+    cte_names,
+    names_paimon_table,
+    parse,
+    spark_parses,
+    spark_tokens,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -48,12 +56,11 @@ def _table_statement(text: str) -> str | None:
     """``TABLE t`` (Spark's query for every row of ``t``) as ``SELECT * FROM t``, which sqlglot reads
     (it took ``TABLE t`` for a column aliased ``t``, and the statement went to Spark unread); None
     for any other text."""
-    from sqlglot import Dialect
     from sqlglot.errors import TokenError
     from sqlglot.tokens import TokenType
 
     try:
-        toks = Dialect.get_or_raise(DIALECT).tokenize(text)
+        toks = spark_tokens(text)
     except TokenError:
         return None
     if len(toks) < 2 or toks[0].text.upper() != "TABLE":

@@ -37,7 +37,7 @@ import fnmatch
 import getpass
 from typing import TYPE_CHECKING, Any
 
-from sqlglot import exp, tokens
+from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import TokenType
 
@@ -53,6 +53,7 @@ from paimon_index.spark.sql.names import (
     TableName,
     parse,
     resolve_parts,
+    spark_tokens,
 )
 from paimon_index.table import catalog as _catalog
 from paimon_index.types import MAX_LENGTH, DataType, Field, TypeRoot, parse_type
@@ -757,8 +758,10 @@ def _describe(catalog: Catalog, statement: exp.Describe, text: str) -> DataFrame
 
 
 def _tokens(rest: str) -> list[Any]:
+    """``rest`` as Spark's tokens (a backticked name is one; sqlglot's generic tokenizer split
+    it at each backtick, and ``SHOW TABLES IN `db``` failed)."""
     try:
-        return list(tokens.Tokenizer().tokenize(rest))
+        return spark_tokens(rest)
     except TokenError as e:
         raise SqlError(f"cannot read {rest[:200]!r}: {e}") from e
 
@@ -869,10 +872,8 @@ def describe_column(catalog: Catalog, text: str) -> DataFrame | None:
     """``DESC[RIBE] [TABLE] [EXTENDED|FORMATTED] t col`` of a Paimon table (text sqlglot does not
     parse): the column's name, type and comment, as Paimon's connector answers (EXTENDED adds no
     statistics there either). None when ``text`` is not that or names no Paimon table."""
-    from sqlglot import Dialect
-
     try:  # Spark's tokenizer: a backticked column name is one identifier
-        toks = list(Dialect.get_or_raise(DIALECT).tokenize(text))
+        toks = spark_tokens(text)
     except TokenError:
         return None
     words = _words(toks)

@@ -68,6 +68,19 @@ logging.getLogger("sqlglot").setLevel(logging.ERROR)
 
 #: The catalog name Paimon's Spark connector registers (``spark.sql.catalog.paimon``).
 PAIMON_CATALOG = "paimon"
+#: The argument a statement's ``WITH`` (its CTEs) is kept under: sqlglot 30 renamed it ``with_``.
+WITH_ARG = "with_" if "with_" in exp.Select.arg_types else "with"
+
+
+def spark_tokens(text: str) -> list[Any]:
+    """``text`` as Spark's tokens (:data:`DIALECT`): a backticked name or a string is one token.
+
+    Raises:
+        TokenError: text Spark's tokenizer cannot read (an unclosed quote).
+    """
+    from sqlglot.dialects.dialect import Dialect
+
+    return list(Dialect.get_or_raise(DIALECT).tokenize(text))
 #: Spark's own catalog: a name under it is never ours.
 SPARK_CATALOG = "spark_catalog"
 #: ``t$snapshots``: table ``t``'s system table ``snapshots``.
@@ -207,20 +220,18 @@ _TEMPORAL = {"SYSTEM_VERSION": "VERSION", "SYSTEM_TIME": "TIMESTAMP", "VERSION":
 def _temporal_spelled(text: str) -> str:
     """``text`` with Spark's other time-travel spellings in the one sqlglot parses (tokens, so a
     string or a quoted name that reads ``FOR SYSTEM_TIME`` is never touched)."""
-    from sqlglot.dialects.dialect import Dialect
-
-    tokens = Dialect.get_or_raise(DIALECT).tokenize(text)
+    toks = spark_tokens(text)
     edits: list[tuple[int, int, str]] = []
-    for i, tok in enumerate(tokens):
+    for i, tok in enumerate(toks):
         word = tok.text.upper()
-        if word not in _TEMPORAL or i + 2 >= len(tokens) or tok.token_type.name in ("STRING", "IDENTIFIER"):
+        if word not in _TEMPORAL or i + 2 >= len(toks) or tok.token_type.name in ("STRING", "IDENTIFIER"):
             continue
-        if tokens[i + 1].text.upper() != "AS" or tokens[i + 2].text.upper() != "OF":
+        if toks[i + 1].text.upper() != "AS" or toks[i + 2].text.upper() != "OF":
             continue
         start = tok.start
-        if i > 0 and tokens[i - 1].text.upper() == "FOR" and tokens[i - 1].token_type.name == "FOR":
-            start = tokens[i - 1].start
-        elif i == 0 or tokens[i - 1].token_type.name not in ("VAR", "IDENTIFIER"):
+        if i > 0 and toks[i - 1].text.upper() == "FOR" and toks[i - 1].token_type.name == "FOR":
+            start = toks[i - 1].start
+        elif i == 0 or toks[i - 1].token_type.name not in ("VAR", "IDENTIFIER"):
             continue  # not after a table name: a column ``system_time AS of`` stays one
         if start != tok.start or word != _TEMPORAL[word]:
             edits.append((start, tok.end + 1, _TEMPORAL[word]))
