@@ -3,7 +3,7 @@
     is_connect(spark) -> bool                  a Spark Connect client session (no JVM here)
     parallelism(spark) -> int                  the cluster's default parallelism, in both modes
     local_relations(spark, rows, schema) -> DataFrame   Arrow rows as local relations a task can carry
-    carried_bytes(spark, rows) -> int | None   the bytes of rows one local relation puts in a task
+    too_heavy_for_one_relation(spark, rows) -> bool   one local relation of rows: a task over budget
     run_tasks(spark, payloads, run) -> list    one Spark task per payload, their results on the driver
     task_errors(what)                          a project exception a task raised, raised on the driver
     quoted(name) -> str                        a column name as Spark SQL text (`a.b` stays one name)
@@ -127,16 +127,14 @@ def row_bytes(rows: pa.Table) -> np.ndarray:
     return out
 
 
-def carried_bytes(spark: SparkSession, rows: Sequence[pa.Table]) -> int | None:
-    """The bytes a task carries when ``rows`` go to Spark as one local relation (their estimated
-    UnsafeRow bytes over :func:`leaf_parallelism`), or None when that is at most
-    :data:`LOCAL_RELATION_TASK_BYTES` (decided without asking Spark when the rows weigh no more
-    than that in all)."""
+def too_heavy_for_one_relation(spark: SparkSession, rows: Sequence[pa.Table]) -> bool:
+    """Whether ``rows``, sent to Spark as one local relation, make a task carry more than
+    :data:`LOCAL_RELATION_TASK_BYTES` (their estimated UnsafeRow bytes over
+    :func:`leaf_parallelism`; decided without asking Spark when they weigh no more than that in all)."""
     total = sum(int(row_bytes(t).sum()) for t in rows if t.num_rows)
     if total <= LOCAL_RELATION_TASK_BYTES:
-        return None
-    share = -(-total // leaf_parallelism(spark))
-    return share if share > LOCAL_RELATION_TASK_BYTES else None
+        return False
+    return -(-total // leaf_parallelism(spark)) > LOCAL_RELATION_TASK_BYTES
 
 
 def local_relations(spark: SparkSession, rows: pa.Table, schema: StructType) -> DataFrame:

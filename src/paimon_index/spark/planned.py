@@ -767,7 +767,7 @@ def _small_read(spark: SparkSession, plan: ReadPlan, groups: Mapping[int, _Group
     # A local relation's rows travel inside the tasks of any job over it (an aggregate, a join's
     # broadcast): 1,800 rows of 10 KB strings made a 8.9 MB task. Heavy rows go as a scratch file
     # where the executors read the driver's disk, else Spark's reader reads the files.
-    heavy = rows <= SMALL_READ_ROWS and _connect.carried_bytes(spark, tables) is not None
+    heavy = rows <= SMALL_READ_ROWS and _connect.too_heavy_for_one_relation(spark, tables)
     if heavy and not _connect.local_master(spark):
         return None
     as_file = rows > SMALL_READ_ROWS or heavy

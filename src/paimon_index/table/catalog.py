@@ -522,7 +522,7 @@ SNAPSHOT_NUM_RETAINED_MAX = "snapshot.num-retained.max"
 CHANGELOG_NUM_RETAINED_MIN = "changelog.num-retained.min"
 CHANGELOG_NUM_RETAINED_MAX = "changelog.num-retained.max"
 DEFAULT_SNAPSHOTS_RETAINED_MIN = 10
-_UNBOUNDED_RETAINED = 2**31 - 1
+DEFAULT_SNAPSHOTS_RETAINED_MAX = 2**31 - 1  # Integer.MAX_VALUE: unbounded
 
 
 def check_retention(options: Mapping[str, str]) -> None:
@@ -543,7 +543,7 @@ def check_retention(options: Mapping[str, str]) -> None:
             raise InvalidOptionError(f"'{key}' = {text!r} is not a whole number") from None
 
     snapshot_min = number(SNAPSHOT_NUM_RETAINED_MIN, DEFAULT_SNAPSHOTS_RETAINED_MIN)
-    snapshot_max = number(SNAPSHOT_NUM_RETAINED_MAX, _UNBOUNDED_RETAINED)
+    snapshot_max = number(SNAPSHOT_NUM_RETAINED_MAX, DEFAULT_SNAPSHOTS_RETAINED_MAX)
     changelog_min = number(CHANGELOG_NUM_RETAINED_MIN, snapshot_min)
     changelog_max = number(CHANGELOG_NUM_RETAINED_MAX, snapshot_max)
     for low, high, low_key, high_key in ((snapshot_min, snapshot_max, SNAPSHOT_NUM_RETAINED_MIN,

@@ -74,6 +74,7 @@ from paimon_index.errors import CorruptFileError, InvalidOptionError
 from paimon_index.table.catalog import (
     CHANGELOG_NUM_RETAINED_MAX,
     CHANGELOG_NUM_RETAINED_MIN,
+    DEFAULT_SNAPSHOTS_RETAINED_MAX,
     DEFAULT_SNAPSHOTS_RETAINED_MIN,
     SNAPSHOT_NUM_RETAINED_MAX,
     SNAPSHOT_NUM_RETAINED_MIN,
@@ -206,7 +207,8 @@ def _changelogs(table: Any) -> list[Any]:
 SNAPSHOT_TIME_RETAINED = "snapshot.time-retained"
 SNAPSHOT_EXPIRE_LIMIT = "snapshot.expire.limit"
 CHANGELOG_TIME_RETAINED = "changelog.time-retained"
-_DEFAULTS = {SNAPSHOT_NUM_RETAINED_MIN: DEFAULT_SNAPSHOTS_RETAINED_MIN, SNAPSHOT_NUM_RETAINED_MAX: 2**31 - 1,
+_DEFAULTS = {SNAPSHOT_NUM_RETAINED_MIN: DEFAULT_SNAPSHOTS_RETAINED_MIN,
+             SNAPSHOT_NUM_RETAINED_MAX: DEFAULT_SNAPSHOTS_RETAINED_MAX,
              SNAPSHOT_TIME_RETAINED: 3600 * 1000, SNAPSHOT_EXPIRE_LIMIT: 50}
 #: Units of Paimon's ``TimeUtils.parseDuration``, in milliseconds.
 _DURATION_UNITS = {"": 1, "ms": 1, "milli": 1, "millis": 1, "millisecond": 1, "milliseconds": 1,

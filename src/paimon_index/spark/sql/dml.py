@@ -36,7 +36,7 @@ from sqlglot import exp
 
 from paimon_index.errors import InvalidOptionError, SqlError
 from paimon_index.spark.planned import change_statement
-from paimon_index.spark.sql.names import DIALECT, TableName, relations, resolve
+from paimon_index.spark.sql.names import DIALECT, WITH_ARG, TableName, relations, resolve
 from paimon_index.spark.sql.query import OwnConjuncts, own_conjuncts, rewrite, unqualify_database
 from paimon_index.table.files import FILE_PATH_COLUMN, METADATA_COLUMNS, ROW_INDEX_COLUMN
 
@@ -60,8 +60,6 @@ _ACTION = "__paimon_action"
 _KEY = "__paimon_old_key_"
 #: The new values of an UPDATE or MERGE, by the target's column position.
 _VALUE_PREFIX = "__paimon_v"
-#: The argument key of a statement's WITH clause in sqlglot's tree ("with" before sqlglot 30).
-_WITH = "with_" if "with_" in exp.Insert.arg_types else "with"
 
 
 def run(catalog: Catalog, statement: exp.Expr) -> DataFrame:
@@ -110,7 +108,7 @@ def run(catalog: Catalog, statement: exp.Expr) -> DataFrame:
 #: ``INSERT INTO t REPLACE WHERE ...`` ran as a plain INSERT before session 32, and ``TRUNCATE
 #: TABLE t PARTITION (...)`` truncated the whole table.
 _HANDLED: dict[type[exp.Expr], set[str]] = {
-    exp.Insert: {"this", "expression", "overwrite", "by_name", _WITH, "source", "hint"},
+    exp.Insert: {"this", "expression", "overwrite", "by_name", WITH_ARG, "source", "hint"},
     exp.Delete: {"this", "where", "hint"},
     exp.Update: {"this", "expressions", "where", "hint"},
     exp.Merge: {"this", "using", "on", "whens"},
@@ -308,9 +306,9 @@ def _insert_rows(catalog: Catalog, statement: exp.Insert, node: exp.Table, targe
         source = exp.select(exp.Star()).from_(source.copy())
     query = source.copy()
     # WITH ... INSERT INTO t SELECT ...: the CTEs are the query's (sqlglot 30 keys them "with_")
-    with_ = statement.args.get(_WITH)
+    with_ = statement.args.get(WITH_ARG)
     if with_ is not None and isinstance(query, exp.Query):
-        query.set(_WITH, with_.copy())
+        query.set(WITH_ARG, with_.copy())
     rows = _run_query(catalog, query)
     listed = statement.this.expressions if isinstance(statement.this, exp.Schema) else None
     what = f"INSERT into {target.name}"

@@ -54,7 +54,7 @@ from typing import TYPE_CHECKING, Any
 from sqlglot import exp
 
 from paimon_index.errors import SqlError, UnsupportedTableError
-from paimon_index.spark.sql.names import DIALECT, PAIMON_CATALOG, TableName, relations, resolve
+from paimon_index.spark.sql.names import DIALECT, PAIMON_CATALOG, WITH_ARG, TableName, relations, resolve
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -85,8 +85,6 @@ _UNPUSHABLE = (exp.Subquery, exp.Exists, exp.Select, exp.AggFunc, exp.Window, ex
 #: LIMIT (``explode``, ``posexplode``, ``inline``, ``stack`` ...; a function sqlglot does not know may
 #: be one too: ``json_tuple``, ``inline_outer``, a Hive UDTF): with one, no read keeps only its top k.
 _GENERATORS = (exp.UDTF, exp.Anonymous)
-#: sqlglot's key of a SELECT's WITH clause ("with" before sqlglot 30).
-_WITH_KEY = "with_" if "with_" in exp.Select.arg_types else "with"
 #: EXPLAIN lists the index bodies read and not read of at most this many files per reference.
 _EXPLAIN_INDEX_FILES = 20
 #: EXPLAIN's modes, as Spark spells them.
@@ -517,7 +515,7 @@ def _reads_no_column(table: exp.Table, *, where: bool = False) -> bool:
 #: What keeps a SELECT from being a plain projection of its one source's rows (each output row one
 #: input row that met its WHERE), keys of sqlglot's Select.
 _NOT_PLAIN = ("joins", "laterals", "group", "having", "distinct", "qualify", "limit", "offset", "order",
-              "windows", "sample", "pivots", _WITH_KEY)
+              "windows", "sample", "pivots", WITH_ARG)
 
 
 def _plain(select: exp.Select) -> bool:
