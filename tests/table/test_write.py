@@ -272,3 +272,36 @@ def test_a_bad_block_size_is_refused_at_create(tmp_path: Path, options: dict[str
 
     with pytest.raises(InvalidOptionError, match=message):
         create_table(str(tmp_path), "db.t", orders(1, 1).schema, options=options)
+
+
+def test_a_partition_with_a_null_value_is_written_again_and_compacted(tmp_path: Path) -> None:
+    """A fixed-bucket append table restores each bucket's last sequence number before it writes.
+    pypaimon found a partition's files by ``key = value``: for a NULL partition value the second
+    write raised a raw ``TypeError`` against the manifests' partition statistics (and
+    ``CALL sys.compact`` of such a table failed in its tasks). Java Paimon writes the first rows and
+    reads the result."""
+    import datetime as dt
+    import json
+
+    import paimon_index
+    from javaoracle import java_oracle
+
+    schema = pa.schema([("id", pa.int64()), ("s", pa.string()), ("d", pa.date32())])
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("\n".join(json.dumps(r) for r in [
+        {"id": 1, "s": "a", "d": "2024-01-02"}, {"id": 2, "s": None, "d": None},
+        {"id": 3, "s": "c", "d": None}]))
+    warehouse = str(tmp_path / "w")
+    java_oracle().batch([{"cmd": "write", "warehouse": warehouse, "table": "db.m",
+                          "schema": "id BIGINT, s STRING, d DATE", "partition": "d",
+                          "options": "bucket=1,bucket-key=id", "jsonl": str(rows)}])
+    table = paimon_index.open_table(warehouse, "db.m")
+    more = pa.table({"id": [4, 5], "s": ["d", None], "d": [None, dt.date(2024, 1, 2)]}, schema=schema)
+    table.write(more)
+    table.compact(full=True)
+    assert sorted(r["id"] for r in table.read(where="d IS NULL").to_pylist()) == [2, 3, 4]
+    whole, nulls = java_oracle().batch([
+        {"cmd": "read", "warehouse": warehouse, "table": "db.m", "rows": "true"},
+        {"cmd": "read", "warehouse": warehouse, "table": "db.m", "where": "d IS NULL", "rows": "true"}])
+    assert sorted(r[0] for r in whole["row_values"]) == [1, 2, 3, 4, 5]
+    assert sorted(r[0] for r in nulls["row_values"]) == [2, 3, 4]

@@ -133,6 +133,7 @@ __all__ = [
     "latest_snapshot",
     "message_written_files",
     "new_file_store_commit",
+    "null_partitions_restored",
     "overwrite_index_deletes",
     "partition_row",
     "pinned_current",
@@ -765,6 +766,31 @@ def vectorize_key_value_write(writer: Any) -> None:
         return data_writer
 
     store._create_data_writer = created
+
+
+def null_partitions_restored(writer: Any) -> None:
+    """Have one pypaimon table write find the files of a partition with a NULL value when it
+    restores a bucket's last sequence number: pypaimon filters the partition by ``key = value``,
+    which for NULL matched nothing and, against the manifests' partition statistics, raised a raw
+    ``TypeError`` (a fixed-bucket append table: the second write of a NULL partition, a
+    compaction of one). Java Paimon matches the partition row exactly; ``IS NULL`` does here."""
+    store = writer.file_store_write
+    if not hasattr(store, "_load_seq_number_stats"):
+        return
+
+    def restored(partition: tuple[Any, ...]) -> dict[int, int]:
+        builder = store._sequence_read_table().new_read_builder()
+        predicates = builder.new_predicate_builder()
+        matches = [predicates.is_null(key) if value is None else predicates.equal(key, value)
+                   for key, value in zip(store.table.partition_keys, partition, strict=True)]
+        scan = builder.with_filter(predicates.and_predicates(matches)).new_scan()
+        last: dict[int, int] = {}
+        for split in scan.plan_for_write().splits():
+            number = max(f.max_sequence_number for f in split.files)
+            last[split.bucket] = max(number, last.get(split.bucket, -1))
+        return last
+
+    store._load_seq_number_stats = restored
 
 
 #: The column that carries each row's ``_VALUE_KIND`` byte into a writer (:func:`value_kinds_from`).

@@ -47,7 +47,12 @@ from paimon_index.fileindex.options import FileIndexOptions
 from paimon_index.table.catalog import dictionaries_enabled, dictionary_page_bytes, row_group_bytes
 from paimon_index.table.fileio import TableIO
 from paimon_index.table.files import INDEX_FILE_SUFFIX
-from paimon_index.table.paimon import PaimonTable, table_options, vectorize_key_value_write
+from paimon_index.table.paimon import (
+    PaimonTable,
+    null_partitions_restored,
+    table_options,
+    vectorize_key_value_write,
+)
 from paimon_index.table.parquet_layout import LayoutParquetIO
 from paimon_index.table.schemas import read_schema
 from paimon_index.table.stats import attach_value_stats
@@ -165,6 +170,7 @@ def new_table_write(table: PaimonTable) -> Any:
 
     store._create_data_writer = sized
     vectorize_key_value_write(writer)
+    null_partitions_restored(writer)
     return writer
 
 
