@@ -105,6 +105,7 @@ __all__ = [
     "IndexEntry",
     "IndexFileHandler",
     "IndexManifestEntry",
+    "LiveFile",
     "ManifestFileManager",
     "ManifestListManager",
     "Message",
@@ -131,6 +132,7 @@ __all__ = [
     "index_file_path",
     "index_manifest_entry",
     "latest_snapshot",
+    "live_files",
     "message_written_files",
     "new_file_store_commit",
     "null_partitions_restored",
@@ -652,6 +654,36 @@ def deleted_entries(table: Any, snapshot: Snapshot, file_names: set[str]) -> lis
             found.append((tuple(entry.partition.values or ()), entry.bucket, meta.level, meta.file_name,
                           tuple(meta.extra_files or ()), meta.embedded_index))
     return found
+
+
+@dataclasses.dataclass(frozen=True)
+class LiveFile:
+    """A data file a snapshot holds, as its manifest entry describes it (what Paimon's
+    ``$partitions`` and ``$buckets`` add up)."""
+
+    partition: tuple[Any, ...]
+    bucket: int
+    total_buckets: int
+    row_count: int
+    file_size: int
+    #: Its creation time as written (a local wall-clock time), in milliseconds; None when absent.
+    creation_millis: int | None
+
+
+def live_files(table: Any, snapshot: Snapshot | None) -> list[LiveFile]:
+    """Every data file ``snapshot`` holds (its manifests' ADD entries less their DELETEs), in
+    manifest order, at every level."""
+    if snapshot is None:
+        return []
+    entries = ManifestFileManager(table).read_entries_parallel(ManifestListManager(table).read_all(snapshot),
+                                                               drop_stats=True)
+    out = []
+    for entry in entries:
+        meta, created = entry.file, entry.file.creation_time
+        out.append(LiveFile(tuple(entry.partition.values or ()), int(entry.bucket), int(entry.total_buckets),
+                            int(meta.row_count), int(meta.file_size),
+                            None if created is None else int(created.get_millisecond())))
+    return out
 
 
 def delta_file_counts(table: Any, snapshot_id: int) -> tuple[int, int]:

@@ -13,21 +13,43 @@
     index_path     string    the .index file (null when embedded)
     index_size     int64     bytes of this index's body inside the container (0 when empty)
 
+Paimon's other system tables (``system_table``): ``$snapshots``, ``$files``, ``$options``,
+``$schemas``, ``$manifests``, ``$tags``, ``$branches`` as pypaimon builds them (``$files`` spelt as
+Java prints it); ``$partitions``, ``$buckets`` and ``$table_indexes`` built here from the
+snapshot's manifests, as Java's ``PartitionsTable``, ``BucketsTable`` and ``TableIndexesTable``
+print them. A partition value is printed as Paimon casts it to STRING (:func:`java_text`):
+``true``, ``2024-01-02``, ``1.0E7``; ``$partitions`` spells a partition ``d=2024-01-02/b=true`` with
+NULL as ``partition.default-name``, the others ``{2024-01-02, true}`` with NULL as ``null``.
+
 pypaimon internals used: as in :mod:`paimon_index.table.read`, plus ``DataSplit.partition``
 (``GenericRow.values``) and ``DataSplit.bucket``, ``table.partition_keys``.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import decimal
+import math
+from collections.abc import Iterable, Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from paimon_index.table.fileio import TableIO
 from paimon_index.table.files import container_source, open_container, partition_text
-from paimon_index.table.paimon import PaimonTable
+from paimon_index.table.paimon import (
+    DELETION_VECTORS,
+    PaimonTable,
+    index_entries,
+    latest_snapshot,
+    live_files,
+    table_options,
+)
+from paimon_index.types import DataType, TypeRoot
 
-__all__ = ["FILE_INDEXES_SCHEMA", "file_indexes", "partition_values", "partitions"]
+__all__ = ["FILE_INDEXES_SCHEMA", "SYSTEM_TABLES", "file_indexes", "java_text", "partition_values",
+           "partitions", "system_table"]
 
 FILE_INDEXES_SCHEMA = pa.schema([
     ("partition", pa.string()), ("bucket", pa.int32()), ("file_path", pa.string()),
@@ -68,15 +90,86 @@ def file_indexes(table: PaimonTable) -> pa.Table:
 # Paimon's system tables ($snapshots, $files, $options, $schemas, $manifests, $tags)
 # ------------------------------------------------------------------------------------------------
 #: The system tables :func:`system_table` builds (``file_indexes``: :func:`file_indexes`).
-SYSTEM_TABLES = ("snapshots", "files", "file_indexes", "options", "schemas", "manifests", "tags")
+SYSTEM_TABLES = ("snapshots", "files", "file_indexes", "options", "schemas", "manifests", "tags",
+                 "partitions", "buckets", "table_indexes", "branches")
+#: Paimon's option naming a NULL partition value's directory, and its default.
+PARTITION_DEFAULT_NAME = "partition.default-name"
+DEFAULT_PARTITION_NAME = "__DEFAULT_PARTITION__"
+#: Java's ``Double.toString`` writes plain decimals in [1e-3, 1e7), computerized notation elsewhere.
+_JAVA_PLAIN_LOW, _JAVA_PLAIN_HIGH = 1e-3, 1e7
 #: DataFileMeta.file_source as Java's FileSource prints it.
 _FILE_SOURCES = {"0": "APPEND", "1": "COMPACT"}
 
 
-def partitions(table: PaimonTable) -> list[str]:
-    """The latest snapshot's partitions as ``k1=v1/k2=v2`` (Spark's SHOW PARTITIONS), sorted."""
-    keys = table.partition_keys or []
-    return sorted({partition_text(keys, values) for values in partition_values(table)})
+def partitions(table: PaimonTable, among: Iterable[tuple[Any, ...]] | None = None) -> list[str]:
+    """The latest snapshot's partitions (or those of ``among``, each its values) as ``k1=v1/k2=v2``
+    with values as Spark prints them (``true``, NULL as ``null``: Spark's SHOW PARTITIONS through
+    Paimon's connector), sorted."""
+    keys = list(table.partition_keys or [])
+    types = _partition_types(table, keys)
+    listed = partition_values(table) if among is None else among
+    return sorted({_partition_path(keys, values, types, "null") for values in listed})
+
+
+def java_text(value: Any, dtype: DataType | None) -> str:
+    """A non-NULL value as Paimon casts it to STRING (``CastExecutors.resolveToString``): booleans
+    ``true``/``false``, floats as Java's ``toString`` (``1.0``, ``1.0E7``), decimals with their
+    scale, timestamps ``yyyy-MM-dd HH:mm:ss`` with the fraction trimmed to the precision, bytes as
+    UTF-8 text."""
+    root = dtype.root if dtype is not None else None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return _java_float(value, single=root is TypeRoot.FLOAT)
+    if isinstance(value, decimal.Decimal):
+        scale = dtype.scale if dtype is not None and dtype.scale is not None else None
+        return format(value if scale is None else value.quantize(decimal.Decimal(1).scaleb(-scale)), "f")
+    if isinstance(value, dt.datetime):
+        precision = dtype.precision if dtype is not None and dtype.precision is not None else 6
+        fraction = f"{value.microsecond * 1000:09d}"
+        while len(fraction) > precision and fraction.endswith("0"):
+            fraction = fraction[:-1]
+        return value.strftime("%Y-%m-%d %H:%M:%S") + (f".{fraction}" if fraction else "")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode("utf-8", "replace")
+    return str(value)
+
+
+def _java_float(value: float, *, single: bool) -> str:
+    """Java's ``Float.toString`` / ``Double.toString`` of ``value`` (shortest digits that read back)."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    if value == 0:
+        return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
+    number = np.float32(value) if single else np.float64(value)
+    if _JAVA_PLAIN_LOW <= abs(float(number)) < _JAVA_PLAIN_HIGH:
+        return np.format_float_positional(number, unique=True, trim="0")
+    mantissa, exponent = np.format_float_scientific(number, unique=True, trim="0").split("e")
+    return f"{mantissa}E{int(exponent)}"
+
+
+def _partition_types(table: PaimonTable, keys: Sequence[str]) -> list[DataType | None]:
+    from paimon_index.table.schemas import read_schema
+
+    schema = read_schema(table)
+    return [schema.get(k) for k in keys]
+
+
+def _partition_path(keys: Sequence[str], values: Sequence[Any], types: Sequence[DataType | None],
+                    null_text: str) -> str:
+    """``k1=v1/k2=v2`` ("" unpartitioned), a NULL value as ``null_text``."""
+    return "/".join(f"{k}={null_text if v is None else java_text(v, t)}"
+                    for k, v, t in zip(keys, values, types, strict=True))
+
+
+def _partition_row(values: Sequence[Any], types: Sequence[DataType | None]) -> str:
+    """Paimon's cast of a partition row to STRING: ``{v1, v2}``, NULL as ``null`` (``{}`` unpartitioned)."""
+    return "{" + ", ".join("null" if v is None else java_text(v, t)
+                           for v, t in zip(values, types, strict=True)) + "}"
 
 
 def partition_values(table: PaimonTable) -> set[tuple[Any, ...]]:
@@ -105,15 +198,22 @@ def _java_map(text: Any) -> Any:
 
 
 def _files(table: Any, rows: pa.Table) -> pa.Table:
-    """pypaimon's ``$files`` with Java's spellings: partition ``{v1, v2}``, the full file path,
-    stats maps as ``{col=value, ...}``, file_source APPEND/COMPACT."""
+    """pypaimon's ``$files`` with Java's spellings: partition ``{v1, v2}`` (pypaimon's ``k=v``
+    text, Python's ``str`` of each value, mapped back to the values it was made of), the full file
+    path, stats maps as ``{col=value, ...}``, file_source APPEND/COMPACT."""
     keys = list(table.partition_keys or [])
+    types = _partition_types(table, keys)
+    spelled = {partition_text(keys, values): _partition_row(values, types)
+               for values in partition_values(table)}
     root = str(table.table_path).rstrip("/")
     cols = rows.to_pydict()
     partition, paths = [], []
     for part, bucket, path in zip(cols["partition"], cols["bucket"], cols["file_path"], strict=True):
-        values = [kv.partition("=")[2] for kv in part.split("/")] if keys and part else []
-        partition.append("{" + ", ".join(values) + "}")
+        if keys and part:
+            plain = "{" + ", ".join(kv.partition("=")[2] for kv in part.split("/")) + "}"
+            partition.append(spelled.get(part, plain))
+        else:
+            partition.append("{}")
         if "/" in str(path):
             paths.append(path)
         else:
@@ -126,6 +226,119 @@ def _files(table: Any, rows: pa.Table) -> pa.Table:
     return pa.table(cols, schema=rows.schema)
 
 
+_TIMESTAMP_MILLIS = pa.timestamp("ms")
+PARTITIONS_SCHEMA = pa.schema([
+    ("partition", pa.string()), ("record_count", pa.int64()), ("file_size_in_bytes", pa.int64()),
+    ("file_count", pa.int64()), ("last_update_time", _TIMESTAMP_MILLIS), ("created_at", _TIMESTAMP_MILLIS),
+    ("created_by", pa.string()), ("updated_by", pa.string()), ("options", pa.string()),
+    ("total_buckets", pa.int32()), ("done", pa.bool_()), ("deleted_record_count", pa.int64()),
+])
+BUCKETS_SCHEMA = pa.schema([
+    ("partition", pa.string()), ("bucket", pa.int32()), ("record_count", pa.int64()),
+    ("file_size_in_bytes", pa.int64()), ("file_count", pa.int64()), ("last_update_time", _TIMESTAMP_MILLIS),
+])
+
+
+def _later(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else max(a, b)
+
+
+def _partitions(table: PaimonTable) -> pa.Table:
+    """Java's ``$partitions``: one row per partition of the latest snapshot, sorted by its text;
+    ``total_buckets`` as the last manifest entry of the partition says, ``deleted_record_count``
+    the cardinalities of its deletion vectors (0 without; NULL when a vector's is unknown)."""
+    keys = list(table.partition_keys or [])
+    types = _partition_types(table, keys)
+    snapshot = latest_snapshot(table)
+    sums: dict[tuple[Any, ...], list[Any]] = {}
+    for f in live_files(table, snapshot):
+        row = sums.setdefault(f.partition, [0, 0, 0, None, 0])
+        row[0] += f.row_count
+        row[1] += f.file_size
+        row[2] += 1
+        row[3] = _later(row[3], f.creation_millis)
+        row[4] = f.total_buckets
+    deleted: dict[tuple[Any, ...], int | None] = {}
+    if str(table_options(table).get("deletion-vectors.enabled", "false")).lower() == "true":
+        for entry in index_entries(table, snapshot, DELETION_VECTORS):
+            values = tuple(entry.partition.values or ())
+            ranges = entry.index_file.dv_ranges
+            if (values in deleted and deleted[values] is None) or not ranges:
+                continue
+            cardinalities = [m.cardinality for m in ranges.values()]
+            known = deleted.get(values, 0)
+            deleted[values] = (None if any(c is None for c in cardinalities) or known is None
+                               else known + sum(int(c) for c in cardinalities))
+    null_text = table_options(table).get(PARTITION_DEFAULT_NAME, DEFAULT_PARTITION_NAME)
+    rows = sorted(([_partition_path(keys, values, types, null_text), count, size, files, updated,
+                    None, None, None, None, buckets, False, deleted.get(values, 0)]
+                   for values, (count, size, files, updated, buckets) in sums.items()), key=lambda r: r[0])
+    return _arrow_rows(rows, PARTITIONS_SCHEMA)
+
+
+def _buckets(table: PaimonTable) -> pa.Table:
+    """Java's ``$buckets``: one row per (partition, bucket) of the latest snapshot, sorted by the
+    partition's text, then the bucket."""
+    keys = list(table.partition_keys or [])
+    types = _partition_types(table, keys)
+    sums: dict[tuple[tuple[Any, ...], int], list[Any]] = {}
+    for f in live_files(table, latest_snapshot(table)):
+        row = sums.setdefault((f.partition, f.bucket), [0, 0, 0, None])
+        row[0] += f.row_count
+        row[1] += f.file_size
+        row[2] += 1
+        row[3] = _later(row[3], f.creation_millis)
+    rows = sorted(([_partition_row(values, types), bucket, *sums[(values, bucket)]]
+                   for values, bucket in sums), key=lambda r: (r[0], r[1]))
+    return _arrow_rows(rows, BUCKETS_SCHEMA)
+
+
+_DV_RANGES = pa.list_(pa.struct([
+    pa.field("f0", pa.string(), nullable=False), pa.field("f1", pa.int32(), nullable=False),
+    pa.field("f2", pa.int32(), nullable=False), pa.field("_CARDINALITY", pa.int64()),
+]))
+TABLE_INDEXES_SCHEMA = pa.schema([
+    ("partition", pa.string()), ("bucket", pa.int32()), ("index_type", pa.string()),
+    ("file_name", pa.string()), ("file_size", pa.int64()), ("row_count", pa.int64()),
+    ("dv_ranges", _DV_RANGES),
+    ("row_range_start", pa.int64()), ("row_range_end", pa.int64()), ("index_field_id", pa.int32()),
+    ("index_field_name", pa.string()),
+])
+
+
+def _table_indexes(table: PaimonTable) -> pa.Table:
+    """Java's ``$table_indexes``: one row per index file of the latest snapshot (deletion vectors,
+    the dynamic-bucket hash index, global indexes), in index-manifest order; a deletion-vector
+    file's ranges as (data file, offset, length, cardinality)."""
+    keys = list(table.partition_keys or [])
+    types = _partition_types(table, keys)
+    field_names = {f.id: f.name for f in table.table_schema.fields}
+    rows: list[list[Any]] = []
+    for entry in index_entries(table, latest_snapshot(table)):
+        meta, scope = entry.index_file, entry.index_file.global_index_meta
+        ranges = None if not meta.dv_ranges else [
+            {"f0": m.data_file_name, "f1": int(m.offset), "f2": int(m.length),
+             "_CARDINALITY": None if m.cardinality is None else int(m.cardinality)}
+            for m in meta.dv_ranges.values()]
+        indexed = None
+        if scope is not None:
+            ids = [scope.index_field_id, *(scope.extra_field_ids or [])]
+            if all(i in field_names for i in ids):
+                indexed = ",".join(field_names[i] for i in ids)
+        partition = _partition_row(tuple(entry.partition.values or ()), types)
+        rows.append([partition, int(entry.bucket), meta.index_type, meta.file_name, int(meta.file_size),
+                     int(meta.row_count), ranges,
+                     None if scope is None else int(scope.row_range_start),
+                     None if scope is None else int(scope.row_range_end),
+                     None if scope is None else int(scope.index_field_id), indexed])
+    return _arrow_rows(rows, TABLE_INDEXES_SCHEMA)
+
+
+def _arrow_rows(rows: list[list[Any]], schema: pa.Schema) -> pa.Table:
+    """``rows`` (lists in ``schema``'s column order) as an Arrow table of ``schema``."""
+    return pa.table([pa.array([r[i] for r in rows], f.type) for i, f in enumerate(schema)], schema=schema)
+
+
 def system_table(table: PaimonTable, name: str) -> pa.Table:
     """System table ``name`` (one of :data:`SYSTEM_TABLES`) of the pypaimon table, as Arrow.
 
@@ -136,6 +349,12 @@ def system_table(table: PaimonTable, name: str) -> pa.Table:
 
     if name == "file_indexes":
         return file_indexes(table)
+    if name == "partitions":
+        return _partitions(table)
+    if name == "buckets":
+        return _buckets(table)
+    if name == "table_indexes":
+        return _table_indexes(table)
     system = system_table_loader.load(name, table)
     if system is None or name not in SYSTEM_TABLES:
         from paimon_index.errors import TableError

@@ -1029,16 +1029,11 @@ def _show_partitions(catalog: Catalog, name: TableName, spec: exp.Expr | None = 
     """``SHOW PARTITIONS t [PARTITION (p = v, ...)]``: ``k=v/k2=v2`` rows, sorted; with a spec, the
     partitions with those values (some of the keys: every such partition)."""
     from paimon_index.spark.sql.dml import partition_matches, partition_spec
-    from paimon_index.table.files import partition_text
     from paimon_index.table.system import partitions
 
     table = _catalog.open_table(catalog.warehouse, name.identifier, catalog_options=catalog.catalog_options)
     if not table.partition_keys:
         raise SqlError(f"SHOW PARTITIONS {name}: the table is not partitioned")
-    if spec is None:
-        listed = partitions(table)
-    else:
-        keys = list(table.partition_keys)
-        matched = partition_matches(catalog, name, partition_spec(catalog, name, spec))
-        listed = sorted({partition_text(keys, values) for values in matched})
+    matched = None if spec is None else partition_matches(catalog, name, partition_spec(catalog, name, spec))
+    listed = partitions(table, matched)
     return _frame(catalog, [("partition", "string")], [(p,) for p in listed])
