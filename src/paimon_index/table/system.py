@@ -2,7 +2,8 @@
 
     file_indexes(table) -> pa.Table, one row per (data file, column, index type):
 
-    partition      string    the partition values, e.g. "dt=2024-01-01" ("" when unpartitioned)
+    partition      string    the partition values, e.g. "dt=2024-01-01/b=true" (NULL: "null"; "" when
+                             unpartitioned), as SHOW PARTITIONS prints them
     bucket         int32
     file_path      string    the data file
     file_size      int64     bytes of the data file
@@ -63,8 +64,11 @@ def file_indexes(table: PaimonTable) -> pa.Table:
     """Every file index of the latest snapshot's data files (schema: module docstring)."""
     rows: dict[str, list[Any]] = {name: [] for name in FILE_INDEXES_SCHEMA.names}
     io = TableIO.of(table)
+    keys = list(table.partition_keys or [])
+    types = _partition_types(table, keys)
     for split in table.new_read_builder().new_scan().plan().splits():
-        partition = partition_text(table.partition_keys or [], split.partition)
+        values = tuple(getattr(split.partition, "values", split.partition) or ())
+        partition = _partition_path(keys, values, types, "null")
         for meta in split.files:
             source = container_source(meta)
             if source is None:
