@@ -33,8 +33,12 @@ def java_args() -> list[str]:
 
 def tool_env(env: dict[str, str] | None = None) -> dict[str, str]:
     """``env`` (default: this process's) with ``JAVA_TOOL_OPTIONS`` for a JVM started by a script
-    we do not write (Paimon's connector, ``paimon-sql.sh``)."""
+    we do not write (Paimon's connector, ``paimon-sql.sh``), and without the variables that make
+    PySpark a Spark Connect client (set while a test of tests/connect runs): the connector is a
+    classic Spark process."""
     out = dict(os.environ if env is None else env)
+    for connect in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE"):
+        out.pop(connect, None)
     if TEST_JVM_OPTIONS and "JAVA_TOOL_OPTIONS" not in out:
         out["JAVA_TOOL_OPTIONS"] = TEST_JVM_OPTIONS
     return out

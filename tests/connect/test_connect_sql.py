@@ -157,3 +157,13 @@ def test_views_and_partition_truncation_through_spark_connect(connect_spark, tmp
     assert sorted(r[0] for r in paimon.sql("SELECT id FROM v").collect()) == [3]
     paimon.sql("ALTER TABLE db.t DROP PARTITION (p = 'z')")
     assert sorted(tuple(r) for r in paimon.sql("SELECT * FROM db.t").collect()) == [(1, "x")]
+
+
+@pytest.mark.slow
+def test_common_statements_answer_as_paimons_connector_over_spark_connect(connect_spark,
+                                                                          tmp_path: Path) -> None:
+    """tests/sqlref/idioms.py's statements through a Spark Connect client and through the connector."""
+    from sqlref import idioms
+
+    differences = idioms.differences(connect_spark, tmp_path)
+    assert not differences, "\n".join(differences)
