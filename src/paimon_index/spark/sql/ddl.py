@@ -835,6 +835,9 @@ def command(catalog: Catalog, keyword: str, rest: str, text: str) -> DataFrame:
                     raise SqlError(f"SHOW PARTITIONS {shown} {spelled[:100]}: expected PARTITION (column = "
                                    "value, ...)")
             return _show_partitions(catalog, _existing(catalog, name, shown), spec)
+    moved = _move_column(catalog, rest, toks, words, text) if keyword == "ALTER" else None
+    if moved is not None:
+        return moved
     if keyword == "ALTER" and words[:1] == ["TABLE"] and "UNSET" in words:
         name, end, shown = _name_at(catalog, rest, toks, 1)
         if name is None:
@@ -866,6 +869,34 @@ def command(catalog: Catalog, keyword: str, rest: str, text: str) -> DataFrame:
                 if name is not None and catalog.has_table(name.identifier):
                     raise SqlError(f"{keyword} {rest[:200]}: not supported on the Paimon table {name}")
     return catalog.spark.sql(text)
+
+
+def _move_column(catalog: Catalog, rest: str, toks: list[Any], words: list[str],
+                 text: str) -> DataFrame | None:
+    """``ALTER TABLE t {ALTER | CHANGE} [COLUMN] c {FIRST | AFTER x}`` (text sqlglot keeps raw):
+    Paimon's column move. None when the text is not that."""
+    from paimon_index.table.paimon import Move, SchemaChange
+
+    if words[:1] != ["TABLE"] or not (words[-1:] == ["FIRST"] or words[-2:-1] == ["AFTER"]):
+        return None
+    name, end, shown = _name_at(catalog, rest, toks, 1)
+    tail = words[end:]
+    at = end + 1 + (tail[1:2] == ["COLUMN"])  # the moved column's token
+    position = words[at + 1:]
+    if not tail or tail[0] not in ("ALTER", "CHANGE") or not (position == ["FIRST"] or (
+            len(position) == 2 and position[0] == "AFTER")):
+        return None
+    if name is None:
+        return catalog.spark.sql(text)
+    name = _existing(catalog, name, shown)
+    column = _column(catalog, name, toks[at].text)
+    if position == ["FIRST"]:
+        move = Move.first(column)
+    else:
+        move = Move.after(column, _column(catalog, name, toks[at + 2].text))
+    _catalog.alter_columns(catalog.warehouse, name.identifier, [SchemaChange.update_column_position(move)],
+                           catalog_options=catalog.catalog_options)
+    return _empty(catalog)
 
 
 def describe_column(catalog: Catalog, text: str) -> DataFrame | None:
