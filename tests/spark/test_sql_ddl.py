@@ -198,6 +198,31 @@ def test_an_existing_column_moves_first_or_after_another(paimon: Any) -> None:
         paimon.sql("ALTER TABLE mv.t ALTER COLUMN a AFTER nope")
 
 
+def test_database_description_current_namespace_and_replace(paimon: Any, spark: Any) -> None:
+    """DESCRIBE DATABASE and SHOW CURRENT NAMESPACE answer for the noun's databases as the connector
+    does (tests/sqlref/idioms.py compares); before session 33 both went to Spark's catalog
+    (SCHEMA_NOT_FOUND, ``spark_catalog``). REPLACE TABLE of a Paimon table is refused naming the fix
+    (it reached Spark's "does not support REPLACE TABLE" for ``spark_catalog``)."""
+    paimon.sql("CREATE DATABASE IF NOT EXISTS rdb")
+    paimon.sql("CREATE TABLE rdb.t (a INT)")
+    described = rows(paimon.sql("DESCRIBE DATABASE rdb"))
+    assert described == [["Catalog Name", "paimon"], ["Namespace Name", "rdb"]]
+    assert rows(paimon.sql("DESC SCHEMA EXTENDED rdb"))[-1] == ["Properties", ""]
+    before = paimon.current_database
+    try:
+        paimon.sql("USE rdb")
+        assert rows(paimon.sql("SHOW CURRENT NAMESPACE")) == [["paimon", "rdb"]]
+        with pytest.raises(SqlError, match="REPLACE TABLE t is not supported on Paimon tables; DROP TABLE t"):
+            paimon.sql("REPLACE TABLE t (b STRING)")
+        spark.sql("CREATE DATABASE IF NOT EXISTS spark_only_db")
+        paimon.sql("USE spark_only_db")  # a Spark database: Spark's answer
+        assert rows(paimon.sql("SHOW CURRENT NAMESPACE")) == [["spark_catalog", "spark_only_db"]]
+    finally:
+        spark.sql("USE default")
+        paimon.current_database, paimon.uses_spark_database = before, False  # the fixture's state
+        spark.sql("DROP DATABASE IF EXISTS spark_only_db")
+
+
 def test_backticked_names_in_statements_kept_as_text(paimon: Any) -> None:
     """SHOW and ALTER ... UNSET, which sqlglot keeps as raw text, were tokenized by sqlglot's
     generic tokenizer: a backtick was an unknown character, so ``SHOW TBLPROPERTIES `db`.`t``` raised

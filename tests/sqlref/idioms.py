@@ -25,6 +25,9 @@ import paimonsql
 STATEMENTS = [
     "CREATE DATABASE db",
     "USE db",
+    "SHOW CURRENT NAMESPACE",
+    "DESCRIBE DATABASE db",
+    "DESCRIBE DATABASE EXTENDED db",
     "CREATE TABLE t (id BIGINT NOT NULL, s STRING, v INT, p STRING NOT NULL) PARTITIONED BY (p) "
     "TBLPROPERTIES ('primary-key' = 'id,p', 'bucket' = '2', 'deletion-vectors.enabled' = 'true')",
     "CREATE TABLE a (id BIGINT, s STRING, v DOUBLE, p STRING) PARTITIONED BY (p) "

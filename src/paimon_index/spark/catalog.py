@@ -69,6 +69,8 @@ class Catalog:
         self.warehouse = warehouse
         self.catalog_options = catalog_options
         self.current_database = database
+        # Whether the last USE named a Spark database (SHOW CURRENT NAMESPACE is then Spark's).
+        self.uses_spark_database = False
         # The warehouse's and the session's listings, memoized for one statement (None: not in one),
         # per thread: statements run from several threads at once each have their own (one memo
         # shared between them outlived its statement and hid tables created after it).

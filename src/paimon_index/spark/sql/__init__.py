@@ -72,10 +72,11 @@ def _table_statement(text: str) -> str | None:
     return "SELECT * FROM " + text[toks[1].start : names[-1].end + 1]
 
 
-def _unparsed_alter(catalog: Catalog, text: str) -> DataFrame | None:
-    """An ``ALTER`` statement sqlglot cannot parse (``ALTER TABLE t CHANGE COLUMN c AFTER x``), run
-    as the statements it keeps as raw text (:func:`.ddl.command`: a Paimon table's is run or
-    refused, any other goes to Spark); None for other text."""
+def _unparsed(catalog: Catalog, text: str) -> DataFrame | None:
+    """An ``ALTER`` or ``REPLACE`` statement sqlglot cannot parse (``ALTER TABLE t CHANGE COLUMN c
+    AFTER x``, ``REPLACE TABLE t (...)``), run as the statements it keeps as raw text
+    (:func:`.ddl.command`: a Paimon table's is run or refused, any other goes to Spark); None for
+    other text."""
     from sqlglot.errors import TokenError
 
     from paimon_index.spark.sql import ddl
@@ -84,10 +85,11 @@ def _unparsed_alter(catalog: Catalog, text: str) -> DataFrame | None:
         toks = spark_tokens(text)
     except TokenError:
         return None
-    if len(toks) < 2 or toks[0].text.upper() != "ALTER":
+    keyword = toks[0].text.upper() if toks else ""
+    if len(toks) < 2 or keyword not in ("ALTER", "REPLACE"):
         return None
     spark_parses(catalog.spark, text)
-    return ddl.command(catalog, "ALTER", text[toks[1].start :], text)
+    return ddl.command(catalog, keyword, text[toks[1].start :], text)
 
 
 def execute(catalog: Catalog, text: str) -> DataFrame:
@@ -101,7 +103,7 @@ def execute(catalog: Catalog, text: str) -> DataFrame:
         described = ddl.describe_column(catalog, text)  # DESCRIBE t col: sqlglot does not parse it
         if described is not None:
             return described
-        altered = _unparsed_alter(catalog, text)  # ALTER TABLE t CHANGE COLUMN c AFTER x
+        altered = _unparsed(catalog, text)  # ALTER TABLE t CHANGE COLUMN c AFTER x, REPLACE TABLE
         return altered if altered is not None else catalog.spark.sql(text)
     if isinstance(statement, (exp.Command, exp.Create, exp.Drop, exp.Alter, exp.Describe, exp.Use)):
         spark_parses(catalog.spark, text)

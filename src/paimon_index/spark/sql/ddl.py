@@ -54,6 +54,7 @@ from paimon_index.spark.sql.names import (
     parse,
     resolve_parts,
     spark_tokens,
+    table_parts,
 )
 from paimon_index.table import catalog as _catalog
 from paimon_index.types import MAX_LENGTH, DataType, Field, TypeRoot, parse_type
@@ -203,7 +204,8 @@ def _create(catalog: Catalog, statement: exp.Create, text: str) -> DataFrame:
         _refuse_missing_database(catalog, table)
         return catalog.spark.sql(text)
     if statement.args.get("replace"):
-        raise SqlError(f"CREATE OR REPLACE TABLE {name} is not supported; DROP TABLE {name} first")
+        raise SqlError(f"CREATE OR REPLACE TABLE {name} is not supported; DROP TABLE {name} first "
+                       "(Paimon's connector replaces the schema and overwrites the rows in one snapshot)")
     props = statement.args.get("properties")
     options = _properties(props)
     # PARTITIONED BY, COMMENT, USING arrive as their own property kinds.
@@ -595,8 +597,11 @@ def _use(catalog: Catalog, statement: exp.Use, text: str) -> DataFrame:
                 f"database {database} not found in {catalog.warehouse}; create it with "
                 f"CREATE DATABASE {database}"
             )
-        return catalog.spark.sql(text)
+        used = catalog.spark.sql(text)
+        catalog.uses_spark_database = True
+        return used
     catalog.current_database = spelt
+    catalog.uses_spark_database = False
     return _empty(catalog)
 
 
@@ -713,8 +718,27 @@ class _Info:
         return dict(sorted(props.items()))
 
 
+def _describe_database(catalog: Catalog, statement: exp.Describe, text: str) -> DataFrame:
+    """``DESCRIBE {DATABASE | SCHEMA | NAMESPACE} [EXTENDED] db`` of a warehouse database: the
+    rows Paimon's connector answers (its EXTENDED adds an empty ``Properties``)."""
+    target = statement.this
+    parts = table_parts(target) if isinstance(target, exp.Table) else []
+    database = _database(parts)
+    spelt = None if database is None else catalog.database_spelling(database)
+    if spelt is None:
+        if len(parts) == 2 and parts[0].lower() == PAIMON_CATALOG:
+            raise TableNotFoundError(f"database {database} not found in {catalog.warehouse}")
+        return catalog.spark.sql(text)
+    rows = [("Catalog Name", PAIMON_CATALOG), ("Namespace Name", spelt)]
+    if str(statement.args.get("style") or "").upper() in ("EXTENDED", "FORMATTED"):
+        rows.append(("Properties", ""))
+    return _frame(catalog, [("info_name", "string"), ("info_value", "string")], rows)
+
+
 def _describe(catalog: Catalog, statement: exp.Describe, text: str) -> DataFrame:
     target = statement.this
+    if str(statement.args.get("kind") or "").upper() in ("DATABASE", "SCHEMA", "NAMESPACE"):
+        return _describe_database(catalog, statement, text)
     if not isinstance(target, exp.Table):
         return _spark_or_refuse(catalog, statement, text)
     name = _table_name(catalog, target)
@@ -795,6 +819,11 @@ def command(catalog: Catalog, keyword: str, rest: str, text: str) -> DataFrame:
     if keyword == "SHOW" and words:
         if words[0] in ("DATABASES", "NAMESPACES", "SCHEMAS"):
             return _show_databases(catalog, rest, toks, words, text)
+        if words in (["CURRENT", "NAMESPACE"], ["CURRENT", "SCHEMA"], ["CURRENT", "DATABASE"]) \
+                and not catalog.uses_spark_database:
+            # One-part names resolve in the noun's current database first (USE db): as the connector
+            return _frame(catalog, [("catalog", "string"), ("namespace", "string")],
+                          [(PAIMON_CATALOG, catalog.current_database)])
         if words[0] == "TABLES":
             return _show_tables(catalog, rest, toks, words, text)
         if words[:2] == ["CREATE", "TABLE"]:
@@ -859,6 +888,12 @@ def command(catalog: Catalog, keyword: str, rest: str, text: str) -> DataFrame:
             raise SqlError(f"ALTER TABLE {name}: the primary key cannot be removed (Paimon refuses it)")
         _alter_options(catalog, name, {}, [k for k in keys if k in current])
         return _empty(catalog)
+    if keyword == "REPLACE" and words[:1] == ["TABLE"]:
+        name, _, shown = _name_at(catalog, rest, toks, 1)
+        if name is not None:
+            raise SqlError(f"REPLACE TABLE {shown} is not supported on Paimon tables; DROP TABLE {shown} "
+                           "first, then CREATE TABLE (Paimon's connector replaces the schema and overwrites "
+                           "the rows in one snapshot)")
     if keyword in ("SHOW", "ALTER", "DESC", "DESCRIBE", "TRUNCATE", "ANALYZE", "REFRESH", "MSCK", "COMMENT"):
         for i, t in enumerate(toks):
             if t.token_type in (TokenType.VAR, TokenType.IDENTIFIER):

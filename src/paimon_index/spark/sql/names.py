@@ -94,6 +94,8 @@ class Catalog(Protocol):
     warehouse: str
     catalog_options: dict[str, str]
     current_database: str
+    #: Whether the last USE named a Spark database (SHOW CURRENT NAMESPACE is then Spark's).
+    uses_spark_database: bool
     #: The temporary views ``paimon.sql`` made (:mod:`.views`), by lower-case name.
     views: dict[str, Any]
 
