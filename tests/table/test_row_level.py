@@ -1,4 +1,5 @@
-"""DELETE / UPDATE through deletion vectors (one process): the table always equals a plain model."""
+"""DELETE / UPDATE through deletion vectors, or copy-on-write on tables without them (one process):
+the table always equals a plain model."""
 
 from __future__ import annotations
 
@@ -24,12 +25,15 @@ SCHEMA = pa.schema([("id", pa.int64()), ("tag", pa.string()), ("dt", pa.string()
 TAGS = ["a", "b", "c", "d"]
 CONFIGS = {"fixed-32": {"bucket": "2", "bucket-key": "id"}, "unaware-32": {"bucket": "-1"},
            "fixed-64": {"bucket": "2", "bucket-key": "id", "deletion-vectors.bitmap64": "true"},
-           "unaware-64": {"bucket": "-1", "deletion-vectors.bitmap64": "true"}}
+           "unaware-64": {"bucket": "-1", "deletion-vectors.bitmap64": "true"},
+           # no deletion vectors: a changed row's file is rewritten without it (copy-on-write)
+           "fixed-cow": {"bucket": "2", "bucket-key": "id", "deletion-vectors.enabled": "false"},
+           "unaware-cow": {"bucket": "-1", "deletion-vectors.enabled": "false"}}
 
 
 def new_table(warehouse: str, config: str, partitioned: bool = True):
     return create_table(warehouse, "db.t", SCHEMA, partition_keys=["dt"] if partitioned else [],
-                        options={**CONFIGS[config], "deletion-vectors.enabled": "true",
+                        options={"deletion-vectors.enabled": "true", **CONFIGS[config],
                                  "file-index.bitmap.columns": "tag", "file-index.bloom-filter.columns": "id"})
 
 
@@ -97,13 +101,20 @@ def test_a_repeated_delete_changes_nothing_and_indexes_still_skip(tmp_path: Path
     assert report.rows_read == report.rows_returned == 15
 
 
-def test_deletes_need_dv_tables_and_fail_cleanly_on_a_concurrent_commit(tmp_path: Path) -> None:
+def test_a_table_without_vectors_is_changed_copy_on_write(tmp_path: Path) -> None:
+    """A table without deletion vectors is changed copy-on-write (it was refused before session 33:
+    Paimon's connector rewrites such files): the file holding the row is replaced by one without it."""
     plain = create_table(str(tmp_path), "db.plain", SCHEMA, options={"bucket": "-1"})
-    write_arrow(plain, pa.table({"id": [1], "tag": ["a"], "dt": ["x"]}))
-    with pytest.raises(InvalidOptionError, match=r"deletion-vectors\.enabled"):
-        delete_arrow(plain, "id = 1")
+    write_arrow(plain, pa.table({"id": [1, 2], "tag": ["a", "b"], "dt": ["x", "x"]}))
+    assert delete_arrow(plain, "id = 1") is not None
+    assert contents(plain) == pypaimon_contents(plain) == [(2, "b", "x")]
 
-    table = new_table(str(tmp_path), "unaware-32")
+
+@pytest.mark.parametrize("config", ["unaware-32", "unaware-cow"])
+def test_a_change_fails_cleanly_on_a_concurrent_commit(tmp_path: Path, config: str) -> None:
+    """The new DV index file, or (copy-on-write) the rewritten file, of a change whose commit is
+    refused is deleted; the table is as the other commit left it."""
+    table = new_table(str(tmp_path), config)
     write_arrow(table, pa.table({"id": [1, 2, 3], "tag": ["a", "b", "c"], "dt": ["x", "x", "x"]}))
     plan = plan_row_change(table)
     from paimon_index.table.row_level import _mark_all, _matching_rows
@@ -111,14 +122,14 @@ def test_deletes_need_dv_tables_and_fail_cleanly_on_a_concurrent_commit(tmp_path
     marked = Transaction(table, plan.snapshot, operation="delete")
     _mark_all(plan, _matching_rows(table, plan, "id = 2"), marked)
     written = marked.written_files()
-    assert written and all(Path(p).exists() for p in written)  # the bucket's new DV index file
+    assert written and all(Path(p).exists() for p in written)  # a DV index file, or the rewritten file
     write_arrow(table, pa.table({"id": [4], "tag": ["d"], "dt": ["x"]}))  # lands in between
     before = table.snapshot_manager().get_latest_snapshot().id
     with pytest.raises(ConcurrentChangeError, match="run it again"):
         commit_row_change(table, plan, marked.messages)
     assert table.snapshot_manager().get_latest_snapshot().id == before
     assert [r[0] for r in contents(table)] == [1, 2, 3, 4]
-    assert not [p for p in written if Path(p).exists()]  # the refused change left no DV file behind
+    assert not [p for p in written if Path(p).exists()]  # the refused change left no file behind
 
 
 def test_update_rewrites_only_matching_rows_with_computed_values(tmp_path: Path) -> None:
@@ -199,3 +210,24 @@ def test_matching_rows_carry_each_rows_file_position_partition_and_bucket(tmp_pa
         assert row["__paimon_partition"] == (f"dt={row['dt']}" if partitioned else "")
         assert (row["__paimon_partition"], row["__paimon_bucket"]) in plan.buckets
     matched.validate(full=True)
+
+
+def test_java_reads_a_table_changed_copy_on_write(tmp_path: Path) -> None:
+    """DELETE and UPDATE of a table without deletion vectors, then Java Paimon's own read: the same
+    rows, and the rewritten files' old entries gone (Java plans only the new files)."""
+    from javaoracle import java_oracle
+
+    table = new_table(str(tmp_path), "fixed-cow")
+    write_arrow(table, pa.table({"id": list(range(20)), "tag": [TAGS[i % 4] for i in range(20)],
+                                 "dt": ["x" if i < 10 else "y" for i in range(20)]}))
+    write_arrow(table, pa.table({"id": [20, 21], "tag": ["a", None], "dt": ["x", "z"]}))
+    assert delete_arrow(table, "tag = 'b' OR id = 21") is not None
+    assert update_arrow(table, {"tag": "q"}, "id >= 18") is not None
+    ours = contents(table)
+    assert ours == pypaimon_contents(table)
+    assert [r for r in ours if r[0] in (1, 5, 21)] == [] and (19, "q", "y") in ours
+    whole, filtered = java_oracle().batch([
+        {"cmd": "read", "warehouse": str(tmp_path), "table": "db.t", "rows": "true"},
+        {"cmd": "read", "warehouse": str(tmp_path), "table": "db.t", "where": "tag = 'q'", "rows": "true"}])
+    assert sorted(tuple(r) for r in whole["row_values"]) == ours
+    assert sorted(r[0] for r in filtered["row_values"]) == [18, 19, 20]

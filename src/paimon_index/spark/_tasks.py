@@ -130,7 +130,7 @@ def _mark_task(plan: RowChangePlan, warehouse: str, table: str,
         marked = sum(len(p) for p in positions.values())
         planned = bucket_plan(buckets, snapshot_id, partition, bucket)
         opened = open_table(warehouse, table, catalog_options=catalog_options)  # its partition fields
-        return _pickled([mark_positions(opened, planned, positions)], marked)
+        return _pickled(mark_positions(opened, planned, positions), marked)
 
     return mark
 

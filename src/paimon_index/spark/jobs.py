@@ -419,10 +419,11 @@ def _read_pinned(spark: SparkSession, warehouse: str, table: str, plan: RowChang
     return pinned if where is None else pinned.filter(where)
 
 
-def _stage(txn: Transaction, messages: DataFrame) -> int:
-    """Run the job, stage the commit messages its tasks returned; the rows they changed."""
+def _stage(txn: Transaction, messages: DataFrame, plan: RowChangePlan | None = None) -> int:
+    """Run the job, stage the commit messages its tasks returned (with ``plan``, a row change's:
+    the files a copy-on-write task rewrote become their DELETE entries); the rows they changed."""
     collected, rows = _tasks.collect(messages, f"{txn.operation} of {table_name(txn.table)}")
-    txn.stage(collected)
+    txn.stage(collected if plan is None else plan.messages(collected))
     return rows
 
 
@@ -430,7 +431,7 @@ def _delete_by_position(spark: SparkSession, table: str, where: str, *, warehous
                         catalog_options: CatalogOptions) -> RowChange:
     def mark(plan: RowChangePlan, txn: Transaction) -> int:
         matched = _read_pinned(spark, warehouse, table, plan, catalog_options, where)
-        return _stage(txn, _tasks.mark_job(matched, plan, warehouse, table, catalog_options))
+        return _stage(txn, _tasks.mark_job(matched, plan, warehouse, table, catalog_options), plan)
 
     return change_rows(_opened(warehouse, table, catalog_options), "delete", mark)
 
@@ -442,7 +443,7 @@ def _update_by_position(spark: SparkSession, table: str, assignments: Mapping[st
         written = _tasks.write_job(_assigned_rows(matched, columns, assignments), warehouse, table,
                                    catalog_options)
         marked = _tasks.mark_job(matched, plan, warehouse, table, catalog_options)
-        return _stage(txn, marked.unionAll(written))
+        return _stage(txn, marked.unionAll(written), plan)
 
     return change_rows(_opened(warehouse, table, catalog_options), "update", mark)
 
@@ -451,11 +452,11 @@ def delete(spark: SparkSession, table: str, where: str, *, warehouse: str,
            catalog_options: CatalogOptions = None) -> CommitResult:
     """``DELETE FROM table WHERE where`` (Spark SQL condition) in one commit (as ``Table.delete``).
 
-    Append tables: deletion vectors, exactly on the snapshot read. Primary-key tables: the matching
-    keys are upserted as deletes. See the module docstring.
+    Append tables: deletion vectors (without them, copy-on-write: the files holding deleted rows
+    rewritten), exactly on the snapshot read. Primary-key tables: the matching keys are upserted as
+    deletes. See the module docstring.
 
     Raises:
-        InvalidOptionError: an append table without ``deletion-vectors.enabled``.
         ConcurrentChangeError: another commit landed after the rows were found; nothing was applied.
     """
     opened = open_table(warehouse, table, catalog_options=catalog_options)
@@ -712,8 +713,10 @@ def change_matched(spark: SparkSession, table: str, build: MatchedRows, *, opera
     ``build`` takes meets (a DELETE's own conjuncts on the table): the files the indexes tell hold
     no such row are not read, and ``build`` gets only the rows meeting it.
 
+    A table without deletion vectors is changed copy-on-write (as Paimon's connector does): each
+    data file holding a row to mark is rewritten without it, in the same snapshot.
+
     Raises:
-        InvalidOptionError: the table has no deletion vectors.
         ConcurrentChangeError: another commit landed after the plan; nothing was applied.
     """
     from paimon_index.table.row_level import plan_row_change
@@ -735,7 +738,7 @@ def change_matched(spark: SparkSession, table: str, build: MatchedRows, *, opera
         rows = 0
         if parts:
             job = parts[0] if len(parts) == 1 else parts[0].unionAll(parts[1])
-            rows = _stage(txn, job)
+            rows = _stage(txn, job, plan)
         snapshot = txn.commit()
     return _result(warehouse, table, catalog_options, operation, snapshot, rows)
 

@@ -300,11 +300,12 @@ class Table:
             raise DataError(f"upsert into {self.identifier}: {e}") from e
 
     def delete(self, where: Predicate | str) -> CommitResult:
-        """``DELETE FROM t WHERE where`` in one commit (deletion vectors; keys on primary-key tables:
-        Java's APPEND + COMPACT snapshots, :func:`paimon_index.table.pk.commit.commit_in_two`).
+        """``DELETE FROM t WHERE where`` in one commit (deletion vectors; on an append table without
+        them, copy-on-write: each file holding a deleted row rewritten without it; keys on
+        primary-key tables: Java's APPEND + COMPACT snapshots,
+        :func:`paimon_index.table.pk.commit.commit_in_two`).
 
         Raises:
-            InvalidOptionError: an append table without ``deletion-vectors.enabled``.
             ConcurrentChangeError: another commit landed after the rows were found.
         """
         with self._changing("delete"):

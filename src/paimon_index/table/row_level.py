@@ -1,4 +1,5 @@
-"""Row-level DELETE and UPDATE on append tables, through deletion vectors (Paimon's DV mode).
+"""Row-level DELETE and UPDATE on append tables, through deletion vectors (Paimon's DV mode), or
+copy-on-write on a table without them (as Paimon's Spark connector changes such a table).
 
     change_rows(table, operation, mark) -> RowChange          the one plan / mark / commit shape
     delete_rows(table, where) -> RowChange                    it, with the rows found in this process
@@ -22,6 +23,10 @@ The steps (:func:`change_rows` runs 1 and 4 on the driver; step 2 and 3 are its 
    write one new DV index file holding all of the bucket's vectors, and describe the change as a
    pypaimon ``CommitMessage`` (index DELETE entries for the old files, ADD for the new one).
    An UPDATE also writes the changed rows as new data files (with their file indexes).
+   Copy-on-write (no deletion vectors, :func:`rewrite_positions`): each data file holding a
+   changed row is read whole less those rows and written again as new files; the task reports a
+   :class:`RewrittenFile`, which the driver (holding the planned manifest entries, pypaimon's, never
+   sent to a task) makes the old file's DELETE entry (:meth:`RowChangePlan.messages`).
 4. **Commit** (driver, :func:`commit_row_change`): all messages in **one** pypaimon commit. It
    first checks that no snapshot was committed since the plan: positions refer to the planned
    snapshot's files and vectors, so a concurrent commit makes the change fail cleanly with
@@ -41,7 +46,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -55,7 +60,7 @@ from paimon_index.errors import (
     UnsupportedTableError,
 )
 from paimon_index.fileindex.options import parse_bool
-from paimon_index.predicate import Predicate
+from paimon_index.predicate import ALWAYS_TRUE, Predicate
 from paimon_index.table.bucket_vectors import VectorFile, restore_plain, vector_files
 from paimon_index.table.fileio import TableIO
 from paimon_index.table.files import (
@@ -64,6 +69,9 @@ from paimon_index.table.files import (
     METADATA_COLUMNS,
     PARTITION_COLUMN,
     ROW_INDEX_COLUMN,
+    FilePlan,
+    ScanReport,
+    file_plan,
     partition_text,
     read_rows,
 )
@@ -76,6 +84,7 @@ from paimon_index.table.write import write_files
 
 __all__ = [
     "BucketPlan",
+    "RewrittenFile",
     "RowChange",
     "RowChangePlan",
     "assigned_rows",
@@ -111,19 +120,57 @@ class BucketPlan:
     #: The table's store (pickled with the plan): an executor writes the new DV index file there,
     #: never next to itself.
     io: TableIO | None = None
+    #: Copy-on-write (an append table without deletion vectors): the bucket's data files by name,
+    #: as plain plans. A file holding a changed row is rewritten without it; None: vectors instead.
+    files: Mapping[str, FilePlan] | None = None
+
+
+@dataclass(frozen=True)
+class RewrittenFile:
+    """A data file a copy-on-write change rewrote (its rows, less the changed ones, are in new files):
+    what a task reports, and the driver turns into the file's DELETE entry
+    (:meth:`RowChangePlan.messages`), since only the driver holds the planned manifest entries."""
+
+    partition: tuple[Any, ...]
+    bucket: int
+    name: str
 
 
 @dataclass
 class RowChangePlan:
-    """A pinned snapshot and, per ``(partition text, bucket)``, the bucket's DV state."""
+    """A pinned snapshot and, per ``(partition text, bucket)``, the bucket's DV state (or, copy-on-
+    write, its files)."""
 
     snapshot_id: int
     partition_keys: list[str]
     buckets: dict[tuple[str, int], BucketPlan] = field(default_factory=dict)
     snapshot: Any = None  # the pinned pypaimon Snapshot (driver side), the commit's only allowed base
+    #: Copy-on-write: the planned manifest entries' files (pypaimon ``DataFileMeta``, driver side
+    #: only), by (partition values, bucket) and name.
+    metas: dict[tuple[tuple[Any, ...], int], dict[str, Any]] = field(default_factory=dict)
 
     def bucket(self, partition: str, bucket: int) -> BucketPlan:
         return bucket_plan(self.buckets, self.snapshot_id, partition, bucket)
+
+    def messages(self, staged: Iterable[Any]) -> list[Any]:
+        """``staged`` (commit messages and :class:`RewrittenFile` reports) as commit messages: a
+        rewritten file becomes the DELETE of its planned entry.
+
+        Raises:
+            PaimonIndexError: a report names a file the plan does not hold.
+        """
+        out: list[Any] = []
+        for item in staged:
+            if not isinstance(item, RewrittenFile):
+                out.append(item)
+                continue
+            meta = self.metas.get((item.partition, item.bucket), {}).get(item.name)
+            if meta is None:
+                raise PaimonIndexError(f"bucket {item.bucket} of partition {item.partition}: a rewritten "
+                                       f"file {item.name} is not in snapshot {self.snapshot_id}")
+            out.append(CommitMessage(partition=item.partition, bucket=item.bucket, new_files=[],
+                                     deleted_files=[meta]))
+        return out
 
 
 def bucket_plan(buckets: Mapping[tuple[str, int], BucketPlan], snapshot_id: int, partition: str,
@@ -138,18 +185,16 @@ def bucket_plan(buckets: Mapping[tuple[str, int], BucketPlan], snapshot_id: int,
 
 
 def _check_table(table: PaimonTable) -> dict[str, str]:
-    options = table_options(table)
     if table.is_primary_key_table:
         raise UnsupportedTableError("row-level changes by position are for append tables; primary-key "
                                     "tables change rows by key (upsert)")
-    if not parse_bool(options.get(DV_ENABLED, "false"), DV_ENABLED):
-        raise InvalidOptionError(f"DELETE/UPDATE need deletion vectors: create the table with "
-                                 f"'{DV_ENABLED}' = 'true'")
-    return options
+    return table_options(table)
 
 
 def plan_row_change(table: PaimonTable) -> RowChangePlan | None:
-    """Pin the latest snapshot and collect each bucket's DV entries (None for an empty table)."""
+    """Pin the latest snapshot and collect each bucket's DV entries, or, on a table without
+    deletion vectors (copy-on-write, as Paimon's Spark connector changes such a table), each
+    bucket's files (None for an empty table)."""
     options = _check_table(table)
     planned = plan_snapshot(table)
     if planned.snapshot is None:
@@ -157,21 +202,27 @@ def plan_row_change(table: PaimonTable) -> RowChangePlan | None:
     keys = list(table.partition_keys or [])
     plan = RowChangePlan(planned.snapshot.id, keys, snapshot=planned.snapshot)
     bitmap64 = parse_bool(options.get(DV_BITMAP64, "false"), DV_BITMAP64)
+    copy_on_write = not parse_bool(options.get(DV_ENABLED, "false"), DV_ENABLED)
     index_dir = str(table.path_factory().index_path())
     io = TableIO.of(table)
     for bucket in planned.buckets.values():
+        values = tuple(bucket.partition_row.values)
+        files = None
+        if copy_on_write:
+            files = {str(m.file_name): file_plan(m, None, values, bucket.bucket) for m in bucket.files}
+            plan.metas[(values, bucket.bucket)] = {str(m.file_name): m for m in bucket.files}
         plan.buckets[(partition_text(keys, bucket.partition_row), bucket.bucket)] = BucketPlan(
-            tuple(bucket.partition_row.values), bucket.bucket, vector_files(bucket.dv_entries), index_dir,
-            bitmap64, bucket.file_names, io=io)
+            values, bucket.bucket, vector_files(bucket.dv_entries), index_dir, bitmap64, bucket.file_names,
+            io=io, files=files)
     return plan
 
 
-def mark_deleted(table: PaimonTable, bucket: BucketPlan, rows: pa.Table) -> Any | None:
+def mark_deleted(table: PaimonTable, bucket: BucketPlan, rows: pa.Table) -> list[Any]:
     """Add the rows (metadata columns file path + row index) to the bucket's vectors (``table``: the
     table opened where this runs, for its partition fields).
 
-    Writes the bucket's new DV index file and returns its pypaimon ``CommitMessage`` (None when
-    nothing changes).
+    Writes the bucket's new DV index file and returns its pypaimon ``CommitMessage`` (none when
+    nothing changes); copy-on-write, the rewritten files' messages (:func:`mark_positions`).
     """
     paths = rows.column(FILE_PATH_COLUMN).combine_chunks()
     positions = rows.column(ROW_INDEX_COLUMN).to_numpy()
@@ -181,14 +232,18 @@ def mark_deleted(table: PaimonTable, bucket: BucketPlan, rows: pa.Table) -> Any 
     return mark_positions(table, bucket, by_file)
 
 
-def mark_positions(table: PaimonTable, bucket: BucketPlan, positions: Mapping[str, np.ndarray]) -> Any | None:
+def mark_positions(table: PaimonTable, bucket: BucketPlan, positions: Mapping[str, np.ndarray]) -> list[Any]:
     """Add the positions of each data file (path -> row positions, any order, repeats allowed) to
-    the bucket's vectors: :func:`mark_deleted` with the rows already grouped by file.
+    the bucket's vectors: :func:`mark_deleted` with the rows already grouped by file. Copy-on-write
+    (``bucket.files``): each such file's other rows are written as new files
+    (:func:`rewrite_positions`).
 
     Raises:
         PaimonIndexError: a path that is not a data file of the bucket in the planned snapshot (a
             vector of a file no snapshot reads would delete nothing: the rows would stay).
     """
+    if bucket.files is not None:
+        return rewrite_positions(table, bucket, positions)
     if bucket.live_files is not None:
         strays = sorted({posixpath.basename(p) for p in positions} - bucket.live_files)
         if strays:
@@ -204,9 +259,43 @@ def mark_positions(table: PaimonTable, bucket: BucketPlan, positions: Mapping[st
         maintainer.notify_new_deletions(posixpath.basename(path), np.sort(file_positions))
     commit = maintainer.commit_to(bucket.index_dir, write=bucket.io.write_new)
     if commit.is_empty:
-        return None
-    return CommitMessage(partition=bucket.partition, bucket=bucket.bucket, new_files=[],
-                         index_adds=list(commit.added), index_deletes=list(commit.deleted))
+        return []
+    return [CommitMessage(partition=bucket.partition, bucket=bucket.bucket, new_files=[],
+                          index_adds=list(commit.added), index_deletes=list(commit.deleted))]
+
+
+def rewrite_positions(table: PaimonTable, bucket: BucketPlan, positions: Mapping[str, np.ndarray]
+                      ) -> list[Any]:
+    """Copy-on-write: each data file of ``positions`` (path -> its changed rows' positions) read
+    whole, less those rows, under the current schema, and written as new data files with their
+    indexes (its partition and bucket, from the rows' values); the messages of the new files and a
+    :class:`RewrittenFile` per file (the driver makes it the old file's DELETE entry).
+
+    Raises:
+        PaimonIndexError: a path that is not a data file of the bucket in the planned snapshot.
+    """
+    assert bucket.files is not None
+    if bucket.io is None:
+        raise PaimonIndexError(f"bucket {bucket.bucket}: a plan without the table's store cannot rewrite "
+                               "files")
+    schema = read_schema(table)
+    out: list[Any] = []
+    for path, file_positions in positions.items():
+        name = posixpath.basename(path)
+        planned = bucket.files.get(name)
+        if planned is None:
+            raise PaimonIndexError(f"bucket {bucket.bucket} of partition {bucket.partition}: rows to change "
+                                   f"name a data file the planned snapshot does not hold there: {name}")
+        changed = np.unique(np.asarray(file_positions, dtype=np.int64))
+        if len(changed) and (changed[0] < 0 or changed[-1] >= planned.row_count):
+            raise PaimonIndexError(f"{name}: a changed row's position is outside its {planned.row_count} "
+                                   "rows")
+        whole = replace(planned, resolved=True, deleted=changed if len(changed) else None)
+        kept = read_rows(bucket.io, whole, ALWAYS_TRUE, schema, ScanReport())
+        if kept.num_rows:
+            out += write_rows(table, kept)
+        out.append(RewrittenFile(bucket.partition, bucket.bucket, name))
+    return out
 
 
 def write_rows(table: PaimonTable, rows: pa.Table) -> list[Any]:
@@ -249,7 +338,8 @@ def _mark_all(plan: RowChangePlan, matched: pa.Table, txn: Transaction) -> None:
     for group in keys.group_by(["p", "b"]).aggregate([]).to_pylist():
         mask = pc.and_(pc.equal(matched.column(PARTITION_COLUMN), group["p"]),
                        pc.equal(matched.column(BUCKET_COLUMN), group["b"]))
-        txn.stage(mark_deleted(txn.table, plan.bucket(group["p"], group["b"]), matched.filter(mask)))
+        marked = mark_deleted(txn.table, plan.bucket(group["p"], group["b"]), matched.filter(mask))
+        txn.stage(plan.messages(marked))
 
 
 @dataclass(frozen=True)
