@@ -139,13 +139,18 @@ def mark_job(matched: DataFrame, plan: RowChangePlan, warehouse: str, table: str
              catalog_options: CatalogOptions) -> DataFrame:
     """The matched rows' positions marked in their buckets' vectors, one task per bucket
     (:func:`paimon_index.table.row_level.mark_positions`, each writing the bucket's new DV index
-    file). Each task of ``matched`` first folds its rows per data file (:func:`_fold`): the shuffle
-    carries position arrays, not a row (and a file path) per matched row. The tasks receive the
+    file); copy-on-write, one task per data file, rewritten without them. Each task of ``matched``
+    first folds its rows per data file (:func:`_fold`): the shuffle carries position arrays, not a
+    row (and a file path) per matched row. The tasks receive the
     buckets' plain plans (:class:`~paimon_index.table.row_level.BucketPlan`) and open the table for
     its partition fields."""
     positions = matched.select(*METADATA_COLUMNS).mapInArrow(_fold, _FOLDED_SCHEMA)
-    return positions.groupBy(PARTITION_COLUMN, BUCKET_COLUMN).applyInArrow(
-        _mark_task(plan, warehouse, table, catalog_options), MESSAGE_SCHEMA)
+    # Copy-on-write rewrites whole files: one task per file, not per bucket (an unaware-bucket
+    # table's partition is one bucket of many files).
+    copy_on_write = any(b.files is not None for b in plan.buckets.values())
+    keys = (PARTITION_COLUMN, BUCKET_COLUMN, *([FILE_PATH_COLUMN] if copy_on_write else []))
+    return positions.groupBy(*keys).applyInArrow(_mark_task(plan, warehouse, table, catalog_options),
+                                                 MESSAGE_SCHEMA)
 
 
 def write_job(rows: DataFrame, warehouse: str, table: str, catalog_options: CatalogOptions) -> DataFrame:
