@@ -114,44 +114,53 @@ def test_statements_from_a_thread_pool_equal_a_model(spark: Any, tmp_path: Path)
 
 def test_upserts_racing_on_one_table_are_refused_as_concurrent_changes(
         spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Four threads upsert into one empty primary-key table at once: every upsert plans on the empty
-    table and the first commit wins; the others must be refused with ``ConcurrentChangeError``
-    (what a retry loop catches) and leave nothing. The source commits on the driver in a Python
-    worker, and Spark wrapped that error in an ``AnalysisException`` with the whole traceback.
+    """Four threads upsert into one empty primary-key table at once: the upserts whose tasks plan
+    on the same snapshot race, the first commit wins and the others must be refused with
+    ``ConcurrentChangeError`` (what a retry loop catches) and leave nothing. The source commits on
+    the driver in a Python worker, and Spark wrapped that error in an ``AnalysisException`` with the
+    whole traceback.
 
-    The threads meet at a barrier right after each pinned the snapshot it plans on, so every run
-    races (a barrier before the statements let them run one after another now and then)."""
+    Whether two upserts race is up to Spark: their tasks plan on the snapshot they find (an upsert
+    whose tasks run after another's commit plans on it and lands too, rightly), and the commit runs
+    in a Python worker this process cannot hold. The threads meet right after pinning the snapshot
+    on the driver, which makes a race likely; each round checks the rows against the upserts that
+    landed, and a run in which no round raced is reported as skipped, not passed."""
     from paimon_index.errors import ConcurrentChangeError
     from paimon_index.table import pk
 
     paimon = attach(spark, warehouse=str(tmp_path))
     paimon.sql("CREATE DATABASE db")
-    paimon.sql(f"CREATE TABLE db.u (id BIGINT NOT NULL, s STRING) {PRIMARY_KEY}")
-    planned = threading.Barrier(THREADS, timeout=120)
     pin = pk.folded_snapshot_id
+    refused: list[BaseException] = []
+    for attempt in range(5):
+        paimon.sql(f"CREATE TABLE db.u{attempt} (id BIGINT NOT NULL, s STRING) {PRIMARY_KEY}")
+        planned = threading.Barrier(THREADS, timeout=120)
 
-    def pinned_by_all(*args: Any, **kwargs: Any) -> int | None:
-        snapshot_id = pin(*args, **kwargs)
-        planned.wait()
-        return snapshot_id
+        def pinned_by_all(*args: Any, barrier: threading.Barrier = planned, **kwargs: Any) -> int | None:
+            snapshot_id = pin(*args, **kwargs)
+            barrier.wait()
+            return snapshot_id
 
-    monkeypatch.setattr(pk, "folded_snapshot_id", pinned_by_all)
+        monkeypatch.setattr(pk, "folded_snapshot_id", pinned_by_all)
 
-    def upsert(t: int) -> BaseException | None:
-        try:
-            paimon.sql(f"INSERT INTO db.u VALUES ({t}, 'a'), ({t + 100}, 'b')")
-        except Exception as error:  # the test asserts its type below
-            return error
-        return None
+        def upsert(t: int, table: str = f"db.u{attempt}") -> BaseException | None:
+            try:
+                paimon.sql(f"INSERT INTO {table} VALUES ({t}, 'a'), ({t + 100}, 'b')")
+            except Exception as error:  # the test asserts its type below
+                return error
+            return None
 
-    with ThreadPoolExecutor(THREADS) as pool:
-        outcomes = list(pool.map(upsert, range(THREADS)))
-    refused = [e for e in outcomes if e is not None]
-    assert len(refused) == THREADS - 1, outcomes
-    assert all(isinstance(e, ConcurrentChangeError) for e in refused), refused
-    assert all("Traceback" not in str(e) and len(str(e)) < 600 for e in refused), refused
-    landed = sorted(i for t, e in enumerate(outcomes) if e is None for i in (t, t + 100))
-    assert sorted(r[0] for r in paimon.sql("SELECT id FROM db.u").collect()) == landed
+        with ThreadPoolExecutor(THREADS) as pool:
+            outcomes = list(pool.map(upsert, range(THREADS)))
+        refused = [e for e in outcomes if e is not None]
+        assert len(refused) < THREADS, outcomes  # one commit always lands
+        assert all(isinstance(e, ConcurrentChangeError) for e in refused), refused
+        assert all("Traceback" not in str(e) and len(str(e)) < 600 for e in refused), refused
+        landed = sorted(i for t, e in enumerate(outcomes) if e is None for i in (t, t + 100))
+        assert sorted(r[0] for r in paimon.sql(f"SELECT id FROM db.u{attempt}").collect()) == landed
+        if refused:
+            return
+    pytest.skip("no round of upserts raced (each one's tasks planned after the previous commit)")
 
 
 def test_statements_overlapping_in_threads_do_not_leave_a_stale_listing(spark: Any, tmp_path: Path) -> None:
