@@ -180,6 +180,25 @@ STATEMENTS = [
     "SELECT * FROM cwb ORDER BY id",
     "DELETE FROM cwb",
     "SELECT count(*) FROM cwb",
+    # nested, decimal and timestamp columns in a table without deletion vectors (copy-on-write)
+    "CREATE TABLE e (id BIGINT, ts TIMESTAMP_NTZ, d DATE, amt DECIMAL(12, 2), tags ARRAY<STRING>, "
+    "attrs MAP<STRING, INT>, st STRUCT<a: INT, b: STRING>) "
+    "TBLPROPERTIES ('file-index.bloom-filter.columns' = 'id')",
+    "INSERT INTO e VALUES (1, TIMESTAMP_NTZ'2024-01-02 03:04:05', DATE'2024-01-02', 12.5, array('a', 'b'), "
+    "map('k', 1), named_struct('a', 1, 'b', 'x')), (2, NULL, NULL, NULL, NULL, NULL, NULL)",
+    "INSERT INTO e SELECT 3, TIMESTAMP_NTZ'2025-06-01 00:00:00', DATE'2025-06-01', -0.01, array(), map(), "
+    "named_struct('a', NULL, 'b', NULL)",
+    "SELECT id, tags[0], attrs['k'], st.a, st.b FROM e ORDER BY id",
+    "SELECT id FROM e WHERE array_contains(tags, 'a') OR st.a = 1 OR amt < 0",
+    "SELECT sum(amt), avg(amt), min(ts), max(d) FROM e",
+    "UPDATE e SET amt = amt * 2, tags = array_union(tags, array('z')) WHERE id = 1",
+    "DELETE FROM e WHERE st.a IS NULL",
+    "SELECT * FROM e ORDER BY id",
+    "CALL sys.create_tag(table => 'b.e', tag => 't1')",
+    "INSERT INTO e VALUES (4, NULL, NULL, 1.00, NULL, NULL, NULL)",
+    "SELECT count(*) FROM e VERSION AS OF 't1'",
+    "CALL sys.rollback(table => 'b.e', version => 't1')",
+    "SELECT id FROM e ORDER BY id",
     "CREATE DATABASE b2",
     "CREATE TABLE b2.x (a INT)",
     "DROP DATABASE b2",
