@@ -54,7 +54,6 @@ from paimon_index.spark.sql.names import (
     parse,
     resolve_parts,
     spark_tokens,
-    table_parts,
 )
 from paimon_index.table import catalog as _catalog
 from paimon_index.types import MAX_LENGTH, DataType, Field, TypeRoot, parse_type
@@ -587,16 +586,27 @@ def _rename(catalog: Catalog, name: TableName, target: exp.Expr) -> None:
     )
 
 
-def _use(catalog: Catalog, statement: exp.Use, text: str) -> DataFrame:
-    parts = _database_parts(statement.this)
+def _warehouse_database(catalog: Catalog, node: exp.Expr) -> str | None:
+    """The warehouse's spelling of the database ``node`` names (``db`` / ``paimon.db``, USE and
+    DESCRIBE DATABASE), or None when the name is Spark's.
+
+    Raises:
+        TableNotFoundError: ``paimon.db`` names a database the warehouse does not have.
+    """
+    parts = _database_parts(node)
     database = _database(parts)
     spelt = None if database is None else catalog.database_spelling(database)
+    if spelt is None and len(parts) == 2 and parts[0].lower() == PAIMON_CATALOG:
+        raise TableNotFoundError(
+            f"database {database} not found in {catalog.warehouse}; create it with "
+            f"CREATE DATABASE {database}"
+        )
+    return spelt
+
+
+def _use(catalog: Catalog, statement: exp.Use, text: str) -> DataFrame:
+    spelt = _warehouse_database(catalog, statement.this)
     if spelt is None:
-        if len(parts) == 2 and parts[0].lower() == PAIMON_CATALOG:
-            raise TableNotFoundError(
-                f"database {database} not found in {catalog.warehouse}; create it with "
-                f"CREATE DATABASE {database}"
-            )
         used = catalog.spark.sql(text)
         catalog.uses_spark_database = True
         return used
@@ -721,13 +731,8 @@ class _Info:
 def _describe_database(catalog: Catalog, statement: exp.Describe, text: str) -> DataFrame:
     """``DESCRIBE {DATABASE | SCHEMA | NAMESPACE} [EXTENDED] db`` of a warehouse database: the
     rows Paimon's connector answers (its EXTENDED adds an empty ``Properties``)."""
-    target = statement.this
-    parts = table_parts(target) if isinstance(target, exp.Table) else []
-    database = _database(parts)
-    spelt = None if database is None else catalog.database_spelling(database)
+    spelt = _warehouse_database(catalog, statement.this)
     if spelt is None:
-        if len(parts) == 2 and parts[0].lower() == PAIMON_CATALOG:
-            raise TableNotFoundError(f"database {database} not found in {catalog.warehouse}")
         return catalog.spark.sql(text)
     rows = [("Catalog Name", PAIMON_CATALOG), ("Namespace Name", spelt)]
     if str(statement.args.get("style") or "").upper() in ("EXTENDED", "FORMATTED"):

@@ -70,6 +70,10 @@ logging.getLogger("sqlglot").setLevel(logging.ERROR)
 PAIMON_CATALOG = "paimon"
 #: The argument a statement's ``WITH`` (its CTEs) is kept under: sqlglot 30 renamed it ``with_``.
 WITH_ARG = "with_" if "with_" in exp.Select.arg_types else "with"
+#: Spark's own catalog: a name under it is never ours.
+SPARK_CATALOG = "spark_catalog"
+#: ``t$snapshots``: table ``t``'s system table ``snapshots``.
+SYSTEM_TABLE_SEPARATOR = "$"
 
 
 def spark_tokens(text: str) -> list[Any]:
@@ -81,10 +85,6 @@ def spark_tokens(text: str) -> list[Any]:
     from sqlglot.dialects.dialect import Dialect
 
     return list(Dialect.get_or_raise(DIALECT).tokenize(text))
-#: Spark's own catalog: a name under it is never ours.
-SPARK_CATALOG = "spark_catalog"
-#: ``t$snapshots``: table ``t``'s system table ``snapshots``.
-SYSTEM_TABLE_SEPARATOR = "$"
 
 
 class Catalog(Protocol):
