@@ -31,22 +31,26 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
+from paimon_index.fileindex.options import parse_bool
 from paimon_index.table.fileio import TableIO
 from paimon_index.table.files import container_source, open_container, partition_text
 from paimon_index.table.paimon import (
     DELETION_VECTORS,
+    LiveFile,
     PaimonTable,
     index_entries,
     latest_snapshot,
     live_files,
     table_options,
 )
+from paimon_index.table.plan import DV_ENABLED
 from paimon_index.types import DataType, TypeRoot
 
 __all__ = ["FILE_INDEXES_SCHEMA", "SYSTEM_TABLES", "file_indexes", "java_text", "partition_values",
@@ -243,8 +247,29 @@ BUCKETS_SCHEMA = pa.schema([
 ])
 
 
-def _later(a: int | None, b: int | None) -> int | None:
-    return b if a is None else a if b is None else max(a, b)
+@dataclass
+class _Totals:
+    """What the live files of a partition (or one of its buckets) add up to."""
+
+    rows: int = 0
+    bytes: int = 0
+    files: int = 0
+    updated: int | None = None  # the latest file creation time, in milliseconds
+    total_buckets: int = 0  # as the last manifest entry says (Java's PartitionEntry.merge)
+
+
+def _added_up(files: list[LiveFile], key: Callable[[LiveFile], Any]) -> dict[Any, _Totals]:
+    """The live files' totals by ``key`` (a partition, a partition and bucket), in manifest order."""
+    totals: dict[Any, _Totals] = {}
+    for f in files:
+        t = totals.setdefault(key(f), _Totals())
+        t.rows += f.row_count
+        t.bytes += f.file_size
+        t.files += 1
+        if f.creation_millis is not None and (t.updated is None or f.creation_millis > t.updated):
+            t.updated = f.creation_millis
+        t.total_buckets = f.total_buckets
+    return totals
 
 
 def _partitions(table: PaimonTable) -> pa.Table:
@@ -253,30 +278,24 @@ def _partitions(table: PaimonTable) -> pa.Table:
     the cardinalities of its deletion vectors (0 without; NULL when a vector's is unknown)."""
     keys = list(table.partition_keys or [])
     types = _partition_types(table, keys)
+    options = table_options(table)
     snapshot = latest_snapshot(table)
-    sums: dict[tuple[Any, ...], list[Any]] = {}
-    for f in live_files(table, snapshot):
-        row = sums.setdefault(f.partition, [0, 0, 0, None, 0])
-        row[0] += f.row_count
-        row[1] += f.file_size
-        row[2] += 1
-        row[3] = _later(row[3], f.creation_millis)
-        row[4] = f.total_buckets
+    totals = _added_up(live_files(table, snapshot), lambda f: f.partition)
     deleted: dict[tuple[Any, ...], int | None] = {}
-    if str(table_options(table).get("deletion-vectors.enabled", "false")).lower() == "true":
+    if parse_bool(options.get(DV_ENABLED, "false"), DV_ENABLED):
         for entry in index_entries(table, snapshot, DELETION_VECTORS):
             values = tuple(entry.partition.values or ())
-            ranges = entry.index_file.dv_ranges
-            if (values in deleted and deleted[values] is None) or not ranges:
-                continue
+            known, ranges = deleted.get(values, 0), entry.index_file.dv_ranges
+            if known is None or not ranges:
+                continue  # unknown already, or nothing to add
             cardinalities = [m.cardinality for m in ranges.values()]
-            known = deleted.get(values, 0)
-            deleted[values] = (None if any(c is None for c in cardinalities) or known is None
+            deleted[values] = (None if any(c is None for c in cardinalities)
                                else known + sum(int(c) for c in cardinalities))
-    null_text = table_options(table).get(PARTITION_DEFAULT_NAME, DEFAULT_PARTITION_NAME)
-    rows = sorted(([_partition_path(keys, values, types, null_text), count, size, files, updated,
-                    None, None, None, None, buckets, False, deleted.get(values, 0)]
-                   for values, (count, size, files, updated, buckets) in sums.items()), key=lambda r: r[0])
+    null_text = options.get(PARTITION_DEFAULT_NAME, DEFAULT_PARTITION_NAME)
+    rows: list[list[Any]] = sorted(
+        ([_partition_path(keys, values, types, null_text), t.rows, t.bytes, t.files, t.updated,
+          None, None, None, None, t.total_buckets, False, deleted.get(values, 0)]
+         for values, t in totals.items()), key=lambda r: r[0])
     return _arrow_rows(rows, PARTITIONS_SCHEMA)
 
 
@@ -285,15 +304,9 @@ def _buckets(table: PaimonTable) -> pa.Table:
     partition's text, then the bucket."""
     keys = list(table.partition_keys or [])
     types = _partition_types(table, keys)
-    sums: dict[tuple[tuple[Any, ...], int], list[Any]] = {}
-    for f in live_files(table, latest_snapshot(table)):
-        row = sums.setdefault((f.partition, f.bucket), [0, 0, 0, None])
-        row[0] += f.row_count
-        row[1] += f.file_size
-        row[2] += 1
-        row[3] = _later(row[3], f.creation_millis)
-    rows = sorted(([_partition_row(values, types), bucket, *sums[(values, bucket)]]
-                   for values, bucket in sums), key=lambda r: (r[0], r[1]))
+    totals = _added_up(live_files(table, latest_snapshot(table)), lambda f: (f.partition, f.bucket))
+    rows = sorted(([_partition_row(values, types), bucket, t.rows, t.bytes, t.files, t.updated]
+                   for (values, bucket), t in totals.items()), key=lambda r: (r[0], r[1]))
     return _arrow_rows(rows, BUCKETS_SCHEMA)
 
 
