@@ -204,6 +204,7 @@ def test_tasks_owning_buckets_prepare_and_the_driver_commits_once(tmp_path: Path
         prepare_upsert,
         split_batch,
     )
+    from paimon_index.table.pk.levels import write_kinded
     from paimon_index.table.write import attach_file_indexes
 
     table = new_table(str(tmp_path), "fixed")
@@ -219,7 +220,7 @@ def test_tasks_owning_buckets_prepare_and_the_driver_commits_once(tmp_path: Path
         upserts, removed = split_batch(table, part)
         builder = table.new_batch_write_builder()
         writer = builder.new_write()
-        writer.write_arrow(upserts)
+        write_kinded(writer, upserts)  # as the source's task writes them: each row with its kind
         messages = attach_file_indexes(table, writer.prepare_commit())
         writer.close()
         assert {m.bucket for m in messages} == {bucket}  # pypaimon's writer agrees with bucket_of_rows
@@ -367,6 +368,74 @@ def test_we_read_and_upsert_a_partitioned_table_java_wrote(tmp_path: Path, mode:
     last = table.snapshot_manager().get_latest_snapshot().id
     assert part_contents(table) == sorted(model.values()) == part_pypaimon(table)
     assert java_reads(warehouse, "db.pt", [after_upsert, last]) == [upserted, sorted(model.values())]
+
+
+def _levels(table) -> set[int]:
+    splits = table.new_read_builder().new_scan().plan_for_write().splits()
+    return {int(m.level) for s in splits for m in s.files}
+
+
+def _value_kinds(table) -> dict[int, int]:
+    """Each key's ``_VALUE_KIND`` byte as its newest version's data file holds it."""
+    import pyarrow.parquet as pq
+
+    files = [m for s in table.new_read_builder().new_scan().plan().splits() for m in s.files]
+    kinds: dict[int, int] = {}
+    for meta in sorted(files, key=lambda m: m.max_sequence_number):  # newer versions last
+        rows = pq.read_table(meta.file_path, columns=["_KEY_k", "_VALUE_KIND"])
+        kinds.update(zip(rows["_KEY_k"].to_pylist(), rows["_VALUE_KIND"].to_pylist(), strict=True))
+    return kinds
+
+
+def test_java_writes_into_the_levels_we_place(tmp_path: Path) -> None:
+    """A bucket's first write goes to the top level, as Java's first compaction writes it (so
+    ``t$ro`` holds a table just loaded); an overlapping write goes below. Java's writer (its lookup
+    compaction, which reads and places runs by level) then writes updates and deletes into that
+    layout, we upsert again, and Java, pypaimon and we read the model's rows at every step."""
+    warehouse = str(tmp_path)
+    table = create_table(warehouse, "db.pt", PART_SCHEMA, primary_keys=["p", "k"], partition_keys=["p"],
+                         options={"bucket": "2", "deletion-vectors.enabled": "true"})
+    model: dict[tuple[str, int], tuple] = {}
+    part_upsert(table, model, [(p, k, "+I") for p in "ab" for k in range(30)], 0)
+    assert _levels(table) == {5}  # num-levels 6 by default: the top level is 5
+    loaded = table.snapshot_manager().get_latest_snapshot().id
+    part_upsert(table, model, [("a", k, "+I") for k in range(0, 30, 3)] + [("b", 4, "-D")], 1)
+    assert _levels(table) == {1, 5}
+    java_rows = [{"p": "a", "k": k, "tag": "java", "n": 2, "_kind": "+U"} for k in range(0, 30, 2)] + \
+        [{"p": "b", "k": k, "tag": "x", "n": 2, "_kind": "-D"} for k in (5, 6, 7)] + \
+        [{"p": "c", "k": 1, "tag": "new", "n": 2}]
+    java("write", "--warehouse", warehouse, "--table", "db.pt", "--schema", PART_DDL, "--pk", "p,k",
+         "--partition", "p", "--no-create", "--jsonl", _java_rows_file(tmp_path / "w.jsonl", java_rows))
+    for r in java_rows:
+        if r.get("_kind") == "-D":
+            model.pop((r["p"], r["k"]))
+        else:
+            model[(r["p"], r["k"])] = (r["p"], r["k"], r["tag"], r["n"])
+    after_java = sorted(model.values())
+    table = open_table(warehouse, "db.pt")
+    assert part_contents(table) == after_java == part_pypaimon(table)
+    part_upsert(table, model, [("a", k, "+I") for k in range(25, 35)] + [("a", 0, "-D")], 3)
+    ours = table.snapshot_manager().get_latest_snapshot().id
+    assert part_contents(table) == sorted(model.values()) == part_pypaimon(table)
+    check_lsm(table)
+    assert java_reads(warehouse, "db.pt", [loaded, ours]) == [
+        sorted((p, k, f"{p}{k % 3}", 0) for p in "ab" for k in range(30)), sorted(model.values())]
+
+
+def test_rows_keep_the_kind_they_were_written_with(tmp_path: Path) -> None:
+    """An UPDATE's rows are written as ``+U`` (Java's UPDATE writes them so; ``t$audit_log`` shows
+    it), plain upserts as ``+I``, and a compaction keeps each row's kind, as Java's does."""
+    from paimon_index import open_table as open_public
+
+    table = new_table(str(tmp_path), "fixed")
+    upsert_arrow(table, pa.Table.from_pylist([{"k": k, "tag": "a", "n": k} for k in range(10)], SCHEMA))
+    public = open_public(str(tmp_path), "db.pk")
+    public.update({"n": "n + 100"}, "k < 3")
+    upsert_arrow(table, pa.Table.from_pylist([{"k": 5, "tag": "b", "n": 5}], SCHEMA))
+    want = {k: 2 if k < 3 else 0 for k in range(10)}  # '+U' is byte 2, '+I' byte 0
+    assert _value_kinds(table) == want
+    compact(table, full=True)
+    assert _value_kinds(table) == want
 
 
 def test_null_primary_key_is_a_project_error_naming_the_column(tmp_path: Path) -> None:

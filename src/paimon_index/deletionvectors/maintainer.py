@@ -139,6 +139,11 @@ class BucketDvMaintainer:
         return maintainer
 
     def _load_index_file(self, meta: IndexFileMeta, open_index_file: OpenIndexFile) -> None:
+        if not meta.dv_ranges and not meta.row_count:
+            # A file of no vector: Java's writer lists one when its compaction removed every vector of
+            # the bucket. Kept, so that the next vectors of the bucket replace it.
+            self._index_files.append(meta)
+            return
         if meta.dv_ranges is None:
             raise ValueError(f"deletion-vector index file {meta.file_name} has no ranges in its metadata")
         self._vectors.update(read_vectors(open_index_file(meta), meta.dv_ranges))

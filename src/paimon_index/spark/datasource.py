@@ -491,7 +491,9 @@ class PaimonIndexWriter(DataSourceArrowWriter):
                         inputs = input_records(original, data, delete_keys=self.options.delete_keys)
                     upserts, removed = split_batch(table, data)
                     if upserts.num_rows:
-                        write_with(writer, upserts)
+                        from paimon_index.table.pk.levels import write_kinded
+
+                        write_kinded(writer, upserts)
                 written = attach_file_indexes(table, writer.prepare_commit())
                 if self.options.bucket_exclusive:
                     from paimon_index.table.pk import owned_buckets, prepare_upsert

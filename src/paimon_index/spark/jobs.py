@@ -300,7 +300,7 @@ def _upsert_rows(spark: SparkSession, df: DataFrame, table: str, *, warehouse: s
             snapshot = pk.upsert_arrow(paimon_table, head, delete_keys=delete_keys,
                                        kind=change_kind(operation)) if head.num_rows else None
             return (None, 0) if snapshot is None else (snapshot, head.num_rows)
-    if inputs and operation == "update" and ROW_KIND_COLUMN not in df.columns:
+    if operation == "update" and ROW_KIND_COLUMN not in df.columns:  # written as '+U', as Java's UPDATE
         from pyspark.sql import functions as F
 
         df = df.withColumn(ROW_KIND_COLUMN, F.lit(change_kind(operation)))

@@ -48,9 +48,11 @@ from paimon_index.table.catalog import dictionaries_enabled, dictionary_page_byt
 from paimon_index.table.fileio import TableIO
 from paimon_index.table.files import INDEX_FILE_SUFFIX
 from paimon_index.table.paimon import (
+    VALUE_KIND_INPUT,
     PaimonTable,
     null_partitions_restored,
     table_options,
+    value_kinds_from,
     vectorize_key_value_write,
 )
 from paimon_index.table.parquet_layout import LayoutParquetIO
@@ -231,10 +233,17 @@ def conform(data: pa.Table, target: pa.Schema, *, table: str | None = None) -> p
     return pa.Table.from_arrays(columns, schema=target)
 
 
-def write_with(writer: Any, data: pa.Table) -> None:
-    """Write ``data`` with a pypaimon table writer, conformed to the table's schema first."""
+def write_with(writer: Any, data: pa.Table, value_kinds: pa.Array | None = None) -> None:
+    """Write ``data`` with a pypaimon table writer, conformed to the table's schema first.
+    ``value_kinds`` (a primary-key table's writer): each row's ``_VALUE_KIND`` byte (the writer
+    writes every row's given kind from here on; pypaimon's own is ``+I``)."""
     try:
-        writer.write_arrow(conform(data, writer.table_pyarrow_schema, table=_name(writer.table)))
+        conformed = conform(data, writer.table_pyarrow_schema, table=_name(writer.table))
+        if value_kinds is not None:
+            value_kinds_from(writer, VALUE_KIND_INPUT)
+            conformed = conformed.append_column(pa.field(VALUE_KIND_INPUT, pa.int8(), nullable=False),
+                                                value_kinds)
+        writer.write_arrow(conformed)
     except PaimonIndexError:
         raise
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, RuntimeError, ValueError) as e:

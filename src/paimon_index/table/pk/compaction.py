@@ -179,7 +179,7 @@ def _merge_bucket(table: Any, work: BucketWork, io: TableIO) -> BucketCompacted:
     done = BucketCompacted(work.partition, work.bucket, None)
     try:
         rows = merged_bucket_rows(table, work.merged_snapshot, work.partition, work.bucket,
-                                  [f.file_name for f in work.files])
+                                  [f.file_name for f in work.files], kinds=True)  # each row keeps its kind
         placed = rewrite_merged(table, rows, work.partition, work.bucket, work.top,
                                 encoded_bytes_per_row(work.files))
         done.written += written_paths([], work.index_dir, placed)

@@ -63,7 +63,7 @@ from paimon_index.table.paimon import (
     snapshot_by_id,
     table_options,
 )
-from paimon_index.table.pk.levels import write_at
+from paimon_index.table.pk.levels import kinds_as_bytes, write_at
 from paimon_index.table.pk.lookup import groups_of, join_on_keys, last_per_key
 from paimon_index.table.pk.plan import DELETING_KINDS, ROW_KIND_COLUMN, arrow_fields, check_keys, user_columns
 from paimon_index.table.write import conform
@@ -380,14 +380,17 @@ def _conformed(table: Any, rows: pa.Table) -> pa.Table:
 
 def _write_at_buckets(table: Any, rows: pa.Table, columns: list[str]) -> list[Any]:
     """Each (partition, bucket)'s rows written at that bucket (:func:`~paimon_index.table.pk.levels
-    .write_at`: no HASH index touched); their commit messages. A failure deletes what was written."""
+    .write_at`: no HASH index touched), with their ``_ROW_KIND`` when they have one (none deleting);
+    their commit messages. A failure deletes what was written."""
     from paimon_index.table.pk.commit import abandon, written_paths
 
+    kept = [*columns, ROW_KIND_COLUMN] if ROW_KIND_COLUMN in rows.column_names else columns
     messages: list[Any] = []
     try:
         for values, idx in groups_of(rows, [*table.partition_keys, BUCKET_COLUMN]):
-            messages += write_at(table, rows.take(pa.array(idx)).select(columns), tuple(values[:-1]),
-                                 int(values[-1]))
+            # Each row keeps its kind (an UPDATE's or MERGE's '+U'), as Java's writer writes it.
+            messages += write_at(table, kinds_as_bytes(rows.take(pa.array(idx)).select(kept)),
+                                 tuple(values[:-1]), int(values[-1]))
     except BaseException:
         abandon(table, written_paths(messages, str(table.path_factory().index_path())), "upsert")
         raise

@@ -1,7 +1,8 @@
 """Where files go in a bucket's LSM levels, and rewriting a bucket's live rows.
 
-    free_level(files, new, max_level) -> level | None
+    free_level(files, new, max_level, from_top=False) -> level | None
     write_rows(table, rows) -> commit messages      pypaimon's key-value writer + file indexes
+    kinds_as_bytes(rows) -> rows                    ``_ROW_KIND`` ('+I', '+U') as ``_VALUE_KIND`` bytes
     write_at(table, rows, partition, bucket) -> commit messages   the same, at a given bucket
     write_retractions(table, {bucket: rows}) -> {bucket: level-0 files of -U/-D rows}
     rewrite(table, dvs, files, level) -> (new files, removed files)
@@ -10,9 +11,16 @@
 Merge-free readers read the files of levels >= 1 with their deletion vectors and merge nothing; so
 every level >= 1 must stay a sorted run and every key must have at most one live row there. A new
 file goes to the lowest level 1 .. num-levels - 1 where no file's key range (trimmed key) overlaps
-its own. When no level is free, the bucket is rewritten: all its live rows (vectors applied) into
-the top level, vectors dropped. Rewritten rows get new sequence numbers (every key has one live
-row, so the order between versions is no longer needed).
+its own; into a bucket with no file at a level >= 1 (a first write, an overwrite), to the highest
+such level, as Java's first compaction of a bucket writes its files to the top level (so ``t$ro``,
+the top level, holds a table just loaded, as with Java's writer). When no level is free, the
+bucket is rewritten: all its live rows (vectors applied) into the top level, vectors dropped.
+Rewritten rows get new sequence numbers (every key has one live row, so the order between versions
+is no longer needed).
+
+Rows may carry their row kind as a ``_VALUE_KIND`` column (int8, :func:`kinds_as_bytes`): each is
+written with its own (Java writes an UPDATE's rows as ``+U`` and its compactions keep a row's kind,
+which ``t$audit_log`` shows); rows without one are ``+I``.
 
 Files roll at ``target-file-size`` of *encoded* bytes, as Java's writer rolls them: pypaimon rolls
 when its Arrow buffer reaches the target, 3-5x more rows than a Parquet file of that size holds (a
@@ -41,7 +49,9 @@ from paimon_index.table.parquet_layout import dictionary_columns
 from paimon_index.table.pk.lookup import key_tuple, overlaps
 from paimon_index.table.pk.plan import (
     DELETING_VALUE_KINDS,
+    ROW_KIND_COLUMN,
     VALUE_KIND_COLUMN,
+    VALUE_KINDS,
     live_current_rows,
     user_columns,
     writable,
@@ -49,8 +59,9 @@ from paimon_index.table.pk.plan import (
 from paimon_index.table.schemas import read_schema
 from paimon_index.table.write import attach_file_indexes, conform, write_with, writing
 
-__all__ = ["encoded_bytes_per_row", "estimated_bytes_per_row", "free_level", "rewrite", "rewrite_merged",
-           "rolled_on_encoded_bytes", "write_at", "write_retractions", "write_rows"]
+__all__ = ["encoded_bytes_per_row", "estimated_bytes_per_row", "free_level", "kinds_as_bytes", "rewrite",
+           "rewrite_merged",
+           "rolled_on_encoded_bytes", "write_at", "write_kinded", "write_retractions", "write_rows"]
 
 #: Arrow bytes a key-value writer buffers per row besides the user's columns and the key's copy:
 #: ``_SEQUENCE_NUMBER`` (8) and ``_VALUE_KIND`` (1).
@@ -117,25 +128,54 @@ def encoded_bytes_per_row(files: Iterable[Any]) -> float:
     return sum(int(m.file_size) for m in metas) / rows if rows else 0.0
 
 
-def free_level(files: Iterable[Any], new: Any, max_level: int) -> int | None:
-    """The lowest level >= 1 where no file overlaps ``new``'s key range; None when all are taken."""
+def free_level(files: Iterable[Any], new: Any, max_level: int, *, from_top: bool = False) -> int | None:
+    """The lowest level >= 1 where no file overlaps ``new``'s key range (``from_top``: the highest,
+    for a bucket that had none at a level >= 1, whose first sorted run goes to the top and each
+    overlapping newer one right below); None when all are taken."""
     low, high = key_tuple(new.min_key), key_tuple(new.max_key)
     taken = list(files)
-    for level in range(1, max_level + 1):
+    levels = range(max_level, 0, -1) if from_top else range(1, max_level + 1)
+    for level in levels:
         if not any(m.level == level and overlaps(m, low, high) for m in taken):
             return level
     return None
+
+
+def kinds_as_bytes(rows: pa.Table) -> pa.Table:
+    """``rows`` with their ``_ROW_KIND`` ('+I', '+U'; none deleting) as a ``_VALUE_KIND`` byte
+    column, what the writers here take; as they are without one."""
+    if ROW_KIND_COLUMN not in rows.column_names:
+        return rows
+    codes = pc.cast(pc.index_in(rows[ROW_KIND_COLUMN], pa.array(list(VALUE_KINDS))), pa.int8())
+    return rows.drop_columns([ROW_KIND_COLUMN]).append_column(
+        pa.field(VALUE_KIND_COLUMN, pa.int8(), nullable=False), codes)
+
+
+def _kinds_of(rows: pa.Table) -> tuple[pa.Table, pa.Array | None]:
+    """(rows without ``_VALUE_KIND``, its bytes; None when every row is ``+I``, the writers' own)."""
+    if VALUE_KIND_COLUMN not in rows.column_names:
+        return rows, None
+    kinds = rows[VALUE_KIND_COLUMN].combine_chunks()
+    rest = rows.drop_columns([VALUE_KIND_COLUMN])
+    return (rest, None) if not pc.any(pc.not_equal(kinds, 0)).as_py() else (rest, kinds)
+
+
+def write_kinded(writer: Any, rows: pa.Table) -> None:
+    """``rows`` written by a fresh pypaimon key-value ``writer``; with ``_VALUE_KIND``, each row's kind."""
+    rows, kinds = _kinds_of(rows)
+    write_with(writer, rows, kinds)
 
 
 def write_rows(table: Any, rows: pa.Table) -> list[Any]:
     """Write ``rows`` with pypaimon's key-value writer (buckets, sequence numbers), indexes attached.
 
     The rows hold one row per key, already merged: written through
-    :func:`~paimon_index.table.pk.plan.writable`."""
+    :func:`~paimon_index.table.pk.plan.writable`; with ``_VALUE_KIND``, each row's kind."""
     table = writable(table)
+    rows, kinds = _kinds_of(rows)
     with writing(rolled_on_encoded_bytes(table, rows, estimated_bytes_per_row(table, rows))) as writer:
         if rows.num_rows:
-            write_with(writer, rows)
+            write_with(writer, rows, kinds)
         return attach_file_indexes(table, writer.prepare_commit())
 
 
@@ -148,10 +188,14 @@ def write_at(table: Any, rows: pa.Table, partition: tuple[Any, ...], bucket: int
     Files roll on encoded bytes (:func:`rolled_on_encoded_bytes`): ``encoded_bytes_per_row`` when
     given (the rewritten files'), else :func:`estimated_bytes_per_row`."""
     table = writable(table)
+    rows, kinds = _kinds_of(rows)
     per_row = encoded_bytes_per_row or estimated_bytes_per_row(table, rows)
     with writing(rolled_on_encoded_bytes(table, rows, per_row)) as writer:
         if rows.num_rows:
             data = conform(rows, writer.table_pyarrow_schema)
+            if kinds is not None:
+                value_kinds_from(writer, VALUE_KIND_INPUT)
+                data = data.append_column(pa.field(VALUE_KIND_INPUT, pa.int8(), nullable=False), kinds)
             for batch in data.to_batches():
                 writer.file_store_write.write(tuple(partition), int(bucket), batch)
         return attach_file_indexes(table, writer.prepare_commit())
@@ -195,9 +239,9 @@ def rewrite(table: Any, dvs: BucketDvMaintainer, files: list[Any], level: int) -
     parts = [live_current_rows(table, m, dvs, columns, [VALUE_KIND_COLUMN], io=io, schema=schema)
              for m in files]
     rows = pa.concat_tables(parts, promote_options="permissive") if parts else pa.table({})
-    if rows.num_rows:
+    if rows.num_rows:  # each live row keeps its kind, as Java's compaction keeps it
         live = pc.invert(pc.is_in(rows[VALUE_KIND_COLUMN], pa.array(DELETING_VALUE_KINDS, pa.int8())))
-        rows = rows.filter(live).select(columns)
+        rows = rows.filter(live).select([*columns, VALUE_KIND_COLUMN])
     for meta in files:
         dvs.remove_deletion_vector_of(meta.file_name)
     row = dvs.partition  # pypaimon's GenericRow (or plain values)
@@ -207,9 +251,9 @@ def rewrite(table: Any, dvs: BucketDvMaintainer, files: list[Any], level: int) -
 
 def rewrite_merged(table: Any, rows: pa.Table, partition: tuple[Any, ...], bucket: int,
                    level: int, encoded_bytes_per_row: float = 0.0) -> list[Any]:
-    """``rows`` (one row per key, the bucket's live rows) written into ``bucket`` as new files at
-    ``level`` (in key order: one sorted run); their metadata. No index file of the writer is kept (the
-    bucket's keys do not change).
+    """``rows`` (one row per key, the bucket's live rows; with ``_VALUE_KIND``, each row's kind)
+    written into ``bucket`` as new files at ``level`` (in key order: one sorted run); their metadata.
+    No index file of the writer is kept (the bucket's keys do not change).
     ``encoded_bytes_per_row``: the rewritten files' (files then roll on encoded bytes)."""
     if rows.num_rows:
         # In key order: the writer rolls files off the front of its sorted buffer, so rows handed over

@@ -183,10 +183,11 @@ def _write(table: Any, data: pa.Table, kinds: pa.Array) -> list[Any]:
 
 
 def merged_bucket_rows(table: Any, snapshot_id: int, partition: tuple[Any, ...], bucket: int,
-                       files: Collection[str]) -> pa.Table:
+                       files: Collection[str], *, kinds: bool = False) -> pa.Table:
     """The live rows of one (partition, bucket) of snapshot ``snapshot_id``, merged by key with the
     table's merge engine (:func:`merged_splits`, as :meth:`paimon_index.Table.read` reads such a
     table; deleted keys gone), in the table's current columns: what a full compaction writes.
+    ``kinds``: with each row's ``_VALUE_KIND`` where the merge is the newest version's (``deduplicate``).
 
     Raises:
         PrimaryKeyTableError: the bucket's files in pypaimon's plan are not exactly ``files`` (the
@@ -203,10 +204,10 @@ def merged_bucket_rows(table: Any, snapshot_id: int, partition: tuple[Any, ...],
         raise PrimaryKeyTableError(
             f"internal: snapshot {snapshot_id} of {table_name(table)} lists {len(listed)} files for bucket "
             f"{bucket} of partition {partition}, the plan {len(set(files))}: nothing was compacted")
-    return merged_splits(table, splits)
+    return merged_splits(table, splits, kinds=kinds)
 
 
-def merged_splits(table: Any, splits: list[Any]) -> pa.Table:
+def merged_splits(table: Any, splits: list[Any], *, kinds: bool = False) -> pa.Table:
     """The live rows of ``splits`` (pypaimon's plan of this merge-on-read table), merged by key with
     the table's merge engine: per (partition, bucket) by :func:`_newest_versions` where the last
     version wins (``deduplicate``), else by pypaimon's merge read; in the table's current columns."""
@@ -217,12 +218,12 @@ def merged_splits(table: Any, splits: list[Any]) -> pa.Table:
         buckets.setdefault((tuple(split.partition.values or ()), int(split.bucket)), []).append(split)
     parts = []
     for of_bucket in buckets.values():
-        merged = _newest_versions(table, [m for s in of_bucket for m in s.files])
+        merged = _newest_versions(table, [m for s in of_bucket for m in s.files], kinds)
         parts.append(table.new_read_builder().new_read().to_arrow(of_bucket) if merged is None else merged)
     return pa.concat_tables(parts) if parts else pa.schema(arrow_fields(table)).empty_table()
 
 
-def _newest_versions(table: Any, metas: list[Any]) -> pa.Table | None:
+def _newest_versions(table: Any, metas: list[Any], kinds: bool = False) -> pa.Table | None:
     """One bucket's rows merged as ``deduplicate`` merges them, in Arrow: each key's version of the
     highest ``_SEQUENCE_NUMBER`` unless it is a ``-U`` or ``-D``
     (:func:`~paimon_index.table.pk.versions.newest_live`), in key order. pypaimon's merge read,
@@ -241,4 +242,6 @@ def _newest_versions(table: Any, metas: list[Any]) -> pa.Table | None:
                        rows[VALUE_KIND_COLUMN].to_numpy())
     if live is None:
         return None
-    return rows.take(pa.array(live)).select(columns).cast(pa.schema(fields))
+    kept = rows.take(pa.array(live))
+    merged = kept.select(columns).cast(pa.schema(fields))
+    return merged.append_column(VALUE_KIND_COLUMN, kept[VALUE_KIND_COLUMN]) if kinds else merged

@@ -133,10 +133,11 @@ def check_overwrite(table: Any) -> dict[str, str]:
 
 
 def _placed(table: Any, message: Any, top: int) -> list[Any]:
-    """The message's new files, each in the lowest level >= 1 none of the bucket's others overlaps."""
+    """The message's new files, each in the highest level >= 1 none of the bucket's others overlaps
+    (the bucket is replaced: its first sorted run goes to the top, each newer overlapping one below)."""
     placed: list[Any] = []
     for new in sorted(message.new_files, key=lambda m: m.min_sequence_number):
-        level = free_level(placed, new, top)
+        level = free_level(placed, new, top, from_top=True)
         if level is None:
             raise PrimaryKeyTableError(
                 f"overwrite of {table_name(table)}: bucket {message.bucket} got more overlapping "

@@ -91,7 +91,7 @@ from paimon_index.table.pk.commit import (
     on_snapshot,
     written_paths,
 )
-from paimon_index.table.pk.levels import free_level, rewrite, write_retractions, write_rows
+from paimon_index.table.pk.levels import free_level, kinds_as_bytes, rewrite, write_retractions, write_rows
 from paimon_index.table.pk.lookup import (
     file_keys,
     groups_of,
@@ -341,7 +341,8 @@ def upsert_arrow(table: Any, data: pa.Table, *, planned: int | object | None = L
             else:  # merged in order, then with the old live rows
                 batch = _merged_with_old(table, plan, engine, engine.fold(batch, single_as_is=True))
             deleting = pc.is_in(batch[ROW_KIND_COLUMN], pa.array(DELETING_KINDS))
-            upserts = batch.filter(pc.invert(deleting)).select(columns)
+            # Each row keeps its kind (an UPDATE's '+U'), as Java's writer writes it.
+            upserts = kinds_as_bytes(batch.filter(pc.invert(deleting)).select([*columns, ROW_KIND_COLUMN]))
             removed = batch.filter(deleting)
             messages = write_rows(table, upserts)
             txn.track(*written_paths(messages, plan.index_dir))
@@ -419,7 +420,7 @@ def split_batch(table: Any, data: pa.Table) -> tuple[pa.Table, pa.Table]:
         return data, pa.schema([data.schema.field(k) for k in keys]).empty_table()
     batch = last_per_key(with_row_kinds(table, data), keys)
     deleting = pc.is_in(batch[ROW_KIND_COLUMN], pa.array(DELETING_KINDS))
-    upserts = batch.filter(pc.invert(deleting)).drop_columns([ROW_KIND_COLUMN])
+    upserts = kinds_as_bytes(batch.filter(pc.invert(deleting)))  # each row's kind ('+U'), to write
     return upserts, batch.filter(deleting)
 
 
@@ -567,7 +568,7 @@ def _prepare(table: Any, plan: Plan, messages: list[Any], removed: pa.Table, top
         remaining = [m for m in existing.files if m.level > 0]
         placed: list[Any] = []
         for new in new_files:
-            level = free_level([*remaining, *placed], new, top)
+            level = free_level([*remaining, *placed], new, top, from_top=not remaining)
             placed.append(replace(new, level=0 if level is None else level))  # 0: rewritten below
         rewritten_away: list[Any] = []
         if any(m.level == 0 for m in placed):
