@@ -74,6 +74,12 @@ def test_every_statement_kind_through_spark_connect(connect_spark, tmp_path: Pat
     assert paimon.sql(f"SELECT count(*) FROM db.orders VERSION AS OF {first}").collect()[0][0] == 300
     assert paimon.sql("SELECT count(*) FROM db.orders").collect()[0][0] == len(model)
     assert sorted(tuple(r) for r in paimon.sql("SELECT * FROM db.people").collect()) == sorted(people.items())
+    # The row kinds the data files hold (MERGE's matched row '+U'), and the top level after a compaction.
+    audit = paimon.sql("SELECT * FROM db.`people$audit_log` ORDER BY id").collect()
+    assert [tuple(r) for r in audit] == [("+U" if i == 2 else "+I", i, n) for i, n in sorted(people.items())]
+    paimon.sql("CALL sys.compact(table => 'db.people', compact_strategy => 'full')")
+    top = paimon.sql("SELECT * FROM db.`people$ro`").collect()
+    assert sorted(tuple(r) for r in top) == sorted(people.items())
 
 
 def test_merge_on_read_changes_through_spark_connect(connect_spark, tmp_path: Path,

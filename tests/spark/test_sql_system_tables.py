@@ -1,6 +1,6 @@
 """System tables (db.`t$snapshots`, $files, $options, $schemas, $manifests, $tags, $file_indexes,
-$partitions, $buckets, $table_indexes, $branches) through paimon.sql, with the columns (and, on the
-same warehouse, the rows) of Paimon's connector."""
+$partitions, $buckets, $table_indexes, $branches, $ro, $audit_log) through paimon.sql, with the
+columns (and, on the same warehouse, the rows) of Paimon's connector."""
 
 from __future__ import annotations
 
@@ -201,3 +201,90 @@ def test_listing_tables_answer_as_paimons_connector(spark: Any, tmp_path: Path) 
                for r in ours.collect()]
         got = [[[x.asDict() for x in v] if isinstance(v, list) else v for v in r] for r in got]
         assert got == reference["rows"], statement
+
+
+#: Primary-key tables with and without deletion vectors and an append table, changed by INSERT,
+#: UPDATE and DELETE: what ``t$ro`` (the top level) and ``t$audit_log`` (rows with their kinds) show.
+CHANGED = [
+    "CREATE TABLE db.t (id BIGINT NOT NULL, v INT) TBLPROPERTIES ('primary-key' = 'id', 'bucket' = '1', "
+    "'deletion-vectors.enabled' = 'true')",
+    "CREATE TABLE db.n (id BIGINT NOT NULL, v INT) TBLPROPERTIES ('primary-key' = 'id', 'bucket' = '1')",
+    "CREATE TABLE db.a (id BIGINT, v INT)",
+    "INSERT INTO db.t VALUES (1, 1), (2, 2), (3, 3)",
+    "INSERT INTO db.n VALUES (1, 1), (2, 2), (3, 3)",
+    "INSERT INTO db.a VALUES (1, 1), (2, 2)",
+    "UPDATE db.t SET v = 20 WHERE id = 2",
+    "UPDATE db.n SET v = 20 WHERE id = 2",
+    "DELETE FROM db.t WHERE id = 3",
+    "DELETE FROM db.n WHERE id = 3",
+    "INSERT INTO db.t VALUES (4, 4)",
+    "INSERT INTO db.n VALUES (4, 4)",
+]
+READ_BY_KIND = [
+    f"SELECT * FROM db.`{table}${system}` ORDER BY id"
+    for table in ("t", "n", "a") for system in ("ro", "audit_log")
+] + ["SELECT rowkind, count(*) FROM db.`n$audit_log` GROUP BY rowkind ORDER BY rowkind",
+     "SELECT count(*) FROM db.`t$ro`", "SELECT id FROM db.`n$audit_log` WHERE rowkind = '-D'"]
+
+
+def _rows(df: Any) -> list[list[Any]]:
+    return [list(r) for r in df.collect()]
+
+
+def test_read_optimized_and_audit_log(spark: Any, tmp_path: Path) -> None:
+    """``t$ro`` is a primary-key table's top level read as it is: a bucket's first write goes there
+    (as Java's first compaction writes it), later changes go below until a full compaction.
+    ``t$audit_log`` is each row with its kind: an UPDATE's rows are ``+U`` (as Java's UPDATE writes
+    them) and keep it through a compaction; a table without vectors shows a deleted key as its
+    ``-D`` row until a compaction drops it; an append table's rows are ``+I``."""
+    paimon = paimon_index.spark.attach(spark, warehouse=str(tmp_path))
+    paimon.sql("CREATE DATABASE db")
+    for statement in CHANGED[:6]:
+        paimon.sql(statement)
+    assert _rows(paimon.sql("SELECT * FROM db.`t$ro` ORDER BY id")) == [[1, 1], [2, 2], [3, 3]]
+    assert _rows(paimon.sql("SELECT * FROM db.`n$ro`")) == []  # level-0 files, as Java's writer leaves them
+    for statement in CHANGED[6:]:
+        paimon.sql(statement)
+    t_ro, t_audit, n_ro, n_audit, a_ro, a_audit, kinds, count, deleted = \
+        [_rows(paimon.sql(s)) for s in READ_BY_KIND]
+    assert t_ro == [[1, 1]] and count == [[1]]  # 2's new version and 4 went below the top
+    assert t_audit == [["+I", 1, 1], ["+U", 2, 20], ["+I", 4, 4]]
+    assert n_ro == []
+    assert n_audit == [["+I", 1, 1], ["+U", 2, 20], ["-D", 3, 3], ["+I", 4, 4]]
+    assert kinds == [["+I", 2], ["+U", 1], ["-D", 1]] and deleted == [[3]]
+    assert a_ro == [[1, 1], [2, 2]] and a_audit == [["+I", 1, 1], ["+I", 2, 2]]
+    assert paimon.sql("SELECT * FROM db.`t$audit_log`").columns == ["rowkind", "id", "v"]
+    # Time travel: the snapshot of the first INSERT.
+    assert _rows(paimon.sql("SELECT * FROM db.`n$audit_log` VERSION AS OF 1 ORDER BY id")) == [
+        ["+I", 1, 1], ["+I", 2, 2], ["+I", 3, 3]]
+    for table in ("t", "n"):
+        paimon.sql(f"CALL sys.compact(table => 'db.{table}', compact_strategy => 'full')")
+        assert _rows(paimon.sql(f"SELECT * FROM db.`{table}$ro` ORDER BY id")) == [[1, 1], [2, 20], [4, 4]]
+        assert _rows(paimon.sql(f"SELECT * FROM db.`{table}$audit_log` ORDER BY id")) == [
+            ["+I", 1, 1], ["+U", 2, 20], ["+I", 4, 4]], table
+    with pytest.raises(SqlError, match="system tables are read-only"):
+        paimon.sql("INSERT INTO db.`t$ro` VALUES (9, 9)")
+    with pytest.raises(SqlError, match="system tables are read-only"):
+        paimon.sql("DELETE FROM db.`n$audit_log` WHERE id = 1")
+
+
+@pytest.mark.slow
+def test_read_optimized_and_audit_log_answer_as_paimons_connector(spark: Any, tmp_path: Path) -> None:
+    """Paimon's connector reading our tables' ``t$ro`` and ``t$audit_log`` gives our rows (both
+    follow the files, so the same warehouse must give the same answer); running the same statements
+    on its own copy gives the same audit logs (its ``t$ro`` there differs: its compactions place
+    files elsewhere, see docs/sql.md)."""
+    ours_dir, theirs_dir = tmp_path / "ours", tmp_path / "theirs"
+    paimon = paimon_index.spark.attach(spark, warehouse=str(ours_dir))
+    paimon.sql("CREATE DATABASE db")
+    for statement in CHANGED:
+        paimon.sql(statement)
+    on_ours = paimonsql.run(ours_dir, READ_BY_KIND)
+    on_theirs = paimonsql.run(theirs_dir, ["CREATE DATABASE db", *CHANGED, *READ_BY_KIND])[1 + len(CHANGED):]
+    for statement, same_files, own_copy in zip(READ_BY_KIND, on_ours, on_theirs, strict=True):
+        ours = paimon.sql(statement)
+        assert same_files["ok"] and own_copy["ok"], (same_files, own_copy)
+        assert ours.columns == same_files["columns"], statement
+        assert _rows(ours) == same_files["rows"], statement
+        if "$audit_log" in statement or "db.`a$" in statement:
+            assert _rows(ours) == own_copy["rows"], statement

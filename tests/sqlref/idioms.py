@@ -69,6 +69,9 @@ STATEMENTS = [
     "MERGE INTO t USING (SELECT id, w FROM u) src ON t.id = src.id AND t.p = 'x' "
     "WHEN MATCHED AND src.w > 20 THEN DELETE WHEN MATCHED THEN UPDATE SET t.v = src.w",
     "SELECT * FROM t ORDER BY id",
+    "SELECT * FROM `t$audit_log` ORDER BY id",
+    "SELECT rowkind, count(*) FROM db.`a$audit_log` WHERE p = 'x' GROUP BY rowkind",
+    "SELECT * FROM `a$ro` ORDER BY id, p, s",
     "SELECT * FROM a ORDER BY id, p, s",
     "TRUNCATE TABLE a PARTITION (p = 'x')",
     "ALTER TABLE a DROP PARTITION (p = 'y')",
@@ -151,6 +154,7 @@ STATEMENTS = [
     "ON t.id = src.id AND t.p = src.p WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",
     "MERGE INTO t USING u ON t.id = u.id WHEN NOT MATCHED BY SOURCE AND t.p = 'q' THEN DELETE",
     "SELECT * FROM t ORDER BY id",
+    "SELECT t.rowkind, t.id FROM db.`t$audit_log` t WHERE t.v > 2 ORDER BY id",
     "CREATE TABLE ct PARTITIONED BY (p) TBLPROPERTIES ('deletion-vectors.enabled' = 'true') "
     "AS SELECT id, s, p FROM t",
     "SHOW PARTITIONS ct",

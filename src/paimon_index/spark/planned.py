@@ -85,7 +85,9 @@ from paimon_index.table.files import (
     ROW_INDEX_COLUMN,
     partition_text,
 )
+from paimon_index.table.pk.plan import VALUE_KIND_COLUMN, VALUE_KINDS
 from paimon_index.table.scan import FilePlan, ReadPlan, plan_read, topn_prune
+from paimon_index.table.system import ROW_KIND
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -108,6 +110,10 @@ _WORD_SHIFT = 6
 _WORD_ROWS = 1 << _WORD_SHIFT
 #: A batch's keys (files x words) stay well inside a BIGINT up to this many rows per file.
 _MAX_ROWS = 1 << 40
+#: ``_VALUE_KIND`` byte -> row kind, and an append table's rows' kind (``t$audit_log``).
+_VALUE_KIND = VALUE_KIND_COLUMN
+_KINDS = tuple(sorted(VALUE_KINDS, key=VALUE_KINDS.__getitem__))
+_INSERT_KIND = "+I"
 #: A batch of files whose vectors hold at most this many runs of consecutive deleted positions is
 #: filtered on ``_metadata.row_index`` instead of joined (measured faster up to ~10 runs, slower from
 #: ~40: each run is one more comparison per row; see :func:`_live`).
@@ -583,12 +589,22 @@ def _live(spark: SparkSession, scanned: DataFrame, batch: Sequence[FilePlan], ex
 
 
 def _scan(spark: SparkSession, group: _Group, files: Sequence[FilePlan], current: Any,
-          extra: Mapping[str, Any] | None = None) -> DataFrame:
+          extra: Mapping[str, Any] | None = None, *, kinds: bool = False) -> DataFrame:
     """The live rows of ``files`` (one schema id) under the current schema, then the columns
-    ``extra`` (name -> column on the scan's ``_metadata``, see :func:`_metadata_columns`)."""
+    ``extra`` (name -> column on the scan's ``_metadata``, see :func:`_metadata_columns`).
+    ``kinds``: then :data:`ROW_KIND` (``+I``/``-U``/``+U``/``-D``) of each row, from the primary-key
+    data file's ``_VALUE_KIND`` byte."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ByteType, StructField, StructType
+
     file_schema = _spark_schema(group.fields)
-    added = [column.alias(name) for name, column in (extra or {}).items()]
-    keep = list(extra or {})
+    extra = dict(extra or {})
+    if kinds:
+        file_schema = StructType([*file_schema.fields, StructField(_VALUE_KIND, ByteType())])
+        names = F.array(*[F.lit(k) for k in _KINDS])
+        extra[ROW_KIND] = F.element_at(names, F.col(_VALUE_KIND).cast("int") + 1)
+    added = [column.alias(name) for name, column in extra.items()]
+    keep = list(extra)
     plain = [f.path for f in files if f.deleted is None or not f.deletion_needed]
     with_dv = [f for f in files if f.deleted is not None and f.deletion_needed]
     if any(f.row_count > _MAX_ROWS for f in with_dv):
@@ -604,7 +620,7 @@ def _scan(spark: SparkSession, group: _Group, files: Sequence[FilePlan], current
     out = parts[0]
     for part in parts[1:]:
         out = out.unionByName(part)
-    return out
+    return out.drop(_VALUE_KIND) if kinds else out
 
 
 def _file_name_column() -> Any:
@@ -1115,7 +1131,8 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
                  catalog_options: Mapping[str, str] | None = None,
                  small_read_bytes: int | None = None, opened: Table | None = None,
                  metadata: bool = False, change_of: int | None = None,
-                 reads: Sequence[str] | None = None) -> PlannedRead:
+                 reads: Sequence[str] | None = None, read_optimized: bool = False,
+                 audit_log: bool = False) -> PlannedRead:
     """:func:`read`, with the plan it made (files, what each step pruned, planning time);
     ``opened``: ``table`` already opened by the caller (SQL opens each reference once).
     ``reads``: the columns the caller's query reads of the DataFrame (default ``columns``; None:
@@ -1125,7 +1142,11 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
     row's data file, position, partition and bucket, what a change by position marks) follow the
     table's, as the ``paimon_index`` source's ``metadata-columns`` gives them; no small read.
     ``change_of``: read the files of that snapshot under the table's *current* schema (what a
-    change planned on it reads; ``snapshot_id`` is time travel, under the snapshot's schema)."""
+    change planned on it reads; ``snapshot_id`` is time travel, under the snapshot's schema).
+    ``read_optimized``: Paimon's ``t$ro`` (see :func:`~paimon_index.table.scan.plan_read`).
+    ``audit_log``: Paimon's ``t$audit_log``: :data:`ROW_KIND` first, then the table's columns; of a
+    primary-key table each row's kind as its data file holds it, and without deletion vectors a key
+    whose newest version deletes it keeps that row (``-U``/``-D``); an append table's rows are ``+I``."""
     if change_of is not None and snapshot_id is not None:
         raise InvalidOptionError("snapshot_id (time travel) and change_of exclude each other")
     if limit is not None and (not isinstance(limit, int) or limit < 0):
@@ -1141,6 +1162,10 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
         paimon = pinned_current(paimon, change_of)
     current = _spark_schema(paimon.table_schema.fields)
     selected = _check_columns(columns, current.names, table)
+    if audit_log and any(n.lower() == ROW_KIND for n in current.names):
+        raise UnsupportedTableError(f"{table}$audit_log: the table has a column named {ROW_KIND!r}, "
+                                    "the audit log's row kind column")
+    kinds = audit_log and bool(paimon.is_primary_key_table)
     if order_by is not None:
         orders = parse_order_by(order_by)  # parsed once; a bad ORDER BY fails before any planning
     # No TopN hint: per-file candidates never empty a file that holds a matching row (each file has
@@ -1151,7 +1176,7 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
     # a file (or spare its deletion vector), see plan_read's whole_files.
     # A small read takes the selections: while the plan may be small, the indexes are read.
     plan = plan_read(paimon, where, use_index=use_index, session_time_zone=spark.conf.get(_SESSION_TIME_ZONE),
-                     whole_files=True,
+                     whole_files=True, read_optimized=read_optimized, keep_deleting=audit_log,
                      small_read=(SMALL_READ_FILES, SMALL_READ_ROWS) if small_read_bytes != 0 else None)
     bound, first = None, None
     if order_by is not None and limit is not None:
@@ -1165,10 +1190,14 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
     fallback = next((p for p in (g.problem() for g in groups.values()) if p is not None), None)
     if fallback is None:
         fallback = _unreadable_store(spark, plan.files)
+    if (read_optimized or audit_log) and fallback is not None:  # the source reads the table's rows
+        system = "$ro" if read_optimized else "$audit_log"
+        raise UnsupportedTableError(f"{table}{system} cannot be read by Spark's Parquet reader ({fallback}); "
+                                    f"read {table} itself")
     if metadata and fallback is None and len({f.name for f in plan.files}) < len(plan.files):
         fallback = "two data files of one name (the metadata columns join the plan's files by name)"
     # use_index=False is the comparison without any pruning: no row-group statistics either.
-    small = None if fallback is not None or not plan.files or not use_index or metadata else \
+    small = None if fallback is not None or not plan.files or not use_index or metadata or audit_log else \
         _small_read(spark, plan, groups, current, small_read_bytes, reads if reads is not None else selected)
     statement = _STATEMENT.get()
     if small is not None and statement is not None and change_of is not None:
@@ -1191,18 +1220,27 @@ def read_planned(spark: SparkSession, table: str, where: str | None = None,
                                            ROW_INDEX_COLUMN: F.col("_metadata.row_index")}
         with _resolving_files(spark, len(plan.files)):
             for sid, group in groups.items():
-                part = _scan(spark, group, [f for f in plan.files if f.schema_id == sid], current, added)
+                part = _scan(spark, group, [f for f in plan.files if f.schema_id == sid], current, added,
+                             kinds=kinds)
                 df = part if df is None else df.unionByName(part)
         if metadata and df is not None:
             df = _with_metadata(spark, df, plan.files, list(paimon.partition_keys or []), current.names)
     assert df is not None
+    if audit_log:
+        from pyspark.sql import functions as F
+
+        if not kinds or not plan.files:  # an append table's rows (or none) are inserts
+            df = df.withColumn(ROW_KIND, F.lit(_INSERT_KIND))
+        extra.append(ROW_KIND)
     if small is None:  # the driver's rows have no Parquet statistics to shield floats from
         df = _shield_floats(df, current if fallback is None else _without(df.schema, extra), extra)
     if where is not None and where.strip():
         df = df.filter(where)
     if first is not None and bound is not None and fallback is None:
         df = _bounded(df, plan, first, bound)  # before the projection: the key may not be selected
-    if selected is not None:
+    if audit_log:  # Java's column order: the row kind first
+        df = df.select(ROW_KIND, *[_connect.quoted(c) for c in (selected or current.names)])
+    elif selected is not None:
         df = df.select(*[_connect.quoted(c) for c in [*selected, *extra]])
     if order_by is not None:
         df = df.orderBy(*_order_columns(orders))
@@ -1225,7 +1263,7 @@ def _without(schema: Any, names: Sequence[str]) -> Any:
 
 def rows_only_read(spark: SparkSession, table: str, *, warehouse: str, snapshot_id: int | None = None,
                    catalog_options: Mapping[str, str] | None = None, opened: Table | None = None,
-                   where: str | None = None) -> PlannedRead | None:
+                   where: str | None = None, read_optimized: bool = False) -> PlannedRead | None:
     """A read for a consumer of no column (``SELECT count(*) FROM t``): as many rows, without
     columns, as the table's live rows, from metadata only -- each planned file's row count minus its
     deletion vector, no data file opened. Spark counts, limits or filters them as the statement says.
@@ -1234,22 +1272,23 @@ def rows_only_read(spark: SparkSession, table: str, *, warehouse: str, snapshot_
     every file the statistics keep (:attr:`~paimon_index.table.files.FilePlan.exact`: a bitmap's
     ``=``/``IN``/``IS NULL``, a range bitmap's comparisons, ... with Spark's NULL, NaN and ±0.0
     rules, see :mod:`paimon_index.fileindex.evaluate`); None when they do not (the caller reads).
+    ``read_optimized``: the rows of Paimon's ``t$ro`` (see :func:`~paimon_index.table.scan.plan_read`).
 
     Raises:
         UnsupportedTableError: a primary-key table whose rows need a merge by key (as :func:`read_planned`).
     """
     paimon = _read_table(table, warehouse, snapshot_id, catalog_options, opened)
     if where is None:
-        plan = _counted_by_manifest(paimon)
+        plan = _counted_by_manifest(paimon, read_optimized)
         if plan is None:
-            plan = plan_read(paimon, None, whole_files=True)
+            plan = plan_read(paimon, None, whole_files=True, read_optimized=read_optimized)
         resolved = all(f.resolved for f in plan.files)
         rows = _selected_rows(plan.files) if resolved else _manifest_rows(plan.files)
     else:
         bound = _bound_on_indexed_columns(paimon, where)
         if bound is None:
             return None  # a column without an index: no exact answer to hope for, no plan spent
-        plan = plan_read(paimon, bound, exact_answers=True,
+        plan = plan_read(paimon, bound, exact_answers=True, read_optimized=read_optimized,
                          session_time_zone=spark.conf.get(_SESSION_TIME_ZONE))
         counted = proven_rows(plan)
         if counted is None:
@@ -1273,16 +1312,16 @@ def _selected_rows(files: Sequence[FilePlan]) -> int:
     return sum(f.live_rows if f.selected is None else len(f.selected) for f in files)
 
 
-def _counted_by_manifest(paimon: Any) -> ReadPlan | None:
+def _counted_by_manifest(paimon: Any, read_optimized: bool = False) -> ReadPlan | None:
     """The unresolved plan of every file when the index manifest records each deletion vector's
     cardinality (no vector read for a count); None when one is unrecorded, or the table's rows need
     its read plan (a merge-on-read table's older versions)."""
     from paimon_index.table.pk.plan import dv_mode
 
-    if paimon.is_primary_key_table and not dv_mode(paimon):
+    if paimon.is_primary_key_table and not dv_mode(paimon) and not read_optimized:
         return None  # its count needs the versions the plan subtracts (none in a deferred plan)
     try:
-        plan = plan_read(paimon, None, defer=True)
+        plan = plan_read(paimon, None, defer=True, read_optimized=read_optimized)
     except UnsupportedTableError:
         return None  # level-0 files merged on read
     if any(f.deletion is not None and f.deletion.cardinality is None for f in plan.files):

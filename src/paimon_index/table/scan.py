@@ -174,7 +174,8 @@ def _ltz_opaque(dtype: Any) -> bool:
 def plan_read(table: Any, where: str | Predicate | None = None, *, snapshot_id: int | None = None,
               use_index: bool = True, topn: TopN | None = None, session_time_zone: str | None = None,
               strict: bool = False, defer: bool = False, exact_answers: bool = False,
-              whole_files: bool = False, small_read: tuple[int, int] | None = None) -> ReadPlan:
+              whole_files: bool = False, small_read: tuple[int, int] | None = None,
+              read_optimized: bool = False, keep_deleting: bool = False) -> ReadPlan:
     """Plan a read of ``table`` (pypaimon table) on one pinned snapshot (default: the latest).
 
     The plan's schema is the table's current one, or with ``snapshot_id`` that snapshot's (time
@@ -206,10 +207,18 @@ def plan_read(table: Any, where: str | Predicate | None = None, *, snapshot_id: 
     more than one level) is planned with each key's older versions subtracted as if deleted
     (:mod:`paimon_index.table.pk.versions`; not ``defer``-red: a task would not know them).
 
+    ``read_optimized``: Paimon's ``t$ro`` (Java's ``ReadOptimizedTable``): of a primary-key table,
+    only the files at the top level (``num-levels`` - 1), each read as it is (minus its deletion
+    vector): what full compactions have produced, no merge. One level is one sorted run, so no key
+    has two versions there. An append table reads as without it. ``keep_deleting``: a key of a
+    primary-key table without deletion vectors whose newest version is a ``-U``/``-D`` keeps that
+    row (Java's merge with ``forceKeepDelete``: ``t$audit_log``).
+
     Raises:
         UnsupportedTableError: a primary-key table whose files need a merge the plan cannot subtract
             (another merge engine, a NULL or floating-point key, tied sequence numbers; ``defer``;
-            level-0 files under ``deletion-vectors.merge-on-read``).
+            level-0 files under ``deletion-vectors.merge-on-read``); ``read_optimized``: a top-level
+            file holding deleting rows (``-U``/``-D``, which a full compaction drops).
         InvalidPredicateError: (``strict``) WHERE text that does not parse or fit the schema.
         TableError: a file the snapshot lists is missing.
         PaimonIndexError: ``snapshot_id`` does not exist; a corrupt index or deletion vector.
@@ -237,7 +246,12 @@ def plan_read(table: Any, where: str | Predicate | None = None, *, snapshot_id: 
     # commits none), and its files are read under today's columns.
     pinned = table if snapshot_id is not None else pinned_current(table, snapshot.id)
     io = TableIO.of(pinned)
-    if primary_key:
+    top_level: int | None = None  # read_optimized: the only level read
+    if primary_key and read_optimized:
+        from paimon_index.table.pk.plan import max_level
+
+        top_level = max_level(table_options(pinned))
+    elif primary_key:
         from paimon_index.table.pk.plan import check_merge_free, dv_mode, raw_readable
         from paimon_index.table.pk.versions import superseded_positions
 
@@ -248,7 +262,7 @@ def plan_read(table: Any, where: str | Predicate | None = None, *, snapshot_id: 
             if defer:
                 readable = raw_readable(pinned, snapshot)
             else:
-                superseded = superseded_positions(pinned, snapshot, io)
+                superseded = superseded_positions(pinned, snapshot, io, keep_deleting=keep_deleting)
                 readable = superseded is not None
             if not readable:
                 raise UnsupportedTableError(
@@ -273,7 +287,8 @@ def plan_read(table: Any, where: str | Predicate | None = None, *, snapshot_id: 
             deletions = split.data_deletion_files or [None] * len(split.files)
             partition = tuple(split.partition.values or ())
             unresolved = [file_plan(meta, deletion, partition, int(split.bucket))
-                          for meta, deletion in zip(split.files, deletions, strict=True)]
+                          for meta, deletion in zip(split.files, deletions, strict=True)
+                          if top_level is None or _top_level_file(meta, top_level)]
             if defer:
                 files.extend(f for f in unresolved if _may_match_on_driver(f, prune, schema, report))
                 continue
@@ -290,6 +305,18 @@ def plan_read(table: Any, where: str | Predicate | None = None, *, snapshot_id: 
                         files.append(planned)
     return ReadPlan(int(snapshot.id), schema, bound, exact, tuple(files), report, primary_key,
                     time.perf_counter() - started, pinned)
+
+
+def _top_level_file(meta: Any, top_level: int) -> bool:
+    """Whether a primary-key data file is at ``top_level`` (read as it is); one there holding a
+    deleting row would need the merge the read-optimized read does not make."""
+    if int(meta.level) != top_level:
+        return False
+    if meta.delete_row_count:
+        raise UnsupportedTableError(
+            f"data file {meta.file_name} at the top level {top_level} holds {meta.delete_row_count} deleting "
+            "rows (-U/-D): the read-optimized table reads files as they are; read the table itself")
+    return True
 
 
 def _may_be_small(splits: list[Any], bound: Predicate, kept_stats: Mapping[str, Mapping[str, ColumnStats]],

@@ -53,8 +53,8 @@ from paimon_index.table.paimon import (
 from paimon_index.table.plan import DV_ENABLED
 from paimon_index.types import DataType, TypeRoot
 
-__all__ = ["FILE_INDEXES_SCHEMA", "SYSTEM_TABLES", "file_indexes", "java_text", "partition_values",
-           "partitions", "system_table"]
+__all__ = ["AUDIT_LOG", "DATA_SYSTEM_TABLES", "FILE_INDEXES_SCHEMA", "READ_OPTIMIZED", "ROW_KIND",
+           "SYSTEM_TABLES", "file_indexes", "java_text", "partition_values", "partitions", "system_table"]
 
 FILE_INDEXES_SCHEMA = pa.schema([
     ("partition", pa.string()), ("bucket", pa.int32()), ("file_path", pa.string()),
@@ -100,6 +100,16 @@ def file_indexes(table: PaimonTable) -> pa.Table:
 #: The system tables :func:`system_table` builds (``file_indexes``: :func:`file_indexes`).
 SYSTEM_TABLES = ("snapshots", "files", "file_indexes", "options", "schemas", "manifests", "tags",
                  "partitions", "buckets", "table_indexes", "branches")
+#: Java's ``ReadOptimizedTable`` (``t$ro``): a primary-key table's top level, read as it is.
+READ_OPTIMIZED = "ro"
+#: Java's ``AuditLogTable`` (``t$audit_log``): the table's rows with their row kind first.
+AUDIT_LOG = "audit_log"
+#: ``t$audit_log``'s row kind column (``+I``, ``-U``, ``+U``, ``-D``), Java's ``SpecialFields.ROW_KIND``.
+ROW_KIND = "rowkind"
+#: System tables that are reads of the table's rows, planned as the table's own reads are (not
+#: built here; see :func:`paimon_index.table.scan.plan_read`'s ``read_optimized`` and
+#: ``keep_deleting``, :func:`paimon_index.spark.planned.read_planned`'s ``audit_log``).
+DATA_SYSTEM_TABLES = (READ_OPTIMIZED, AUDIT_LOG)
 #: Paimon's option naming a NULL partition value's directory, and its default.
 PARTITION_DEFAULT_NAME = "partition.default-name"
 DEFAULT_PARTITION_NAME = "__DEFAULT_PARTITION__"

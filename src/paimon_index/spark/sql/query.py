@@ -55,6 +55,7 @@ from sqlglot import exp
 
 from paimon_index.errors import SqlError, UnsupportedTableError
 from paimon_index.spark.sql.names import DIALECT, PAIMON_CATALOG, WITH_ARG, TableName, relations, resolve
+from paimon_index.table.system import AUDIT_LOG, DATA_SYSTEM_TABLES, READ_OPTIMIZED
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -372,7 +373,9 @@ def rewrite(catalog: Catalog, statement: exp.Expr, *, skip: frozenset[int] = fro
     unqualify_database(tree, [table for table, _ in found], catalog.current_database)
     # Each reference opens its table once (its columns here, its read below); two references of
     # one table are two opens, two reads.
-    opened_of = {id(table): None if name.system else _open(catalog, name) for table, name in found}
+    # A system table of metadata is opened by its reader; t$ro is a read of the table's rows.
+    opened_of = {id(table): None if name.system not in (None, *DATA_SYSTEM_TABLES) else _open(catalog, name)
+                 for table, name in found}
     columns_of: dict[int, frozenset[str] | None] = {
         key: None if t is None else frozenset(n.lower() for n in t.schema.names)
         for key, t in opened_of.items()}
@@ -393,8 +396,9 @@ def rewrite(catalog: Catalog, statement: exp.Expr, *, skip: frozenset[int] = fro
             topn = _topn(table, alias, known, ref.conjuncts)
             if topn is not None:
                 ref.order_by, ref.limit = topn
-            ref.rows_only = _reads_no_column(table)
-            if not ref.rows_only and _reads_no_column(table, where=True) and \
+            # An audit log's count is of its rows, -D rows too: not the table's live rows.
+            ref.rows_only = _reads_no_column(table) and name.system != AUDIT_LOG
+            if not ref.rows_only and name.system != AUDIT_LOG and _reads_no_column(table, where=True) and \
                     _all_pushed(table, ref.conjuncts):
                 ref.rows_only, ref.counted_where = True, _select_of(table)
             names = list(opened.schema.names)
@@ -689,7 +693,7 @@ def _read(catalog: Catalog, ref: Reference) -> DataFrame:
     from paimon_index.spark import jobs
     from paimon_index.spark.planned import merge_read
 
-    if ref.name.system is not None:
+    if ref.name.system is not None and ref.name.system not in DATA_SYSTEM_TABLES:
         from paimon_index.spark.sql import system_tables
 
         if ref.version is not None:
@@ -697,6 +701,7 @@ def _read(catalog: Catalog, ref: Reference) -> DataFrame:
         ref.how = f"system table {ref.name.system}"
         return system_tables.frame(catalog, ref.name)
     snapshot_id = None
+    read_optimized = ref.name.system == READ_OPTIMIZED
     if ref.version is not None:
         from paimon_index.spark.sql import travel
 
@@ -709,7 +714,8 @@ def _read(catalog: Catalog, ref: Reference) -> DataFrame:
             counted = rows_only_read(catalog.spark, ref.name.identifier, snapshot_id=snapshot_id,
                                      warehouse=catalog.warehouse, catalog_options=catalog.catalog_options,
                                      opened=ref.opened,
-                                     where=None if ref.counted_where is None else ref.where)
+                                     where=None if ref.counted_where is None else ref.where,
+                                     read_optimized=read_optimized)
             if counted is not None:
                 ref.planned = counted
                 rows = counted.plan.report.rows_returned
@@ -720,14 +726,18 @@ def _read(catalog: Catalog, ref: Reference) -> DataFrame:
         planned = jobs.read_planned(catalog.spark, ref.name.identifier, ref.where, snapshot_id=snapshot_id,
                                     order_by=ref.order_by, limit=ref.limit, warehouse=catalog.warehouse,
                                     catalog_options=catalog.catalog_options, opened=ref.opened,
-                                    reads=ref.reads)
+                                    reads=ref.reads, read_optimized=read_optimized,
+                                    audit_log=ref.name.system == AUDIT_LOG)
     except UnsupportedTableError as refusal:
+        if ref.name.system is not None:  # the merge read reads the table's live rows, not these
+            raise SqlError(f"{ref.name}: {refusal}") from refusal
         ref.conjuncts, ref.order_by, ref.limit, ref.rows_only = [], None, None, False
         frame, ref.how = merge_read(catalog.spark, ref.name.identifier, snapshot_id, catalog.warehouse,
                                     catalog.catalog_options, refusal, opened=ref.opened)
         return frame
     ref.planned = planned
-    ref.how = "planned read"
+    ref.how = "planned read" + {READ_OPTIMIZED: " of the top level (read-optimized)",
+                                AUDIT_LOG: " with row kinds (audit log)"}.get(ref.name.system or "", "")
     return planned.dataframe
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from paimon_index.errors import SqlError
 from paimon_index.table import catalog as _catalog
-from paimon_index.table.system import SYSTEM_TABLES, system_table
+from paimon_index.table.system import DATA_SYSTEM_TABLES, SYSTEM_TABLES, system_table
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -28,7 +28,7 @@ def frame(catalog: Catalog, name: TableName) -> DataFrame:
     """The system table ``name.system`` of ``name``."""
     if name.system not in SYSTEM_TABLES:
         raise SqlError(f"system table {name} is not supported; known: "
-                       + ", ".join(f"{name.identifier}${s}" for s in SYSTEM_TABLES))
+                       + ", ".join(f"{name.identifier}${s}" for s in (*SYSTEM_TABLES, *DATA_SYSTEM_TABLES)))
     if not catalog.has_table(name.identifier):
         raise catalog.not_found(name.identifier)
     table = _catalog.open_table(catalog.warehouse, name.identifier, catalog_options=catalog.catalog_options)

@@ -2,7 +2,7 @@
 
     last_version_wins(table) -> bool                 deduplicate: a key's row is its newest version
     newest_live(keys, sequence, kinds) -> indices    the rows that are their key's live newest version
-    superseded_positions(table, snapshot) -> {data file name: sorted positions} | None
+    superseded_positions(table, snapshot, keep_deleting=False) -> {data file name: sorted positions} | None
 
 A primary-key table without deletion vectors keeps every version of a key until a compaction
 merges them: a reader merges by key (Paimon's ``MergeTreeReaders``). Under the ``deduplicate``
@@ -87,10 +87,11 @@ def last_version_wins(table: Any) -> bool:
 
 
 def newest_live(keys: Sequence[pa.Array | pa.ChunkedArray], sequence: np.ndarray,
-                kinds: np.ndarray) -> np.ndarray | None:
+                kinds: np.ndarray, *, keep_deleting: bool = False) -> np.ndarray | None:
     """The indices, in key order, of the rows that are their key's newest version (highest
     ``sequence``) and not a ``-U``/``-D`` (``kinds``: ``_VALUE_KIND`` bytes) -- what ``deduplicate``
-    keeps of rows holding several versions of a key.
+    keeps of rows holding several versions of a key. ``keep_deleting``: a newest ``-U``/``-D`` too
+    (Java's merge with ``forceKeepDelete``, what ``t$audit_log`` shows).
 
     None when that cannot be told by Arrow's equality and order: a NULL or floating-point key
     (the key comparator's equality: NULLs equal, NaN, -0.0), or two versions of one key sharing its
@@ -102,7 +103,7 @@ def newest_live(keys: Sequence[pa.Array | pa.ChunkedArray], sequence: np.ndarray
     if count == 0:
         return np.zeros(0, dtype=np.int64)
     if len(keys) == 1 and pa.types.is_integer(keys[0].type):
-        return _newest_live_integer(keys[0].to_numpy(), sequence, kinds)
+        return _newest_live_integer(keys[0].to_numpy(), sequence, kinds, keep_deleting)
     names = [f"k{i}" for i in range(len(keys))]
     sortable = pa.table([*keys, pa.array(sequence, pa.int64())], names=[*names, "s"])
     order = pc.sort_indices(sortable, sort_keys=[(n, "ascending") for n in [*names, "s"]]).to_numpy()
@@ -116,11 +117,12 @@ def newest_live(keys: Sequence[pa.Array | pa.ChunkedArray], sequence: np.ndarray
     ordered_sequence = sequence[order]
     if np.any(same_key & (ordered_sequence[1:] == ordered_sequence[:-1]) & last[1:]):
         return None
-    live = last & ~np.isin(kinds[order], DELETING_VALUE_KINDS)
+    live = last if keep_deleting else last & ~np.isin(kinds[order], DELETING_VALUE_KINDS)
     return order[live].astype(np.int64, copy=False)
 
 
-def _newest_live_integer(keys: np.ndarray, sequence: np.ndarray, kinds: np.ndarray) -> np.ndarray | None:
+def _newest_live_integer(keys: np.ndarray, sequence: np.ndarray, kinds: np.ndarray,
+                         keep_deleting: bool = False) -> np.ndarray | None:
     """:func:`newest_live` of one integer key column. A bucket's rows are its files one after
     another, each sorted by key (Paimon writes sorted runs), so a stable sort of the keys alone
     merges a few runs (numpy's timsort finds them); each key's newest version is then its group's
@@ -135,16 +137,17 @@ def _newest_live_integer(keys: np.ndarray, sequence: np.ndarray, kinds: np.ndarr
     is_newest = ordered_sequence == newest[np.cumsum(first) - 1]
     if np.count_nonzero(is_newest) != len(starts):
         return None  # a key's highest sequence number held twice
-    live = is_newest & ~np.isin(kinds[order], DELETING_VALUE_KINDS)
+    live = is_newest if keep_deleting else is_newest & ~np.isin(kinds[order], DELETING_VALUE_KINDS)
     return order[live].astype(np.int64, copy=False)
 
 
-def superseded_positions(table: Any, snapshot: Any, io: TableIO | None = None
-                         ) -> dict[str, np.ndarray] | None:
+def superseded_positions(table: Any, snapshot: Any, io: TableIO | None = None, *,
+                         keep_deleting: bool = False) -> dict[str, np.ndarray] | None:
     """Per data file of ``snapshot`` (a merge-on-read table's), the sorted positions of its rows
     that are not their key's live version (files with none are absent; ``{}`` when every bucket
     is :func:`one_sorted_run`); None when a bucket needs a merge and the table's is not
-    :func:`last_version_wins`, or :func:`newest_live` cannot tell for some bucket."""
+    :func:`last_version_wins`, or :func:`newest_live` cannot tell for some bucket.
+    ``keep_deleting``: a key's newest version counts as live when it is a ``-U``/``-D`` too."""
     plan = plan_snapshot(table, snapshot, vectors=False)
     buckets = [(key, b) for key, b in plan.buckets.items() if not one_sorted_run(b.files)]
     if not buckets:
@@ -158,7 +161,7 @@ def superseded_positions(table: Any, snapshot: Any, io: TableIO | None = None
     missing: list[tuple[tuple[Any, ...], list[Any], _Latest | None]] = []
     for bucket_key, bucket in buckets:
         files = list(bucket.files)
-        cache_key = ("superseded", plan.index_dir, bucket_key)
+        cache_key = ("superseded", plan.index_dir, bucket_key, keep_deleting)
         latest = cache.get(cache_key) if cache.enabled else None
         if latest is not None and set(latest.file_names) == {str(m.file_name) for m in files}:
             superseded.update(latest.superseded)
@@ -168,10 +171,10 @@ def superseded_positions(table: Any, snapshot: Any, io: TableIO | None = None
     def compute(item: tuple[Any, list[Any], _Latest | None]) -> dict[str, np.ndarray] | None:
         _, files, latest = item
         if latest is not None:
-            found = _bucket_superseded_after(io, latest, files, keys, schema)
+            found = _bucket_superseded_after(io, latest, files, keys, schema, keep_deleting)
             if found is not None:
                 return found
-        return _bucket_superseded(io, files, keys, schema)
+        return _bucket_superseded(io, files, keys, schema, keep_deleting)
 
     # Buckets on threads: pyarrow's decode and numpy's and Arrow's sorts release the GIL.
     workers = min(len(missing), os.cpu_count() or 1, _MAX_THREADS)
@@ -199,7 +202,7 @@ class _Latest:
 
 
 def _bucket_superseded_after(io: TableIO, latest: _Latest, files: Sequence[Any], keys: list[str],
-                             schema: ReadSchema) -> dict[str, np.ndarray] | None:
+                             schema: ReadSchema, keep_deleting: bool = False) -> dict[str, np.ndarray] | None:
     """The positions of a bucket whose files are ``latest``'s plus newer ones (a commit's level-0
     files: each of their sequence numbers above every one of ``latest``), from ``latest``'s: an
     older row whose key the new files hold is superseded now; the new rows are told among
@@ -221,7 +224,8 @@ def _bucket_superseded_after(io: TableIO, latest: _Latest, files: Sequence[Any],
     new_keys = rows[keys[0]]
     if not pa.types.is_integer(new_keys.type):
         return None
-    live_rows = newest_live([new_keys], rows[SEQUENCE_COLUMN].to_numpy(), rows[VALUE_KIND_COLUMN].to_numpy())
+    live_rows = newest_live([new_keys], rows[SEQUENCE_COLUMN].to_numpy(), rows[VALUE_KIND_COLUMN].to_numpy(),
+                            keep_deleting=keep_deleting)
     if live_rows is None:
         return None
     out = dict(latest.superseded)
@@ -291,15 +295,15 @@ def _not_live(files: Sequence[Any], parts: Sequence[pa.Table], live_rows: np.nda
     return out
 
 
-def _bucket_superseded(io: TableIO, files: Sequence[Any], keys: list[str], schema: ReadSchema
-                       ) -> dict[str, np.ndarray] | None:
+def _bucket_superseded(io: TableIO, files: Sequence[Any], keys: list[str], schema: ReadSchema,
+                       keep_deleting: bool = False) -> dict[str, np.ndarray] | None:
     """:func:`superseded_positions` of one bucket's files, told over all of them."""
     read = _versions_of(io, files, keys, schema)
     if read is None:
         return None
     rows, parts = read
     live_rows = newest_live([rows[k] for k in keys], rows[SEQUENCE_COLUMN].to_numpy(),
-                            rows[VALUE_KIND_COLUMN].to_numpy())
+                            rows[VALUE_KIND_COLUMN].to_numpy(), keep_deleting=keep_deleting)
     if live_rows is None:
         return None
     return _not_live(files, parts, live_rows, rows.num_rows)
