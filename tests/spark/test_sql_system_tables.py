@@ -266,6 +266,9 @@ def test_read_optimized_and_audit_log(spark: Any, tmp_path: Path) -> None:
         paimon.sql("INSERT INTO db.`t$ro` VALUES (9, 9)")
     with pytest.raises(SqlError, match="system tables are read-only"):
         paimon.sql("DELETE FROM db.`n$audit_log` WHERE id = 1")
+    # The noun's verbs are a table's; a system table is read in SQL (this said "table not found").
+    with pytest.raises(SqlError, match=r"db.t\$ro is a system table.*SELECT \* FROM db.`t\$ro`"):
+        paimon.table("db.t$ro")
 
 
 @pytest.mark.slow

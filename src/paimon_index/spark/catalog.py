@@ -118,10 +118,16 @@ class Catalog:
 
         Raises:
             TableNotFoundError: no such table (the message says how to create one).
+            SqlError: ``name`` is a system table (``db.t$snapshots``, ``db.t$ro``): read it in SQL.
         """
+        from paimon_index.errors import SqlError
         from paimon_index.spark.sql.names import resolve_parts
 
         resolved = resolve_parts(self, _name_parts(name), must_exist=False)
+        if resolved is not None and resolved.system is not None and self.has_table(resolved.identifier):
+            quoted = f"{resolved.database}.`{resolved.table}${resolved.system}`"
+            raise SqlError(f"{resolved} is a system table, not a table with verbs: read it with "
+                           f"paimon.sql(\"SELECT * FROM {quoted}\")")
         if resolved is None or resolved.system is not None or not self.has_table(resolved.identifier):
             raise self.not_found(name)
         return SparkTable(self, resolved.identifier)
