@@ -225,6 +225,8 @@ READ_BY_KIND = [
     for table in ("t", "n", "a") for system in ("ro", "audit_log")
 ] + ["SELECT rowkind, count(*) FROM db.`n$audit_log` GROUP BY rowkind ORDER BY rowkind",
      "SELECT count(*) FROM db.`t$ro`", "SELECT id FROM db.`n$audit_log` WHERE rowkind = '-D'"]
+#: Their columns, as DESCRIBE and SHOW COLUMNS list them (both refused a system table before).
+DESCRIBED = ["DESCRIBE db.`t$audit_log`", "SHOW COLUMNS IN db.`n$ro`", "DESCRIBE db.`a$schemas`"]
 
 
 def _rows(df: Any) -> list[list[Any]]:
@@ -266,6 +268,11 @@ def test_read_optimized_and_audit_log(spark: Any, tmp_path: Path) -> None:
         paimon.sql("INSERT INTO db.`t$ro` VALUES (9, 9)")
     with pytest.raises(SqlError, match="system tables are read-only"):
         paimon.sql("DELETE FROM db.`n$audit_log` WHERE id = 1")
+    audit, top, schemas = [_rows(paimon.sql(s)) for s in DESCRIBED]
+    assert audit == [["rowkind", "string", None], ["id", "bigint", None], ["v", "int", None]]
+    assert top == [["id"], ["v"]] and ["update_time", "timestamp_ntz", None] in schemas
+    with pytest.raises(SqlError, match=r"DESCRIBE EXTENDED of the system table db.t\$ro is not supported"):
+        paimon.sql("DESCRIBE EXTENDED db.`t$ro`")
     # The noun's verbs are a table's; a system table is read in SQL (this said "table not found").
     with pytest.raises(SqlError, match=r"db.t\$ro is a system table.*SELECT \* FROM db.`t\$ro`"):
         paimon.table("db.t$ro")
@@ -282,12 +289,13 @@ def test_read_optimized_and_audit_log_answer_as_paimons_connector(spark: Any, tm
     paimon.sql("CREATE DATABASE db")
     for statement in CHANGED:
         paimon.sql(statement)
-    on_ours = paimonsql.run(ours_dir, READ_BY_KIND)
-    on_theirs = paimonsql.run(theirs_dir, ["CREATE DATABASE db", *CHANGED, *READ_BY_KIND])[1 + len(CHANGED):]
-    for statement, same_files, own_copy in zip(READ_BY_KIND, on_ours, on_theirs, strict=True):
+    reads = [*READ_BY_KIND, *DESCRIBED]
+    on_ours = paimonsql.run(ours_dir, reads)
+    on_theirs = paimonsql.run(theirs_dir, ["CREATE DATABASE db", *CHANGED, *reads])[1 + len(CHANGED):]
+    for statement, same_files, own_copy in zip(reads, on_ours, on_theirs, strict=True):
         ours = paimon.sql(statement)
         assert same_files["ok"] and own_copy["ok"], (same_files, own_copy)
         assert ours.columns == same_files["columns"], statement
         assert _rows(ours) == same_files["rows"], statement
-        if "$audit_log" in statement or "db.`a$" in statement:
+        if "$audit_log" in statement or "db.`a$" in statement or statement.startswith(("DESCRIBE", "SHOW")):
             assert _rows(ours) == own_copy["rows"], statement

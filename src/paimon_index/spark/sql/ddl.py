@@ -96,13 +96,15 @@ def _empty(catalog: Catalog) -> DataFrame:
 # ------------------------------------------------------------------------------------------------
 # Names
 # ------------------------------------------------------------------------------------------------
-def _table_name(catalog: Catalog, table: exp.Table, *, create: bool = False) -> TableName | None:
-    """The Paimon table ``table`` names, or None when it is Spark's."""
+def _table_name(catalog: Catalog, table: exp.Table, *, create: bool = False,
+                system_ok: bool = False) -> TableName | None:
+    """The Paimon table ``table`` names, or None when it is Spark's; a system table's name only
+    with ``system_ok`` (statements that list columns)."""
     from paimon_index.spark.sql.names import table_parts
 
     parts = table_parts(table)
     name = resolve_parts(catalog, parts, must_exist=not create)
-    if name is not None and name.system is not None:
+    if name is not None and name.system is not None and not system_ok:
         raise SqlError(f"{name} is a system table (read-only); DDL takes the table {name.identifier}")
     return name
 
@@ -746,14 +748,20 @@ def _describe(catalog: Catalog, statement: exp.Describe, text: str) -> DataFrame
         return _describe_database(catalog, statement, text)
     if not isinstance(target, exp.Table):
         return _spark_or_refuse(catalog, statement, text)
-    name = _table_name(catalog, target)
+    name = _table_name(catalog, target, system_ok=True)
     if name is None:
         return catalog.spark.sql(text)
     name = _existing(catalog, name, target.sql(DIALECT))
     if statement.args.get("partition") is not None:
         raise SqlError(f"DESCRIBE {name} PARTITION (...) is not supported; use SHOW PARTITIONS {name}")
-    info = _Info(catalog, name)
     style = str(statement.args.get("style") or "").upper()
+    if name.system is not None:
+        if style in ("EXTENDED", "FORMATTED"):
+            raise SqlError(f"DESCRIBE {style} of the system table {name} is not supported; DESCRIBE {name} "
+                           f"lists its columns, DESCRIBE {style} {name.identifier} the table's details")
+        return _frame(catalog, [("col_name", "string"), ("data_type", "string"), ("comment", "string")],
+                      _system_columns(catalog, name))
+    info = _Info(catalog, name)
     rows: list[tuple[Any, ...]] = []
     types = {f.name: _field_type(f) for f in info.fields}
     for f in info.fields:
@@ -786,6 +794,21 @@ def _describe(catalog: Catalog, statement: exp.Describe, text: str) -> DataFrame
     return _frame(catalog, [("col_name", "string"), ("data_type", "string"), ("comment", "string")], rows)
 
 
+def _system_columns(catalog: Catalog, name: TableName) -> list[tuple[str, str, str | None]]:
+    """(name, Spark type, comment) of each column of the system table ``name``, as its SELECT
+    returns them: ``$ro`` the table's columns, ``$audit_log`` ``rowkind`` and the table's, the
+    others their DataFrame's."""
+    from paimon_index.spark.sql import system_tables
+    from paimon_index.table.system import AUDIT_LOG, DATA_SYSTEM_TABLES, ROW_KIND
+
+    if name.system in DATA_SYSTEM_TABLES:
+        fields = _Info(catalog, TableName(name.database, name.table)).fields
+        own = [(f.name, spark_type(_field_type(f)), f.description) for f in fields]
+        return [(ROW_KIND, "string", None), *own] if name.system == AUDIT_LOG else own
+    frame = system_tables.frame(catalog, name)
+    return [(f.name, f.dataType.simpleString(), None) for f in frame.schema.fields]
+
+
 def _tokens(rest: str) -> list[Any]:
     """``rest`` as Spark's tokens (a backticked name is one; sqlglot's generic tokenizer split
     it at each backtick, and ``SHOW TABLES IN `db``` failed)."""
@@ -799,8 +822,10 @@ def _words(toks: list[Any]) -> list[str]:
     return [t.text.upper() for t in toks]
 
 
-def _name_at(catalog: Catalog, rest: str, toks: list[Any], start: int) -> tuple[TableName | None, int, str]:
-    """The table name starting at token ``start``: (resolved or None, next token, its text)."""
+def _name_at(catalog: Catalog, rest: str, toks: list[Any], start: int, *,
+             system_ok: bool = False) -> tuple[TableName | None, int, str]:
+    """The table name starting at token ``start``: (resolved or None, next token, its text); a
+    system table's only with ``system_ok``."""
     end = start
     if end < len(toks) and toks[end].token_type is not TokenType.DOT:
         end += 1  # the first part (a keyword-like name such as `default` is a part too)
@@ -813,7 +838,7 @@ def _name_at(catalog: Catalog, rest: str, toks: list[Any], start: int) -> tuple[
         table = exp.to_table(text, dialect=DIALECT)
     except (ParseError, ValueError) as e:
         raise SqlError(f"table name {text!r} does not parse: {e}") from e
-    name = _table_name(catalog, table)
+    name = _table_name(catalog, table, system_ok=system_ok)
     return name, end, text
 
 
@@ -978,7 +1003,7 @@ def describe_column(catalog: Catalog, text: str) -> DataFrame | None:
 def _show_columns(catalog: Catalog, rest: str, toks: list[Any], words: list[str], text: str) -> DataFrame:
     """``SHOW COLUMNS (IN|FROM) t [(IN|FROM) db]``: one row per column, as Paimon's connector lists
     them (its column is named ``column``)."""
-    name, end, shown = _name_at(catalog, rest, toks, 2)
+    name, end, shown = _name_at(catalog, rest, toks, 2, system_ok=True)
     if end < len(toks):
         if words[end] not in ("IN", "FROM") or end + 1 >= len(toks):
             raise SqlError(f"SHOW COLUMNS {rest[:200]}: expected IN <database> after the table name")
@@ -989,11 +1014,14 @@ def _show_columns(catalog: Catalog, rest: str, toks: list[Any], words: list[str]
         qualified = f"{spelled}.{shown}" if "." not in shown else None
         if qualified is None:
             raise SqlError(f"SHOW COLUMNS {rest[:200]}: the table {shown} names its database already")
-        name, _, shown = _name_at(catalog, qualified, _tokens(qualified), 0)
+        name, _, shown = _name_at(catalog, qualified, _tokens(qualified), 0, system_ok=True)
         del database
     if name is None:
         return catalog.spark.sql(text)
-    info = _Info(catalog, _existing(catalog, name, shown))
+    name = _existing(catalog, name, shown)
+    if name.system is not None:
+        return _frame(catalog, [("column", "string")], [(c,) for c, _, _ in _system_columns(catalog, name)])
+    info = _Info(catalog, name)
     return _frame(catalog, [("column", "string")], [(f.name,) for f in info.fields])
 
 

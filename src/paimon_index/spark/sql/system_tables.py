@@ -4,7 +4,7 @@
 Paimon's Java system tables (built by pypaimon's system tables, ``$files`` spelt as Java prints it:
 :func:`paimon_index.table.system.system_table`); ``file_indexes`` is paimon-index's
 :func:`paimon_index.table.system.file_indexes`. Each is read when the statement runs (the rows of
-that moment), then handed to Spark.
+that moment), then handed to Spark; their time columns are ``TIMESTAMP_NTZ``, as Java's.
 """
 
 from __future__ import annotations
@@ -31,5 +31,11 @@ def frame(catalog: Catalog, name: TableName) -> DataFrame:
                        + ", ".join(f"{name.identifier}${s}" for s in (*SYSTEM_TABLES, *DATA_SYSTEM_TABLES)))
     if not catalog.has_table(name.identifier):
         raise catalog.not_found(name.identifier)
+    from pyspark.sql.pandas.types import from_arrow_schema
+
     table = _catalog.open_table(catalog.warehouse, name.identifier, catalog_options=catalog.catalog_options)
-    return catalog.spark.createDataFrame(system_table(table, name.system))
+    rows = system_table(table, name.system)
+    # Java's time columns (commit_time, creation_time, ...) are TIMESTAMP without time zone: the
+    # local time of each moment, which the Arrow rows hold; Spark took them as TIMESTAMP (LTZ).
+    schema = from_arrow_schema(rows.schema, prefer_timestamp_ntz=True)
+    return catalog.spark.createDataFrame(rows, schema=schema)
