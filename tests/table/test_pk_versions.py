@@ -73,9 +73,10 @@ def test_newest_live_keeps_each_keys_newest_version_unless_it_retracts() -> None
     assert live is not None and live.tolist() == [1, 2]
 
 
-def _model_newest_live(rows: list[tuple[int, int, int]]) -> list[int] | None:
+def _model_newest_live(rows: list[tuple[int, int, int]], keep_deleting: bool = False) -> list[int] | None:
     """Row indices that are their key's live newest version, by key; None if a key's highest
-    sequence number is held twice. ``rows``: (key, sequence, kind)."""
+    sequence number is held twice. ``rows``: (key, sequence, kind). ``keep_deleting``: a newest
+    -U/-D counts too (``t$audit_log``)."""
     newest: dict[int, list[int]] = {}
     for i, (key, sequence, _) in enumerate(rows):
         held = newest.get(key)
@@ -85,26 +86,28 @@ def _model_newest_live(rows: list[tuple[int, int, int]]) -> list[int] | None:
             held.append(i)
     if any(len(held) > 1 for held in newest.values()):
         return None
-    return [newest[key][0] for key in sorted(newest) if rows[newest[key][0]][2] not in (1, 3)]
+    return [newest[key][0] for key in sorted(newest)
+            if keep_deleting or rows[newest[key][0]][2] not in (1, 3)]
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.lists(st.tuples(st.integers(-3, 12), st.integers(0, 40), st.integers(0, 3)),
-                         max_size=12), max_size=5))
-def test_newest_live_against_a_model_for_every_key_shape(files: list[list[tuple[int, int, int]]]) -> None:
+                         max_size=12), max_size=5), st.booleans())
+def test_newest_live_against_a_model_for_every_key_shape(files: list[list[tuple[int, int, int]]],
+                                                         keep_deleting: bool) -> None:
     """Files one after another, each sorted by key with one row per key (what Paimon writes) or not
     (the function may not rely on it): every key shape -- one integer column (numpy's run merge),
     the same keys as strings and as two columns (Arrow's sort) -- gives the model's rows."""
     rows = [row for file in files for row in sorted(dict((k, (k, q, v)) for k, q, v in file).values())]
     rows += [row for file in files[:1] for row in file]  # and an unsorted file with repeated keys
-    expected = _model_newest_live(rows)
+    expected = _model_newest_live(rows, keep_deleting)
     sequence = np.array([q for _, q, _ in rows], dtype=np.int64)
     kinds = np.array([v for _, _, v in rows], dtype=np.int8)
     keys = [k for k, _, _ in rows]
     for shape in ([pa.array(keys, pa.int64())], [pa.chunked_array([pa.array(keys, pa.int8())])],
                   [pa.array([f"{k + 3:02d}" for k in keys])],
                   [pa.array([k % 2 for k in keys], pa.int32()), pa.array(keys, pa.int16())]):
-        live = newest_live(shape, sequence, kinds)
+        live = newest_live(shape, sequence, kinds, keep_deleting=keep_deleting)
         if expected is None:
             assert live is None
             continue
@@ -209,10 +212,11 @@ def test_planned_reads_of_random_changes_equal_pypaimons_merge_and_the_model(
         assert table.min_max("v", where) == ((min(values), max(values)) if values else (None, None)), where
 
 
-def _positions_now(table: paimon_index.Table) -> dict[str, list[int]] | None:
+def _positions_now(table: paimon_index.Table, keep_deleting: bool = False) -> dict[str, list[int]] | None:
     from paimon_index.table.paimon import read_snapshot
 
-    found = superseded_positions(table.paimon_table, read_snapshot(table.paimon_table))
+    found = superseded_positions(table.paimon_table, read_snapshot(table.paimon_table),
+                                 keep_deleting=keep_deleting)
     return None if found is None else {name: p.tolist() for name, p in found.items()}
 
 
@@ -223,7 +227,8 @@ def test_positions_updated_from_the_cached_ones_equal_positions_told_whole(
         tmp_path_factory, kind: str, steps: list, compact_at: int) -> None:
     """After each commit, a bucket that only gained files starts from the positions cached for the
     snapshot before (read after every step); they equal the positions told over every file with
-    nothing cached, and the plan's rows equal the model's."""
+    nothing cached, and the plan's rows equal the model's. The same for the positions that keep a
+    key's newest -U/-D (``t$audit_log``), cached apart."""
     from paimon_index.table.metacache import metadata_cache
 
     assert metadata_cache().enabled
@@ -243,9 +248,9 @@ def test_positions_updated_from_the_cached_ones_equal_positions_told_whole(
                 model[(r["k"], r["dt"])] = (r["k"], r["v"], r["s"], r["dt"])
         if i == compact_at:
             table.compact(full=True)
-        from_cache = _positions_now(table)
+        from_cache = [_positions_now(table, keep) for keep in (False, True)]
         metadata_cache().clear()
-        assert from_cache == _positions_now(table)
+        assert from_cache == [_positions_now(table, keep) for keep in (False, True)]
         assert _rows(table.read()) == sorted(model.values(), key=repr)
 
 

@@ -373,7 +373,8 @@ def rewrite(catalog: Catalog, statement: exp.Expr, *, skip: frozenset[int] = fro
     unqualify_database(tree, [table for table, _ in found], catalog.current_database)
     # Each reference opens its table once (its columns here, its read below); two references of
     # one table are two opens, two reads.
-    # A system table of metadata is opened by its reader; t$ro is a read of the table's rows.
+    # A system table of metadata is opened by its reader; t$ro and t$audit_log are reads of the
+    # table's rows.
     opened_of = {id(table): None if name.system not in (None, *DATA_SYSTEM_TABLES) else _open(catalog, name)
                  for table, name in found}
     columns_of: dict[int, frozenset[str] | None] = {
