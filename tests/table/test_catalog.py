@@ -268,6 +268,18 @@ REFUSED = [
     ({"Deletion_Vectors.enabled": "true"}, r"did you mean 'deletion-vectors.enabled'\?"),
     ({"deletion-vectors.enabled": "yes"}, r"deletion-vectors.enabled: expected true or false, got 'yes'"),
     ({"deletion-vector.index-file.target-size": "big"}, "cannot parse size"),
+    # Paimon's SchemaValidation.validateForDeletionVectors (we created such tables before session 34)
+    ({"deletion-vectors.enabled": "true", "merge-engine": "first-row"},
+     "'merge-engine' = 'first-row' does not need"),
+    # pypaimon's own check, a raw ValueError before session 34 (the table here has no primary key)
+    ({"changelog-producer": "lookup"}, "table db.t: Cannot set 'changelog-producer' to 'lookup' on a table"),
+]
+#: Of REFUSED, the option sets Java's catalog refuses too, with its words.
+JAVA_REFUSES = [
+    ({"deletion-vectors.enabled": "true", "merge-engine": "first-row"},
+     "First row merge engine does not need"),
+    ({"deletion-vectors.enabled": "true", "changelog-producer": "full-compaction"},
+     "only supported for NONE/INPUT/LOOKUP changelog producer"),
 ]
 
 
@@ -278,6 +290,26 @@ def test_bad_options_are_refused_at_create_and_nothing_is_created(tmp_path: Path
     with pytest.raises(InvalidOptionError, match=message):
         create_table(str(warehouse), "db.t", DDL, options=options)
     assert not warehouse.exists()
+
+
+@needs_java
+def test_java_refuses_the_deletion_vector_options_we_refuse(tmp_path: Path) -> None:
+    """The same option sets through Java's catalog (the oracle's create): refused there too; a
+    table we had created with them Java would refuse to load."""
+    for i, (options, java_says) in enumerate(JAVA_REFUSES):
+        batch = tmp_path / f"create-{i}.jsonl"
+        command = {"cmd": "write", "warehouse": str(tmp_path / f"w{i}"), "table": "db.t", "pk": "id",
+                   "schema": "id BIGINT NOT NULL, s STRING", "create-only": "true",
+                   "options": ",".join(f"{k}={v}" for k, v in options.items())}
+        batch.write_text(json.dumps(command) + "\n")
+        out = subprocess.run([str(ORACLE), "batch", "--file", str(batch)], capture_output=True, text=True,
+                             check=False, timeout=300, env={**os.environ, "PYTHON": sys.executable,
+                                                             "ORACLE_JAVA_OPTS": JAVA_OPTS})
+        answers = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+        assert answers and java_says in answers[0].get("error", ""), (options, out.stdout[-2000:])
+        with pytest.raises(InvalidOptionError):
+            create_table(str(tmp_path / f"ours{i}"), "db.t", "id BIGINT NOT NULL, s STRING",
+                         primary_keys=["id"], options=options)
 
 
 def test_refusal_leaves_an_existing_database_untouched(tmp_path: Path) -> None:

@@ -33,7 +33,7 @@ from tests.table.test_merge_engines import rows_strategy as merge_rows_strategy
 
 import paimon_index
 from jvm import java_args
-from paimon_index.errors import UnsupportedChangelogProducerError
+from paimon_index.errors import InvalidOptionError, UnsupportedChangelogProducerError
 
 SCHEMA = pa.schema([pa.field("p", pa.int32(), nullable=False), pa.field("k", pa.int64(), nullable=False),
                     ("v", pa.string()), ("n", pa.int64())])
@@ -271,7 +271,19 @@ def test_one_upsert_writes_a_changelog_file_in_the_same_snapshot(tmp_path: Path)
 @pytest.mark.parametrize("producer", ["full-compaction"])
 def test_producers_other_than_lookup_are_refused_before_any_file_is_written(tmp_path: Path,
                                                                             producer: str) -> None:
-    table = create(str(tmp_path), "fixed", {"changelog-producer": producer})
+    # With deletion vectors Paimon refuses the table itself (SchemaValidation), as we do now.
+    refused = f"'changelog-producer' = '{producer}' with 'deletion-vectors"
+    with pytest.raises(InvalidOptionError, match=refused):
+        create(str(tmp_path), "fixed", {"changelog-producer": producer})
+    assert not (tmp_path / "db.db" / "t").exists()
+    # A table made elsewhere with it (pypaimon's own catalog does not validate): refused at the write.
+    from pypaimon import CatalogFactory, Schema
+
+    made = CatalogFactory.create({"warehouse": str(tmp_path)})
+    made.create_database("db", True)
+    made.create_table("db.t", Schema.from_pyarrow_schema(SCHEMA, primary_keys=["p", "k"], options={
+        **DV, "bucket": "2", "changelog-producer": producer}), False)
+    table = paimon_index.open_table(str(tmp_path), "db.t")
     with pytest.raises(UnsupportedChangelogProducerError, match=f"'changelog-producer' = '{producer}'"):
         table.upsert(pa.Table.from_pylist([{"p": 0, "k": 1, "v": "a", "n": 1}], schema=SCHEMA))
     assert not list(tmp_path.glob("db.db/t/bucket-*/*")) and latest(table) == 0

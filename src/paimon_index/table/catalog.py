@@ -578,7 +578,30 @@ def validate_table_options(options: Mapping[str, str],
     if columns is not None:
         check_index_columns(parsed, columns)
     check_retention(plain)
+    _check_deletion_vectors(plain)
     return plain
+
+
+#: The changelog producers Paimon allows with deletion vectors (``SchemaValidation``).
+_DV_CHANGELOG_PRODUCERS = ("none", "input", "lookup")
+
+
+def _check_deletion_vectors(options: Mapping[str, str]) -> None:
+    """Refuse what Paimon's ``SchemaValidation.validateForDeletionVectors`` refuses, so that no table
+    Java cannot load is created (Java refuses such a table when it loads its schema too)."""
+    if not parse_bool(options.get("deletion-vectors.enabled", "false"), "deletion-vectors.enabled"):
+        return
+    producer = options.get("changelog-producer", "none").strip().lower()
+    if producer not in _DV_CHANGELOG_PRODUCERS:
+        raise InvalidOptionError(
+            f"'changelog-producer' = '{producer}' with 'deletion-vectors.enabled' = 'true': Paimon supports "
+            f"deletion vectors with the {', '.join(repr(p) for p in _DV_CHANGELOG_PRODUCERS)} changelog "
+            "producers only")
+    first_row = options.get("merge-engine", "deduplicate").strip().lower() == "first-row"
+    if first_row and not parse_bool(options.get("pk-clustering-override", "false"), "pk-clustering-override"):
+        raise InvalidOptionError(
+            "'merge-engine' = 'first-row' does not need deletion vectors (it never deletes old data) and "
+            "Paimon refuses it with 'deletion-vectors.enabled' = 'true': drop one of the two options")
 
 
 def row_group_bytes(options: Mapping[str, str]) -> int:
@@ -640,11 +663,16 @@ def create_table(warehouse: str, identifier: str, schema: pa.Schema | Any, *,
     ident = parse_identifier(identifier, for_write=True)
     partition_keys, primary_keys = list(partition_keys), list(primary_keys)
     plain = {str(k): str(v) for k, v in (options or {}).items()}
-    if isinstance(schema, pa.Schema):
-        paimon_schema = Schema.from_pyarrow_schema(schema, partition_keys=partition_keys,
-                                                   primary_keys=primary_keys or None, options=plain)
-    else:
-        paimon_schema = Schema(_paimon_fields(schema_fields(schema)), partition_keys, primary_keys, plain)
+    try:
+        if isinstance(schema, pa.Schema):
+            paimon_schema = Schema.from_pyarrow_schema(schema, partition_keys=partition_keys,
+                                                       primary_keys=primary_keys or None, options=plain)
+        else:
+            paimon_schema = Schema(_paimon_fields(schema_fields(schema)), partition_keys, primary_keys, plain)
+    except ValueError as e:  # pypaimon's own checks (a changelog producer without a primary key, ...)
+        if isinstance(e, InvalidOptionError):
+            raise
+        raise InvalidOptionError(f"table {identifier}: {e}") from e
     if comment:
         paimon_schema.comment = comment
     columns = column_types(paimon_schema.fields)
