@@ -584,6 +584,11 @@ def validate_table_options(options: Mapping[str, str],
 
 #: The changelog producers Paimon allows with deletion vectors (``SchemaValidation``).
 _DV_CHANGELOG_PRODUCERS = ("none", "input", "lookup")
+#: Why Paimon refuses ``merge-engine`` = ``first-row`` with deletion vectors (at CREATE here; at the
+#: write of a table made elsewhere, :func:`paimon_index.table.pk.merge.merge_engine`).
+FIRST_ROW_WITH_VECTORS = ("'merge-engine' = 'first-row' does not need deletion vectors (it never deletes old "
+                          "data) and Paimon refuses it with 'deletion-vectors.enabled' = 'true': drop one of "
+                          "the two options")
 
 
 def _check_deletion_vectors(options: Mapping[str, str]) -> None:
@@ -599,9 +604,7 @@ def _check_deletion_vectors(options: Mapping[str, str]) -> None:
             "producers only")
     first_row = options.get("merge-engine", "deduplicate").strip().lower() == "first-row"
     if first_row and not parse_bool(options.get("pk-clustering-override", "false"), "pk-clustering-override"):
-        raise InvalidOptionError(
-            "'merge-engine' = 'first-row' does not need deletion vectors (it never deletes old data) and "
-            "Paimon refuses it with 'deletion-vectors.enabled' = 'true': drop one of the two options")
+        raise InvalidOptionError(FIRST_ROW_WITH_VECTORS)
 
 
 def row_group_bytes(options: Mapping[str, str]) -> int:
@@ -669,9 +672,9 @@ def create_table(warehouse: str, identifier: str, schema: pa.Schema | Any, *,
                                                        primary_keys=primary_keys or None, options=plain)
         else:
             paimon_schema = Schema(_paimon_fields(schema_fields(schema)), partition_keys, primary_keys, plain)
+    except InvalidOptionError:  # ours, from the schema's fields
+        raise
     except ValueError as e:  # pypaimon's own checks (a changelog producer without a primary key, ...)
-        if isinstance(e, InvalidOptionError):
-            raise
         raise InvalidOptionError(f"table {identifier}: {e}") from e
     if comment:
         paimon_schema.comment = comment

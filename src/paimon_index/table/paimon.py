@@ -827,12 +827,18 @@ def null_partitions_restored(writer: Any) -> None:
 
 #: The column that carries each row's ``_VALUE_KIND`` byte into a writer (:func:`value_kinds_from`).
 VALUE_KIND_INPUT = "__paimon_index_value_kind__"
+#: The writer attribute naming the column :func:`value_kinds_from` installed it for.
+_KINDS_FROM = "_paimon_index_value_kinds_from"
 
 
 def value_kinds_from(writer: Any, column: str) -> None:
     """Have one pypaimon table write take each row's ``_VALUE_KIND`` from its ``column`` (int8 row
     kind bytes), which is dropped before the file is written: pypaimon itself only reads row kinds
-    from a ``rowkind.field`` column of the table. (Merge-on-read changes: ``-D``/``+U`` rows.)"""
+    from a ``rowkind.field`` column of the table. (Merge-on-read changes: ``-D``/``+U`` rows.)
+    Installed once per writer: a second call for the same column changes nothing."""
+    if getattr(writer, _KINDS_FROM, None) == column:
+        return
+    setattr(writer, _KINDS_FROM, column)
     store = writer.file_store_write
     create = store._create_data_writer
 

@@ -233,6 +233,13 @@ def conform(data: pa.Table, target: pa.Schema, *, table: str | None = None) -> p
     return pa.Table.from_arrays(columns, schema=target)
 
 
+def with_value_kinds(writer: Any, data: pa.Table, kinds: pa.Array) -> pa.Table:
+    """``data`` (in the writer's columns) with ``kinds`` (int8 ``_VALUE_KIND`` bytes, one per row) in
+    the column a primary-key table's ``writer`` takes them from, once set to (:func:`value_kinds_from`)."""
+    value_kinds_from(writer, VALUE_KIND_INPUT)
+    return data.append_column(pa.field(VALUE_KIND_INPUT, pa.int8(), nullable=False), kinds)
+
+
 def write_with(writer: Any, data: pa.Table, value_kinds: pa.Array | None = None) -> None:
     """Write ``data`` with a pypaimon table writer, conformed to the table's schema first.
     ``value_kinds`` (a primary-key table's writer): each row's ``_VALUE_KIND`` byte (the writer
@@ -240,9 +247,7 @@ def write_with(writer: Any, data: pa.Table, value_kinds: pa.Array | None = None)
     try:
         conformed = conform(data, writer.table_pyarrow_schema, table=_name(writer.table))
         if value_kinds is not None:
-            value_kinds_from(writer, VALUE_KIND_INPUT)
-            conformed = conformed.append_column(pa.field(VALUE_KIND_INPUT, pa.int8(), nullable=False),
-                                                value_kinds)
+            conformed = with_value_kinds(writer, conformed, value_kinds)
         writer.write_arrow(conformed)
     except PaimonIndexError:
         raise

@@ -398,8 +398,9 @@ def rewrite(catalog: Catalog, statement: exp.Expr, *, skip: frozenset[int] = fro
             if topn is not None:
                 ref.order_by, ref.limit = topn
             # An audit log's count is of its rows, -D rows too: not the table's live rows.
-            ref.rows_only = _reads_no_column(table) and name.system != AUDIT_LOG
-            if not ref.rows_only and name.system != AUDIT_LOG and _reads_no_column(table, where=True) and \
+            countable = name.system != AUDIT_LOG
+            ref.rows_only = countable and _reads_no_column(table)
+            if countable and not ref.rows_only and _reads_no_column(table, where=True) and \
                     _all_pushed(table, ref.conjuncts):
                 ref.rows_only, ref.counted_where = True, _select_of(table)
             names = list(opened.schema.names)

@@ -137,9 +137,6 @@ def check_merge_on_read(table: Any, options: Mapping[str, str] | None = None) ->
             f"there), use '{CHANGELOG_PRODUCER}' = 'input' or 'none', or write with Paimon's own connector")
 
 
-_KIND_BYTES = {"+I": INSERT, "-U": UPDATE_BEFORE, "+U": UPDATE_AFTER, "-D": DELETE}
-
-
 def written_records(options: Mapping[str, str], rows: pa.Table) -> pa.Table:
     """The records Java's writer gets at all: ``TableWriteImpl``'s ``RowKindFilter`` drops ``-U``
     and ``-D`` under ``ignore-delete`` (and its fallback keys) and ``-U`` under
@@ -165,16 +162,14 @@ def input_changelog(table: Any, rows: pa.Table, first_sequence: int) -> pa.Table
     merge (``SortBufferWriteBuffer.forEach``'s raw consumer): its own row kind, its own sequence
     number (the bucket's next ones, ``first_sequence`` on, in input order), sorted by key then
     sequence."""
-    from paimon_index.table.pk.plan import ROW_KIND_COLUMN
+    from paimon_index.table.pk.plan import ROW_KIND_COLUMN, kind_bytes
 
     target = kv_schema(table)
-    # Row kinds were checked on the way in (with_row_kinds): each is one of _KIND_BYTES.
-    at = pc.index_in(rows[ROW_KIND_COLUMN], value_set=pa.array(list(_KIND_BYTES)))
-    kinds = np.array(list(_KIND_BYTES.values()), dtype=np.int8)[at.to_numpy(zero_copy_only=False)]
     columns: dict[str, Any] = {KEY_PREFIX + k: rows[k] for k in trimmed_keys(table)}
     columns[SEQUENCE_COLUMN] = pa.array(np.arange(first_sequence, first_sequence + rows.num_rows,
                                                   dtype=np.int64))
-    columns[VALUE_KIND_COLUMN] = pa.array(kinds)
+    # Row kinds were checked on the way in (with_row_kinds): each is one of Paimon's four.
+    columns[VALUE_KIND_COLUMN] = kind_bytes(rows[ROW_KIND_COLUMN])
     for name in user_columns(table):
         columns[name] = rows[name]
     out = conform(pa.table(columns), target)

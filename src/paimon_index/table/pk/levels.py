@@ -44,24 +44,23 @@ import pyarrow.parquet as pq
 
 from paimon_index.deletionvectors.maintainer import BucketDvMaintainer
 from paimon_index.table.fileio import TableIO
-from paimon_index.table.paimon import VALUE_KIND_INPUT, value_kinds_from
 from paimon_index.table.parquet_layout import dictionary_columns
 from paimon_index.table.pk.lookup import key_tuple, overlaps
 from paimon_index.table.pk.plan import (
     DELETING_VALUE_KINDS,
     ROW_KIND_COLUMN,
     VALUE_KIND_COLUMN,
-    VALUE_KINDS,
+    kind_bytes,
     live_current_rows,
     user_columns,
     writable,
 )
 from paimon_index.table.schemas import read_schema
-from paimon_index.table.write import attach_file_indexes, conform, write_with, writing
+from paimon_index.table.write import attach_file_indexes, conform, with_value_kinds, write_with, writing
 
 __all__ = ["encoded_bytes_per_row", "estimated_bytes_per_row", "free_level", "kinds_as_bytes", "rewrite",
-           "rewrite_merged",
-           "rolled_on_encoded_bytes", "write_at", "write_kinded", "write_retractions", "write_rows"]
+           "rewrite_merged", "rolled_on_encoded_bytes", "write_at", "write_kinded", "write_retractions",
+           "write_rows"]
 
 #: Arrow bytes a key-value writer buffers per row besides the user's columns and the key's copy:
 #: ``_SEQUENCE_NUMBER`` (8) and ``_VALUE_KIND`` (1).
@@ -146,9 +145,8 @@ def kinds_as_bytes(rows: pa.Table) -> pa.Table:
     column, what the writers here take; as they are without one."""
     if ROW_KIND_COLUMN not in rows.column_names:
         return rows
-    codes = pc.cast(pc.index_in(rows[ROW_KIND_COLUMN], pa.array(list(VALUE_KINDS))), pa.int8())
     return rows.drop_columns([ROW_KIND_COLUMN]).append_column(
-        pa.field(VALUE_KIND_COLUMN, pa.int8(), nullable=False), codes)
+        pa.field(VALUE_KIND_COLUMN, pa.int8(), nullable=False), kind_bytes(rows[ROW_KIND_COLUMN]))
 
 
 def _kinds_of(rows: pa.Table) -> tuple[pa.Table, pa.Array | None]:
@@ -194,8 +192,7 @@ def write_at(table: Any, rows: pa.Table, partition: tuple[Any, ...], bucket: int
         if rows.num_rows:
             data = conform(rows, writer.table_pyarrow_schema)
             if kinds is not None:
-                value_kinds_from(writer, VALUE_KIND_INPUT)
-                data = data.append_column(pa.field(VALUE_KIND_INPUT, pa.int8(), nullable=False), kinds)
+                data = with_value_kinds(writer, data, kinds)
             for batch in data.to_batches():
                 writer.file_store_write.write(tuple(partition), int(bucket), batch)
         return attach_file_indexes(table, writer.prepare_commit())
@@ -213,11 +210,10 @@ def write_retractions(table: Any, rows: dict[tuple[tuple[Any, ...], int], pa.Tab
         return {}
     table = writable(table)
     with writing(table) as writer:
-        value_kinds_from(writer, VALUE_KIND_INPUT)
         for (partition, bucket), part in rows.items():
-            kinds = part[VALUE_KIND_COLUMN].combine_chunks()
-            data = conform(part.drop_columns([VALUE_KIND_COLUMN]), writer.table_pyarrow_schema)
-            data = data.append_column(pa.field(VALUE_KIND_INPUT, pa.int8(), nullable=False), kinds)
+            data = with_value_kinds(writer, conform(part.drop_columns([VALUE_KIND_COLUMN]),
+                                                    writer.table_pyarrow_schema),
+                                    part[VALUE_KIND_COLUMN].combine_chunks())
             for batch in data.to_batches():
                 writer.file_store_write.write(tuple(partition), int(bucket), batch)
         written: dict[tuple[tuple[Any, ...], int], list[Any]] = {}

@@ -560,9 +560,9 @@ def merge_engine(table: Any, options: Mapping[str, str] | None = None) -> MergeE
     if name == DEDUPLICATE:
         return None
     if name == FIRST_ROW:
-        raise UnsupportedTableError(
-            f"'{MERGE_ENGINE}' = 'first-row' does not need deletion vectors (it never deletes old data) and "
-            "Paimon refuses it with 'deletion-vectors.enabled' = 'true': drop one of the two options")
+        from paimon_index.table.catalog import FIRST_ROW_WITH_VECTORS
+
+        raise UnsupportedTableError(FIRST_ROW_WITH_VECTORS)
     sequence_fields = tuple(f.strip() for f in options.get(SEQUENCE_FIELD, "").split(",") if f.strip())
     order = options.get(SEQUENCE_ORDER, "ascending").strip().lower()
     if order not in ("ascending", "descending"):

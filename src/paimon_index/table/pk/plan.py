@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from paimon_index.deletionvectors.maintainer import BucketDvMaintainer
 from paimon_index.errors import (
@@ -58,6 +59,7 @@ __all__ = [
     "check_merge_free",
     "check_table",
     "dv_mode",
+    "kind_bytes",
     "live_rows",
     "maintainer",
     "merge_free",
@@ -170,6 +172,11 @@ def max_level(options: Mapping[str, str]) -> int:
     trigger = parse_int(options.get(SORTED_RUN_TRIGGER, str(DEFAULT_SORTED_RUN_TRIGGER)), SORTED_RUN_TRIGGER)
     levels = parse_int(options.get(NUM_LEVELS, str(trigger + 1)), NUM_LEVELS, minimum=2)
     return levels - 1
+
+
+def kind_bytes(kinds: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """Row kinds (``+I``, ``-U``, ``+U``, ``-D``; checked already) as their ``_VALUE_KIND`` bytes."""
+    return pc.cast(pc.index_in(kinds, pa.array(list(VALUE_KINDS))), pa.int8())
 
 
 def user_columns(table: Any) -> list[str]:

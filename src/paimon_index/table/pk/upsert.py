@@ -118,6 +118,7 @@ from paimon_index.table.pk.plan import (
     check_keys,
     check_table,
     key_schema,
+    kind_bytes,
     live_current_rows,
     maintainer,
     max_level,
@@ -665,7 +666,7 @@ def _retraction_rows(table: Any, removed: pa.Table, key: BucketKey, deleted_here
         return None
     kinds = rows[ROW_KIND_COLUMN] if ROW_KIND_COLUMN in rows.column_names else \
         pa.array([DELETE_KIND] * rows.num_rows, pa.string())
-    codes = pc.cast(pc.index_in(kinds, pa.array(list(VALUE_KINDS))), pa.int8())
+    codes = kind_bytes(kinds)
     fields = arrow_fields(table)
     columns = [rows[f.name] if f.name in rows.column_names else pa.nulls(rows.num_rows, f.type)
                for f in fields]
